@@ -1,0 +1,156 @@
+"""Everything derived from one file's bytes: a pure function, so it can be memoised by SHA-256.
+
+Nothing here knows the file's path; the concept id falls back to the path later.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from sys import intern
+
+from .layout import Layout, ParseIssue, layout
+from .limits import MAX_HEADING_BYTES
+from .sections import Heading, cut, headings
+from .terms import Tokenizer
+
+# Field weights of SPEC §5 (and §13's outline field).
+W_RAW, W_HEADING, W_TITLE, W_OUTLINE = 1, 3, 2, 2
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisOptions:
+    tokenizer: Tokenizer = Tokenizer()
+    outline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SectionStats:
+    first: int  # 0-based first line (the heading line for a heading section)
+    last: int  # 0-based last line, inclusive
+    heading: str  # plain heading text, "" for the preamble / body section
+    level: int  # 1-6, 0 for the preamble / body section
+    outline: str  # headings above it (context=outline), else ""
+    length: int  # weighted token count (BM25 len)
+
+
+@dataclass(frozen=True, slots=True)
+class TooLong:
+    line: int  # 1-based
+    size: int  # UTF-8 bytes
+    what: str  # "heading" or "title"
+
+
+@dataclass(frozen=True, slots=True)
+class FileAnalysis:
+    issue: ParseIssue | None
+    front_id: str | None
+    title: str
+    sections: tuple[SectionStats, ...]
+    # term -> [(section index, weighted tf)], ascending section index; never mutated.
+    postings: dict[str, list[tuple[int, int]]]
+    vocab: tuple[str, ...]  # sorted terms, for prefix look-ups
+    total_length: int  # sum of section lengths
+    tokens: int  # indexed tokens (unweighted), for the token limit
+    too_long: TooLong | None
+
+
+def failed(issue: ParseIssue) -> FileAnalysis:
+    return FileAnalysis(issue, None, "", (), {}, (), 0, 0, None)
+
+
+def analyse(data: bytes, options: AnalysisOptions = AnalysisOptions()) -> FileAnalysis:
+    lay = layout(data)
+    if isinstance(lay, ParseIssue):
+        return failed(lay)
+    front_id = lay.front.get("id")
+    if not isinstance(front_id, str) or not front_id:
+        front_id = None
+    title = lay.front.get("title")
+    title = title if isinstance(title, str) else ""
+    heads = headings(lay)
+    too_long = _too_long(title, heads)
+    spans = cut(lay, heads)
+    outlines = _outlines(heads) if options.outline else {}
+    tok = options.tokenizer.tokens
+
+    title_counts = Counter(tok(title)) if title else Counter()
+    title_n = sum(title_counts.values())
+    postings: dict[str, list[tuple[int, int]]] = {}
+    sections = []
+    total_length = 0
+    tokens = 0
+    for idx, span in enumerate(spans):
+        head = span.heading
+        raw = tok(lay.span_text(span.first, span.last))
+        counts = Counter(raw)
+        length = len(raw)
+        n = len(raw) + title_n
+        heading_text = head.text if head else ""
+        if heading_text:
+            htoks = tok(heading_text)
+            for t in htoks:
+                counts[t] += W_HEADING
+            length += W_HEADING * len(htoks)
+            n += len(htoks)
+        for t, c in title_counts.items():
+            counts[t] += W_TITLE * c
+        length += W_TITLE * title_n
+        outline = outlines.get(span.first, "")
+        if outline:
+            otoks = tok(outline)
+            for t in otoks:
+                counts[t] += W_OUTLINE
+            length += W_OUTLINE * len(otoks)
+            n += len(otoks)
+        for t, c in counts.items():
+            postings.setdefault(intern(t), []).append((idx, c))
+        sections.append(
+            SectionStats(
+                span.first, span.last, heading_text, head.level if head else 0, outline, length
+            )
+        )
+        total_length += length
+        tokens += n
+    return FileAnalysis(
+        None,
+        front_id,
+        title,
+        tuple(sections),
+        postings,
+        tuple(sorted(postings)),
+        total_length,
+        tokens,
+        too_long,
+    )
+
+
+def _too_long(title: str, heads: list[Heading]) -> TooLong | None:
+    size = len(title.encode("utf-8"))
+    if size > MAX_HEADING_BYTES:
+        return TooLong(1, size, "title")
+    for head in heads:
+        size = len(head.text.encode("utf-8"))
+        if size > MAX_HEADING_BYTES:
+            return TooLong(head.line + 1, size, "heading")
+    return None
+
+
+def _outlines(heads: list[Heading]) -> dict[int, str]:
+    """For each heading line, the texts of the nearest preceding heading of each lower level."""
+    current: dict[int, str] = {}
+    out: dict[int, str] = {}
+    for head in heads:
+        above = [current[lv] for lv in sorted(current) if lv < head.level]
+        out[head.line] = " › ".join(above)
+        current = {lv: t for lv, t in current.items() if lv < head.level}
+        current[head.level] = head.text
+    return out
+
+
+def outline_tree(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
+    """The layout and headings of one document (for an editor's outline view)."""
+    lay = layout(data)
+    if isinstance(lay, ParseIssue):
+        return lay
+    return lay, headings(lay)

@@ -1,0 +1,434 @@
+"""The Engine: one object per server, a fresh snapshot per request.
+
+capture → analyse (memoised per file SHA-256) → index checks → rank → snippets → JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from .analysis import AnalysisOptions, FileAnalysis, analyse, outline_tree
+from .cancel import CancelToken
+from .capture import CapturedFile, Progress, Snapshot, capture
+from .errors import CitelineError
+from .layout import Layout, ParseIssue, layout
+from .limits import MAX_HEADING_BYTES, Settings, limit_error
+from .present import check_size, locator
+from .rank import Corpus, Doc, rank
+from .requests import ConceptsRequest, SearchRequest
+from .sections import Heading
+from .snippets import snippet
+from .terms import WORD_RE, Tokenizer, normalise, query_terms
+
+Bundle = str | os.PathLike[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    path: str
+    line: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """The searchable part of one snapshot, with every §2/§3 check passed."""
+
+    snapshot: Snapshot
+    files: tuple[CapturedFile, ...]  # parallel to corpus.docs
+    corpus: Corpus
+    skipped: tuple[Problem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SectionHit:
+    """A ranked section, before presentation (used by symbols and search alike)."""
+
+    path: str
+    concept_id: str
+    title: str
+    heading: str
+    level: int
+    line_start: int  # 1-based
+    line_end: int
+    score: float
+    matched: tuple[str, ...]
+
+
+class Memo:
+    """Per-file analyses keyed by (SHA-256, options); LRU, bounded by source bytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[str, AnalysisOptions], tuple[int, FileAnalysis]] = (
+            OrderedDict()
+        )
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, file: CapturedFile, options: AnalysisOptions) -> FileAnalysis:
+        key = (file.sha256, options)
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return found[1]
+        result = analyse(file.data, options)
+        size = max(file.size, 1)
+        with self._lock:
+            self.misses += 1
+            if key not in self._items and size <= self.max_bytes:
+                self._items[key] = (size, result)
+                self._bytes += size
+                while self._bytes > self.max_bytes:
+                    _, (old, _) = self._items.popitem(last=False)
+                    self._bytes -= old
+        return result
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+def concept_id_of(path: str, analysis: FileAnalysis) -> str:
+    if analysis.front_id is not None:
+        return analysis.front_id
+    base, dot, _ext = path.rpartition(".")
+    return base if dot else path
+
+
+class Engine:
+    """Pure search over a bundle: bytes in, JSON-ready results out. Thread-safe."""
+
+    def __init__(self, settings: Settings | None = None, *, memo_bytes: int = 256 << 20) -> None:
+        self.settings = settings or Settings()
+        self.memo = Memo(memo_bytes) if memo_bytes > 0 else None
+
+    # -- stages ---------------------------------------------------------------------------
+
+    def capture(
+        self,
+        bundle: Bundle,
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> Snapshot:
+        return capture(bundle, settings or self.settings, cancel, progress)
+
+    def analyse(self, file: CapturedFile, options: AnalysisOptions) -> FileAnalysis:
+        if self.memo is None:
+            return analyse(file.data, options)
+        return self.memo.get(file, options)
+
+    def index(
+        self,
+        snapshot: Snapshot,
+        options: AnalysisOptions = AnalysisOptions(),
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> Index:
+        """Analyse every searchable file and run the checks in SPEC §2's order."""
+        settings = settings or self.settings
+        limits = settings.limits
+        searchable = snapshot.searchable
+        analysed: list[tuple[CapturedFile, FileAnalysis]] = []
+        for i, file in enumerate(searchable):
+            if cancel is not None:
+                cancel.check()
+            analysed.append((file, self.analyse(file, options)))
+            if progress is not None:
+                progress("analyse", i + 1, len(searchable))
+        problems = tuple(
+            Problem(f.path, a.issue.line, a.issue.reason) for f, a in analysed if a.issue
+        )
+        if problems and not settings.skip_invalid:
+            listing = "; ".join(f"{p.path}:{p.line}: {p.reason}" for p in problems[:5])
+            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+            raise CitelineError(
+                "parse_error",
+                f"{len(problems)} file(s) cannot be parsed: {listing}{more}. Fix them, or skip "
+                "unparsable files with --skip-invalid.",
+                {"errors": [p.to_json() for p in problems]},
+            )
+        good = [(f, a) for f, a in analysed if a.issue is None]
+        owners: dict[str, str] = {}
+        docs = []
+        for f, a in good:
+            cid = concept_id_of(f.path, a)
+            if cid in owners:
+                raise CitelineError(
+                    "bundle_invalid",
+                    f"Concept id {cid!r} is used by both {owners[cid]!r} and {f.path!r}; "
+                    "give one of them another front-matter id.",
+                    {
+                        "reason": "duplicate_concept_id",
+                        "concept_id": cid,
+                        "paths": [owners[cid], f.path],
+                    },
+                )
+            owners[cid] = f.path
+            docs.append(Doc(cid, a))
+        for f, a in good:
+            if a.too_long is not None:
+                t = a.too_long
+                raise CitelineError(
+                    "resource_limit",
+                    f"The {t.what} at {f.path}:{t.line} is {t.size} UTF-8 bytes; at most "
+                    f"{MAX_HEADING_BYTES} are allowed. Shorten it.",
+                    {
+                        "limit": f"{t.what}_bytes",
+                        "value": t.size,
+                        "max": MAX_HEADING_BYTES,
+                        "path": f.path,
+                        "line": t.line,
+                    },
+                )
+        sections = sum(len(a.sections) for _, a in good)
+        if sections > limits.max_sections:
+            raise limit_error("max_sections", sections, limits.max_sections)
+        tokens = sum(a.tokens for _, a in good)
+        if tokens > limits.max_tokens:
+            raise limit_error("max_tokens", tokens, limits.max_tokens)
+        return Index(
+            snapshot,
+            tuple(f for f, _ in good),
+            Corpus.of(docs),
+            problems if settings.skip_invalid else (),
+        )
+
+    def open_index(
+        self,
+        bundle: Bundle,
+        options: AnalysisOptions = AnalysisOptions(),
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> Index:
+        snap = self.capture(bundle, settings=settings, cancel=cancel, progress=progress)
+        return self.index(snap, options, settings=settings, cancel=cancel, progress=progress)
+
+    # -- section search (SPEC §6) ---------------------------------------------------------
+
+    def search(
+        self,
+        bundle: Bundle,
+        request: Any,
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
+        rel = req.relevance
+        terms = query_terms(req.query, rel.tokenizer)
+        settings = settings or self.settings
+        idx = self.open_index(
+            bundle, rel.analysis, settings=settings, cancel=cancel, progress=progress
+        )
+        scored = rank(idx.corpus, terms, match_any=rel.match == "any")
+        if cancel is not None:
+            cancel.check()
+        hits = [
+            self._hit(idx, s, terms, rel.tokenizer, rel.context == "outline")
+            for s in scored[: req.limit]
+        ]
+        result: dict[str, Any] = {
+            "query": req.query,
+            "terms": list(terms),
+            "snapshot_revision": idx.snapshot.revision,
+            "total": len(scored),
+            "truncated": len(scored) > len(hits),
+            "hits": hits,
+        }
+        if not rel.is_default:
+            result["options"] = rel.to_json()
+        if settings.skip_invalid:
+            result["skipped"] = [p.to_json() for p in idx.skipped]
+        return check_size(result, settings.limits)
+
+    def _hit(
+        self, idx: Index, s: Any, terms: tuple[str, ...], tokenizer: Tokenizer, with_outline: bool
+    ) -> dict[str, Any]:
+        file = idx.files[s.doc]
+        doc = idx.corpus.docs[s.doc]
+        sec = doc.analysis.sections[s.section]
+        lay = _layout(file)
+        shown = snippet(lay.span_text(sec.first, sec.last), s.matched, tokenizer)
+        hit: dict[str, Any] = {
+            "concept_id": doc.concept_id,
+            "path": file.path,
+            "heading": sec.heading,
+            "locator": locator(file.path, sec.first + 1, sec.last + 1),
+            "line_start": sec.first + 1,
+            "line_end": sec.last + 1,
+            "content_sha256": file.sha256,
+            "snippet": shown.text,
+            "score": s.score,
+            "matched_terms": list(s.matched),
+            "match_spans": [{"start": a, "end": b} for a, b in shown.spans],
+        }
+        if with_outline:
+            hit["outline"] = sec.outline
+        return hit
+
+    # -- sections as editor symbols (SPEC §11) --------------------------------------------
+
+    def symbols(
+        self,
+        bundle: Bundle,
+        query: str,
+        *,
+        cap: int = 100,
+        list_cap: int = 1000,
+        relevance: Any = None,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> list[SectionHit]:
+        """As-you-type section search: the last term also matches as a prefix.
+
+        A query with no terms lists the sections that have headings, in concept_id/line order.
+        """
+        from .requests import Relevance
+
+        rel = (
+            relevance
+            if isinstance(relevance, Relevance)
+            else Relevance.from_mapping(relevance or {})
+        )
+        base_terms = [t for t in WORD_RE.findall(normalise(query))]
+        idx = self.open_index(
+            bundle, rel.analysis, settings=settings, cancel=cancel, progress=progress
+        )
+        docs = idx.corpus.docs
+        if not base_terms:
+            listing = [
+                (doc.concept_id, sec.first, di, si)
+                for di, doc in enumerate(docs)
+                for si, sec in enumerate(doc.analysis.sections)
+                if sec.heading
+            ]
+            listing.sort()
+            return [self._section_hit(idx, di, si, 0.0, ()) for _, _, di, si in listing[:list_cap]]
+        terms = query_terms(query, rel.tokenizer)
+        prefix = bool(WORD_RE.fullmatch(query[-1:]))
+        scored = rank(idx.corpus, terms, match_any=rel.match == "any", prefix_last=prefix)
+        return [self._section_hit(idx, s.doc, s.section, s.score, s.matched) for s in scored[:cap]]
+
+    def _section_hit(
+        self, idx: Index, di: int, si: int, score: float, matched: tuple[str, ...]
+    ) -> SectionHit:
+        doc = idx.corpus.docs[di]
+        sec = doc.analysis.sections[si]
+        return SectionHit(
+            idx.files[di].path,
+            doc.concept_id,
+            doc.analysis.title,
+            sec.heading,
+            sec.level,
+            sec.first + 1,
+            sec.last + 1,
+            score,
+            matched,
+        )
+
+    # -- concept search (SPEC §9) ---------------------------------------------------------
+
+    def concepts(
+        self,
+        bundle: Bundle,
+        request: Any,
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        req = (
+            request if isinstance(request, ConceptsRequest) else ConceptsRequest.from_json(request)
+        )
+        settings = settings or self.settings
+        idx = self.open_index(bundle, settings=settings, cancel=cancel, progress=progress)
+        needle = normalise(req.query)
+        found = []
+        for file, doc in zip(idx.files, idx.corpus.docs, strict=True):
+            title = doc.analysis.title
+            if needle in normalise(doc.concept_id) or needle in normalise(title):
+                found.append(
+                    {
+                        "concept_id": doc.concept_id,
+                        "path": file.path,
+                        "title": title,
+                        "content_sha256": file.sha256,
+                    }
+                )
+        found.sort(key=lambda c: c["concept_id"])
+        result: dict[str, Any] = {
+            "query": req.query,
+            "snapshot_revision": idx.snapshot.revision,
+            "total": len(found),
+            "truncated": len(found) > req.limit,
+            "concepts": found[: req.limit],
+        }
+        if settings.skip_invalid:
+            result["skipped"] = [p.to_json() for p in idx.skipped]
+        return check_size(result, settings.limits)
+
+    # -- line search (SPEC §8) ------------------------------------------------------------
+
+    def lines(
+        self,
+        bundle: Bundle,
+        request: Any,
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        from .lines import LinesRequest, search_lines
+
+        req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
+        settings = settings or self.settings
+        snap = self.capture(bundle, settings=settings, cancel=cancel, progress=progress)
+        return check_size(search_lines(snap, req, cancel=cancel), settings.limits)
+
+    # -- editor helpers -------------------------------------------------------------------
+
+    def problems(
+        self, bundle: Bundle, *, settings: Settings | None = None, cancel: CancelToken | None = None
+    ) -> list[Problem]:
+        """Parse errors of every searchable file (for diagnostics); capture errors raise."""
+        snap = self.capture(bundle, settings=settings, cancel=cancel)
+        out = []
+        for file in snap.searchable:
+            a = self.analyse(file, AnalysisOptions())
+            if a.issue is not None:
+                out.append(Problem(file.path, a.issue.line, a.issue.reason))
+        return out
+
+    @staticmethod
+    def outline(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
+        return outline_tree(data)
+
+
+def _layout(file: CapturedFile) -> Layout:
+    lay = layout(file.data)
+    assert not isinstance(lay, ParseIssue)  # only analysed, parseable files reach here
+    return lay
+
+
+__all__ = ["Engine", "Index", "Problem", "SectionHit"]

@@ -1,0 +1,95 @@
+"""One file's text: strict decoding, LF-only physical lines and front matter (SPEC §3)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+_LF = re.compile("\n")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseIssue:
+    """Why a file cannot be searched, and where (1-based line)."""
+
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    text: str  # decoded, leading BOM removed
+    starts: tuple[int, ...]  # code-point offset where each line starts
+    ends: tuple[int, ...]  # offset where each line's content ends (before LF, or CR LF)
+    front: dict[str, Any]  # front matter mapping ({} when there is none)
+    body_line: int  # 0-based index of the first line after front matter
+
+    @property
+    def line_count(self) -> int:
+        return len(self.starts)
+
+    def line(self, i: int) -> str:
+        """Content of 0-based line i (no LF, no CR of a CRLF)."""
+        return self.text[self.starts[i] : self.ends[i]]
+
+    def span_text(self, first: int, last: int) -> str:
+        """Lines first..last (0-based, inclusive) as in the file, without the final ending."""
+        return self.text[self.starts[first] : self.ends[last]]
+
+
+def decode(data: bytes) -> str | ParseIssue:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return ParseIssue(
+            line, f"invalid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        )
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def line_index(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Line starts and content ends; a final LF ends the last line, CR LF counts as one end."""
+    starts = [0]
+    ends = []
+    for m in _LF.finditer(text):
+        pos = m.start()
+        ends.append(pos - 1 if pos > 0 and text[pos - 1] == "\r" else pos)
+        starts.append(pos + 1)
+    if starts[-1] == len(text):
+        starts.pop()
+    else:
+        ends.append(len(text))
+    return tuple(starts), tuple(ends)
+
+
+def layout(data: bytes) -> Layout | ParseIssue:
+    text = decode(data)
+    if isinstance(text, ParseIssue):
+        return text
+    starts, ends = line_index(text)
+    lay = Layout(text, starts, ends, {}, 0)
+    if not starts or lay.line(0) != "---":
+        return lay
+    close = next(
+        (i for i in range(1, len(starts)) if lay.line(i) in ("---", "...")),
+        None,
+    )
+    if close is None:
+        return ParseIssue(1, "front matter opened by '---' on line 1 is never closed")
+    source = "\n".join(lay.line(i) for i in range(1, close))
+    try:
+        value = yaml.safe_load(source) if source.strip() else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return ParseIssue(line, f"invalid YAML in front matter: {problem}")
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        return ParseIssue(1, f"front matter is not a mapping (it is a {type(value).__name__})")
+    return Layout(text, starts, ends, value, close + 1)

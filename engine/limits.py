@@ -1,0 +1,84 @@
+"""Limits and settings: every default of SPEC §2, each raisable, never silently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from .errors import CitelineError
+
+MiB = 1024 * 1024
+
+# Fixed by the contract, not configurable.
+MAX_QUERY_CODEPOINTS = 512
+MAX_QUERY_TERMS = 32
+MAX_TERM_CODEPOINTS = 4096
+MAX_HEADING_BYTES = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_files: int = 10_000
+    max_total_bytes: int = 64 * MiB
+    max_file_bytes: int = 16 * MiB
+    max_sections: int = 100_000
+    max_tokens: int = 1_000_000
+    max_path_components: int = 64
+    max_path_bytes: int = 4096
+    max_response_bytes: int = 1 * MiB
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> Limits:
+        """Build from settings such as {"max_tokens": 5000000}; unknown or bad keys are errors."""
+        known = {f.name for f in fields(cls)}
+        changes: dict[str, int] = {}
+        for key, value in values.items():
+            name = key.replace("-", "_")
+            if name not in known:
+                raise CitelineError(
+                    "schema_validation",
+                    f"Unknown limit {key!r}; known limits: {', '.join(sorted(known))}.",
+                    {"setting": key},
+                )
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise CitelineError(
+                    "schema_validation",
+                    f"Limit {key!r} must be a positive integer, got {value!r}.",
+                    {"setting": key},
+                )
+            changes[name] = value
+        return replace(cls(), **changes)
+
+
+# What each limit is called in the error details, and how the user raises it.
+LIMIT_INFO: dict[str, tuple[str, str]] = {
+    "max_files": ("captured files", "--max-files"),
+    "max_total_bytes": ("captured bytes, all files", "--max-total-bytes"),
+    "max_file_bytes": ("bytes of one file", "--max-file-bytes"),
+    "max_sections": ("sections", "--max-sections"),
+    "max_tokens": ("indexed tokens", "--max-tokens"),
+    "max_path_components": ("components of a path", "--max-path-components"),
+    "max_path_bytes": ("UTF-8 bytes of a path", "--max-path-bytes"),
+    "max_response_bytes": ("bytes of one JSON response", "--max-response-bytes"),
+}
+
+
+def limit_error(name: str, value: int, maximum: int, **extra: Any) -> CitelineError:
+    what, flag = LIMIT_INFO[name]
+    where = f" ({extra['path']})" if "path" in extra else ""
+    return CitelineError(
+        "resource_limit",
+        f"Limit exceeded: {what}{where} reached {value}, over the maximum of {maximum}. "
+        f"Raise it with {flag} (setting limits.{name}).",
+        {"limit": name, "value": value, "max": maximum, "setting": name, "flag": flag, **extra},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything configurable about capture and indexing; one per engine call."""
+
+    limits: Limits = field(default_factory=Limits)
+    reserved: tuple[str, ...] = ("index.md", "log.md")
+    use_ignore: bool = True
+    skip_invalid: bool = False

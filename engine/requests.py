@@ -1,0 +1,144 @@
+"""Request objects of SPEC §6/§9 (and the §13 relevance options), validated at the edge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .analysis import AnalysisOptions
+from .errors import schema_error
+from .terms import Tokenizer, check_query, check_text
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "match": ("all", "any"),
+    "context": ("section", "outline"),
+    "cjk": ("runs", "bigrams"),
+    "stemming": ("none", "english"),
+    "profile": ("contract", "recall"),
+}
+RECALL = {"match": "any", "context": "outline", "cjk": "bigrams", "stemming": "english"}
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    match: str = "all"
+    context: str = "section"
+    cjk: str = "runs"
+    stemming: str = "none"
+    profile: str = "contract"
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Relevance:
+        chosen: dict[str, str] = {}
+        for key in CHOICES:
+            if key in values and values[key] is not None:
+                value = values[key]
+                if value not in CHOICES[key]:
+                    raise schema_error(
+                        f"{key} must be one of {', '.join(CHOICES[key])}; got {value!r}.",
+                        field=key,
+                    )
+                chosen[key] = value
+        base = dict(RECALL) if chosen.get("profile") == "recall" else {}
+        base.update({k: v for k, v in chosen.items()})
+        return cls(**base)
+
+    @property
+    def is_default(self) -> bool:
+        return self == Relevance()
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return Tokenizer(self.cjk, self.stemming)
+
+    @property
+    def analysis(self) -> AnalysisOptions:
+        return AnalysisOptions(self.tokenizer, self.context == "outline")
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "profile": self.profile,
+            "match": self.match,
+            "context": self.context,
+            "cjk": self.cjk,
+            "stemming": self.stemming,
+        }
+
+
+def check_keys(request: Any, allowed: tuple[str, ...], what: str) -> Mapping[str, Any]:
+    if not isinstance(request, Mapping):
+        raise schema_error(f"The {what} request must be a JSON object.")
+    extra = sorted(set(request) - set(allowed))
+    if extra:
+        raise schema_error(
+            f"Unknown field(s) in the {what} request: {', '.join(map(str, extra))}. "
+            f"Allowed: {', '.join(allowed)}.",
+            fields=[str(e) for e in extra],
+        )
+    return request
+
+
+def int_field(request: Mapping[str, Any], name: str, default: int, lo: int, hi: int) -> int:
+    value = request.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise schema_error(
+            f"{name} must be an integer from {lo} to {hi}; got {value!r}.", field=name
+        )
+    return value
+
+
+def bool_field(request: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = request.get(name, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise schema_error(f"{name} must be true or false; got {value!r}.", field=name)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    limit: int = 20
+    relevance: Relevance = Relevance()
+
+    FIELDS = ("query", "limit", *CHOICES)
+
+    @classmethod
+    def from_json(cls, request: Any) -> SearchRequest:
+        req = check_keys(request, cls.FIELDS, "search")
+        if "query" not in req:
+            raise schema_error("The search request needs a query.", field="query")
+        query = check_query(req["query"])
+        limit = int_field(req, "limit", 20, 1, 100)
+        return cls(query, limit, Relevance.from_mapping(req))
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptsRequest:
+    query: str
+    limit: int = 20
+
+    FIELDS = ("query", "limit")
+
+    @classmethod
+    def from_json(cls, request: Any) -> ConceptsRequest:
+        req = check_keys(request, cls.FIELDS, "concepts")
+        if "query" not in req:
+            raise schema_error("The concepts request needs a query.", field="query")
+        query = check_query(req["query"], need_word=False)
+        return cls(query, int_field(req, "limit", 20, 1, 100))
+
+
+__all__ = [
+    "ConceptsRequest",
+    "Relevance",
+    "SearchRequest",
+    "bool_field",
+    "check_keys",
+    "check_text",
+    "int_field",
+]

@@ -1,0 +1,76 @@
+"""The snippet window and its match_spans (SPEC §6, §7)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from .terms import Tokenizer
+
+LEAD = 80  # code points shown before the first matching token
+WIDTH = 512  # code points at most
+MAX_SPANS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    text: str
+    spans: tuple[tuple[int, int], ...]  # UTF-8 byte offsets into text, sorted, disjoint
+
+
+def window(text: str, terms: Collection[str], tokenizer: Tokenizer) -> str:
+    """512 code points from 80 before the first token equal to a query term."""
+    for token, start, _end in tokenizer.located(text):
+        if token in terms:
+            begin = start - LEAD if start >= LEAD else 0
+            return text[begin : begin + WIDTH]
+    return text[:WIDTH]
+
+
+def match_spans(
+    snippet: str, terms: Sequence[str], tokenizer: Tokenizer
+) -> tuple[tuple[int, int], ...]:
+    """Occurrences of the terms in the snippet, at most max(1, 100 // k) per term, folded."""
+    if not terms:
+        return ()
+    budget = max(1, MAX_SPANS // len(terms))
+    left = dict.fromkeys(terms, budget)
+    ranges: list[tuple[int, int]] = []
+    for token, start, end in tokenizer.located(snippet):
+        if left.get(token, 0) > 0:
+            left[token] -= 1
+            ranges.append((start, end))
+    return tuple(_to_bytes(snippet, fold(ranges)))
+
+
+def fold(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sort; overlapping ranges become their union, touching ones stay apart."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if out and start < out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def _to_bytes(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    if text.isascii():
+        return ranges
+    out = []
+    pos = 0
+    offset = 0
+    for start, end in ranges:
+        offset += len(text[pos:start].encode("utf-8"))
+        b_start = offset
+        offset += len(text[start:end].encode("utf-8"))
+        out.append((b_start, offset))
+        pos = end
+    return out
+
+
+def snippet(text: str, terms: Sequence[str], tokenizer: Tokenizer) -> Snippet:
+    wanted = frozenset(terms)
+    shown = window(text, wanted, tokenizer)
+    return Snippet(shown, match_spans(shown, terms, tokenizer))

@@ -1,0 +1,1 @@
+"""citeline.lsp: the fronts (language server and command line) over citeline.engine."""
