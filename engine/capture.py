@@ -48,8 +48,11 @@ class Snapshot:
 
 def check_bundle(bundle: str | os.PathLike[str]) -> str:
     path = os.fspath(bundle)
+    # A trailing "/" would make lstat follow a link named by the last component; the
+    # bundle "link/" is still the symbolic link "link" (SPEC §2: bundle_invalid).
+    bare = path.rstrip(os.sep) or path
     try:
-        st = os.lstat(path)
+        st = os.lstat(bare)
     except FileNotFoundError:
         raise CitelineError(
             "bundle_not_found",

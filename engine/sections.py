@@ -47,23 +47,30 @@ def parser_input(lay: Layout) -> str:
 def headings(lay: Layout) -> list[Heading]:
     if lay.body_line >= lay.line_count:
         return []
-    tokens = _BLOCK.parse(parser_input(lay))
+    # Link reference definitions collected by the block pass resolve `[text][ref]` in headings.
+    env: dict = {}
+    tokens = _BLOCK.parse(parser_input(lay), env)
     found = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map is not None:
             inline = tokens[i + 1]
             found.append(
-                Heading(tok.map[0], int(tok.tag[1]), plain_text(inline.content), tok.map[1])
+                Heading(
+                    tok.map[0], int(tok.tag[1]), plain_text(inline.content, env), tok.map[1]
+                )
             )
     return found
 
 
-def plain_text(content: str) -> str:
-    """A heading's inline content with markup dropped and the text inside kept."""
+def plain_text(content: str, env: dict | None = None) -> str:
+    """A heading's inline content with markup dropped and the text inside kept.
+
+    `env` carries the document's link reference definitions (from the block pass).
+    """
     if not content:
         return ""
     out: list[str] = []
-    for tok in _INLINE.parseInline(content):
+    for tok in _INLINE.parseInline(content, dict(env) if env else None):
         _collect(tok.children or [], out)
     return "".join(out)
 
