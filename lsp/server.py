@@ -1,0 +1,541 @@
+"""`citeline lsp`: the language server (SPEC §11) — pygls 2 on stdio, one Engine for its life.
+
+Every feature is a thin adapter: take the request apart, run the engine in a worker thread
+(so the server keeps reading messages), map the result or the error back to LSP.
+
+- Engine work runs in a private thread pool from ``async def`` handlers. ``$/cancelRequest``
+  cancels the handler's task; the handler then sets the engine's CancelToken (checked between
+  files and stages) and pygls answers -32800. Nothing partial is ever sent.
+- ``workspace/executeCommand`` is overridden in the protocol as a coroutine, so that a
+  cancelled command reaches our handler (pygls' built-in one runs commands as a nested task
+  that ``$/cancelRequest`` never reaches).
+- Errors (SPEC §10): schema_validation → -32602, cancelled → -32800, everything else →
+  -32803; ``data`` is the envelope's error object ``{code, message, details}``.
+- Logging goes to stderr; stdout is the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from citeline.engine import CancelToken, CitelineError, Engine, Problem, SectionHit
+from citeline.engine.analysis import AnalysisOptions
+from citeline.engine.layout import ParseIssue
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
+
+from . import symbols as conv
+from .settings import ServerSettings, parse_settings
+
+log = logging.getLogger("citeline.lsp")
+
+T = TypeVar("T")
+ProgressFn = Callable[[str, int, int], None]
+
+VERSION = "0.1.0"
+COMMANDS = ("citeline.search", "citeline.lines", "citeline.concepts")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+DIAGNOSTIC_DELAY = 0.3  # seconds of quiet before re-checking after edits
+PROGRESS_INTERVAL = 0.1  # at most ten $/progress reports a second
+
+
+class JsonRpcRequestFailed(JsonRpcException):
+    """LSP's RequestFailed (-32803): the request was valid but could not be answered."""
+
+    CODE = -32803
+    MESSAGE = "Request failed"
+
+
+def rpc_error(err: CitelineError) -> JsonRpcException:
+    """Map an engine error to the JSON-RPC error of SPEC §10 (envelope error object as data)."""
+    data = err.to_json()["error"]
+    if err.code == "schema_validation":
+        return JsonRpcInvalidParams(err.message, data=data)
+    if err.code == "cancelled":
+        return JsonRpcRequestCancelled(err.message, data=data)
+    return JsonRpcRequestFailed(err.message, data=data)
+
+
+def schema(message: str, **details: Any) -> CitelineError:
+    return CitelineError("schema_validation", message, details)
+
+
+class CitelineProtocol(LanguageServerProtocol):
+    _server: CitelineServer
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        """Run a command as the request's own task, so `$/cancelRequest` reaches it."""
+        if params.command not in COMMANDS:
+            raise JsonRpcInvalidParams(
+                f"Unknown command {params.command!r}; citeline offers {', '.join(COMMANDS)}."
+            )
+        return await self._server.run_command(params)
+
+
+class _Progress:
+    """Work-done progress for one request, fed from the engine's worker thread."""
+
+    def __init__(
+        self, ls: CitelineServer, loop: asyncio.AbstractEventLoop, token: types.ProgressToken
+    ) -> None:
+        self.ls = ls
+        self.loop = loop
+        self.token = token
+        self._last = 0.0
+
+    def begin(self, title: str) -> None:
+        self.ls.work_done_progress.begin(
+            self.token, types.WorkDoneProgressBegin(title=title, cancellable=False, percentage=0)
+        )
+
+    def __call__(self, stage: str, done: int, total: int) -> None:  # called in the worker
+        now = time.monotonic()
+        if now - self._last < PROGRESS_INTERVAL and done != total:
+            return
+        self._last = now
+        pct = int(done * 100 / total) if total else 100
+        value = types.WorkDoneProgressReport(message=f"{stage} {done}/{total}", percentage=pct)
+        self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, value)
+
+    def end(self, message: str) -> None:
+        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+
+
+class CitelineServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
+        self.options = ServerSettings()
+        self.engine = Engine(self.options.engine)
+        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-engine")
+        self.tokens: set[CancelToken] = set()  # running engine jobs, cancelled at shutdown
+        self.tokens_lock = threading.Lock()
+        self.published: dict[str, set[str]] = {}  # folder path -> URIs with diagnostics
+        self.pending_check: dict[str, asyncio.TimerHandle] = {}
+        self.background: set[asyncio.Task[Any]] = set()
+
+    # -- workspace -----------------------------------------------------------------------
+
+    def folders(self) -> list[tuple[str, str]]:
+        """(uri, path) of each workspace folder, in the client's order."""
+        out = []
+        for folder in self.workspace.folders.values():
+            path = to_fs_path(folder.uri)
+            if path:
+                out.append((folder.uri, path))
+        if not out and self.workspace.root_uri and self.workspace.root_path:
+            out.append((self.workspace.root_uri, self.workspace.root_path))
+        return out
+
+    def choose_folder(self, root: Any) -> str:
+        folders = self.folders()
+        if root is None:
+            if not folders:
+                raise CitelineError(
+                    "bundle_not_found",
+                    "No workspace folder is open; open a folder or pass a root URI.",
+                    {"root": None},
+                )
+            return folders[0][1]
+        if not isinstance(root, str):
+            raise schema("root must be a file URI of a workspace folder.", field="root")
+        wanted = to_fs_path(root) if "://" in root else root
+        for uri, path in folders:
+            if root == uri or (
+                wanted and os.path.normcase(os.path.normpath(wanted)) == os.path.normcase(path)
+            ):
+                return path
+        raise schema(
+            f"root {root!r} is not a workspace folder; open folders: "
+            + (", ".join(u for u, _ in folders) or "none")
+            + ".",
+            field="root",
+            root=root,
+            folders=[u for u, _ in folders],
+        )
+
+    def folder_of(self, file_path: str) -> str | None:
+        best = None
+        for _, path in self.folders():
+            prefix = path.rstrip(os.sep) + os.sep
+            if file_path.startswith(prefix) and (best is None or len(path) > len(best)):
+                best = path
+        return best
+
+    # -- running engine work -------------------------------------------------------------
+
+    async def run_engine(
+        self,
+        job: Callable[[CancelToken, ProgressFn | None], T],
+        *,
+        work_done_token: types.ProgressToken | None = None,
+        title: str = "citeline",
+    ) -> T:
+        """Run `job` in the pool; cancellation of the caller sets the job's CancelToken."""
+        loop = asyncio.get_running_loop()
+        token = CancelToken()
+        progress = None
+        if work_done_token is not None:
+            progress = _Progress(self, loop, work_done_token)
+            progress.begin(title)
+        with self.tokens_lock:
+            self.tokens.add(token)
+        ended = "cancelled"
+        try:
+            result = await loop.run_in_executor(self.pool, job, token, progress)
+            ended = "done"
+            return result
+        except asyncio.CancelledError:
+            token.cancel()
+            raise
+        except CitelineError as err:
+            ended = err.code
+            raise rpc_error(err) from None
+        finally:
+            with self.tokens_lock:
+                self.tokens.discard(token)
+            if progress is not None:
+                progress.end(ended)
+
+    def cancel_all(self) -> None:
+        with self.tokens_lock:
+            for token in self.tokens:
+                token.cancel()
+
+    # -- features ------------------------------------------------------------------------
+
+    async def run_command(self, params: types.ExecuteCommandParams) -> dict[str, Any]:
+        args = params.arguments or []
+        try:
+            if len(args) != 1:
+                raise schema(
+                    f"{params.command} takes exactly one argument, the request object; "
+                    f"got {len(args)}.",
+                    field="arguments",
+                )
+            request = args[0]
+            root = None
+            if isinstance(request, Mapping):
+                request = dict(request)
+                root = request.pop("root", None)
+            bundle = self.choose_folder(root)
+            if params.command == "citeline.search" and isinstance(request, dict):
+                request = self.options.search_request(request)
+        except CitelineError as err:
+            raise rpc_error(err) from None
+        engine = self.engine
+        settings = self.options.engine
+        method = {
+            "citeline.search": engine.search,
+            "citeline.concepts": engine.concepts,
+            "citeline.lines": engine.lines,
+        }[params.command]
+
+        def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
+            return method(bundle, request, settings=settings, cancel=cancel, progress=progress)
+
+        return await self.run_engine(
+            job, work_done_token=params.work_done_token, title=params.command
+        )
+
+    async def workspace_symbols(
+        self, params: types.WorkspaceSymbolParams
+    ) -> list[types.SymbolInformation]:
+        folders = [path for _, path in self.folders()]
+        opts = self.options
+        engine = self.engine
+        query = params.query
+
+        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
+            per_folder = []
+            for path in folders:
+                hits = engine.symbols(
+                    path,
+                    query,
+                    cap=opts.symbol_cap,
+                    list_cap=opts.list_cap,
+                    relevance=opts.relevance_options,
+                    settings=opts.engine,
+                    cancel=cancel,
+                    progress=progress,
+                )
+                per_folder.append([(path, h) for h in hits])
+            if len(per_folder) == 1:
+                return per_folder[0]
+            listing = not any(ch.isalnum() for ch in query) or all(
+                h.score == 0.0 for hits in per_folder for _, h in hits
+            )
+            # heapq.merge is stable: equal scores keep folder order, and each folder's
+            # own order (the engine's ranking or listing order) is kept.
+            merged = heapq.merge(*per_folder, key=lambda ph: -ph[1].score)
+            cap = opts.list_cap if listing else opts.symbol_cap
+            return list(itertools.islice(merged, cap))
+
+        found = await self.run_engine(
+            job, work_done_token=params.work_done_token, title="citeline: symbols"
+        )
+        return [conv.workspace_symbol(path, hit) for path, hit in found]
+
+    async def document_symbols(
+        self, params: types.DocumentSymbolParams
+    ) -> list[types.DocumentSymbol]:
+        uri = params.text_document.uri
+        doc = self.workspace.get_text_document(uri)
+        units = self.workspace.position_codec.client_num_units
+        is_open = any(d is doc for d in self.workspace.text_documents.values())
+        text = doc.source if is_open else None
+        path = doc.path
+
+        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
+            if text is not None:
+                data = text.encode("utf-8", "surrogatepass")
+            else:
+                if path is None:
+                    return []
+                try:
+                    with open(path, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    return []
+            found = Engine.outline(data)
+            if isinstance(found, ParseIssue):
+                return []
+            lay, heads = found
+            return conv.document_symbols(lay, heads, units)
+
+        return await self.run_engine(job)
+
+    # -- diagnostics ---------------------------------------------------------------------
+
+    def problems_of(self, folder: str, cancel: CancelToken) -> list[Problem]:
+        """Parse errors of the folder's searchable files; open documents use the editor text."""
+        snap = self.engine.capture(folder, settings=self.options.engine, cancel=cancel)
+        open_docs = {
+            d.path: d.source for d in self.workspace.text_documents.values() if d.path is not None
+        }
+        out = []
+        for file in snap.searchable:
+            cancel.check()
+            full = os.path.join(folder, *file.path.split("/"))
+            if full in open_docs:
+                found = Engine.outline(open_docs[full].encode("utf-8", "surrogatepass"))
+                issue = found if isinstance(found, ParseIssue) else None
+            else:
+                issue = self.engine.analyse(file, AnalysisOptions()).issue
+            if issue is not None:
+                out.append(Problem(file.path, issue.line, issue.reason))
+        return out
+
+    async def check_folder(self, folder: str) -> None:
+        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[Problem]:
+            return self.problems_of(folder, cancel)
+
+        try:
+            problems = await self.run_engine(job)
+        except JsonRpcException as exc:
+            log.warning("diagnostics for %s: %s", folder, exc.message)
+            return
+        by_uri: dict[str, list[Problem]] = {}
+        for p in problems:
+            by_uri.setdefault(conv.file_uri(folder, p.path), []).append(p)
+        before = self.published.get(folder, set())
+        for uri in before - set(by_uri):
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
+        for uri, found in by_uri.items():
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=conv.diagnostics(found))
+            )
+        self.published[folder] = set(by_uri)
+
+    def schedule_check(self, folder: str, delay: float = DIAGNOSTIC_DELAY) -> None:
+        """Debounced re-check of one folder's diagnostics."""
+        old = self.pending_check.pop(folder, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending_check[folder] = loop.call_later(
+            delay, lambda: self.spawn(self.check_folder(folder))
+        )
+
+    def spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def document_changed(self, uri: str) -> None:
+        path = to_fs_path(uri)
+        if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
+            return
+        folder = self.folder_of(path)
+        if folder is not None:
+            self.schedule_check(folder)
+
+    # -- settings and warm-up ------------------------------------------------------------
+
+    def apply_settings(self, raw: Any) -> bool:
+        try:
+            new = parse_settings(raw)
+        except CitelineError as err:
+            log.warning("invalid settings: %s", err.message)
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error,
+                    message=f"citeline: {err.message} The previous settings stay in effect.",
+                )
+            )
+            return False
+        self.options = new
+        return True
+
+    def client_has_progress(self) -> bool:
+        caps = self.client_capabilities
+        return bool(caps and caps.window and caps.window.work_done_progress)
+
+    async def warm_up(self) -> None:
+        """Analyse every folder into the engine's memo so the first request is fast."""
+        token: str | None = None
+        if self.client_has_progress():
+            token = f"citeline-warmup-{uuid.uuid4()}"
+            try:
+                await self.work_done_progress.create_async(token)
+            except Exception as exc:  # the client refused: warm up silently
+                log.info("no warm-up progress: %s", exc)
+                token = None
+        opts = self.options
+        analysis = {AnalysisOptions(), opts.relevance_options.analysis}
+
+        def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
+            for folder in folders:
+                for options in analysis:
+                    try:
+                        self.engine.open_index(
+                            folder, options, settings=opts.engine, cancel=cancel, progress=progress
+                        )
+                    except CitelineError as err:
+                        if err.code == "cancelled":
+                            raise
+                        log.info("warm-up of %s: %s", folder, err.message)
+
+        folders = [path for _, path in self.folders()]
+        started = time.monotonic()
+        try:
+            await self.run_engine(job, work_done_token=token, title="citeline: indexing")
+        except JsonRpcException as exc:
+            log.info("warm-up stopped: %s", exc.message)
+        log.info("warm-up of %d folder(s) took %.2fs", len(folders), time.monotonic() - started)
+        for folder in folders:
+            await self.check_folder(folder)
+
+
+server = CitelineServer()
+
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: CitelineServer, params: types.InitializeParams) -> None:
+    ls.apply_settings(params.initialization_options)
+
+
+@server.feature(types.INITIALIZED)
+def on_initialized(ls: CitelineServer, params: types.InitializedParams) -> None:
+    ls.spawn(ls.warm_up())
+
+
+@server.feature(types.SHUTDOWN)
+def on_shutdown(ls: CitelineServer, params: None) -> None:
+    ls.cancel_all()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def on_configuration(ls: CitelineServer, params: types.DidChangeConfigurationParams) -> None:
+    if ls.apply_settings(params.settings):
+        for _, folder in ls.folders():
+            ls.schedule_check(folder, 0)
+
+
+@server.feature(types.WORKSPACE_SYMBOL)
+async def on_workspace_symbol(
+    ls: CitelineServer, params: types.WorkspaceSymbolParams
+) -> list[types.SymbolInformation]:
+    return await ls.workspace_symbols(params)
+
+
+@server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+async def on_document_symbol(
+    ls: CitelineServer, params: types.DocumentSymbolParams
+) -> list[types.DocumentSymbol]:
+    return await ls.document_symbols(params)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def on_did_open(ls: CitelineServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.document_changed(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_did_change(ls: CitelineServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.document_changed(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def on_did_save(ls: CitelineServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.document_changed(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def on_did_close(ls: CitelineServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.document_changed(params.text_document.uri)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def on_watched_files(ls: CitelineServer, params: types.DidChangeWatchedFilesParams) -> None:
+    for change in params.changes:
+        ls.document_changed(change.uri)
+
+
+def _register_commands() -> None:
+    """Advertise the commands; CitelineProtocol runs them (see its execute_command)."""
+
+    for name in COMMANDS:
+
+        async def placeholder(ls: CitelineServer, *args: Any) -> None:  # never called
+            raise JsonRpcInvalidParams("unreachable")
+
+        server.command(name)(placeholder)
+
+
+_register_commands()
+
+
+def main() -> int:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("CITELINE_LOG", "WARNING").upper(),
+        format="citeline-lsp %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        server.start_io()
+    finally:
+        server.cancel_all()
+        server.pool.shutdown(wait=False, cancel_futures=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The language server's settings: initializationOptions and workspace/didChangeConfiguration.
+
+Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
+
+    {"limits": {"max_files": N, ...},          # any field of citeline.engine.Limits
+     "reserved": ["index.md", "log.md"],
+     "use_ignore": true,
+     "skip_invalid": false,
+     "symbols": {"cap": 100, "list_cap": 1000},
+     "profile": "contract" | "recall",          # relevance defaults (SPEC §13) for
+     "match": ..., "context": ..., "cjk": ..., "stemming": ...}   # symbols and commands
+
+Every field is optional; a missing field takes the SPEC default. Invalid settings raise
+``CitelineError("schema_validation")`` and the caller keeps its previous settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from citeline.engine import CitelineError, Limits, Relevance, Settings
+from citeline.engine.requests import CHOICES
+
+RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, cjk, stemming, profile
+TOP_KEYS = ("limits", "reserved", "use_ignore", "skip_invalid", "symbols", *RELEVANCE_KEYS)
+SYMBOL_KEYS = ("cap", "list_cap")
+DEFAULT_CAP = 100
+DEFAULT_LIST_CAP = 1000
+
+
+def _bad(message: str, setting: str) -> CitelineError:
+    return CitelineError(
+        "schema_validation", f"Invalid citeline setting: {message}", {"setting": setting}
+    )
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _bad(f"{name} must be a positive integer, got {value!r}.", name)
+    return value
+
+
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(f"{name} must be true or false, got {value!r}.", name)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    engine: Settings = field(default_factory=Settings)
+    symbol_cap: int = DEFAULT_CAP
+    list_cap: int = DEFAULT_LIST_CAP
+    # Relevance keys given in the settings (only those given), e.g. {"profile": "recall"}.
+    relevance: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def relevance_options(self) -> Relevance:
+        return Relevance.from_mapping(self.relevance)
+
+    def search_request(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Fill relevance keys the request lacks from the settings' defaults.
+
+        A request that names its own ``profile`` takes that profile's defaults rather than the
+        settings' (an explicit ``"profile": "contract"`` must mean the contract).
+        """
+        merged = dict(request)
+        if "profile" in merged:
+            return merged
+        for key, value in self.relevance.items():
+            merged.setdefault(key, value)
+        return merged
+
+
+def unwrap(raw: Any) -> Any:
+    """Accept ``{"citeline": {...}}`` or the bare object; None/absent means defaults."""
+    if isinstance(raw, Mapping) and "citeline" in raw:
+        return raw["citeline"]
+    return raw
+
+
+def parse_settings(raw: Any) -> ServerSettings:
+    """Build settings from client JSON; raise CitelineError(schema_validation) when invalid."""
+    raw = unwrap(raw)
+    if raw is None:
+        return ServerSettings()
+    if not isinstance(raw, Mapping):
+        raise _bad(f"the settings must be a JSON object, got {type(raw).__name__}.", "citeline")
+    unknown = sorted(str(k) for k in raw if k not in TOP_KEYS)
+    if unknown:
+        raise _bad(
+            f"unknown key(s) {', '.join(unknown)}; known keys: {', '.join(TOP_KEYS)}.",
+            unknown[0],
+        )
+
+    limits_raw = raw.get("limits") or {}
+    if not isinstance(limits_raw, Mapping):
+        raise _bad('limits must be an object such as {"max_files": 20000}.', "limits")
+    limits = Limits.from_mapping(dict(limits_raw))  # raises schema_validation itself
+
+    reserved: tuple[str, ...] = ("index.md", "log.md")
+    if raw.get("reserved") is not None:
+        value = raw["reserved"]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _bad("reserved must be a list of file names.", "reserved")
+        reserved = tuple(value)
+
+    use_ignore = _bool(raw.get("use_ignore", True), "use_ignore")
+    skip_invalid = _bool(raw.get("skip_invalid", False), "skip_invalid")
+
+    symbols = raw.get("symbols") or {}
+    if not isinstance(symbols, Mapping):
+        raise _bad('symbols must be an object such as {"cap": 100, "list_cap": 1000}.', "symbols")
+    extra = sorted(str(k) for k in symbols if k not in SYMBOL_KEYS)
+    if extra:
+        raise _bad(f"unknown symbols key(s) {', '.join(extra)}; known: cap, list_cap.", "symbols")
+    cap = _positive_int(symbols.get("cap", DEFAULT_CAP), "symbols.cap")
+    list_cap = _positive_int(symbols.get("list_cap", DEFAULT_LIST_CAP), "symbols.list_cap")
+
+    relevance = {k: raw[k] for k in RELEVANCE_KEYS if raw.get(k) is not None}
+    try:
+        Relevance.from_mapping(relevance)
+    except CitelineError as err:
+        raise _bad(err.message, err.details.get("field", "relevance")) from None
+
+    return ServerSettings(
+        Settings(
+            limits=limits, reserved=reserved, use_ignore=use_ignore, skip_invalid=skip_invalid
+        ),
+        cap,
+        list_cap,
+        relevance,
+    )
+
+
+__all__ = ["ServerSettings", "parse_settings", "unwrap"]
