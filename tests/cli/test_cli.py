@@ -1,0 +1,267 @@
+"""The command line: output formats, --json byte-identity, exit codes, limit flags."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from citeline.engine import Engine, Limits, Settings
+from citeline.engine.contracts import validate
+from citeline.engine.present import encode
+from citeline.lsp import cli, render
+
+REPO = Path(__file__).resolve().parents[2]
+
+FILES = {
+    "guide.md": "---\ntitle: Guide\n---\nIntro text.\n\n# Ordered hashtables\n\nAn ordered "
+    "hashtable keeps insertion order.\n\n## Other\n\nNothing here about tables.\n",
+    "notes/b.md": "# Hashtable basics\n\nA hashtable maps keys to values. Ordered ones too.\n",
+    "index.md": "# Index\n\nordered hashtable navigation\n",
+}
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, body in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(body, bytes):
+            path.write_bytes(body)
+        else:
+            path.write_text(body, encoding="utf-8")
+    return root
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "citeline.lsp.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+    )
+
+
+@pytest.fixture()
+def bundle(tmp_path: Path) -> Path:
+    return write(tmp_path / "b", FILES)
+
+
+def test_human_output_blocks_and_summary(bundle: Path) -> None:
+    out = run("search", str(bundle), "--query", "ordered hashtable")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("guide.md:6-9  Ordered hashtables  ")
+    assert float(lines[0].rsplit("  ", 1)[1]) > 0
+    assert "    # [Ordered] [hashtables]" not in out.stdout  # 'hashtables' is not 'hashtable'
+    assert "An [ordered] [hashtable] keeps insertion order." in out.stdout
+    revision = Engine().search(bundle, {"query": "ordered hashtable"})["snapshot_revision"]
+    assert lines[-1] == f"2 of 2 sections · snapshot {revision[:6]}…"
+    assert out.stderr == ""
+
+
+def test_color_always_marks_spans(bundle: Path) -> None:
+    out = run("search", str(bundle), "-q", "hashtable", "--color", "always")
+    assert out.returncode == 0
+    assert f"{render.BOLD_RED}hashtable{render.RESET}" in out.stdout
+
+
+def test_json_is_byte_identical_to_the_engine(bundle: Path) -> None:
+    out = run("search", str(bundle), "-q", "ordered hashtable", "--json", "-n", "1")
+    assert out.returncode == 0
+    expected = Engine().search(bundle, {"query": "ordered hashtable", "limit": 1})
+    assert out.stdout == encode(expected) + "\n"
+    result = json.loads(out.stdout)
+    validate("search.result", result)
+    assert result["truncated"] is True and result["total"] == 2 and len(result["hits"]) == 1
+
+
+def test_bundle_defaults_to_current_directory(bundle: Path) -> None:
+    out = run("search", "-q", "insertion", "--json", cwd=bundle)
+    assert out.returncode == 0
+    assert [h["path"] for h in json.loads(out.stdout)["hits"]] == ["guide.md"]
+
+
+def test_reserved_index_is_not_searched_unless_asked(bundle: Path) -> None:
+    out = run("search", str(bundle), "-q", "navigation", "--json")
+    assert out.returncode == 1 and json.loads(out.stdout)["total"] == 0
+    out = run("search", str(bundle), "-q", "navigation", "--json", "--no-reserved")
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["hits"][0]["path"] == "index.md"
+
+
+def test_no_match_exits_1_with_an_empty_result(bundle: Path) -> None:
+    out = run("search", str(bundle), "-q", "zebra", "--json")
+    assert out.returncode == 1
+    result = json.loads(out.stdout)
+    assert result["hits"] == [] and result["total"] == 0 and result["truncated"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "exit_code"),
+    [
+        (["-q", "x", "--limit", "0"], "schema_validation", 2),
+        (["-q", "x", "--limit", "101"], "schema_validation", 2),
+        (["-q", "!!!"], "schema_validation", 2),
+        (["-q", "x", "--max-files", "2"], "resource_limit", 3),
+        (["-q", "x" * 513], "schema_validation", 2),
+    ],
+)
+def test_errors_exit_codes_and_envelope(
+    bundle: Path, args: list[str], code: str, exit_code: int
+) -> None:
+    out = run("search", str(bundle), *args, "--json")
+    assert out.returncode == exit_code
+    envelope = json.loads(out.stdout)
+    validate("error", envelope)
+    assert envelope["error"]["code"] == code
+    assert "hits" not in out.stdout
+    plain = run("search", str(bundle), *args)
+    assert plain.returncode == exit_code
+    assert plain.stdout == ""
+    assert plain.stderr.startswith(f"citeline: {code}: ") and plain.stderr.count("\n") == 1
+
+
+def test_bundle_errors(tmp_path: Path) -> None:
+    missing = run("search", str(tmp_path / "nope"), "-q", "x", "--json")
+    assert missing.returncode == 4
+    assert json.loads(missing.stdout)["error"]["code"] == "bundle_not_found"
+    (tmp_path / "file.md").write_text("# x\n")
+    not_dir = run("search", str(tmp_path / "file.md"), "-q", "x", "--json")
+    assert not_dir.returncode == 4
+    assert json.loads(not_dir.stdout)["error"]["code"] == "bundle_invalid"
+    (tmp_path / "link").symlink_to(tmp_path)
+    link = run("concepts", str(tmp_path / "link"), "-q", "x", "--json")
+    assert link.returncode == 4
+    assert json.loads(link.stdout)["error"]["details"]["reason"] == "symlink"
+
+
+def test_parse_error_and_skip_invalid(bundle: Path) -> None:
+    (bundle / "broken.md").write_text("---\ntitle: [unclosed\n---\n# ordered hashtable\n")
+    out = run("search", str(bundle), "-q", "ordered hashtable", "--json")
+    assert out.returncode == 5
+    err = json.loads(out.stdout)["error"]
+    assert err["code"] == "parse_error"
+    assert err["details"]["errors"][0]["path"] == "broken.md"
+    skipped = run("search", str(bundle), "-q", "ordered hashtable", "--json", "--skip-invalid")
+    assert skipped.returncode == 0
+    result = json.loads(skipped.stdout)
+    assert [s["path"] for s in result["skipped"]] == ["broken.md"]
+    assert all(h["path"] != "broken.md" for h in result["hits"])
+    human = run("search", str(bundle), "-q", "ordered hashtable", "--skip-invalid")
+    assert "skipped broken.md:" in human.stdout
+
+
+def test_no_ignore_flag(bundle: Path) -> None:
+    write(bundle, {".gitignore": "secret/\n", "secret/s.md": "# Secret hashtable\n"})
+    out = run("search", str(bundle), "-q", "secret", "--json")
+    assert out.returncode == 1
+    out = run("search", str(bundle), "-q", "secret", "--json", "--no-ignore")
+    assert [h["path"] for h in json.loads(out.stdout)["hits"]] == ["secret/s.md"]
+
+
+def _needed(bundle: Path) -> dict[str, int]:
+    """The value each limit reaches on the fixture bundle (exactly at it must pass)."""
+    snap = Engine().capture(bundle)
+    paths = [f.path for f in snap.files]
+    idx = Engine().index(snap)
+    result = Engine().search(bundle, {"query": "hashtable"})
+    return {
+        "max_files": len(paths),
+        "max_total_bytes": sum(f.size for f in snap.files),
+        "max_file_bytes": max(f.size for f in snap.files),
+        "max_sections": idx.corpus.n,
+        "max_tokens": sum(d.analysis.tokens for d in idx.corpus.docs),
+        "max_path_components": max(p.count("/") + 1 for p in paths),
+        "max_path_bytes": max(len(p.encode()) for p in paths),
+        "max_response_bytes": len(encode(result).encode()),
+    }
+
+
+@pytest.mark.parametrize("name", [f.name for f in fields(Limits)])
+def test_every_limit_has_a_flag_at_and_over(bundle: Path, name: str) -> None:
+    need = _needed(bundle)[name]
+    flag = "--" + name.replace("_", "-")
+    at = run("search", str(bundle), "-q", "hashtable", "--json", flag, str(need))
+    assert at.returncode == 0, at.stdout
+    over = run("search", str(bundle), "-q", "hashtable", "--json", flag, str(need - 1))
+    assert over.returncode == 3
+    err = json.loads(over.stdout)["error"]
+    assert err["code"] == "resource_limit"
+    assert err["details"]["limit"] == name and err["details"]["flag"] == flag
+    assert flag in err["message"]
+
+
+def test_concepts_human_and_json(bundle: Path) -> None:
+    out = run("concepts", str(bundle), "-q", "GUIDE")
+    assert out.returncode == 0
+    assert out.stdout.splitlines()[0] == "guide  guide.md  Guide"
+    js = json.loads(run("concepts", str(bundle), "-q", "b", "--json").stdout)
+    validate("concepts.result", js)
+    assert [c["concept_id"] for c in js["concepts"]] == ["notes/b"]
+
+
+def test_relevance_flags_travel_and_are_echoed(bundle: Path) -> None:
+    out = run("search", str(bundle), "-q", "hashtables basics", "--json", "--profile", "recall")
+    result = json.loads(out.stdout)
+    validate("search.result", result)
+    assert result["options"]["match"] == "any" and result["options"]["stemming"] == "english"
+    assert result["hits"][0]["path"] == "notes/b.md"
+
+
+def test_keyboard_interrupt_is_cancelled(
+    monkeypatch: pytest.MonkeyPatch, bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*_a: object, **_k: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Engine, "search", interrupted)
+    assert cli.main(["search", str(bundle), "-q", "x", "--json"]) == 130
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "cancelled"
+
+
+def test_progress_bar_only_after_delay_on_a_terminal() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    bar = render.ProgressBar(stream, delay=0.0)
+    bar("capture", 5, 10)
+    assert "capture" in stream.getvalue() and "5/10" in stream.getvalue()
+    bar.clear()
+    assert stream.getvalue().endswith("\r\x1b[2K")
+    quiet = io.StringIO()
+    render.ProgressBar(quiet, delay=0.0)("capture", 1, 1)
+    assert quiet.getvalue() == ""
+    late = Tty()
+    render.ProgressBar(late, delay=60.0)("capture", 1, 2)
+    assert late.getvalue() == ""
+
+
+def test_readme_first_command_searches_the_docs() -> None:
+    out = run("search", "docs", "--query", "raise a limit", "--json", cwd=REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["hits"], "the user guide must answer the README's example query"
+    assert any(h["path"] == "limits.md" for h in result["hits"])
+    for hit in result["hits"]:
+        lines = (REPO / "docs" / hit["path"]).read_text(encoding="utf-8").split("\n")
+        section = "\n".join(lines[hit["line_start"] - 1 : hit["line_end"]])
+        assert hit["snippet"] in section
+
+
+def test_settings_from_flags() -> None:
+    args = cli.parser().parse_args(
+        ["search", "-q", "x", "--max-tokens", "5", "--reserved", "a.md", "--no-ignore"]
+    )
+    settings = cli.settings_from(args)
+    assert settings == Settings(
+        limits=Limits(max_tokens=5), reserved=("a.md",), use_ignore=False, skip_invalid=False
+    )
