@@ -31,6 +31,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the contract JSON (or error envelope)"
     )
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    _add_capture(p)
+
+
+def _add_capture(p: argparse.ArgumentParser) -> None:
+    """What settings_from() reads: ignore handling, skipping, reserved files, limits."""
     p.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files")
     p.add_argument(
         "--skip-invalid",
@@ -89,7 +94,8 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("lsp", help="run the language server on stdio")
     m = sub.add_parser("mcp", help="run the MCP server on stdio")
-    m.add_argument("bundle", nargs="?", default=".")
+    m.add_argument("bundle", nargs="?", default=".", help="folder of Markdown files (default: .)")
+    _add_capture(m)
     return top
 
 
@@ -179,7 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "mcp":
         from .mcp import main as serve_mcp
 
-        return serve_mcp(os.path.abspath(args.bundle)) or 0
+        try:
+            settings = settings_from(args)
+        except CitelineError as err:
+            return report(err, False)
+        return serve_mcp(os.path.abspath(args.bundle), settings) or 0
     try:
         return run_query(args)
     except BrokenPipeError:
