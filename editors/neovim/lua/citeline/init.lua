@@ -1,0 +1,571 @@
+-- citeline.nvim: Neovim client for `citeline lsp`.
+--
+-- Starts (or attaches to) the citeline language server for Markdown buffers and
+-- offers :CitelineSearch, :CitelineLines[!] and :CitelineConcepts, which fill the
+-- quickfix list in the server's order. Works on Neovim 0.7 through 0.11+:
+--   0.11+      vim.lsp.config + vim.lsp.enable
+--   0.8-0.10   vim.lsp.start
+--   0.7        vim.lsp.start_client + vim.lsp.buf_attach_client
+
+local M = {}
+
+M.name = "citeline"
+
+local defaults = {
+  -- Command that starts the server.
+  cmd = { "citeline", "lsp" },
+  -- Filetypes whose buffers start/attach the server.
+  filetypes = { "markdown" },
+  -- Files or folders that mark the workspace root (searched upwards from the
+  -- buffer's file). Without any, the current working directory is the root.
+  root_markers = { ".git", ".citeline" },
+  -- Server settings, sent as initializationOptions and through
+  -- workspace/didChangeConfiguration: limits, reserved, use_ignore,
+  -- skip_invalid, symbols = { cap, list_cap }, profile.
+  settings = {},
+  -- Relevance profile sent with :CitelineSearch ("recall" or "contract").
+  profile = "recall",
+  -- Number of hits / matches / concepts requested.
+  limit = 20,
+  lines_limit = 100,
+  concepts_limit = 20,
+  -- Context lines requested by :CitelineLines (kept in the quickfix context).
+  lines_context = 2,
+  -- Case sensitivity of :CitelineLines.
+  case_sensitive = true,
+  -- Open the quickfix window after a command fills it.
+  open_quickfix = true,
+  -- Start the server automatically for `filetypes`.
+  autostart = true,
+  -- Milliseconds to wait for the server to initialize before a command gives up.
+  init_timeout = 10000,
+  -- Optional callbacks passed to the client.
+  on_attach = nil,
+  on_exit = nil,
+  capabilities = nil,
+}
+
+M.config = vim.deepcopy(defaults)
+M._setup_done = false
+
+local function has(feature)
+  return vim.fn.has(feature) == 1
+end
+
+local function notify(msg, level)
+  vim.notify("citeline: " .. msg, level or vim.log.levels.INFO)
+end
+
+local uv = vim.loop or vim.uv
+
+---------------------------------------------------------------------------
+-- Root detection
+---------------------------------------------------------------------------
+
+local function dirname(path)
+  local d = path:match("^(.*)/[^/]*$")
+  if d == nil or d == "" then
+    return "/"
+  end
+  return d
+end
+
+--- Nearest folder above `path` (a file or folder) holding one of the markers;
+--- the current working directory when there is none.
+function M.find_root(path, markers)
+  markers = markers or M.config.root_markers
+  if path == nil or path == "" then
+    return vim.fn.getcwd()
+  end
+  path = vim.fn.fnamemodify(path, ":p")
+  local stat = uv.fs_stat(path)
+  local dir = path:gsub("/+$", "")
+  if not (stat and stat.type == "directory") then
+    dir = dirname(dir)
+  end
+  while true do
+    for _, marker in ipairs(markers) do
+      if uv.fs_stat(dir .. "/" .. marker) then
+        return dir
+      end
+    end
+    if dir == "/" or dir == "" then
+      break
+    end
+    dir = dirname(dir)
+  end
+  return vim.fn.getcwd()
+end
+
+local function buf_root(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  return M.find_root(name ~= "" and name or nil)
+end
+
+---------------------------------------------------------------------------
+-- Client management
+---------------------------------------------------------------------------
+
+local get_clients = vim.lsp.get_clients or vim.lsp.get_active_clients
+
+local function citeline_clients(filter)
+  local out = {}
+  for _, client in ipairs(get_clients()) do
+    if client.name == M.name and (filter == nil or filter(client)) then
+      table.insert(out, client)
+    end
+  end
+  return out
+end
+
+local function client_root(client)
+  local cfg = client.config or {}
+  if cfg.root_dir then
+    return cfg.root_dir
+  end
+  local folders = client.workspace_folders
+  if folders and folders[1] then
+    return vim.uri_to_fname(folders[1].uri)
+  end
+  return nil
+end
+
+--- The client configuration handed to Neovim.
+function M.client_config(root)
+  local cfg = M.config
+  local config = {
+    name = M.name,
+    cmd = cfg.cmd,
+    root_dir = root,
+    workspace_folders = root and { { uri = vim.uri_from_fname(root), name = root } } or nil,
+    -- An empty Lua table would be encoded as a JSON list.
+    init_options = (cfg.settings and next(cfg.settings)) and cfg.settings or vim.empty_dict(),
+    settings = (cfg.settings and next(cfg.settings)) and cfg.settings or vim.empty_dict(),
+    capabilities = cfg.capabilities,
+    on_attach = cfg.on_attach,
+    on_init = function(client)
+      if cfg.settings and next(cfg.settings) ~= nil then
+        client.notify("workspace/didChangeConfiguration", { settings = cfg.settings })
+      end
+    end,
+    on_exit = function(code, signal, client_id)
+      if code ~= 0 and code ~= nil then
+        vim.schedule(function()
+          notify(
+            string.format("server exited with code %s (signal %s)", tostring(code), tostring(signal)),
+            vim.log.levels.WARN
+          )
+        end)
+      end
+      if cfg.on_exit then
+        cfg.on_exit(code, signal, client_id)
+      end
+    end,
+  }
+  if has("nvim-0.11") then
+    -- 0.11 passes the client as `self` to client methods.
+    config.on_init = function(client)
+      if cfg.settings and next(cfg.settings) ~= nil then
+        client:notify("workspace/didChangeConfiguration", { settings = cfg.settings })
+      end
+    end
+  end
+  return config
+end
+
+--- Attach (starting if needed) the citeline server to `bufnr`. Returns the client id.
+function M.attach(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local root = buf_root(bufnr)
+  if has("nvim-0.8") then
+    return vim.lsp.start(M.client_config(root), { bufnr = bufnr })
+  end
+  -- 0.7: reuse a running client for the same root.
+  local existing = citeline_clients(function(c)
+    return client_root(c) == root
+  end)[1]
+  local id = existing and existing.id or vim.lsp.start_client(M.client_config(root))
+  if id then
+    vim.lsp.buf_attach_client(bufnr, id)
+  end
+  return id
+end
+
+local function start_detached(root)
+  local config = M.client_config(root)
+  if has("nvim-0.11") then
+    return vim.lsp.start(config, { attach = false })
+  end
+  return vim.lsp.start_client(config)
+end
+
+--- The citeline client for the current buffer: the one attached to it, else one
+--- whose root holds the buffer (or the cwd), else a new one started for that root.
+function M.get_client(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local attached = citeline_clients(function(c)
+    return vim.lsp.buf_is_attached(bufnr, c.id)
+  end)[1]
+  if attached then
+    return attached
+  end
+  local root = buf_root(bufnr)
+  local same_root = citeline_clients(function(c)
+    return client_root(c) == root
+  end)[1]
+  if same_root then
+    return same_root
+  end
+  if vim.fn.executable(M.config.cmd[1]) ~= 1 then
+    notify("executable not found: " .. tostring(M.config.cmd[1]), vim.log.levels.ERROR)
+    return nil
+  end
+  local id = start_detached(root)
+  return id and vim.lsp.get_client_by_id(id) or nil
+end
+
+local function is_initialized(client)
+  if client.initialized ~= nil then
+    return client.initialized
+  end
+  return client.server_capabilities ~= nil
+end
+
+local function when_ready(client, fn)
+  if is_initialized(client) then
+    return fn()
+  end
+  local waited = 0
+  local function poll()
+    if vim.lsp.get_client_by_id(client.id) == nil then
+      notify("server stopped before it was ready", vim.log.levels.ERROR)
+      return
+    end
+    if is_initialized(client) then
+      return fn()
+    end
+    waited = waited + 50
+    if waited > M.config.init_timeout then
+      notify("server did not initialize in time", vim.log.levels.ERROR)
+      return
+    end
+    vim.defer_fn(poll, 50)
+  end
+  vim.defer_fn(poll, 50)
+end
+
+local function client_request(client, method, params, handler, bufnr)
+  if has("nvim-0.11") then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+--- Readable text of a JSON-RPC error, preferring the citeline envelope's message.
+function M.error_message(err)
+  if type(err) ~= "table" then
+    return tostring(err)
+  end
+  local data = err.data
+  if type(data) == "table" then
+    local env = data.error or data
+    if type(env) == "table" and type(env.message) == "string" then
+      if type(env.code) == "string" then
+        return env.message .. " [" .. env.code .. "]"
+      end
+      return env.message
+    end
+  end
+  return err.message or vim.inspect(err)
+end
+
+--- Run `workspace/executeCommand` for `command` with the one request object `args`.
+--- `callback(err, result, root)` runs on the main loop.
+function M.execute(command, args, callback, bufnr)
+  local client = M.get_client(bufnr)
+  if not client then
+    callback({ message = "no citeline language server is running" }, nil, nil)
+    return
+  end
+  local root = client_root(client)
+  args = vim.deepcopy(args)
+  if root and args.root == nil then
+    args.root = vim.uri_from_fname(root)
+  end
+  when_ready(client, function()
+    local ok = client_request(client, "workspace/executeCommand", {
+      command = command,
+      arguments = { args },
+    }, function(err, result)
+      callback(err, result, root)
+    end, bufnr or vim.api.nvim_get_current_buf())
+    if ok == false then
+      callback({ message = "the citeline server is not running" }, nil, root)
+    end
+  end)
+end
+
+---------------------------------------------------------------------------
+-- Result → quickfix conversion (pure functions, unit tested)
+---------------------------------------------------------------------------
+
+local function resolve(root, path)
+  if root == nil or path:sub(1, 1) == "/" then
+    return path
+  end
+  return root .. "/" .. path
+end
+
+local function trim(s)
+  return (s:gsub("^%s+", ""):gsub("%s+$", ""))
+end
+
+--- The line of a snippet worth showing next to the heading: the first non-blank
+--- line that is not the heading line itself (nor a Setext underline).
+function M.snippet_line(snippet, heading)
+  heading = heading or ""
+  for line in (snippet or ""):gmatch("[^\n]+") do
+    local t = trim((line:gsub("\r$", "")))
+    local atx = t:match("^#+$") or t:match("^#+%s")
+    local underline = t:match("^=+$") or t:match("^%-+$")
+    local is_heading = atx or (heading ~= "" and t == heading)
+    if t ~= "" and not underline and not is_heading then
+      return t
+    end
+  end
+  return ""
+end
+
+--- Quickfix items for a citeline.search result, in server order.
+function M.search_items(result, root)
+  local items = {}
+  for _, hit in ipairs((result or {}).hits or {}) do
+    local heading = hit.heading or ""
+    if heading == "" then
+      heading = hit.path
+    end
+    local line = M.snippet_line(hit.snippet, hit.heading)
+    local text = heading
+    if line ~= "" then
+      text = heading .. " — " .. line
+    end
+    table.insert(items, {
+      filename = resolve(root, hit.path),
+      lnum = hit.line_start,
+      end_lnum = hit.line_end,
+      col = 1,
+      text = text,
+    })
+  end
+  return items
+end
+
+local line_cache = {}
+
+local function byte_col(path, match)
+  local text = match.text or ""
+  local column = match.column or 1
+  if text:sub(1, #"…") ~= "…" then
+    local ok, idx = pcall(vim.str_byteindex, text, column - 1)
+    if ok and idx then
+      return idx + 1
+    end
+  end
+  -- Windowed text: read the real line to convert code points into bytes.
+  local lines = line_cache[path]
+  if lines == nil then
+    local ok, read = pcall(vim.fn.readfile, path)
+    lines = ok and read or {}
+    line_cache[path] = lines
+  end
+  local full = lines[match.line]
+  if full then
+    local ok, idx = pcall(vim.str_byteindex, full, column - 1)
+    if ok and idx then
+      return idx + 1
+    end
+  end
+  return column
+end
+
+--- Quickfix items for a citeline.lines result (line and 1-based byte column).
+function M.lines_items(result, root)
+  line_cache = {}
+  local items = {}
+  for _, m in ipairs((result or {}).matches or {}) do
+    local filename = resolve(root, m.path)
+    table.insert(items, {
+      filename = filename,
+      lnum = m.line,
+      col = byte_col(filename, m),
+      text = m.text,
+    })
+  end
+  line_cache = {}
+  return items
+end
+
+--- Quickfix items for a citeline.concepts result.
+function M.concepts_items(result, root)
+  local items = {}
+  for _, c in ipairs((result or {}).concepts or {}) do
+    local text = c.concept_id
+    if c.title and c.title ~= "" then
+      text = text .. " — " .. c.title
+    end
+    table.insert(items, { filename = resolve(root, c.path), lnum = 1, col = 1, text = text })
+  end
+  return items
+end
+
+---------------------------------------------------------------------------
+-- Commands
+---------------------------------------------------------------------------
+
+local function set_qf(title, items, result, opts)
+  vim.fn.setqflist({}, " ", { title = title, items = items, context = { citeline = result } })
+  if #items == 0 then
+    notify("no results for " .. title)
+  elseif M.config.open_quickfix and not (opts and opts.no_open) then
+    vim.cmd("copen")
+  end
+end
+
+local function run(command, args, title, to_items, opts)
+  opts = opts or {}
+  M.execute(command, args, function(err, result, root)
+    if err then
+      notify(M.error_message(err), vim.log.levels.ERROR)
+      M.last_error = err
+      if opts.on_done then
+        opts.on_done(err, nil)
+      end
+      return
+    end
+    M.last_result = result
+    local items = to_items(result, root)
+    set_qf(title, items, result, opts)
+    if result and result.truncated then
+      notify(string.format("showing %d of %d results", #items, result.total or #items))
+    end
+    if opts.on_done then
+      opts.on_done(nil, result, items)
+    end
+  end)
+end
+
+--- Ranked section search; results in the quickfix list.
+function M.search(query, opts)
+  opts = opts or {}
+  local args = { query = query, limit = opts.limit or M.config.limit }
+  local profile = opts.profile or M.config.profile
+  if profile then
+    args.profile = profile
+  end
+  run("citeline.search", args, "citeline search: " .. query, M.search_items, opts)
+end
+
+--- Line search (exact by default, RE2 regex with opts.regex); results in the quickfix list.
+function M.lines(pattern, opts)
+  opts = opts or {}
+  local case_sensitive = M.config.case_sensitive
+  if opts.case_sensitive ~= nil then
+    case_sensitive = opts.case_sensitive
+  end
+  local args = {
+    pattern = pattern,
+    mode = opts.regex and "regex" or "exact",
+    case_sensitive = case_sensitive,
+    limit = opts.limit or M.config.lines_limit,
+    context = opts.context or M.config.lines_context,
+  }
+  local title = (opts.regex and "citeline grep: " or "citeline lines: ") .. pattern
+  run("citeline.lines", args, title, M.lines_items, opts)
+end
+
+--- Concept search (concept id or title contains the query).
+function M.concepts(query, opts)
+  opts = opts or {}
+  local args = { query = query, limit = opts.limit or M.config.concepts_limit }
+  run("citeline.concepts", args, "citeline concepts: " .. query, M.concepts_items, opts)
+end
+
+function M.create_commands()
+  local cmd = vim.api.nvim_create_user_command
+  cmd("CitelineSearch", function(o)
+    M.search(o.args)
+  end, { nargs = "+", desc = "citeline: ranked section search into the quickfix list" })
+  cmd("CitelineLines", function(o)
+    M.lines(o.args, { regex = o.bang })
+  end, {
+    nargs = "+",
+    bang = true,
+    desc = "citeline: line search (exact; with ! an RE2 regex) into the quickfix list",
+  })
+  cmd("CitelineConcepts", function(o)
+    M.concepts(o.args)
+  end, { nargs = "+", desc = "citeline: concepts whose id or title contains the text" })
+  cmd("CitelineStart", function()
+    M.attach(0)
+  end, { desc = "citeline: start/attach the language server for this buffer" })
+end
+
+---------------------------------------------------------------------------
+-- Setup
+---------------------------------------------------------------------------
+
+local function matches_filetype(bufnr)
+  local ft = vim.api.nvim_buf_get_option(bufnr, "filetype")
+  for _, f in ipairs(M.config.filetypes) do
+    if f == ft then
+      return true
+    end
+  end
+  return false
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  if opts and opts.cmd then
+    M.config.cmd = opts.cmd -- lists are replaced, not merged
+  end
+  if opts and opts.filetypes then
+    M.config.filetypes = opts.filetypes
+  end
+  if opts and opts.root_markers then
+    M.config.root_markers = opts.root_markers
+  end
+  M.create_commands()
+  M._setup_done = true
+  if not M.config.autostart then
+    return
+  end
+
+  if has("nvim-0.11") then
+    local config = M.client_config(nil)
+    config.root_dir = function(bufnr, on_dir)
+      on_dir(buf_root(bufnr))
+    end
+    config.workspace_folders = nil
+    config.filetypes = M.config.filetypes
+    vim.lsp.config(M.name, config)
+    vim.lsp.enable(M.name)
+    return
+  end
+
+  local group = vim.api.nvim_create_augroup("citeline", { clear = true })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = M.config.filetypes,
+    callback = function(ev)
+      M.attach(ev.buf)
+    end,
+  })
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and matches_filetype(bufnr) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+return M

@@ -1,0 +1,192 @@
+"""End-to-end: the Neovim plugin (editors/neovim) driving the real `citeline lsp`.
+
+Each test runs headless Neovim (`-u NONE`, plugin on the runtimepath) with a Lua
+script from tests/editors/nvim/ that writes its observations as one JSON object on
+stdout; the assertions here check them against the fixture workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO, cli_search, editor_or_skip, expected_column
+
+pytestmark = pytest.mark.editor
+
+PLUGIN = REPO / "editors" / "neovim"
+SCRIPTS = Path(__file__).parent / "nvim"
+
+
+def run_nvim(script: str, env: dict[str, str]) -> dict:
+    nvim = editor_or_skip("nvim")
+    cmd = [
+        "timeout",
+        "60",
+        nvim,
+        "--headless",
+        "-u",
+        "NONE",
+        "-i",
+        "NONE",
+        "-c",
+        f"set rtp+={PLUGIN}",
+        "-c",
+        f"luafile {SCRIPTS / script}",
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=env["CITELINE_WS"])
+    assert proc.returncode == 0, f"nvim failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}"
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"no JSON on stdout:\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(lines[-1])
+
+
+def test_unit_conversions(editor_env):
+    out = run_nvim("unit.lua", editor_env)
+    assert out["search_items"] == [
+        {
+            "filename": "/ws/b.md",
+            "lnum": 9,
+            "end_lnum": 12,
+            "col": 1,
+            "text": "Second — body of b",
+        },
+        {
+            "filename": "/ws/a.md",
+            "lnum": 1,
+            "end_lnum": 3,
+            "col": 1,
+            "text": "a.md — preamble text",
+        },
+        {"filename": "/ws/s.md", "lnum": 4, "end_lnum": 8, "col": 1, "text": "Setext — below"},
+    ]
+    # code-point column 5 after "café" is byte column 6
+    assert [(i["lnum"], i["col"]) for i in out["lines_items"]] == [(3, 6), (1, 2)]
+    assert [i["text"] for i in out["concepts_items"]] == ["guide — User Guide", "x"]
+    assert out["error_envelope"] == "query must not be empty [schema_validation]"
+    assert out["error_plain"] == "boom"
+    assert out["root_marker"] == editor_env["CITELINE_WS"]
+
+
+def test_attach_search_symbols_outline(workspace, editor_env):
+    out = run_nvim("search.lua", editor_env)
+    ws = str(workspace)
+
+    # setup() attached one client, rooted at the marker folder, to both buffers.
+    assert out["attached"] is True
+    assert out["root"] == ws
+    assert out["same_client"] is True
+    assert out["commands"] == ["citeline.search", "citeline.lines", "citeline.concepts"]
+    assert out["server_alive"] is True
+
+    # :CitelineSearch → quickfix in server order, with resolved file names.
+    search = out["search"]
+    assert search["title"] == "citeline search: ordered hashtable"
+    assert search["qf_open"] is True
+    items = search["items"]
+    assert items[0] == {
+        "filename": f"{ws}/notes/hashing.md",
+        "lnum": 1,
+        "end_lnum": 4,
+        "col": 1,
+        "text": "Ordered hashtable — "
+        "An ordered hashtable keeps insertion order while hashing keys.",
+    }
+    hits = out["search_result"]["hits"]
+    assert [(i["filename"], i["lnum"], i["end_lnum"]) for i in items] == [
+        (f"{ws}/{h['path']}", h["line_start"], h["line_end"]) for h in hits
+    ]
+    # The recall profile was sent, and the server agrees with the CLI.
+    assert out["search_result"]["options"]["profile"] == "recall"
+    cli = cli_search(workspace, "ordered hashtable", "recall")
+    assert [(h["path"], h["line_start"], h["heading"]) for h in hits] == [
+        (h["path"], h["line_start"], h["heading"]) for h in cli["hits"]
+    ]
+    assert out["search_result"]["snapshot_revision"] == cli["snapshot_revision"]
+    assert [h["path"] for h in hits] == ["notes/hashing.md", "notes/hashing.md", "notes/unicode.md"]
+
+    # workspace/symbol
+    (coll,) = out["symbols_collisions"]
+    assert coll["name"] == "Collisions"
+    assert coll["containerName"] == "notes/hashing.md"
+    assert coll["uri"] == f"file://{ws}/notes/hashing.md"
+    assert coll["kind"] == 15  # String
+    assert (coll["start_line"], coll["end_line"], coll["end_character"]) == (4, 7, 0)
+
+    # An empty query lists every section with a heading, in concept_id/line order.
+    assert [(s["containerName"], s["name"], s["start_line"]) for s in out["symbols_all"]] == [
+        ("guide.md", "Installation", 3),
+        ("guide.md", "Configuration", 7),
+        ("guide.md", "Troubleshooting", 11),
+        ("notes/hashing.md", "Ordered hashtable", 0),
+        ("notes/hashing.md", "Collisions", 4),
+        ("notes/unicode.md", "Café notes", 0),
+    ]
+    # As-you-type: the last term matches as a prefix.
+    assert [s["name"] for s in out["symbols_prefix"]] == ["Troubleshooting"]
+
+    # documentSymbol: nested outline of guide.md (0-based lines).
+    assert out["outline"] == [
+        {
+            "name": "Installation",
+            "start_line": 3,
+            "end_line": 10,
+            "sel_line": 3,
+            "children": [
+                {
+                    "name": "Configuration",
+                    "start_line": 7,
+                    "end_line": 10,
+                    "sel_line": 7,
+                    "children": [],
+                }
+            ],
+        },
+        {
+            "name": "Troubleshooting",
+            "start_line": 11,
+            "end_line": 13,
+            "sel_line": 11,
+            "children": [],
+        },
+    ]
+
+
+def test_lines_grep_concepts_and_errors(workspace, editor_env):
+    out = run_nvim("lines.lua", editor_env)
+    ws = str(workspace)
+
+    lines = out["lines"]
+    assert lines["title"] == "citeline lines: hashtable"
+    expected = []
+    for rel, line in [("notes/hashing.md", 1), ("notes/hashing.md", 3), ("notes/unicode.md", 3)]:
+        cp, byte = expected_column(workspace, rel, line, "hashtable")
+        expected.append((f"{ws}/{rel}", line, byte))
+        assert cp <= byte
+    assert [(i["filename"], i["lnum"], i["col"]) for i in lines["items"]] == expected
+    # The server reports code points; the quickfix list holds byte columns.
+    assert [m["column"] for m in out["lines_result"]["matches"]] == [11, 12, 30]
+    assert lines["items"][2]["col"] == 35
+    assert lines["items"][0]["text"] == "# Ordered hashtable"
+
+    grep = out["grep"]
+    assert grep["title"] == "citeline grep: ^#+ C"
+    assert [(i["filename"], i["lnum"], i["col"], i["text"]) for i in grep["items"]] == [
+        (f"{ws}/guide.md", 8, 1, "## Configuration"),
+        (f"{ws}/notes/hashing.md", 5, 1, "## Collisions"),
+        (f"{ws}/notes/unicode.md", 1, 1, "# Café notes"),
+    ]
+
+    concepts = out["concepts"]
+    assert [(i["filename"], i["lnum"], i["text"]) for i in concepts["items"]] == [
+        (f"{ws}/notes/hashing.md", 1, "notes/hashing"),
+        (f"{ws}/notes/unicode.md", 1, "notes/unicode"),
+    ]
+
+    # The invalid regex's message from the error envelope was shown to the user.
+    (note,) = out["error_notes"]
+    assert "not a valid RE2 regular expression" in note
+    assert note.endswith("[schema_validation]")
+    assert out["server_alive"] is True
