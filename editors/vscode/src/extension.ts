@@ -1,0 +1,456 @@
+/**
+ * citeline for VS Code: starts `citeline lsp` for Markdown workspaces and adds
+ * "citeline: Search Sections", "citeline: Search Lines" and "citeline: Restart
+ * Server". Everything that can be tested without VS Code lives in the pure
+ * modules (offsets, mapping, latest, settings, errors); this file is the glue.
+ */
+
+import * as vscode from "vscode";
+import {
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  RevealOutputChannelOn,
+  ServerOptions,
+  State,
+} from "vscode-languageclient/node";
+
+import { describeError, startFailureMessage } from "./errors";
+import { LiveQuery } from "./latest";
+import {
+  LinesMode,
+  LinesResult,
+  SearchHit,
+  SearchResult,
+  buildLinesRequest,
+  buildSearchRequest,
+  bundlePathSegments,
+  escapeIconsWithSpans,
+  hitToItemFields,
+  isBlankQuery,
+  lineMatchToItemFields,
+  linesSummary,
+  searchSummary,
+  LineMatch,
+} from "./mapping";
+import { codePointColumnToUtf16 } from "./offsets";
+import { ClientSettings, needsRestart, readSettings, serverSettingsChanged } from "./settings";
+
+const SECTION = "citeline";
+
+let output: vscode.LogOutputChannel;
+let settings: ClientSettings;
+let client: LanguageClient | undefined;
+let starting: Promise<LanguageClient | undefined> | undefined;
+
+// ------------------------------------------------------------- activation
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("citeline", { log: true });
+  context.subscriptions.push(output);
+  settings = currentSettings();
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand("citeline.ui.searchSections", () => searchSections()),
+    vscode.commands.registerCommand("citeline.ui.searchLines", () => searchLines()),
+    vscode.commands.registerCommand("citeline.ui.restartServer", () => restartServer()),
+    vscode.commands.registerCommand("citeline.ui.showOutput", () => output.show(true)),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration(SECTION)) void onConfigurationChanged();
+    }),
+    { dispose: () => void stopClient() },
+  );
+
+  void ensureClient();
+}
+
+export async function deactivate(): Promise<void> {
+  await stopClient();
+}
+
+function currentSettings(): ClientSettings {
+  const cfg = vscode.workspace.getConfiguration(SECTION);
+  const s = readSettings((key) => cfg.get(key));
+  for (const p of s.problems) output.warn(p);
+  return s;
+}
+
+async function onConfigurationChanged(): Promise<void> {
+  const before = settings;
+  settings = currentSettings();
+  if (needsRestart(before, settings)) {
+    output.info("Server command changed: restarting the citeline server.");
+    await restartServer();
+    return;
+  }
+  if (serverSettingsChanged(before, settings) && client?.isRunning()) {
+    await client.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: { [SECTION]: settings.server },
+    });
+  }
+}
+
+// ----------------------------------------------------------------- client
+
+function createClient(): LanguageClient {
+  const serverOptions: ServerOptions = {
+    command: settings.command,
+    args: settings.args,
+    options: { env: { ...process.env } },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: "file", language: "markdown" },
+      { scheme: "untitled", language: "markdown" },
+    ],
+    outputChannel: output,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
+    initializationOptions: () => settings.server,
+    middleware: {
+      workspace: {
+        // Answer the server's pull requests for our section from the mapped settings.
+        configuration: async (params, token, next) => {
+          const fromVsCode = await next(params, token);
+          if (!Array.isArray(fromVsCode)) return fromVsCode;
+          return params.items.map((item, i) => (item.section === SECTION ? settings.server : fromVsCode[i]));
+        },
+      },
+    },
+  };
+  return new LanguageClient("citeline", "citeline", serverOptions, clientOptions);
+}
+
+/** The running client, starting it when needed; undefined (after telling the user) when it cannot start. */
+async function ensureClient(): Promise<LanguageClient | undefined> {
+  if (client !== undefined && client.state === State.Running) return client;
+  if (starting !== undefined) return starting;
+  starting = (async () => {
+    if (client !== undefined) {
+      const old = client;
+      client = undefined;
+      try {
+        await old.dispose(2000);
+      } catch {
+        // already stopped
+      }
+    }
+    const c = createClient();
+    try {
+      await c.start();
+      client = c;
+      output.info(`citeline server started: ${[settings.command, ...settings.args].join(" ")}`);
+      return c;
+    } catch (error) {
+      const message = startFailureMessage(settings.command, error);
+      output.error(message);
+      try {
+        await c.dispose(1000);
+      } catch {
+        // never started
+      }
+      void vscode.window.showErrorMessage(message, "Open Settings", "Show Log").then((choice) => {
+        if (choice === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "citeline.server");
+        if (choice === "Show Log") output.show(true);
+      });
+      return undefined;
+    } finally {
+      starting = undefined;
+    }
+  })();
+  return starting;
+}
+
+async function stopClient(): Promise<void> {
+  const c = client;
+  client = undefined;
+  if (c === undefined) return;
+  try {
+    await c.dispose(2000);
+  } catch (error) {
+    output.warn(`Stopping the citeline server: ${describeError(error).message}`);
+  }
+}
+
+async function restartServer(): Promise<void> {
+  if (starting !== undefined) await starting;
+  await stopClient();
+  settings = currentSettings();
+  const c = await ensureClient();
+  if (c !== undefined) void vscode.window.setStatusBarMessage("citeline: server restarted", 3000);
+}
+
+async function executeServerCommand<T>(command: string, arg: object, signal?: AbortSignal): Promise<T> {
+  const c = await ensureClient();
+  if (c === undefined) throw new Error("the citeline server is not running");
+  const cts = new vscode.CancellationTokenSource();
+  const onAbort = () => cts.cancel();
+  signal?.addEventListener("abort", onAbort);
+  try {
+    return (await c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }, cts.token)) as T;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    cts.dispose();
+  }
+}
+
+// ------------------------------------------------------------------- roots
+
+/** The workspace folder to search: the active editor's, else the first. */
+function chooseRoot(): vscode.WorkspaceFolder | undefined {
+  const folders = vscode.workspace.workspaceFolders;
+  if (folders === undefined || folders.length === 0) return undefined;
+  const active = vscode.window.activeTextEditor?.document.uri;
+  if (active !== undefined) {
+    const f = vscode.workspace.getWorkspaceFolder(active);
+    if (f !== undefined) return f;
+  }
+  return folders[0];
+}
+
+function requireRoot(): vscode.WorkspaceFolder | undefined {
+  const root = chooseRoot();
+  if (root === undefined) {
+    void vscode.window.showErrorMessage("citeline: open a folder (a Markdown workspace) to search it.");
+  }
+  return root;
+}
+
+// -------------------------------------------------------------- open file
+
+async function openRange(root: vscode.Uri, path: string, startLine: number, endLine: number, character?: (line: string) => number): Promise<void> {
+  let uri: vscode.Uri;
+  try {
+    uri = vscode.Uri.joinPath(root, ...bundlePathSegments(path));
+  } catch (error) {
+    void vscode.window.showErrorMessage(`citeline: cannot open ${path}: ${describeError(error).message}`);
+    return;
+  }
+  try {
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const last = Math.max(0, Math.min(endLine, doc.lineCount - 1));
+    const first = Math.max(0, Math.min(startLine, last));
+    let selection: vscode.Selection;
+    if (character !== undefined) {
+      const pos = new vscode.Position(first, character(doc.lineAt(first).text));
+      selection = new vscode.Selection(pos, pos);
+    } else {
+      // Anchor at the section's end, cursor on its heading: the heading stays in view.
+      selection = new vscode.Selection(new vscode.Position(last, doc.lineAt(last).text.length), new vscode.Position(first, 0));
+    }
+    const editor = await vscode.window.showTextDocument(doc, { selection, preview: false });
+    editor.revealRange(
+      new vscode.Range(first, 0, last, 0),
+      character !== undefined ? vscode.TextEditorRevealType.InCenterIfOutsideViewport : vscode.TextEditorRevealType.AtTop,
+    );
+  } catch (error) {
+    void vscode.window.showErrorMessage(`citeline: cannot open ${path}: ${describeError(error).message}`);
+  }
+}
+
+// ------------------------------------------------------- error reporting
+
+function reporter(): (error: unknown) => string | undefined {
+  const shown = new Set<string>();
+  return (error) => {
+    const d = describeError(error);
+    if (d.cancelled) return undefined;
+    output.error(`${d.message}${d.details !== undefined ? ` ${JSON.stringify(d.details)}` : ""}`);
+    // Once per picker session: typing on would otherwise repeat the same toast.
+    if (!shown.has(d.message)) {
+      shown.add(d.message);
+      void vscode.window.showErrorMessage(d.message);
+    }
+    return d.message;
+  };
+}
+
+interface MessageItem extends vscode.QuickPickItem {
+  kind?: undefined;
+  message: true;
+}
+
+function messageItem(text: string, icon: string): MessageItem {
+  return { label: `$(${icon}) ${escapeIconsWithSpans(text, []).text}`, alwaysShow: true, message: true };
+}
+
+/** Turns off the QuickPick's own re-sorting where VS Code supports it (proposed API). */
+function keepServerOrder(qp: vscode.QuickPick<vscode.QuickPickItem>): void {
+  qp.matchOnDescription = false;
+  qp.matchOnDetail = false;
+  (qp as unknown as { sortByLabel?: boolean }).sortByLabel = false;
+}
+
+// -------------------------------------------------------- Search Sections
+
+interface HitItem extends vscode.QuickPickItem {
+  hit: SearchHit;
+  root: vscode.Uri;
+  /**
+   * UTF-16 ranges of the match spans in label and detail. The stable QuickPick
+   * API cannot render them (only TreeItemLabel has highlights); they are kept
+   * here, in the TreeItemLabel tuple shape, for VS Code versions that do.
+   */
+  highlights: { label: [number, number][]; detail: [number, number][] };
+}
+
+async function searchSections(): Promise<void> {
+  const folder = requireRoot();
+  if (folder === undefined) return;
+  const root = folder.uri;
+  const report = reporter();
+  const qp = vscode.window.createQuickPick<HitItem | MessageItem>();
+  qp.title = "citeline: Search Sections";
+  qp.placeholder = `Search the Markdown sections of ${folder.name} (profile ${settings.server.profile})`;
+  keepServerOrder(qp as vscode.QuickPick<vscode.QuickPickItem>);
+
+  const live = new LiveQuery<string, SearchResult>({
+    fetch: (query, signal) =>
+      executeServerCommand<SearchResult>(
+        "citeline.search",
+        buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root: root.toString() }),
+        signal,
+      ),
+    isEmpty: isBlankQuery,
+    onEmpty: () => {
+      qp.items = [];
+      qp.title = "citeline: Search Sections";
+    },
+    onBusy: (busy) => (qp.busy = busy),
+    onResult: (_query, result) => {
+      const hits = Array.isArray(result?.hits) ? result.hits : [];
+      qp.title = `citeline: Search Sections — ${searchSummary({ ...result, hits })}`;
+      qp.items = hits.length === 0 ? [messageItem("No section matches.", "info")] : hits.map((hit) => hitItem(hit, root));
+    },
+    onError: (_query, error) => {
+      const message = report(error);
+      if (message !== undefined) qp.items = [messageItem(message, "error")];
+    },
+  });
+
+  qp.onDidChangeValue((value) => live.update(value));
+  qp.onDidAccept(() => {
+    const item = qp.selectedItems[0] ?? qp.activeItems[0];
+    if (item === undefined || "message" in item) return;
+    qp.hide();
+    const { target } = hitToItemFields(item.hit);
+    void openRange(item.root, target.path, target.startLine, target.endLine);
+  });
+  qp.onDidHide(() => {
+    live.dispose();
+    qp.dispose();
+  });
+  qp.show();
+  void ensureClient();
+}
+
+function hitItem(hit: SearchHit, root: vscode.Uri): HitItem {
+  const f = hitToItemFields(hit);
+  const label = escapeIconsWithSpans(f.label, f.labelHighlights);
+  const detail = escapeIconsWithSpans(f.detail, f.detailHighlights);
+  return {
+    label: label.text,
+    description: f.description,
+    detail: detail.text,
+    alwaysShow: true,
+    hit,
+    root,
+    highlights: {
+      label: label.spans.map((s) => [s.start, s.end]),
+      detail: detail.spans.map((s) => [s.start, s.end]),
+    },
+  };
+}
+
+// ----------------------------------------------------------- Search Lines
+
+interface LineItem extends vscode.QuickPickItem {
+  match: LineMatch;
+  root: vscode.Uri;
+}
+
+async function searchLines(): Promise<void> {
+  const folder = requireRoot();
+  if (folder === undefined) return;
+  const root = folder.uri;
+  const report = reporter();
+  let mode: LinesMode = "exact";
+  let caseSensitive = true;
+
+  const qp = vscode.window.createQuickPick<LineItem | MessageItem>();
+  keepServerOrder(qp as vscode.QuickPick<vscode.QuickPickItem>);
+  const regexButton = (): vscode.QuickInputButton => ({
+    iconPath: new vscode.ThemeIcon("regex"),
+    tooltip: mode === "regex" ? "Regular expression (RE2): on — click for exact text" : "Exact text — click for a regular expression (RE2)",
+  });
+  const caseButton = (): vscode.QuickInputButton => ({
+    iconPath: new vscode.ThemeIcon("case-sensitive"),
+    tooltip: caseSensitive ? "Case sensitive: on — click to ignore case" : "Ignoring case — click for case sensitive",
+  });
+  const refreshChrome = (summary?: string) => {
+    const flags = `${mode}${caseSensitive ? "" : ", ignore case"}`;
+    qp.title = `citeline: Search Lines (${flags})${summary ? ` — ${summary}` : ""}`;
+    qp.placeholder = mode === "regex" ? "RE2 regular expression, matched line by line" : "Text to find, matched line by line";
+    qp.buttons = [regexButton(), caseButton()];
+  };
+  refreshChrome();
+
+  const live = new LiveQuery<string, LinesResult>({
+    fetch: (pattern, signal) =>
+      executeServerCommand<LinesResult>(
+        "citeline.lines",
+        buildLinesRequest(pattern, { mode, caseSensitive, limit: settings.linesLimit, context: 0, root: root.toString() }),
+        signal,
+      ),
+    isEmpty: (p) => p.length === 0,
+    onEmpty: () => {
+      qp.items = [];
+      refreshChrome();
+    },
+    onBusy: (busy) => (qp.busy = busy),
+    onResult: (_pattern, result) => {
+      const matches = Array.isArray(result?.matches) ? result.matches : [];
+      refreshChrome(linesSummary({ ...result, matches }));
+      qp.items = matches.length === 0 ? [messageItem("No line matches.", "info")] : matches.map((m) => lineItem(m, root));
+    },
+    onError: (_pattern, error) => {
+      const message = report(error);
+      if (message !== undefined) qp.items = [messageItem(message, "error")];
+    },
+  });
+
+  qp.onDidTriggerButton((button) => {
+    if (button.iconPath instanceof vscode.ThemeIcon && button.iconPath.id === "regex") {
+      mode = mode === "exact" ? "regex" : "exact";
+    } else {
+      caseSensitive = !caseSensitive;
+    }
+    refreshChrome();
+    void live.flush(qp.value);
+  });
+  qp.onDidChangeValue((value) => live.update(value));
+  qp.onDidAccept(() => {
+    const item = qp.selectedItems[0] ?? qp.activeItems[0];
+    if (item === undefined || "message" in item) return;
+    qp.hide();
+    const { target } = lineMatchToItemFields(item.match);
+    void openRange(item.root, target.path, target.line, target.line, (text) => codePointColumnToUtf16(text, target.codePointColumn));
+  });
+  qp.onDidHide(() => {
+    live.dispose();
+    qp.dispose();
+  });
+  qp.show();
+  void ensureClient();
+}
+
+function lineItem(m: LineMatch, root: vscode.Uri): LineItem {
+  const f = lineMatchToItemFields(m);
+  return {
+    label: escapeIconsWithSpans(f.label, []).text,
+    description: escapeIconsWithSpans(f.description, []).text,
+    alwaysShow: true,
+    match: m,
+    root,
+  };
+}

@@ -1,0 +1,336 @@
+/**
+ * Server results (SPEC §6, §8) → QuickPick item fields, and the requests the
+ * pickers send. Pure functions: this module must not import `vscode`.
+ */
+
+import { OffsetMap, Span, byteSpansToUtf16, normalizeSpans } from "./offsets";
+
+// ---------------------------------------------------------------- wire types
+
+export interface SearchHit {
+  concept_id: string;
+  path: string;
+  heading: string | null;
+  locator: string;
+  line_start: number;
+  line_end: number;
+  content_sha256: string;
+  snippet: string;
+  score: number;
+  matched_terms: string[];
+  match_spans: Span[];
+}
+
+export interface SearchResult {
+  query: string;
+  terms: string[];
+  snapshot_revision: string;
+  total: number;
+  truncated: boolean;
+  hits: SearchHit[];
+  options?: Record<string, unknown>;
+}
+
+export interface LineMatch {
+  path: string;
+  line: number;
+  column: number;
+  text: string;
+  context?: { before?: string[]; after?: string[] };
+}
+
+export interface LinesResult {
+  pattern: string;
+  mode: string;
+  snapshot_revision: string;
+  total: number;
+  truncated: boolean;
+  matches: LineMatch[];
+}
+
+export type Profile = "recall" | "contract";
+export type LinesMode = "exact" | "regex";
+
+export interface SearchRequest {
+  query: string;
+  limit?: number;
+  profile?: Profile;
+  root?: string;
+}
+
+export interface LinesRequest {
+  pattern: string;
+  mode: LinesMode;
+  case_sensitive: boolean;
+  limit?: number;
+  context?: number;
+  root?: string;
+}
+
+// ------------------------------------------------------------------ requests
+
+export function buildSearchRequest(
+  query: string,
+  opts: { limit?: number; profile?: Profile; root?: string } = {},
+): SearchRequest {
+  const req: SearchRequest = { query };
+  if (opts.limit !== undefined) req.limit = opts.limit;
+  if (opts.profile !== undefined) req.profile = opts.profile;
+  if (opts.root !== undefined) req.root = opts.root;
+  return req;
+}
+
+export function buildLinesRequest(
+  pattern: string,
+  opts: { mode?: LinesMode; caseSensitive?: boolean; limit?: number; context?: number; root?: string } = {},
+): LinesRequest {
+  const req: LinesRequest = {
+    pattern,
+    mode: opts.mode ?? "exact",
+    case_sensitive: opts.caseSensitive ?? true,
+  };
+  if (opts.limit !== undefined) req.limit = opts.limit;
+  if (opts.context !== undefined) req.context = opts.context;
+  if (opts.root !== undefined) req.root = opts.root;
+  return req;
+}
+
+/** Whether typed input is worth a server round-trip (blank input is not). */
+export function isBlankQuery(text: string): boolean {
+  return text.trim().length === 0;
+}
+
+// ------------------------------------------------------------- text helpers
+
+const ICON_SYNTAX = /\$\([a-z0-9-]+?(?:~[a-z0-9-]*?)?\)/gi;
+
+/**
+ * QuickPick labels, descriptions and details render `$(name)` as an icon.
+ * Escapes every such sequence with a backslash (as VS Code's own escapeIcons
+ * does) so the text shows verbatim, and shifts UTF-16 highlight spans to match.
+ */
+export function escapeIconsWithSpans(text: string, spans: readonly Span[]): { text: string; spans: Span[] } {
+  const inserts: number[] = []; // source offsets where a backslash goes
+  let escaped = "";
+  let last = 0;
+  for (const m of text.matchAll(ICON_SYNTAX)) {
+    const at = m.index ?? 0;
+    escaped += text.slice(last, at) + "\\" + m[0];
+    inserts.push(at);
+    last = at + m[0].length;
+  }
+  escaped += text.slice(last);
+  if (inserts.length === 0) return { text, spans: spans.map((s) => ({ ...s })) };
+  const shift = (offset: number, isEnd: boolean): number => {
+    let n = 0;
+    for (const at of inserts) if (at < offset || (!isEnd && at === offset)) n += 1;
+    return offset + n;
+  };
+  return { text: escaped, spans: spans.map((s) => ({ start: shift(s.start, false), end: shift(s.end, true) })) };
+}
+
+export interface Flattened {
+  text: string;
+  /** Highlights in UTF-16 units of `text`, sorted, disjoint, non-empty. */
+  highlights: Span[];
+  /** True when the text was cut at maxUnits. */
+  truncated: boolean;
+}
+
+/**
+ * Turns a multi-line piece of `source` (UTF-16 range [from, to)) into one line:
+ * every run of whitespace (line breaks included) becomes one space, leading and
+ * trailing whitespace goes, and the result is cut at `maxUnits` UTF-16 units
+ * (never inside a surrogate pair) with "…" appended. `spans` (UTF-16, over the
+ * whole source) are carried over to the result.
+ */
+export function flattenWithSpans(
+  source: string,
+  spans: readonly Span[],
+  opts: { from?: number; to?: number; maxUnits?: number } = {},
+): Flattened {
+  const from = Math.max(0, opts.from ?? 0);
+  const to = Math.min(source.length, opts.to ?? source.length);
+  const maxUnits = opts.maxUnits ?? Number.POSITIVE_INFINITY;
+  // pos[i - from] = output index of source index i, for i in [from, to].
+  const pos: number[] = new Array(Math.max(0, to - from) + 1);
+  let out = "";
+  let pendingSpace = false;
+  for (let i = from; i < to; i++) {
+    const ch = source[i];
+    if (/\s/.test(ch)) {
+      pos[i - from] = out.length;
+      if (out.length > 0) pendingSpace = true;
+      continue;
+    }
+    if (pendingSpace) {
+      out += " ";
+      pendingSpace = false;
+    }
+    pos[i - from] = out.length;
+    out += ch;
+  }
+  pos[Math.max(0, to - from)] = out.length;
+
+  let truncated = false;
+  let limit = out.length;
+  if (out.length > maxUnits) {
+    truncated = true;
+    limit = Math.max(0, maxUnits - 1);
+    const c = out.charCodeAt(limit - 1);
+    if (limit > 0 && c >= 0xd800 && c <= 0xdbff) limit -= 1; // keep pairs whole
+    out = out.slice(0, limit).trimEnd() + "…";
+    limit = Math.min(limit, out.length - 1);
+  }
+
+  const mapped: Span[] = [];
+  for (const s of spans) {
+    const a = Math.max(s.start, from);
+    const b = Math.min(s.end, to);
+    if (b <= a) continue;
+    const start = pos[a - from];
+    let end = pos[b - from];
+    // A span ending on collapsed whitespace must not include the inserted space.
+    while (end > start && out[end - 1] === " ") end -= 1;
+    const clippedEnd = Math.min(end, limit);
+    if (clippedEnd > start) mapped.push({ start, end: clippedEnd });
+  }
+  return { text: out, highlights: normalizeSpans(mapped), truncated };
+}
+
+/** Strips an ATX heading marker (`## `) and closing sequence from a line. */
+function headingText(line: string): string {
+  const m = /^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$/.exec(line);
+  return m ? m[1] : line.trim();
+}
+
+// ------------------------------------------------------------ search → item
+
+export interface HitItemFields {
+  label: string;
+  description: string;
+  detail: string;
+  /** Highlights of the label (UTF-16), where the heading appears in the snippet. */
+  labelHighlights: Span[];
+  /** Highlights of the detail line (UTF-16). */
+  detailHighlights: Span[];
+  /** match_spans converted to UTF-16 offsets over the whole snippet. */
+  snippetHighlights: Span[];
+  /** Where accepting the item goes (0-based lines, inclusive). */
+  target: { path: string; startLine: number; endLine: number };
+}
+
+export const DEFAULT_DETAIL_UNITS = 200;
+
+/**
+ * Maps one search hit to QuickPick fields: label = heading (the path for a body
+ * section without one), description = `path:start-end`, detail = the snippet
+ * flattened to one line (without its first line when that line is the
+ * heading already shown as label), highlights from match_spans.
+ */
+export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number } = {}): HitItemFields {
+  const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
+  const spans = byteSpansToUtf16(snippet, Array.isArray(hit.match_spans) ? hit.match_spans : []);
+  const heading = typeof hit.heading === "string" ? hit.heading.trim() : "";
+  const label = heading.length > 0 ? heading : hit.path;
+
+  // Does the snippet start with the heading line? Then highlight it in the label.
+  const firstBreak = snippet.search(/\r\n|\n|\r/);
+  const firstLineEnd = firstBreak < 0 ? snippet.length : firstBreak;
+  const firstLine = snippet.slice(0, firstLineEnd);
+  let labelHighlights: Span[] = [];
+  let detailFrom = 0;
+  if (heading.length > 0) {
+    const at = firstLine.indexOf(heading);
+    const isAtx = /^ {0,3}#{1,6}(?:[ \t]|$)/.test(firstLine);
+    const isHeadingLine = at >= 0 && isAtx && headingText(firstLine) === heading;
+    if (at >= 0 && (isHeadingLine || firstLine.trim() === heading)) {
+      labelHighlights = normalizeSpans(
+        spans
+          .map((s) => ({ start: Math.max(s.start, at) - at, end: Math.min(s.end, at + heading.length) - at }))
+          .filter((s) => s.end > s.start),
+      );
+      const rest = snippet.slice(firstLineEnd).replace(/^[\r\n]+/, "");
+      // Skip the heading line (and a setext underline) when there is more to show.
+      if (rest.trim().length > 0) {
+        detailFrom = snippet.length - rest.length;
+        const underline = /^ {0,3}(=+|-+)[ \t]*(\r\n|\n|\r|$)/.exec(rest);
+        if (underline && !isAtx) detailFrom += underline[0].length;
+      }
+    }
+  }
+  const flat = flattenWithSpans(snippet, spans, {
+    from: detailFrom,
+    maxUnits: opts.maxDetailUnits ?? DEFAULT_DETAIL_UNITS,
+  });
+  return {
+    label,
+    description: `${hit.path}:${hit.line_start}-${hit.line_end}`,
+    detail: flat.text,
+    labelHighlights,
+    detailHighlights: flat.highlights,
+    snippetHighlights: spans,
+    target: {
+      path: hit.path,
+      startLine: Math.max(0, hit.line_start - 1),
+      endLine: Math.max(0, Math.max(hit.line_start, hit.line_end) - 1),
+    },
+  };
+}
+
+/** One line for the picker's title: how many of how many, and from which snapshot. */
+export function searchSummary(result: SearchResult): string {
+  const shown = result.hits.length;
+  const noun = result.total === 1 ? "section" : "sections";
+  const more = result.truncated ? ` (${shown} shown)` : "";
+  const rev = typeof result.snapshot_revision === "string" ? ` · snapshot ${result.snapshot_revision.slice(0, 12)}` : "";
+  return `${result.total} ${noun}${more}${rev}`;
+}
+
+// -------------------------------------------------------------- lines → item
+
+export interface LineItemFields {
+  label: string;
+  description: string;
+  detail?: string;
+  /** 0-based line; the column is resolved against the document's real line text. */
+  target: { path: string; line: number; codePointColumn: number };
+}
+
+/** Maps one line match to `path:line:column` (label) and the line text (description). */
+export function lineMatchToItemFields(m: LineMatch): LineItemFields {
+  const column = Number.isInteger(m.column) && m.column >= 1 ? m.column : 1;
+  return {
+    label: `${m.path}:${m.line}:${column}`,
+    description: (typeof m.text === "string" ? m.text : "").replace(/\t/g, "  ").trim(),
+    target: { path: m.path, line: Math.max(0, m.line - 1), codePointColumn: column },
+  };
+}
+
+export function linesSummary(result: LinesResult): string {
+  const shown = result.matches.length;
+  const noun = result.total === 1 ? "line" : "lines";
+  const more = result.truncated ? ` (${shown} shown)` : "";
+  return `${result.total} ${noun}${more}`;
+}
+
+// --------------------------------------------------------------------- paths
+
+/**
+ * Splits a bundle-relative path (`/` separators, SPEC §6) into segments for
+ * Uri.joinPath, refusing anything that could leave the workspace folder.
+ */
+export function bundlePathSegments(path: string): string[] {
+  if (typeof path !== "string" || path.length === 0) throw new Error("empty path");
+  if (path.startsWith("/") || /^[A-Za-z]:/.test(path)) throw new Error(`not a bundle-relative path: ${path}`);
+  const segments = path.split("/");
+  for (const s of segments) {
+    if (s === "" || s === "." || s === ".." || s.includes("\0")) {
+      throw new Error(`not a bundle-relative path: ${path}`);
+    }
+  }
+  return segments;
+}
+
+/** Re-export for callers that only need the conversion. */
+export { OffsetMap };

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { describeError, startFailureMessage } from "../src/errors";
+
+/** Shape of vscode-jsonrpc's ResponseError. */
+class FakeResponseError extends Error {
+  constructor(
+    public code: number,
+    message: string,
+    public data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+describe("describeError", () => {
+  test("uses the envelope's message, titled by its code", () => {
+    const e = new FakeResponseError(-32803, "resource_limit", {
+      code: "resource_limit",
+      message: "Limit exceeded: indexed tokens reached 1000001, over the maximum of 1000000. Raise it with --max-tokens (setting limits.max_tokens).",
+      details: { limit: "max_tokens" },
+    });
+    const d = describeError(e);
+    assert.equal(
+      d.message,
+      "citeline: limit reached: Limit exceeded: indexed tokens reached 1000001, over the maximum of 1000000. Raise it with --max-tokens (setting limits.max_tokens).",
+    );
+    assert.equal(d.code, "resource_limit");
+    assert.equal(d.cancelled, false);
+    assert.deepEqual(d.details, { limit: "max_tokens" });
+  });
+
+  test("schema_validation (-32602), envelope nested under error, multi-line message", () => {
+    const d = describeError(
+      new FakeResponseError(-32602, "x", { error: { code: "schema_validation", message: "Invalid regex: missing )\n  at re2", details: {} } }),
+    );
+    assert.equal(d.message, "citeline: invalid request: Invalid regex: missing )");
+    assert.equal(d.code, "schema_validation");
+  });
+
+  test("cancellation is recognised and not an error for the user", () => {
+    assert.equal(describeError(new FakeResponseError(-32800, "Request cancelled")).cancelled, true);
+    assert.equal(describeError(new FakeResponseError(-32800, "c", { code: "cancelled", message: "Cancelled." })).cancelled, true);
+    const abort = new Error("aborted");
+    abort.name = "AbortError";
+    assert.equal(describeError(abort).cancelled, true);
+  });
+
+  test("plain errors show their first line, never a stack", () => {
+    const e = new Error("Connection got disposed.");
+    const d = describeError(e);
+    assert.equal(d.message, "citeline: Connection got disposed.");
+    assert.ok(!d.message.includes("\n"));
+    assert.equal(describeError("boom\nstack").message, "citeline: boom");
+    assert.equal(describeError(undefined).message, "citeline: unknown error");
+    assert.equal(describeError({ code: 1 }).message, "citeline: unknown error");
+  });
+
+  test("unknown envelope codes are kept", () => {
+    assert.equal(
+      describeError(new FakeResponseError(-32803, "x", { code: "weird", message: "Odd." })).message,
+      "citeline: weird: Odd.",
+    );
+  });
+});
+
+describe("startFailureMessage", () => {
+  test("missing executable suggests installing or configuring it", () => {
+    const err = Object.assign(new Error("spawn citeline ENOENT"), { code: "ENOENT" });
+    const m = startFailureMessage("citeline", err);
+    assert.match(m, /could not be started: spawn citeline ENOENT/);
+    assert.match(m, /pip install citeline/);
+    assert.match(m, /citeline\.server\.command/);
+  });
+
+  test("other failures point at the log", () => {
+    assert.match(startFailureMessage("citeline", new Error("Server initialization failed.")), /output channel/);
+  });
+});

@@ -1,0 +1,231 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import {
+  buildLinesRequest,
+  buildSearchRequest,
+  bundlePathSegments,
+  escapeIconsWithSpans,
+  flattenWithSpans,
+  hitToItemFields,
+  isBlankQuery,
+  lineMatchToItemFields,
+  linesSummary,
+  searchSummary,
+} from "../src/mapping";
+import { byteSpans, makeHit } from "./helpers";
+
+const cut = (text: string, spans: { start: number; end: number }[]) => spans.map((s) => text.slice(s.start, s.end));
+
+describe("hitToItemFields", () => {
+  test("heading as label, path:start-end as description, body as detail, highlights in both", () => {
+    const snippet = "## Ordered hashtable\n\nAn ordered hashtable keeps\ninsertion order.";
+    const hit = makeHit({
+      heading: "Ordered hashtable",
+      path: "docs/data structures.md",
+      line_start: 12,
+      line_end: 30,
+      snippet,
+      match_spans: byteSpans(snippet, ["Ordered", "ordered", "hashtable"]),
+    });
+    const f = hitToItemFields(hit);
+    assert.equal(f.label, "Ordered hashtable");
+    assert.equal(f.description, "docs/data structures.md:12-30");
+    assert.equal(f.detail, "An ordered hashtable keeps insertion order.");
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["Ordered", "hashtable"]);
+    assert.deepEqual(f.labelHighlights, [
+      { start: 0, end: 7 },
+      { start: 8, end: 17 },
+    ]);
+    assert.deepEqual(cut(f.detail, f.detailHighlights), ["ordered", "hashtable"]);
+    assert.deepEqual(cut(snippet, f.snippetHighlights), ["Ordered", "hashtable", "ordered", "hashtable"]);
+    assert.deepEqual(f.target, { path: "docs/data structures.md", startLine: 11, endLine: 29 });
+  });
+
+  test("CJK and emoji: byte spans become UTF-16 highlights", () => {
+    const snippet = "# 网关配置 🚀\n配置 apisix网关 的路由 🚀 网关。";
+    const hit = makeHit({
+      heading: "网关配置 🚀",
+      snippet,
+      match_spans: byteSpans(snippet, ["网关", "🚀"]),
+    });
+    const f = hitToItemFields(hit);
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["网关", "🚀"]);
+    assert.equal(f.detail, "配置 apisix网关 的路由 🚀 网关。");
+    assert.deepEqual(cut(f.detail, f.detailHighlights), ["网关", "🚀", "网关"]);
+  });
+
+  test("a body section without heading is labelled with its path", () => {
+    const f = hitToItemFields(makeHit({ heading: null, path: "README.md", snippet: "Intro text" }));
+    assert.equal(f.label, "README.md");
+    assert.equal(f.detail, "Intro text");
+    assert.deepEqual(f.labelHighlights, []);
+    const g = hitToItemFields(makeHit({ heading: "", path: "a/b.md", snippet: "x" }));
+    assert.equal(g.label, "a/b.md");
+  });
+
+  test("a snippet that starts mid-section keeps its first line in the detail", () => {
+    const snippet = "tail of a sentence about caching.\nMore caching.";
+    const f = hitToItemFields(
+      makeHit({ heading: "Caching", snippet, match_spans: byteSpans(snippet, ["caching"]) }),
+    );
+    assert.equal(f.detail, "tail of a sentence about caching. More caching.");
+    assert.deepEqual(f.labelHighlights, []);
+    assert.deepEqual(cut(f.detail, f.detailHighlights), ["caching", "caching"]);
+  });
+
+  test("setext headings and CRLF line endings", () => {
+    const snippet = "Install guide\r\n=============\r\n\r\nRun the install script.";
+    const f = hitToItemFields(
+      makeHit({ heading: "Install guide", snippet, match_spans: byteSpans(snippet, ["Install", "install"]) }),
+    );
+    assert.equal(f.detail, "Run the install script.");
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["Install"]);
+    assert.deepEqual(cut(f.detail, f.detailHighlights), ["install"]);
+  });
+
+  test("a heading-only snippet shows the heading line as detail", () => {
+    const snippet = "### Only a heading";
+    const f = hitToItemFields(makeHit({ heading: "Only a heading", snippet, match_spans: byteSpans(snippet, ["heading"]) }));
+    assert.equal(f.detail, "### Only a heading");
+    assert.deepEqual(cut(f.detail, f.detailHighlights), ["heading"]);
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["heading"]);
+  });
+
+  test("long details are cut (not inside a surrogate pair) and highlights clipped", () => {
+    const snippet = "word ".repeat(10) + "😀😀 target " + "x".repeat(50);
+    const f = hitToItemFields(
+      makeHit({ heading: null, snippet, match_spans: byteSpans(snippet, ["target", "word"]) }),
+      { maxDetailUnits: 52 },
+    );
+    assert.ok(f.detail.endsWith("…"));
+    assert.ok(f.detail.length <= 52);
+    for (let i = 0; i < f.detail.length; i++) {
+      const c = f.detail.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdbff) assert.ok(f.detail.charCodeAt(i + 1) >= 0xdc00, "no split pair");
+    }
+    assert.deepEqual(cut(f.detail, f.detailHighlights), Array(10).fill("word"));
+    for (const h of f.detailHighlights) assert.ok(h.end <= f.detail.length - 1);
+  });
+
+  test("tolerates missing or malformed span arrays", () => {
+    const f = hitToItemFields(makeHit({ snippet: "abc", match_spans: undefined as never }));
+    assert.deepEqual(f.snippetHighlights, []);
+    const g = hitToItemFields(makeHit({ snippet: "abc", match_spans: [{ start: 2, end: 1 }] }));
+    assert.deepEqual(g.snippetHighlights, []);
+  });
+
+  test("one-line sections", () => {
+    const f = hitToItemFields(makeHit({ snippet: "x", line_start: 7, line_end: 7 }));
+    assert.equal(f.description, "docs/guide.md:7-7");
+    assert.deepEqual(f.target, { path: "docs/guide.md", startLine: 6, endLine: 6 });
+  });
+});
+
+describe("flattenWithSpans", () => {
+  test("collapses whitespace runs and keeps spans on their words", () => {
+    const src = "  alpha\n\n   beta\tgamma  ";
+    const spans = [
+      { start: src.indexOf("beta"), end: src.indexOf("beta") + 4 },
+      { start: src.indexOf("gamma"), end: src.indexOf("gamma") + 5 },
+    ];
+    const r = flattenWithSpans(src, spans);
+    assert.equal(r.text, "alpha beta gamma");
+    assert.deepEqual(cut(r.text, r.highlights), ["beta", "gamma"]);
+    assert.equal(r.truncated, false);
+  });
+
+  test("honours from/to", () => {
+    const src = "skip this\nkeep that";
+    const r = flattenWithSpans(src, [{ start: 0, end: 4 }, { start: 15, end: 19 }], { from: 10 });
+    assert.equal(r.text, "keep that");
+    assert.deepEqual(cut(r.text, r.highlights), ["that"]);
+  });
+});
+
+describe("escapeIconsWithSpans", () => {
+  test("escapes $(icon) sequences and shifts highlights", () => {
+    const r = escapeIconsWithSpans("use $(gear) to fix $(x)", [
+      { start: 0, end: 3 },
+      { start: 4, end: 11 },
+      { start: 15, end: 18 },
+    ]);
+    assert.equal(r.text, "use \\$(gear) to fix \\$(x)");
+    assert.deepEqual(cut(r.text, r.spans), ["use", "$(gear)", "fix"]);
+  });
+
+  test("leaves ordinary dollars alone", () => {
+    assert.equal(escapeIconsWithSpans("costs $5 (or $( )", []).text, "costs $5 (or $( )");
+  });
+});
+
+describe("line matches", () => {
+  test("path:line:column label, trimmed text, 0-based target", () => {
+    const f = lineMatchToItemFields({
+      path: "docs/a.md",
+      line: 42,
+      column: 7,
+      text: "\t  the 😀 needle here",
+      context: { before: [], after: [] },
+    });
+    assert.equal(f.label, "docs/a.md:42:7");
+    assert.equal(f.description, "the 😀 needle here");
+    assert.deepEqual(f.target, { path: "docs/a.md", line: 41, codePointColumn: 7 });
+  });
+
+  test("bad columns fall back to 1", () => {
+    assert.equal(lineMatchToItemFields({ path: "a.md", line: 1, column: 0, text: "" }).label, "a.md:1:1");
+  });
+
+  test("summary", () => {
+    assert.equal(
+      linesSummary({ pattern: "x", mode: "exact", snapshot_revision: "ab", total: 150, truncated: true, matches: Array(100).fill(null) }),
+      "150 lines (100 shown)",
+    );
+  });
+});
+
+describe("requests and paths", () => {
+  test("search request carries query, limit, profile and root", () => {
+    assert.deepEqual(buildSearchRequest("ordered hashtable", { limit: 20, profile: "recall", root: "file:///w" }), {
+      query: "ordered hashtable",
+      limit: 20,
+      profile: "recall",
+      root: "file:///w",
+    });
+    assert.deepEqual(buildSearchRequest("q"), { query: "q" });
+  });
+
+  test("lines request defaults to exact, case sensitive", () => {
+    assert.deepEqual(buildLinesRequest("foo"), { pattern: "foo", mode: "exact", case_sensitive: true });
+    assert.deepEqual(buildLinesRequest("f.o", { mode: "regex", caseSensitive: false, limit: 100, context: 0 }), {
+      pattern: "f.o",
+      mode: "regex",
+      case_sensitive: false,
+      limit: 100,
+      context: 0,
+    });
+  });
+
+  test("blank queries are not sent", () => {
+    assert.equal(isBlankQuery("   "), true);
+    assert.equal(isBlankQuery(" a "), false);
+  });
+
+  test("bundle-relative paths only", () => {
+    assert.deepEqual(bundlePathSegments("docs/sub dir/a b.md"), ["docs", "sub dir", "a b.md"]);
+    assert.deepEqual(bundlePathSegments("网关.md"), ["网关.md"]);
+    for (const bad of ["", "/etc/passwd", "../x.md", "a/../b.md", "a//b.md", "./a.md", "C:/x.md"]) {
+      assert.throws(() => bundlePathSegments(bad), Error, bad);
+    }
+  });
+
+  test("search summary", () => {
+    const base = { query: "q", terms: ["q"], snapshot_revision: "0123456789abcdef0123", hits: [] };
+    assert.equal(searchSummary({ ...base, total: 1, truncated: false }), "1 section · snapshot 0123456789ab");
+    assert.equal(
+      searchSummary({ ...base, total: 57, truncated: true, hits: Array(20).fill(null) }),
+      "57 sections (20 shown) · snapshot 0123456789ab",
+    );
+  });
+});

@@ -1,0 +1,102 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import { needsRestart, readSettings, serverSettingsChanged } from "../src/settings";
+
+const getter = (values: Record<string, unknown>) => (key: string) => values[key];
+
+/** What VS Code returns for untouched settings (the package.json defaults). */
+const DEFAULTS: Record<string, unknown> = {
+  "server.command": "citeline",
+  "server.args": ["lsp"],
+  profile: "recall",
+  skipInvalid: false,
+  useIgnore: true,
+  reserved: null,
+  "symbols.cap": 100,
+  "symbols.listCap": 1000,
+  "search.limit": 20,
+  "lines.limit": 100,
+  "limits.max_files": null,
+  "limits.max_tokens": null,
+};
+
+describe("readSettings", () => {
+  test("defaults map to the server's settings object", () => {
+    const s = readSettings(getter(DEFAULTS));
+    assert.equal(s.command, "citeline");
+    assert.deepEqual(s.args, ["lsp"]);
+    assert.deepEqual(s.server, {
+      limits: {},
+      use_ignore: true,
+      skip_invalid: false,
+      symbols: { cap: 100, list_cap: 1000 },
+      profile: "recall",
+    });
+    assert.deepEqual(s.problems, []);
+  });
+
+  test("nothing set at all gives the same defaults", () => {
+    const s = readSettings(() => undefined);
+    assert.equal(s.command, "citeline");
+    assert.equal(s.server.profile, "recall");
+    assert.equal(s.searchLimit, 20);
+    assert.equal(s.linesLimit, 100);
+  });
+
+  test("limits, reserved, profile and skipInvalid are passed through in server spelling", () => {
+    const s = readSettings(
+      getter({
+        ...DEFAULTS,
+        "limits.max_files": 50000,
+        "limits.max_tokens": 5000000,
+        reserved: ["AGENTS.md"],
+        profile: "contract",
+        skipInvalid: true,
+        useIgnore: false,
+        "symbols.listCap": 20,
+      }),
+    );
+    assert.deepEqual(s.server, {
+      limits: { max_files: 50000, max_tokens: 5000000 },
+      reserved: ["AGENTS.md"],
+      use_ignore: false,
+      skip_invalid: true,
+      symbols: { cap: 100, list_cap: 20 },
+      profile: "contract",
+    });
+  });
+
+  test("bad values are ignored and reported", () => {
+    const s = readSettings(
+      getter({
+        "server.command": "  ",
+        "server.args": "lsp",
+        "limits.max_files": -3,
+        "limits.max_tokens": 2.5,
+        profile: "fast",
+        skipInvalid: "yes",
+        "search.limit": 1000,
+      }),
+    );
+    assert.equal(s.command, "citeline");
+    assert.deepEqual(s.args, ["lsp"]);
+    assert.deepEqual(s.server.limits, {});
+    assert.equal(s.server.profile, "recall");
+    assert.equal(s.server.skip_invalid, false);
+    assert.equal(s.searchLimit, 20);
+    assert.equal(s.problems.length, 7);
+  });
+
+  test("restart only when the command or its arguments change", () => {
+    const a = readSettings(getter(DEFAULTS));
+    const b = readSettings(getter({ ...DEFAULTS, profile: "contract" }));
+    const c = readSettings(getter({ ...DEFAULTS, "server.command": "/venv/bin/citeline" }));
+    const d = readSettings(getter({ ...DEFAULTS, "server.args": ["lsp", "--verbose"] }));
+    assert.equal(needsRestart(a, b), false);
+    assert.equal(serverSettingsChanged(a, b), true);
+    assert.equal(needsRestart(a, c), true);
+    assert.equal(needsRestart(a, d), true);
+    assert.equal(serverSettingsChanged(a, c), false);
+  });
+});
