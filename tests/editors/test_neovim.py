@@ -190,3 +190,11 @@ def test_lines_grep_concepts_and_errors(workspace, editor_env):
     assert "not a valid RE2 regular expression" in note
     assert note.endswith("[schema_validation]")
     assert out["server_alive"] is True
+
+
+def test_settings_reach_the_server(editor_env):
+    out = run_nvim("settings.lua", editor_env)
+    # symbols.list_cap = 2 caps the empty-query listing, symbols.cap = 1 a query.
+    assert out["all"] == ["Installation", "Configuration"]
+    assert len(out["some"]) == 1
+    assert out["warnings"] == []

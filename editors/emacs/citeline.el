@@ -1,0 +1,436 @@
+;;; citeline.el --- Find and cite Markdown sections via citeline -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2025 The citeline authors
+
+;; Author: The citeline authors
+;; Maintainer: The citeline authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
+;; Keywords: tools, matching, docs, convenience
+;; URL: https://github.com/citeline/citeline
+;; SPDX-License-Identifier: MIT
+
+;; This file is not part of GNU Emacs.
+
+;;; Commentary:
+
+;; citeline finds the section of a Markdown workspace that answers a
+;; question, and cites it: path, line range, a verbatim snippet.  This
+;; package connects Emacs to `citeline lsp' through Eglot:
+;;
+;; - it registers the server in `eglot-server-programs' for the modes in
+;;   `citeline-major-modes' (markdown-mode, gfm-mode, markdown-ts-mode),
+;;   so `M-x eglot' or `eglot-ensure' in a Markdown buffer starts it;
+;; - `citeline-search' asks for a query and shows the ranked sections in
+;;   an *xref* buffer, in the server's order;
+;; - `citeline-lines' (with \\[universal-argument]: an RE2 regex, or
+;;   `citeline-grep') lists matching lines with their columns;
+;; - `citeline-concepts' lists the files whose concept id or title
+;;   contains the text.
+;;
+;; Eglot's own features work as usual: `xref-find-apropos' (C-M-.) asks
+;; the server's workspace/symbol, and `imenu' shows the heading outline.
+;;
+;; Quick start:
+;;
+;;   (require 'citeline)
+;;   (add-hook 'markdown-mode-hook #'eglot-ensure)
+;;
+;; The project root is the version-control root, or the nearest folder
+;; holding one of `citeline-project-markers' (default ".citeline").
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'eglot)
+(require 'jsonrpc)
+(require 'project)
+(require 'seq)
+(require 'subr-x)
+(require 'xref)
+
+(defgroup citeline nil
+  "Find and cite Markdown sections with the citeline language server."
+  :group 'tools
+  :prefix "citeline-"
+  :link '(url-link :tag "Homepage" "https://github.com/citeline/citeline"))
+
+(defcustom citeline-server-command '("citeline" "lsp")
+  "Command (program and arguments) that starts the citeline language server."
+  :type '(repeat string))
+
+(defcustom citeline-settings nil
+  "Server settings: a plist sent as initializationOptions and configuration.
+Keys: :limits (plist, e.g. (:max_files 20000)), :reserved (a vector of
+file names), :use_ignore, :skip_invalid (t or :json-false), :symbols
+\(plist with :cap and :list_cap) and :profile (\"contract\" or \"recall\").
+Example: (:profile \"recall\" :symbols (:cap 50) :reserved [\"index.md\"])."
+  :type '(plist :key-type symbol :value-type sexp))
+
+(defcustom citeline-profile "recall"
+  "Relevance profile sent by `citeline-search': \"recall\" or \"contract\".
+nil sends none, so the server's settings (or the contract) decide."
+  :type '(choice (const "recall") (const "contract") (const :tag "Server default" nil)))
+
+(defcustom citeline-search-limit 20
+  "Number of sections `citeline-search' asks for (1-100)."
+  :type 'integer)
+
+(defcustom citeline-lines-limit 100
+  "Number of matches `citeline-lines' asks for (1-1000)."
+  :type 'integer)
+
+(defcustom citeline-lines-context 2
+  "Context lines `citeline-lines' asks for (0-10)."
+  :type 'integer)
+
+(defcustom citeline-lines-case-sensitive t
+  "Whether `citeline-lines' matches case-sensitively."
+  :type 'boolean)
+
+(defcustom citeline-concepts-limit 20
+  "Number of concepts `citeline-concepts' asks for (1-100)."
+  :type 'integer)
+
+(defcustom citeline-request-timeout 60
+  "Seconds to wait for the server to answer a command."
+  :type 'number)
+
+(defcustom citeline-project-markers '(".citeline")
+  "Files or folders marking a citeline workspace root for Eglot.
+The nearest folder above a file holding one of them becomes the project
+root when Eglot looks for a project.  nil disables this."
+  :type '(repeat string))
+
+(defcustom citeline-show-xrefs-function #'xref--show-xref-buffer
+  "Function showing citeline results, called like `xref-show-xrefs-function'.
+The default lists them in an *xref* buffer in the server's order.  nil
+uses your `xref-show-xrefs-function'."
+  :type '(choice (const :tag "Ordered *xref* buffer" xref--show-xref-buffer)
+                 (const :tag "Use `xref-show-xrefs-function'" nil)
+                 function))
+
+(defvar citeline-last-result nil
+  "The last result object (a plist) returned by a citeline command.")
+
+(defvar citeline-search-history nil)
+(defvar citeline-lines-history nil)
+(defvar citeline-concepts-history nil)
+
+;;;; Eglot registration
+
+(defclass citeline-eglot-server (eglot-lsp-server) ()
+  :documentation "An Eglot connection to `citeline lsp'.")
+
+(cl-defmethod eglot-initialization-options ((_server citeline-eglot-server))
+  "Send `citeline-settings' as initializationOptions."
+  (or citeline-settings (make-hash-table)))
+
+(defun citeline--push-settings (server)
+  "Send `citeline-settings' to SERVER in workspace/didChangeConfiguration.
+Eglot sends `eglot-workspace-configuration' (usually empty) right after
+connecting, which would reset the settings given at initialization;
+this runs after it.  A :citeline section in `eglot-workspace-configuration'
+takes precedence and is left alone."
+  (when (and (cl-typep server 'citeline-eglot-server)
+             citeline-settings
+             (not (plist-member (ignore-errors (eglot--workspace-configuration-plist server))
+                                :citeline)))
+    (jsonrpc-notify server :workspace/didChangeConfiguration
+                    (list :settings (list :citeline citeline-settings)))))
+
+(add-hook 'eglot-connect-hook #'citeline--push-settings t)
+
+;;;###autoload
+(defun citeline-eglot-contact (&optional _interactive)
+  "Eglot contact for citeline: the server class and `citeline-server-command'."
+  (cons 'citeline-eglot-server citeline-server-command))
+
+(defun citeline--register (modes)
+  "Put MODES first in `eglot-server-programs', served by `citeline-eglot-contact'."
+  (setq eglot-server-programs
+        (cons (cons modes #'citeline-eglot-contact)
+              (cl-remove-if (lambda (entry) (eq (cdr-safe entry) #'citeline-eglot-contact))
+                            eglot-server-programs))))
+
+(defcustom citeline-major-modes '(markdown-mode gfm-mode markdown-ts-mode)
+  "Major modes whose buffers Eglot serves with citeline."
+  :type '(repeat symbol)
+  :set (lambda (sym val)
+         (set-default sym val)
+         (when (boundp 'eglot-server-programs)
+           (citeline--register val))))
+
+;;;###autoload
+(with-eval-after-load 'eglot
+  (unless (rassq 'citeline-eglot-contact eglot-server-programs)
+    (add-to-list 'eglot-server-programs
+                 '((markdown-mode gfm-mode markdown-ts-mode) . citeline-eglot-contact))))
+
+(citeline--register citeline-major-modes)
+
+(defun citeline--project-find (dir)
+  "Find a citeline workspace root above DIR in an LSP context.
+For `project-find-functions': looks for `citeline-project-markers'."
+  (when (and citeline-project-markers
+             (bound-and-true-p eglot-lsp-context))
+    (let ((root (cl-some (lambda (marker) (locate-dominating-file dir marker))
+                         citeline-project-markers)))
+      (when root
+        (cons 'citeline (file-name-as-directory (expand-file-name root)))))))
+
+(cl-defmethod project-root ((project (head citeline)))
+  "The root of a citeline marker PROJECT."
+  (cdr project))
+
+(add-hook 'project-find-functions #'citeline--project-find)
+
+;;;; Talking to the server
+
+(defun citeline--servers ()
+  "All live citeline Eglot servers, current project's first."
+  (let* ((project (ignore-errors (eglot--current-project)))
+         (own (and project (gethash project eglot--servers-by-project)))
+         (all (apply #'append (hash-table-values eglot--servers-by-project))))
+    (cl-remove-if-not (lambda (s) (and (cl-typep s 'citeline-eglot-server)
+                                       (jsonrpc-running-p s)))
+                      (delete-dups (append own all)))))
+
+(defun citeline-server ()
+  "The citeline Eglot server for the current buffer, or a `user-error'."
+  (let ((current (ignore-errors (eglot-current-server))))
+    (or (and current (cl-typep current 'citeline-eglot-server) current)
+        (car (citeline--servers))
+        (user-error "No citeline server is running: %s"
+                    "open a Markdown file of the workspace and run M-x eglot"))))
+
+(defun citeline--server-root (server)
+  "The workspace folder of SERVER, as an absolute directory name."
+  (file-name-as-directory (expand-file-name (project-root (eglot--project server)))))
+
+(defun citeline-error-message (err)
+  "Readable text of the `jsonrpc-error' ERR, preferring citeline's error envelope."
+  (let* ((data (cdr err))
+         (rpc-data (and (listp data) (cdr (assq 'jsonrpc-error-data data))))
+         (rpc-message (and (listp data) (cdr (assq 'jsonrpc-error-message data))))
+         (envelope (if (plist-member rpc-data :error) (plist-get rpc-data :error) rpc-data))
+         (message (and (listp envelope) (plist-get envelope :message)))
+         (code (and (listp envelope) (plist-get envelope :code))))
+    (cond (message (if (stringp code) (format "%s [%s]" message code) message))
+          (rpc-message (format "%s" rpc-message))
+          (t (error-message-string err)))))
+
+(defun citeline-execute (command args &optional server)
+  "Run citeline COMMAND with request plist ARGS on SERVER; return the result.
+The result is a plist.  The workspace folder of SERVER is sent as
+`:root'.  Server errors become `user-error's showing the message of the
+error envelope."
+  (let* ((server (or server (citeline-server)))
+         (args (if (plist-member args :root)
+                   args
+                 (append args (list :root (eglot--path-to-uri (citeline--server-root server)))))))
+    (condition-case err
+        (setq citeline-last-result
+              (jsonrpc-request server :workspace/executeCommand
+                               (list :command command :arguments (vector args))
+                               :timeout citeline-request-timeout))
+      (jsonrpc-error
+       (user-error "citeline: %s" (citeline-error-message err))))))
+
+;;;; Results as xref items
+
+(cl-defstruct (citeline-location
+               (:include xref-file-location)
+               (:constructor citeline--make-location (file line column group)))
+  "A file location whose group keeps the server's order in *xref* buffers."
+  group)
+
+(cl-defmethod xref-location-group ((l citeline-location))
+  "The display group of L: its path, numbered when the file comes back later."
+  (citeline-location-group l))
+
+(defun citeline--groups (paths)
+  "Group labels for PATHS in order.
+Consecutive entries of one file share a label; a file that comes back
+after another gets a new label \"path (2)\", so grouping keeps the order."
+  (let ((seen (make-hash-table :test #'equal)) prev label out)
+    (dolist (path paths)
+      (unless (equal path prev)
+        (let ((n (1+ (gethash path seen 0))))
+          (puthash path n seen)
+          (setq label (if (= n 1) path (format "%s (%d)" path n)))))
+      (setq prev path)
+      (push label out))
+    (nreverse out)))
+
+(defun citeline--byte-to-char (string byte)
+  "Character offset in STRING of the UTF-8 byte offset BYTE."
+  (let ((bytes (encode-coding-string string 'utf-8 t)))
+    (length (decode-coding-string (substring bytes 0 (min byte (length bytes))) 'utf-8 t))))
+
+(defun citeline--heading-line-p (line heading)
+  "Non-nil when LINE is the section's heading line.
+That is an ATX heading, a Setext underline, or the text HEADING itself."
+  (let ((s (string-trim line)))
+    (or (string-match-p "\\`#+\\([ \t]\\|\\'\\)" s)
+        (string-match-p "\\`\\(=+\\|-+\\)\\'" s)
+        (and (not (string-empty-p heading)) (string= s heading)))))
+
+(defun citeline--snippet-line (snippet heading spans)
+  "The snippet line shown next to HEADING, highlighted from SPANS.
+The first non-blank line of SNIPPET that is not the heading line; SPANS
+are the hit's match_spans (UTF-8 byte offsets into SNIPPET)."
+  (let ((pos 0) (len (length snippet)) found)
+    (while (and (not found) (<= pos len))
+      (let* ((eol (or (string-search "\n" snippet pos) len))
+             (line (string-trim-right (substring snippet pos eol) "\r")))
+        (if (and (not (string-blank-p line))
+                 (not (citeline--heading-line-p line heading)))
+            (setq found (cons pos line))
+          (setq pos (1+ eol)))))
+    (when found
+      (let* ((start (car found))
+             (line (cdr found))
+             (indent (- (length line) (length (string-trim-left line))))
+             (text (string-trim line)))
+        (seq-doseq (span spans)
+          (let ((b (- (citeline--byte-to-char snippet (plist-get span :start)) start indent))
+                (e (- (citeline--byte-to-char snippet (plist-get span :end)) start indent)))
+            (setq b (max b 0) e (min e (length text)))
+            (when (< b e)
+              (add-face-text-property b e 'xref-match t text))))
+        text))))
+
+(defun citeline--file (root path)
+  "Absolute file name of the bundle-relative PATH under ROOT."
+  (expand-file-name path root))
+
+(defun citeline-search-xrefs (result root)
+  "Xref items for the citeline.search RESULT plist, files under ROOT, in order."
+  (let* ((hits (append (plist-get result :hits) nil))
+         (groups (citeline--groups (mapcar (lambda (h) (plist-get h :path)) hits))))
+    (cl-mapcar
+     (lambda (hit group)
+       (let* ((heading (or (plist-get hit :heading) ""))
+              (title (if (string-empty-p heading) (plist-get hit :path) heading))
+              (line (citeline--snippet-line (or (plist-get hit :snippet) "") heading
+                                            (plist-get hit :match_spans)))
+              (summary (concat (propertize title 'face 'bold)
+                               (if (and line (not (string-empty-p line))) (concat " — " line) "")
+                               (propertize (format "  (L%d-L%d)" (plist-get hit :line_start)
+                                                   (plist-get hit :line_end))
+                                           'face 'shadow))))
+         (xref-make summary
+                    (citeline--make-location (citeline--file root (plist-get hit :path))
+                                             (plist-get hit :line_start) 0 group))))
+     hits groups)))
+
+(defun citeline-lines-xrefs (result root)
+  "Xref items for the citeline.lines RESULT plist, files under ROOT, with columns."
+  (let* ((matches (append (plist-get result :matches) nil))
+         (groups (citeline--groups (mapcar (lambda (m) (plist-get m :path)) matches))))
+    (cl-mapcar
+     (lambda (m group)
+       (xref-make (plist-get m :text)
+                  (citeline--make-location (citeline--file root (plist-get m :path))
+                                           (plist-get m :line)
+                                           ;; 1-based code points → 0-based characters
+                                           (max 0 (1- (plist-get m :column)))
+                                           group)))
+     matches groups)))
+
+(defun citeline-concepts-xrefs (result root)
+  "Xref items for the citeline.concepts RESULT plist, files under ROOT."
+  (let* ((concepts (append (plist-get result :concepts) nil))
+         (groups (citeline--groups (mapcar (lambda (c) (plist-get c :path)) concepts))))
+    (cl-mapcar
+     (lambda (c group)
+       (let ((title (plist-get c :title)))
+         (xref-make (concat (plist-get c :concept_id)
+                            (if (and (stringp title) (not (string-empty-p title)))
+                                (concat " — " title) ""))
+                    (citeline--make-location (citeline--file root (plist-get c :path))
+                                             1 0 group))))
+     concepts groups)))
+
+(defun citeline-show-xrefs (xrefs)
+  "Show XREFS in an *xref* buffer in their order."
+  (let ((fetcher (lambda () xrefs))
+        (xref-show-xrefs-function (or citeline-show-xrefs-function
+                                      xref-show-xrefs-function)))
+    (if (fboundp 'xref-show-xrefs)
+        (xref-show-xrefs fetcher nil)
+      (xref--show-xrefs fetcher nil))))
+
+(defun citeline--present (xrefs result what)
+  "Show XREFS from RESULT (WHAT names the search); return XREFS."
+  (if (null xrefs)
+      (message "citeline: no results for %s" what)
+    (citeline-show-xrefs xrefs)
+    (when (eq (plist-get result :truncated) t)
+      (message "citeline: showing %d of %d results" (length xrefs) (plist-get result :total))))
+  xrefs)
+
+(defun citeline--read (prompt history)
+  "Read a non-empty string with PROMPT and minibuffer HISTORY.
+The region or the symbol at point is the default."
+  (let* ((default (if (use-region-p)
+                      (buffer-substring-no-properties (region-beginning) (region-end))
+                    (thing-at-point 'symbol t)))
+         (text (read-string (if default (format "%s (default %s): " prompt default)
+                              (concat prompt ": "))
+                            nil history default)))
+    (if (string-blank-p text) (user-error "Empty query") text)))
+
+;;;; Commands
+
+;;;###autoload
+(defun citeline-search (query)
+  "Search the workspace's Markdown sections for QUERY.
+Show the hits in an *xref* buffer; hits keep the server's ranking.
+Return the list of xref items."
+  (interactive (list (citeline--read "citeline search" 'citeline-search-history)))
+  (let* ((server (citeline-server))
+         (args (append (list :query query :limit citeline-search-limit)
+                       (and citeline-profile (list :profile citeline-profile))))
+         (result (citeline-execute "citeline.search" args server)))
+    (citeline--present (citeline-search-xrefs result (citeline--server-root server))
+                       result (format "%S" query))))
+
+;;;###autoload
+(defun citeline-lines (pattern &optional regex)
+  "List the workspace lines containing PATTERN, with their columns.
+With REGEX (interactively, a prefix argument) PATTERN is an RE2 regular
+expression.  Return the list of xref items."
+  (interactive (list (citeline--read (if current-prefix-arg "citeline grep (RE2)" "citeline lines")
+                                     'citeline-lines-history)
+                     current-prefix-arg))
+  (let* ((server (citeline-server))
+         (args (list :pattern pattern
+                     :mode (if regex "regex" "exact")
+                     :case_sensitive (if citeline-lines-case-sensitive t :json-false)
+                     :limit citeline-lines-limit
+                     :context citeline-lines-context))
+         (result (citeline-execute "citeline.lines" args server)))
+    (citeline--present (citeline-lines-xrefs result (citeline--server-root server))
+                       result (format "%S" pattern))))
+
+;;;###autoload
+(defun citeline-grep (regex)
+  "List the workspace lines matching the RE2 regular expression REGEX."
+  (interactive (list (citeline--read "citeline grep (RE2)" 'citeline-lines-history)))
+  (citeline-lines regex t))
+
+;;;###autoload
+(defun citeline-concepts (query)
+  "List the workspace files whose concept id or title hold QUERY."
+  (interactive (list (citeline--read "citeline concepts" 'citeline-concepts-history)))
+  (let* ((server (citeline-server))
+         (result (citeline-execute "citeline.concepts"
+                                   (list :query query :limit citeline-concepts-limit)
+                                   server)))
+    (citeline--present (citeline-concepts-xrefs result (citeline--server-root server))
+                       result (format "%S" query))))
+
+(provide 'citeline)
+;;; citeline.el ends here

@@ -1,0 +1,292 @@
+;;; citeline-test.el --- Tests for citeline.el  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Unit tests of the result → xref conversion run everywhere.  The
+;; end-to-end tests start a real Eglot session against `citeline lsp' on
+;; the workspace named by the environment variable CITELINE_WS (a git
+;; repository; see tests/editors/test_emacs.py) and are skipped without it.
+;; CITELINE_LSP_CMD may hold the server command as a JSON list.
+;;
+;;   emacs --batch -L editors/emacs -l editors/emacs/test/citeline-test.el \
+;;         -f ert-run-tests-batch-and-exit
+
+;;; Code:
+
+(require 'ert)
+(require 'json)
+(require 'citeline)
+
+;;;; Unit tests
+
+(defun citeline-test--loc (xref)
+  "(FILE LINE COLUMN GROUP) of XREF's location."
+  (let ((l (xref-item-location xref)))
+    (list (xref-file-location-file l) (xref-file-location-line l)
+          (xref-file-location-column l) (xref-location-group l))))
+
+(defconst citeline-test--search-result
+  '(:query "ordered hashtable"
+    :hits [(:path "b.md" :heading "Second" :line_start 9 :line_end 12
+            :snippet "## Second\n\nAn ordered list\n"
+            :match_spans [(:start 14 :end 21)])
+           (:path "a.md" :heading "" :line_start 1 :line_end 3
+            :snippet "\n\npreamble text" :match_spans [])
+           (:path "b.md" :heading "Café" :line_start 20 :line_end 22
+            :snippet "# Café\n\nLe café ordered"
+            :match_spans [(:start 2 :end 7) (:start 18 :end 25)])]
+    :total 3 :truncated :json-false))
+
+(ert-deftest citeline-test-search-xrefs-keep-order ()
+  (let ((xrefs (citeline-search-xrefs citeline-test--search-result "/ws/")))
+    (should (equal (mapcar #'citeline-test--loc xrefs)
+                   '(("/ws/b.md" 9 0 "b.md")
+                     ("/ws/a.md" 1 0 "a.md")
+                     ("/ws/b.md" 20 0 "b.md (2)"))))
+    (should (equal (mapcar (lambda (x) (substring-no-properties (xref-item-summary x))) xrefs)
+                   '("Second — An ordered list  (L9-L12)"
+                     "a.md — preamble text  (L1-L3)"
+                     "Café — Le café ordered  (L20-L22)")))
+    ;; Every item is an ordinary xref file location.
+    (should (cl-every (lambda (x) (xref-file-location-p (xref-item-location x))) xrefs))))
+
+(ert-deftest citeline-test-search-xrefs-highlight-spans ()
+  (let* ((xrefs (citeline-search-xrefs citeline-test--search-result "/ws/"))
+         (first (xref-item-summary (nth 0 xrefs)))
+         (third (xref-item-summary (nth 2 xrefs)))
+         (pos1 (string-search "ordered" first))
+         (pos3 (string-search "ordered" third)))
+    (should (memq 'xref-match (ensure-list (get-text-property pos1 'face first))))
+    (should-not (memq 'xref-match (ensure-list (get-text-property (1- pos1) 'face first))))
+    ;; byte offsets after a multi-byte character map to the right characters
+    (should (memq 'xref-match (ensure-list (get-text-property pos3 'face third))))
+    (should-not (memq 'xref-match (ensure-list (get-text-property (1- pos3) 'face third))))))
+
+(ert-deftest citeline-test-groups ()
+  (should (equal (citeline--groups '("a" "a" "b" "a" "b" "c"))
+                 '("a" "a" "b" "a (2)" "b (2)" "c")))
+  (should (equal (citeline--groups nil) nil)))
+
+(ert-deftest citeline-test-lines-xrefs-columns ()
+  (let ((xrefs (citeline-lines-xrefs
+                '(:matches [(:path "u.md" :line 3 :column 5 :text "café hashtable")
+                            (:path "v.md" :line 1 :column 1 :text "x")])
+                "/ws/")))
+    (should (equal (mapcar #'citeline-test--loc xrefs)
+                   '(("/ws/u.md" 3 4 "u.md") ("/ws/v.md" 1 0 "v.md"))))
+    (should (equal (xref-item-summary (car xrefs)) "café hashtable"))))
+
+(ert-deftest citeline-test-concepts-xrefs ()
+  (let ((xrefs (citeline-concepts-xrefs
+                '(:concepts [(:concept_id "guide" :path "guide.md" :title "User Guide")
+                             (:concept_id "x" :path "x.md" :title "")])
+                "/ws/")))
+    (should (equal (mapcar #'xref-item-summary xrefs) '("guide — User Guide" "x")))
+    (should (equal (mapcar #'citeline-test--loc xrefs)
+                   '(("/ws/guide.md" 1 0 "guide.md") ("/ws/x.md" 1 0 "x.md"))))))
+
+(ert-deftest citeline-test-error-message ()
+  (should (equal (citeline-error-message
+                  '(jsonrpc-error "request id=3 failed:"
+                                  (jsonrpc-error-code . -32602)
+                                  (jsonrpc-error-message . "schema_validation")
+                                  (jsonrpc-error-data . (:code "schema_validation"
+                                                         :message "query must not be empty"
+                                                         :details nil))))
+                 "query must not be empty [schema_validation]"))
+  (should (equal (citeline-error-message
+                  '(jsonrpc-error "request id=3 failed:"
+                                  (jsonrpc-error-message . "Timed out")))
+                 "Timed out")))
+
+(ert-deftest citeline-test-registered-with-eglot ()
+  (let ((entry (cl-find 'citeline-eglot-contact eglot-server-programs :key #'cdr-safe)))
+    (should entry)
+    (should (memq 'markdown-mode (car entry)))
+    (should (memq 'gfm-mode (car entry))))
+  (let ((citeline-server-command '("citeline" "lsp")))
+    (should (equal (citeline-eglot-contact) '(citeline-eglot-server "citeline" "lsp")))))
+
+(ert-deftest citeline-test-snippet-line ()
+  (should (equal (citeline--snippet-line "Setext\n======\nbelow" "Setext" nil) "below"))
+  (should (equal (citeline--snippet-line "# Only\n" "Only" nil) nil))
+  (should (equal (citeline--snippet-line "  indented text\r\n" "" nil) "indented text")))
+
+;;;; End-to-end: a real Eglot session against `citeline lsp'
+
+(defvar citeline-test--ws (getenv "CITELINE_WS"))
+
+(defun citeline-test--command ()
+  (let ((raw (getenv "CITELINE_LSP_CMD")))
+    (if (and raw (not (string-empty-p raw)))
+        (append (json-read-from-string raw) nil)
+      '("citeline" "lsp"))))
+
+(unless (fboundp 'markdown-mode)
+  ;; markdown-mode is not installed here: a stand-in major mode of that name,
+  ;; so the files open in a mode citeline is registered for.
+  (define-derived-mode markdown-mode text-mode "Markdown"))
+(add-to-list 'auto-mode-alist '("\\.md\\'" . markdown-mode))
+
+(defun citeline-test--jsonable (value)
+  "VALUE with lists turned into vectors (JSON arrays), alists with symbol keys kept."
+  (cond ((and (consp value) (consp (car value)) (symbolp (caar value)) (caar value))
+         (mapcar (lambda (kv) (cons (car kv) (citeline-test--jsonable (cdr kv)))) value))
+        ((listp value) (if value (vconcat (mapcar #'citeline-test--jsonable value)) []))
+        (t value)))
+
+(defun citeline-test--report (name value)
+  "Print VALUE as one JSON line tagged with NAME, for the pytest wrapper."
+  (princ (format "CITELINE-RESULT %s %s\n" name
+                 (json-encode (citeline-test--jsonable value)))))
+
+(defmacro citeline-test--with-session (file &rest body)
+  "Visit FILE of the workspace, start Eglot with citeline, run BODY, shut down."
+  (declare (indent 1))
+  `(let* ((ws (file-name-as-directory citeline-test--ws))
+          (citeline-server-command (citeline-test--command))
+          (eglot-sync-connect t)
+          (eglot-connect-timeout 60)
+          (buf (find-file-noselect (expand-file-name ,file ws)))
+          (server nil))
+     (unwind-protect
+         (with-current-buffer buf
+           (should (derived-mode-p 'markdown-mode))
+           (apply #'eglot (eglot--guess-contact))
+           (setq server (eglot-current-server))
+           (should (cl-typep server 'citeline-eglot-server))
+           ,@body)
+       (when (and server (jsonrpc-running-p server))
+         (ignore-errors (eglot-shutdown server)))
+       (when (buffer-live-p buf) (kill-buffer buf)))))
+
+(defun citeline-test--rel (file)
+  (file-relative-name file (file-name-as-directory citeline-test--ws)))
+
+(ert-deftest citeline-e2e-session-and-search ()
+  (skip-unless citeline-test--ws)
+  (citeline-test--with-session "notes/hashing.md"
+    ;; The project root is the workspace, not the file's folder.
+    (should (equal (citeline--server-root server)
+                   (file-name-as-directory (expand-file-name citeline-test--ws))))
+    (let* ((xrefs (citeline-search "ordered hashtable"))
+           (result citeline-last-result)
+           (hits (append (plist-get result :hits) nil))
+           (rows (mapcar (lambda (x)
+                           (pcase-let ((`(,file ,line ,_col ,group) (citeline-test--loc x)))
+                             (list (citeline-test--rel file) line group
+                                   (substring-no-properties (xref-item-summary x)))))
+                         xrefs)))
+      (should (equal (plist-get (plist-get result :options) :profile) "recall"))
+      (should (equal (car rows)
+                     '("notes/hashing.md" 1 "notes/hashing.md"
+                       "Ordered hashtable — An ordered hashtable keeps insertion order while hashing keys.  (L1-L4)")))
+      ;; Server order, one item per hit.
+      (should (equal (mapcar (lambda (r) (list (nth 0 r) (nth 1 r))) rows)
+                     (mapcar (lambda (h) (list (plist-get h :path) (plist-get h :line_start)))
+                             hits)))
+      ;; The *xref* buffer lists the hits in that order.
+      (with-current-buffer (get-buffer "*xref*")
+        (let ((order nil))
+          (goto-char (point-min))
+          (while (not (eobp))
+            (let ((item (get-text-property (point) 'xref-item)))
+              (when (and item (not (memq item order))) (push item order)))
+            (forward-char 1))
+          (should (equal (nreverse order) xrefs))))
+      (citeline-test--report "search" (list (cons 'rows rows)
+                                            (cons 'revision (plist-get result :snapshot_revision)))))))
+
+(ert-deftest citeline-e2e-lines-concepts-errors ()
+  (skip-unless citeline-test--ws)
+  (citeline-test--with-session "guide.md"
+    (let* ((xrefs (citeline-lines "hashtable"))
+           (rows (mapcar (lambda (x)
+                           (pcase-let ((`(,file ,line ,col ,_g) (citeline-test--loc x)))
+                             (list (citeline-test--rel file) line col (xref-item-summary x))))
+                         xrefs)))
+      (should (equal rows
+                     '(("notes/hashing.md" 1 10 "# Ordered hashtable")
+                       ("notes/hashing.md" 3 11 "An ordered hashtable keeps insertion order while hashing keys.")
+                       ("notes/unicode.md" 3 29 "Le café crème coûte 3 €, the hashtable costs nothing."))))
+      ;; Jumping to the third match lands on "hashtable" (columns are characters).
+      (let ((marker (xref-location-marker (xref-item-location (nth 2 xrefs)))))
+        (with-current-buffer (marker-buffer marker)
+          (goto-char marker)
+          (should (looking-at-p "hashtable costs"))))
+      (citeline-test--report "lines" rows))
+    (let* ((xrefs (citeline-grep "^#+ C"))
+           (rows (mapcar (lambda (x) (let ((l (citeline-test--loc x)))
+                                       (list (citeline-test--rel (nth 0 l)) (nth 1 l))))
+                         xrefs)))
+      (should (equal rows '(("guide.md" 8) ("notes/hashing.md" 5) ("notes/unicode.md" 1))))
+      (citeline-test--report "grep" rows))
+    (let ((xrefs (citeline-concepts "guide")))
+      (should (equal (mapcar #'xref-item-summary xrefs) '("guide — User Guide")))
+      (citeline-test--report "concepts" (mapcar #'xref-item-summary xrefs)))
+    ;; A server error reaches the user as a readable message.
+    (let ((err (should-error (citeline-lines "(unclosed" t) :type 'user-error)))
+      (should (string-match-p "not a valid RE2 regular expression" (cadr err)))
+      (should (string-match-p "\\[schema_validation\\]" (cadr err)))
+      (citeline-test--report "error" (cadr err)))
+    (should (jsonrpc-running-p server))))
+
+(ert-deftest citeline-e2e-workspace-and-document-symbols ()
+  (skip-unless citeline-test--ws)
+  (citeline-test--with-session "guide.md"
+    ;; workspace/symbol through Eglot's xref backend (xref-find-apropos).
+    (let* ((xrefs (xref-backend-apropos 'eglot "collisions"))
+           (rows (mapcar (lambda (x) (let ((l (xref-item-location x)))
+                                       (list (citeline-test--rel (xref-file-location-file l))
+                                             (xref-file-location-line l))))
+                         xrefs)))
+      (should (equal rows '(("notes/hashing.md" 5))))
+      (citeline-test--report "apropos" rows))
+    ;; Raw workspace/symbol: names, containers and line ranges.
+    (let* ((symbols (append (jsonrpc-request server :workspace/symbol '(:query "")) nil))
+           (rows (mapcar (lambda (s)
+                           (let ((range (plist-get (plist-get s :location) :range)))
+                             (list (plist-get s :name) (plist-get s :containerName)
+                                   (plist-get (plist-get range :start) :line)
+                                   (plist-get (plist-get range :end) :line))))
+                         symbols)))
+      (should (equal rows '(("Installation" "guide.md" 3 7)
+                            ("Configuration" "guide.md" 7 11)
+                            ("Troubleshooting" "guide.md" 11 14)
+                            ("Ordered hashtable" "notes/hashing.md" 0 4)
+                            ("Collisions" "notes/hashing.md" 4 7)
+                            ("Café notes" "notes/unicode.md" 0 3))))
+      (citeline-test--report "symbols" rows))
+    ;; documentSymbol through Eglot's imenu: headings and their lines.
+    (let* ((index (eglot-imenu))
+           (flat nil))
+      (cl-labels ((walk (prefix node)
+                    (cond ((imenu--subalist-p node)
+                           (dolist (n (cdr node))
+                             (walk (if (member (car node) '("String" "Namespace" "Module" "Unknown"))
+                                       prefix
+                                     (car node))
+                                   n)))
+                          (t (push (list (car node) prefix (line-number-at-pos (cdr node))) flat)))))
+        (dolist (n index) (walk nil n)))
+      (setq flat (sort flat (lambda (a b) (< (nth 2 a) (nth 2 b)))))
+      (should (equal (mapcar (lambda (e) (list (nth 0 e) (nth 2 e))) flat)
+                     '(("Installation" 4) ("Configuration" 8) ("Troubleshooting" 12))))
+      ;; Configuration is nested under Installation.
+      (should (equal (nth 1 (nth 1 flat)) "Installation"))
+      (citeline-test--report "outline" flat))))
+
+(ert-deftest citeline-e2e-settings-reach-the-server ()
+  (skip-unless citeline-test--ws)
+  ;; initializationOptions, and again after Eglot's own didChangeConfiguration.
+  (let ((citeline-settings '(:symbols (:cap 1 :list_cap 2))))
+    (citeline-test--with-session "guide.md"
+      (let ((all (jsonrpc-request server :workspace/symbol '(:query "")))
+            (some (jsonrpc-request server :workspace/symbol '(:query "o"))))
+        (should (equal (mapcar (lambda (s) (plist-get s :name)) all)
+                       '("Installation" "Configuration")))
+        (should (= (length some) 1))
+        (citeline-test--report "settings" (list (length all) (length some)))))))
+
+(provide 'citeline-test)
+;;; citeline-test.el ends here
