@@ -135,8 +135,9 @@ async function ensureClient(): Promise<LanguageClient | undefined> {
         // already stopped
       }
     }
-    const c = createClient();
+    let c: LanguageClient | undefined;
     try {
+      c = createClient();
       await c.start();
       client = c;
       output.info(`citeline server started: ${[settings.command, ...settings.args].join(" ")}`);
@@ -145,7 +146,7 @@ async function ensureClient(): Promise<LanguageClient | undefined> {
       const message = startFailureMessage(settings.command, error);
       output.error(message);
       try {
-        await c.dispose(1000);
+        await c?.dispose(1000);
       } catch {
         // never started
       }

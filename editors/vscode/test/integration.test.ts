@@ -1,0 +1,251 @@
+/**
+ * End-to-end: spawns the real `citeline lsp`, speaks LSP to it with
+ * vscode-languageserver-protocol (the library under vscode-languageclient), and
+ * runs the extension's own request builders and result mapping on real answers.
+ *
+ * Skips (with a message) when `citeline` is not on PATH or does not start,
+ * unless CITELINE_REQUIRE_EDITORS=1, in which case that is a failure.
+ * CITELINE_COMMAND overrides the executable (default "citeline").
+ */
+
+import assert from "node:assert/strict";
+import { ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { pathToFileURL } from "node:url";
+
+import {
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  ExitNotification,
+  InitializeRequest,
+  InitializedNotification,
+  ProtocolConnection,
+  ResponseError,
+  ShutdownRequest,
+  StreamMessageReader,
+  StreamMessageWriter,
+  createProtocolConnection,
+} from "vscode-languageserver-protocol/node";
+
+import { describeError } from "../src/errors";
+import {
+  LinesResult,
+  SearchResult,
+  buildLinesRequest,
+  buildSearchRequest,
+  hitToItemFields,
+  lineMatchToItemFields,
+} from "../src/mapping";
+import { codePointColumnToUtf16 } from "../src/offsets";
+import { readSettings } from "../src/settings";
+
+const REQUIRE = process.env.CITELINE_REQUIRE_EDITORS === "1";
+const COMMAND = process.env.CITELINE_COMMAND ?? "citeline";
+const START_TIMEOUT_MS = 30_000;
+
+const FILES: Record<string, string> = {
+  "guide.md": [
+    "# Ordered hashtable",
+    "",
+    "An ordered hashtable keeps insertion order.",
+    "",
+    "## Eviction",
+    "",
+    "Least recently used entries leave first.",
+    "",
+  ].join("\n"),
+  "docs/网关.md": ["# 网关配置", "", "配置 apisix 网关 的路由 🚀 然后 重启 网关。", ""].join("\n"),
+};
+
+let dir = "";
+let rootUri = "";
+let proc: ChildProcess | undefined;
+let conn: ProtocolConnection | undefined;
+let skipReason: string | undefined;
+const stderr: string[] = [];
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${what}: no answer after ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
+}
+
+async function start(): Promise<void> {
+  dir = mkdtempSync(join(tmpdir(), "citeline-vscode-it-"));
+  for (const [rel, text] of Object.entries(FILES)) {
+    const path = join(dir, ...rel.split("/"));
+    mkdirSync(join(path, ".."), { recursive: true });
+    writeFileSync(path, text, "utf8");
+  }
+  rootUri = pathToFileURL(dir).href;
+
+  const child = spawn(COMMAND, ["lsp"], { cwd: dir, stdio: ["pipe", "pipe", "pipe"] });
+  proc = child;
+  child.stderr?.on("data", (d: Buffer) => stderr.push(d.toString("utf8")));
+  const spawned = new Promise<void>((resolve, reject) => {
+    child.once("spawn", () => resolve());
+    child.once("error", (e) => reject(e));
+  });
+  await spawned;
+  const exited = new Promise<never>((_, reject) =>
+    child.once("exit", (code, signal) => reject(new Error(`citeline lsp exited (${code ?? signal}) ${stderr.join("").slice(-500)}`))),
+  );
+  exited.catch(() => undefined);
+
+  const c = createProtocolConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+  c.listen();
+  conn = c;
+  const settings = readSettings(() => undefined).server; // the extension's defaults
+  const init = c.sendRequest(InitializeRequest.type, {
+    processId: process.pid,
+    rootUri,
+    workspaceFolders: [{ uri: rootUri, name: "fixture" }],
+    capabilities: { workspace: { configuration: false, workspaceFolders: true } },
+    initializationOptions: settings,
+  });
+  const result = await withTimeout(Promise.race([init, exited]), START_TIMEOUT_MS, "initialize");
+  const commands = result.capabilities.executeCommandProvider?.commands ?? [];
+  assert.ok(commands.includes("citeline.search"), `executeCommandProvider lacks citeline.search: ${JSON.stringify(commands)}`);
+  await c.sendNotification(InitializedNotification.type, {});
+}
+
+async function command<T>(name: string, arg: object): Promise<T> {
+  return (await withTimeout(
+    conn!.sendRequest(ExecuteCommandRequest.type, { command: name, arguments: [arg] }),
+    20_000,
+    name,
+  )) as T;
+}
+
+describe("integration with the real citeline lsp", () => {
+  before(async () => {
+    try {
+      await start();
+    } catch (error) {
+      const why = `citeline language server unavailable (${COMMAND} lsp): ${(error as Error).message}`;
+      if (REQUIRE) throw new Error(`${why} — CITELINE_REQUIRE_EDITORS=1 demands it`);
+      skipReason = why;
+      console.log(`# SKIP integration: ${why}`);
+    }
+  });
+
+  after(async () => {
+    if (conn !== undefined) {
+      try {
+        await withTimeout(conn.sendRequest(ShutdownRequest.type), 5000, "shutdown");
+        await conn.sendNotification(ExitNotification.type);
+      } catch {
+        // killed below
+      }
+      conn.dispose();
+    }
+    if (proc !== undefined && proc.exitCode === null) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          proc?.kill("SIGKILL");
+          resolve();
+        }, 3000);
+        proc!.once("exit", () => {
+          clearTimeout(t);
+          resolve();
+        });
+        proc!.kill("SIGTERM");
+      });
+    }
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("citeline.search returns the section, and its spans map onto the heading and snippet", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const req = buildSearchRequest("ordered hashtable", { limit: 5, profile: "recall", root: rootUri });
+    const result = await command<SearchResult>("citeline.search", req);
+    assert.ok(result.hits.length >= 1, JSON.stringify(result));
+    const hit = result.hits[0];
+    assert.equal(hit.path, "guide.md");
+    assert.equal(hit.heading, "Ordered hashtable");
+    assert.equal(hit.line_start, 1);
+    const f = hitToItemFields(hit);
+    assert.equal(f.label, "Ordered hashtable");
+    assert.match(f.description, /^guide\.md:1-\d+$/);
+    const words = f.snippetHighlights.map((s) => hit.snippet.slice(s.start, s.end).toLowerCase());
+    assert.ok(words.includes("ordered") && words.includes("hashtable"), JSON.stringify(words));
+    assert.deepEqual(
+      f.labelHighlights.map((s) => f.label.slice(s.start, s.end)),
+      ["Ordered", "hashtable"],
+    );
+    assert.deepEqual(f.target.startLine, 0);
+  });
+
+  test("CJK and emoji: UTF-8 byte spans from the server land on the right characters", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const result = await command<SearchResult>(
+      "citeline.search",
+      buildSearchRequest("网关", { limit: 5, profile: "recall", root: rootUri }),
+    );
+    const hit = result.hits.find((h) => h.path === "docs/网关.md");
+    assert.ok(hit, JSON.stringify(result));
+    const f = hitToItemFields(hit);
+    const marked = f.snippetHighlights.map((s) => hit.snippet.slice(s.start, s.end));
+    assert.ok(marked.length >= 1, JSON.stringify(hit));
+    for (const m of marked) assert.match(m, /网关/);
+    for (const s of f.detailHighlights) assert.match(f.detail.slice(s.start, s.end), /网关/);
+  });
+
+  test("citeline.lines: exact match, mapped to path:line:column and a UTF-16 position", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const result = await command<LinesResult>(
+      "citeline.lines",
+      buildLinesRequest("路由 🚀", { mode: "exact", caseSensitive: true, limit: 10, context: 0, root: rootUri }),
+    );
+    assert.equal(result.matches.length, 1, JSON.stringify(result));
+    const f = lineMatchToItemFields(result.matches[0]);
+    assert.equal(f.label, "docs/网关.md:3:15");
+    const line = FILES["docs/网关.md"].split("\n")[2];
+    assert.equal(line.slice(codePointColumnToUtf16(line, f.target.codePointColumn)).startsWith("路由 🚀"), true);
+  });
+
+  test("an invalid regex comes back as a readable schema_validation error", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    await assert.rejects(
+      command("citeline.lines", buildLinesRequest("(unclosed", { mode: "regex", root: rootUri })),
+      (error: unknown) => {
+        assert.ok(error instanceof ResponseError);
+        assert.equal(error.code, -32602);
+        const d = describeError(error);
+        assert.equal(d.code, "schema_validation");
+        assert.match(d.message, /^citeline: invalid request: /);
+        assert.ok(!d.message.includes("\n"));
+        return true;
+      },
+    );
+  });
+
+  test("settings changes reach the server (didChangeConfiguration, section citeline)", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const strict = readSettings((key) => (key === "limits.max_files" ? 1 : undefined)).server;
+    await conn!.sendNotification(DidChangeConfigurationNotification.type, { settings: { citeline: strict } });
+    await assert.rejects(command("citeline.search", buildSearchRequest("hashtable", { root: rootUri })), (error: unknown) => {
+      const d = describeError(error);
+      assert.equal(d.code, "resource_limit");
+      assert.match(d.message, /limits\.max_files|max_files/);
+      return true;
+    });
+    const relaxed = readSettings(() => undefined).server;
+    await conn!.sendNotification(DidChangeConfigurationNotification.type, { settings: { citeline: relaxed } });
+    const ok = await command<SearchResult>("citeline.search", buildSearchRequest("hashtable", { root: rootUri }));
+    assert.ok(ok.total >= 1);
+  });
+});
