@@ -60,7 +60,8 @@ export function describeError(error: unknown): DescribedError {
       return { message: "citeline: cancelled", code: "cancelled", cancelled: true };
     }
     if (typeof error.message === "string") {
-      const text = firstLine(error.message) || "unknown error";
+      // Messages this extension composed already carry the prefix.
+      const text = firstLine(error.message).replace(/^citeline:\s*/, "") || "unknown error";
       return { message: `citeline: ${text}`, cancelled: error.name === "AbortError" };
     }
   }

@@ -43,6 +43,9 @@ let output: vscode.LogOutputChannel;
 let settings: ClientSettings;
 let client: LanguageClient | undefined;
 let starting: Promise<LanguageClient | undefined> | undefined;
+/** Last failed start: requests within RETRY_AFTER_MS fail fast instead of respawning (and re-toasting). */
+let lastFailure: { at: number; message: string } | undefined;
+const RETRY_AFTER_MS = 10_000;
 
 // ------------------------------------------------------------- activation
 
@@ -123,8 +126,10 @@ function createClient(): LanguageClient {
 
 /** The running client, starting it when needed; undefined (after telling the user) when it cannot start. */
 async function ensureClient(): Promise<LanguageClient | undefined> {
-  if (client !== undefined && client.state === State.Running) return client;
+  // A client that is starting (or restarting after a crash) queues requests itself.
+  if (client !== undefined && client.state !== State.Stopped) return client;
   if (starting !== undefined) return starting;
+  if (lastFailure !== undefined && Date.now() - lastFailure.at < RETRY_AFTER_MS) return undefined;
   starting = (async () => {
     if (client !== undefined) {
       const old = client;
@@ -140,10 +145,12 @@ async function ensureClient(): Promise<LanguageClient | undefined> {
       c = createClient();
       await c.start();
       client = c;
+      lastFailure = undefined;
       output.info(`citeline server started: ${[settings.command, ...settings.args].join(" ")}`);
       return c;
     } catch (error) {
       const message = startFailureMessage(settings.command, error);
+      lastFailure = { at: Date.now(), message };
       output.error(message);
       try {
         await c?.dispose(1000);
@@ -175,6 +182,7 @@ async function stopClient(): Promise<void> {
 
 async function restartServer(): Promise<void> {
   if (starting !== undefined) await starting;
+  lastFailure = undefined;
   await stopClient();
   settings = currentSettings();
   const c = await ensureClient();
@@ -183,7 +191,7 @@ async function restartServer(): Promise<void> {
 
 async function executeServerCommand<T>(command: string, arg: object, signal?: AbortSignal): Promise<T> {
   const c = await ensureClient();
-  if (c === undefined) throw new Error("the citeline server is not running");
+  if (c === undefined) throw new Error(lastFailure?.message ?? "the citeline server is not running");
   const cts = new vscode.CancellationTokenSource();
   const onAbort = () => cts.cancel();
   signal?.addEventListener("abort", onAbort);

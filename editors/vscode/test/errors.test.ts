@@ -55,6 +55,7 @@ describe("describeError", () => {
     assert.equal(describeError("boom\nstack").message, "citeline: boom");
     assert.equal(describeError(undefined).message, "citeline: unknown error");
     assert.equal(describeError({ code: 1 }).message, "citeline: unknown error");
+    assert.equal(describeError(new Error("citeline: server gone")).message, "citeline: server gone");
   });
 
   test("unknown envelope codes are kept", () => {
