@@ -62,7 +62,14 @@ REVISION = (
 )
 
 
-def _search_description(bundle: str) -> str:
+def _reserved_note(settings: Settings) -> str:
+    if not settings.reserved:
+        return ""
+    names = " and ".join(settings.reserved)
+    return f"; the navigation files {names} at the root are never searched"
+
+
+def _search_description(bundle: str, settings: Settings) -> str:
     return "\n\n".join(
         [
             "Find the Markdown sections that answer a question, in the document folder "
@@ -93,7 +100,7 @@ def _search_description(bundle: str) -> str:
     )
 
 
-def _concepts_description(bundle: str) -> str:
+def _concepts_description(bundle: str, settings: Settings) -> str:
     return "\n\n".join(
         [
             f"List the documents (concepts) of the Markdown folder {bundle} whose concept_id "
@@ -111,11 +118,11 @@ def _concepts_description(bundle: str) -> str:
     )
 
 
-def _lines_description(bundle: str) -> str:
+def _lines_description(bundle: str, settings: Settings) -> str:
     return "\n\n".join(
         [
             f"grep the Markdown files of the folder {bundle} line by line (front matter "
-            "included; the navigation files index.md and log.md at the root are not searched). "
+            f"included{_reserved_note(settings)}). "
             'mode "exact" (literal substring, default) or "regex" (RE2 syntax: linear time, no '
             "backreferences); case_sensitive (default true); limit 1-1000 (default 100); "
             "context 0-10 lines before and after (default 2).",
@@ -136,7 +143,7 @@ class ToolSpec:
     name: str
     title: str
     contract: str  # "search" → search.request / search.result
-    describe: Callable[[str], str]
+    describe: Callable[[str, Settings], str]
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -161,12 +168,13 @@ def wire_schema(name: str) -> dict[str, Any]:
     return served
 
 
-def tool_list(bundle: str) -> list[types.Tool]:
+def tool_list(bundle: str, settings: Settings | None = None) -> list[types.Tool]:
+    settings = settings or Settings()
     return [
         types.Tool(
             name=t.name,
             title=t.title,
-            description=t.describe(bundle),
+            description=t.describe(bundle, settings),
             input_schema=wire_schema(f"{t.contract}.request"),
             output_schema=wire_schema(f"{t.contract}.result"),
             annotations=types.ToolAnnotations(
@@ -212,7 +220,7 @@ class CitelineMCP:
     def __init__(self, bundle: str, settings: Settings | None = None) -> None:
         self.bundle = bundle
         self.engine = Engine(settings or Settings())
-        self.tools = tool_list(bundle)
+        self.tools = tool_list(bundle, self.engine.settings)
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=_version(),
