@@ -7,7 +7,6 @@
 ;; Version: 0.1.0
 ;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
 ;; Keywords: tools, matching, docs, convenience
-;; URL: https://github.com/citeline/citeline
 ;; SPDX-License-Identifier: MIT
 
 ;; This file is not part of GNU Emacs.
@@ -52,8 +51,7 @@
 (defgroup citeline nil
   "Find and cite Markdown sections with the citeline language server."
   :group 'tools
-  :prefix "citeline-"
-  :link '(url-link :tag "Homepage" "https://github.com/citeline/citeline"))
+  :prefix "citeline-")
 
 (defcustom citeline-server-command '("citeline" "lsp")
   "Command (program and arguments) that starts the citeline language server."

@@ -50,17 +50,15 @@ def test_unit_conversions(editor_env):
             "filename": "/ws/b.md",
             "lnum": 9,
             "end_lnum": 12,
-            "col": 1,
             "text": "Second — body of b",
         },
         {
             "filename": "/ws/a.md",
             "lnum": 1,
             "end_lnum": 3,
-            "col": 1,
             "text": "a.md — preamble text",
         },
-        {"filename": "/ws/s.md", "lnum": 4, "end_lnum": 8, "col": 1, "text": "Setext — below"},
+        {"filename": "/ws/s.md", "lnum": 4, "end_lnum": 8, "text": "Setext — below"},
     ]
     # code-point column 5 after "café" is byte column 6
     assert [(i["lnum"], i["col"]) for i in out["lines_items"]] == [(3, 6), (1, 2)]
@@ -68,6 +66,14 @@ def test_unit_conversions(editor_env):
     assert out["error_envelope"] == "query must not be empty [schema_validation]"
     assert out["error_plain"] == "boom"
     assert out["root_marker"] == editor_env["CITELINE_WS"]
+    # The telescope sorter keeps the server's rank as the score and only filters.
+    assert out["telescope_scores"] == {
+        "(empty)": [1, 2, 3],
+        "SECOND": [1, -1, -1],
+        "preamble": [-1, 2, -1],
+        "nothing": [-1, -1, -1],
+    }
+    assert out["telescope_display"][0] == "b.md:9-12  Second — body of b"
 
 
 def test_attach_search_symbols_outline(workspace, editor_env):
@@ -90,7 +96,7 @@ def test_attach_search_symbols_outline(workspace, editor_env):
         "filename": f"{ws}/notes/hashing.md",
         "lnum": 1,
         "end_lnum": 4,
-        "col": 1,
+        "col": 0,  # a section, not a column
         "text": "Ordered hashtable — "
         "An ordered hashtable keeps insertion order while hashing keys.",
     }

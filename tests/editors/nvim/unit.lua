@@ -36,6 +36,29 @@ lib.run(function()
     data = { code = "schema_validation", message = "query must not be empty", details = {} },
   })
   lib.out.error_plain = c.error_message({ code = -32603, message = "boom" })
+  -- Telescope helpers with a stand-in for telescope.sorters (telescope is not installed).
+  local tel = require("citeline.telescope")
+  local fake_sorters = {
+    Sorter = {
+      new = function(_, opts)
+        return opts
+      end,
+    },
+  }
+  local sorter = tel.order_sorter(fake_sorters)
+  local entries = tel.entries(result, "/ws")
+  local scores = {}
+  for _, prompt in ipairs({ "", "SECOND", "preamble", "nothing" }) do
+    local row = {}
+    for _, e in ipairs(entries) do
+      table.insert(row, sorter.scoring_function(sorter, prompt, e.ordinal, e))
+    end
+    scores[prompt == "" and "(empty)" or prompt] = row
+  end
+  lib.out.telescope_scores = scores
+  lib.out.telescope_display = vim.tbl_map(function(e)
+    return e.display
+  end, entries)
   lib.out.root_marker = c.find_root(lib.ws .. "/notes/hashing.md")
   lib.out.root_none = c.find_root("/")
 end)

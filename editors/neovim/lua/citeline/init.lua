@@ -353,7 +353,6 @@ function M.search_items(result, root)
       filename = resolve(root, hit.path),
       lnum = hit.line_start,
       end_lnum = hit.line_end,
-      col = 1,
       text = text,
     })
   end
