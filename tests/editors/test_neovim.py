@@ -191,6 +191,15 @@ def test_lines_grep_concepts_and_errors(workspace, editor_env):
         (f"{ws}/notes/unicode.md", 1, "notes/unicode"),
     ]
 
+    # ui = "select": vim.ui.select gets the hits in server order; the choice is opened.
+    assert out["select_offered"] == [
+        "notes/hashing.md:1  Ordered hashtable — "
+        "An ordered hashtable keeps insertion order while hashing keys.",
+        "notes/hashing.md:5  Collisions — Collisions are resolved by chaining buckets.",
+        "notes/unicode.md:1  Café notes — Le café crème coûte 3 €, the hashtable costs nothing.",
+    ]
+    assert out["select_opened"] == [f"{ws}/notes/hashing.md", 5]
+
     # The invalid regex's message from the error envelope was shown to the user.
     (note,) = out["error_notes"]
     assert "not a valid RE2 regular expression" in note

@@ -19,5 +19,20 @@ lib.run(function()
   for i = before + 1, #lib.notes do
     table.insert(lib.out.error_notes, lib.notes[i].msg)
   end
+  -- ui = "select": the hits go through vim.ui.select in server order; choosing one opens it.
+  local offered
+  vim.ui.select = function(items, opts, on_choice)
+    offered = {}
+    for _, item in ipairs(items) do
+      table.insert(offered, opts.format_item(item))
+    end
+    on_choice(items[2])
+  end
+  require("citeline").search("ordered hashtable", { ui = "select" })
+  lib.wait("vim.ui.select", function()
+    return offered ~= nil
+  end)
+  lib.out.select_offered = offered
+  lib.out.select_opened = { vim.fn.expand("%:p"), vim.fn.line(".") }
   lib.out.server_alive = lib.server_exit == nil
 end)

@@ -35,6 +35,9 @@ local defaults = {
   case_sensitive = true,
   -- Open the quickfix window after a command fills it.
   open_quickfix = true,
+  -- Where :CitelineSearch shows hits: "quickfix" or "select" (vim.ui.select, so
+  -- whatever UI you plugged into it: telescope-ui-select, dressing.nvim, fzf-lua...).
+  ui = "quickfix",
   -- Start the server automatically for `filetypes`.
   autostart = true,
   -- Milliseconds to wait for the server to initialize before a command gives up.
@@ -430,6 +433,28 @@ local function set_qf(title, items, result, opts)
   end
 end
 
+--- Offer quickfix-shaped `items` with vim.ui.select (in order); jump to the choice.
+function M.select(title, items)
+  if #items == 0 then
+    notify("no results for " .. title)
+    return
+  end
+  vim.ui.select(items, {
+    prompt = title,
+    kind = "citeline",
+    format_item = function(item)
+      local where = vim.fn.fnamemodify(item.filename, ":.") .. ":" .. item.lnum
+      return where .. "  " .. item.text
+    end,
+  }, function(choice)
+    if choice then
+      vim.cmd("edit " .. vim.fn.fnameescape(choice.filename))
+      local col = (choice.col and choice.col > 0) and (choice.col - 1) or 0
+      pcall(vim.api.nvim_win_set_cursor, 0, { choice.lnum, col })
+    end
+  end)
+end
+
 local function run(command, args, title, to_items, opts)
   opts = opts or {}
   M.execute(command, args, function(err, result, root)
@@ -443,7 +468,11 @@ local function run(command, args, title, to_items, opts)
     end
     M.last_result = result
     local items = to_items(result, root)
-    set_qf(title, items, result, opts)
+    if (opts.ui or M.config.ui) == "select" then
+      M.select(title, items)
+    else
+      set_qf(title, items, result, opts)
+    end
     if result and result.truncated then
       notify(string.format("showing %d of %d results", #items, result.total or #items))
     end
