@@ -283,12 +283,7 @@ class CitelineMCP:
         try:
             if progress is None or progress_token is None:
                 return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_report_progress, ctx, progress_token, progress)
-                try:
-                    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-                finally:
-                    tg.cancel_scope.cancel()
+            return await _with_progress(work, ctx, progress_token, progress)
         except anyio.get_cancelled_exc_class():
             cancel.cancel()  # the abandoned thread stops at its next check
             raise
@@ -304,6 +299,32 @@ def _progress_token(ctx: ServerRequestContext[Any]) -> str | int | None:
     meta = ctx.meta or {}
     token = meta.get("progress_token")
     return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+async def _with_progress(
+    work: Callable[[], dict[str, Any]],
+    ctx: ServerRequestContext[Any],
+    token: str | int,
+    progress: _Progress,
+) -> dict[str, Any]:
+    """`work` in a thread while a sibling task reports its progress.
+
+    The engine's error is carried out of the task group by hand: raised inside it, it would
+    reach the caller wrapped in an ExceptionGroup.
+    """
+    outcome: dict[str, Any] = {}
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_report_progress, ctx, token, progress)
+        try:
+            outcome["result"] = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except CitelineError as err:
+            outcome["error"] = err
+        finally:
+            tg.cancel_scope.cancel()
+    if "error" in outcome:
+        raise outcome["error"]
+    result: dict[str, Any] = outcome["result"]
+    return result
 
 
 async def _report_progress(

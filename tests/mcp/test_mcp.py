@@ -302,8 +302,19 @@ async def test_bundle_deleted_while_serving(bundle: Path) -> None:
 
 async def test_parse_error_and_skip_invalid_flag(bundle: Path) -> None:
     (bundle / "broken.md").write_bytes(b"# Broken\n\nbad \xff byte hashtable\n")
+
+    async def ignore(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
     async with mcp_session(bundle) as session:
         err = envelope(await session.call_tool("search_sections", {"query": "hashtable"}))
+        # With a progress token the engine runs beside a reporter task: same envelope.
+        again = envelope(
+            await session.call_tool(
+                "search_sections", {"query": "hashtable"}, progress_callback=ignore
+            )
+        )
+    assert again == err
     assert err["code"] == "parse_error"
     assert err["details"]["errors"][0]["path"] == "broken.md"
     async with mcp_session(bundle, "--skip-invalid") as session:
