@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.terms import Tokenizer
 
@@ -84,9 +83,9 @@ def code_and_comment_lines(text: str) -> tuple[set[int], set[int]]:
         if fence is not None:
             fenced.add(i)
             m = _FENCE.match(line)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                if not line.strip().lstrip(">").strip().lstrip(fence[0]).strip():
-                    fence = None
+            closing = m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+            if closing and not line.strip().lstrip(">").strip().lstrip(fence[0]).strip():
+                fence = None
             continue
         m = _FENCE.match(line)
         if m and not (m.group(1)[0] == "`" and "`" in line.strip()[len(m.group(1)) :]):
@@ -179,9 +178,7 @@ def test_powershell_default_token_limit_is_reported(engine: Engine) -> None:
     from citeline.engine import CitelineError
 
     with pytest.raises(CitelineError) as err:
-        engine.search(
-            POWERSHELL, {"query": "pipeline"}, settings=Settings(skip_invalid=True)
-        )
+        engine.search(POWERSHELL, {"query": "pipeline"}, settings=Settings(skip_invalid=True))
     assert err.value.code == "resource_limit"
     assert err.value.details["limit"] == "max_tokens"
     with pytest.raises(CitelineError) as err:

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.capture import capture
 
@@ -134,7 +133,12 @@ def test_gitignore_nested_and_negation(make_bundle) -> None:
 
 def test_gitignore_negation_in_one_file(make_bundle) -> None:
     bundle = make_bundle(
-        {".gitignore": "*.md\n!important.md\n", "a.md": "x", "important.md": "x", "d/important.md": "x"}
+        {
+            ".gitignore": "*.md\n!important.md\n",
+            "a.md": "x",
+            "important.md": "x",
+            "d/important.md": "x",
+        }
     )
     assert captured(bundle) == ["d/important.md", "important.md"]
 

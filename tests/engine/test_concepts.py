@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-
 from citeline.engine import CitelineError, Engine
 
 FILES = {
@@ -51,9 +50,7 @@ def test_sorted_by_concept_id(bundle) -> None:
 
 
 def test_case_folded_substring_over_id_and_title(bundle) -> None:
-    assert [c["concept_id"] for c in concepts(bundle, "GATEWAY")["concepts"]] == [
-        "guide/install"
-    ]
+    assert [c["concept_id"] for c in concepts(bundle, "GATEWAY")["concepts"]] == ["guide/install"]
     assert [c["concept_id"] for c in concepts(bundle, "api")["concepts"]] == ["reference-api"]
     # "STRASSE" folds to "strasse", which is a substring of the folded title and the id
     assert [c["concept_id"] for c in concepts(bundle, "STRAẞE")["concepts"]] == ["strasse-de"]

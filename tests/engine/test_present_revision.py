@@ -9,12 +9,11 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from citeline.engine import Engine
 from citeline.engine.present import escape_path, locator
 from citeline.engine.revision import records_json, snapshot_revision
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def go_escaped_path(path: str) -> str:
@@ -111,7 +110,7 @@ def test_locator_in_hits_for_odd_paths(make_bundle) -> None:
 
 def test_go_json_known_bytes() -> None:
     class R:
-        path = "a<b>&c\u2028\u2029\x01\x1f\x7f\t\"\\é.md"
+        path = 'a<b>&c\u2028\u2029\x01\x1f\x7f\t"\\é.md'
         size = 3
         sha256 = "ab"
 

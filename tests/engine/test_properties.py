@@ -5,9 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import unicodedata
-
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from itertools import pairwise
 
 from citeline.engine import Engine
 from citeline.engine.analysis import analyse
@@ -15,6 +13,8 @@ from citeline.engine.layout import Layout, layout
 from citeline.engine.sections import headings
 from citeline.engine.snippets import MAX_SPANS, fold, snippet
 from citeline.engine.terms import Tokenizer, query_terms
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 TOK = Tokenizer()
 FAST = settings(max_examples=150, deadline=None)
@@ -87,7 +87,7 @@ def test_span_guarantees(text: str, words: list[str]) -> None:
         assert 0 <= a < b <= len(raw)
         raw[:a].decode("utf-8")
         raw[a:b].decode("utf-8")
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+    for (_, end), (start, _) in pairwise(spans):
         assert end <= start
     # idempotent
     assert fold(spans) == spans
@@ -126,7 +126,7 @@ def test_fold_properties(pairs: list[tuple[int, int]]) -> None:
     assert fold(out) == out
     for a, b in out:
         assert a < b
-    for (_, end), (start, _) in zip(out, out[1:], strict=False):
+    for (_, end), (start, _) in pairwise(out):
         assert end <= start
 
     def points(rs):
@@ -263,7 +263,7 @@ def test_snippets_are_verbatim_at_stated_lines(make_bundle, doc1: str, doc2: str
 
 name_st = st.text(
     alphabet=st.one_of(
-        st.sampled_from(list("abcXYZ019 -_#%&<>\u2028\u2029\x01\x1f\x7f\t\n\\\"éß数😀")),
+        st.sampled_from(list('abcXYZ019 -_#%&<>\u2028\u2029\x01\x1f\x7f\t\n\\"éß数😀')),
         st.characters(exclude_characters="/\x00", exclude_categories=("Cs",)),
     ),
     min_size=1,

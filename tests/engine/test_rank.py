@@ -6,7 +6,6 @@ import math
 from collections import Counter
 
 import pytest
-
 from citeline.engine import Engine
 from citeline.engine.analysis import analyse
 
@@ -21,7 +20,7 @@ BUNDLE = {
 }
 SECTIONS = {
     ("a", 1): {
-        "raw": "alpha beta beta gamma gamma".split(),
+        "raw": ["alpha", "beta", "beta", "gamma", "gamma"],
         "heading": ["alpha", "beta"],
         "title": [],
     },

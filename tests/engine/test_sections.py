@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
+from itertools import pairwise
 
+import pytest
 from citeline.engine import Engine
 from citeline.engine.analysis import analyse
 from citeline.engine.layout import Layout, layout
@@ -176,7 +177,7 @@ def test_sections_never_overlap_and_cover_body() -> None:
     text = "pre\n# A\n> ## B\n```\n# no\n```\nSet\n---\n- # C\n"
     secs = sections(text)
     assert [h for *_, h in secs] == ["", "A", "B", "Set", "C"]
-    for (f1, l1, _), (f2, _, _) in zip(secs, secs[1:], strict=False):
+    for (f1, l1, _), (f2, _, _) in pairwise(secs):
         assert f1 <= l1 < f2
     assert secs[-1][1] == lay_of(text).line_count
 

@@ -1,0 +1,90 @@
+"""The §6 search result envelope and a fresh snapshot per request."""
+
+from __future__ import annotations
+
+import hashlib
+
+from citeline.engine import Engine, SearchRequest
+
+HIT_KEYS = {
+    "concept_id",
+    "path",
+    "heading",
+    "locator",
+    "line_start",
+    "line_end",
+    "content_sha256",
+    "snippet",
+    "score",
+    "matched_terms",
+    "match_spans",
+}
+
+
+def test_envelope_and_hit_fields(make_bundle) -> None:
+    data = "intro\n# Setup Guide\nInstall the *tool*.\n\n## Other\nnothing\n"
+    bundle = make_bundle({"docs/setup.md": data})
+    res = Engine().search(bundle, {"query": "  INSTALL, tool!! install "})
+    assert set(res) == {"query", "terms", "snapshot_revision", "total", "truncated", "hits"}
+    assert res["query"] == "  INSTALL, tool!! install "  # as given
+    assert res["terms"] == ["install", "tool"]
+    assert (res["total"], res["truncated"]) == (1, False)
+    (hit,) = res["hits"]
+    assert set(hit) == HIT_KEYS
+    assert hit["concept_id"] == "docs/setup"
+    assert hit["path"] == "docs/setup.md"
+    assert hit["heading"] == "Setup Guide"
+    assert (hit["line_start"], hit["line_end"]) == (2, 4)
+    assert hit["locator"] == "docs/setup.md#L2-L4"
+    assert hit["content_sha256"] == hashlib.sha256(data.encode()).hexdigest()
+    assert hit["snippet"] == "# Setup Guide\nInstall the *tool*.\n"
+    assert isinstance(hit["score"], float) and hit["score"] > 0
+    assert hit["matched_terms"] == ["install", "tool"]
+    assert hit["match_spans"] == [{"start": 14, "end": 21}, {"start": 27, "end": 31}]
+
+
+def test_arrays_present_when_nothing_matches(make_bundle) -> None:
+    bundle = make_bundle({"a.md": "alpha\n"})
+    res = Engine().search(bundle, {"query": "zzz"})
+    assert res["hits"] == [] and res["terms"] == ["zzz"]
+    assert (res["total"], res["truncated"]) == (0, False)
+    assert "options" not in res and "skipped" not in res
+
+
+def test_empty_bundle(make_bundle) -> None:
+    res = Engine().search(make_bundle({}), {"query": "alpha"})
+    assert res["hits"] == [] and res["total"] == 0
+
+
+def test_truncated_and_limit(make_bundle) -> None:
+    bundle = make_bundle({f"f{i}.md": "alpha\n" for i in range(5)})
+    res = Engine().search(bundle, {"query": "alpha", "limit": 3})
+    assert (res["total"], res["truncated"], len(res["hits"])) == (5, True, 3)
+    assert [h["concept_id"] for h in res["hits"]] == ["f0", "f1", "f2"]
+
+
+def test_request_object_accepted(make_bundle) -> None:
+    bundle = make_bundle({"a.md": "alpha\n"})
+    res = Engine().search(bundle, SearchRequest("alpha", 5))
+    assert res["total"] == 1
+
+
+def test_fresh_snapshot_every_request(make_bundle) -> None:
+    bundle = make_bundle({"a.md": "alpha\n"})
+    e = Engine()
+    first = e.search(bundle, {"query": "alpha"})
+    assert first["total"] == 1
+    (bundle / "a.md").write_text("beta\n")
+    (bundle / "b.md").write_text("alpha again\n")
+    second = e.search(bundle, {"query": "alpha"})
+    assert [h["path"] for h in second["hits"]] == ["b.md"]
+    assert second["snapshot_revision"] != first["snapshot_revision"]
+    # memoised analyses do not leak between files with other bytes
+    assert e.search(bundle, {"query": "beta"})["hits"][0]["path"] == "a.md"
+
+
+def test_same_bytes_same_result_across_engines(make_bundle) -> None:
+    bundle = make_bundle({"a.md": "# A\nalpha beta\n", "b.md": "alpha\n"})
+    one = Engine().search(bundle, {"query": "alpha"})
+    two = Engine(memo_bytes=0).search(bundle, {"query": "alpha"})
+    assert one == two
