@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -252,3 +254,34 @@ def test_files_read_once_bytes_used_everywhere(make_bundle, monkeypatch) -> None
     res = Engine().search(bundle, {"query": "alpha"})
     assert len(res["hits"]) == 2
     assert len(calls) == 2 and len(set(calls)) == 2
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_gitignore_agrees_with_git(make_bundle) -> None:
+    bundle = make_bundle(
+        {
+            ".gitignore": "docs\n**/tmp/*.md\ntrail.md   \n\\#hash.md\nc/*\n!c/keep.md\n",
+            "a/docs/x.md": "x",
+            "b/tmp/y.md": "x",
+            "b/tmp2/y.md": "x",
+            "trail.md": "x",
+            "#hash.md": "x",
+            "c/drop.md": "x",
+            "c/keep.md": "x",
+            "ok.md": "x",
+            "n/.gitignore": "*.md\n",
+            "n/m/.gitignore": "!keep.md\n",
+            "n/m/keep.md": "x",
+            "n/m/drop.md": "x",
+            "n/top.md": "x",
+        }
+    )
+    subprocess.run(["git", "init", "-q", str(bundle)], check=True)
+    listed = subprocess.run(
+        ["git", "-C", str(bundle), "ls-files", "--others", "--exclude-standard", "-z"],
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    expected = sorted(p for p in listed.split("\0") if p.endswith(".md"))
+    assert expected == ["b/tmp2/y.md", "c/keep.md", "n/m/keep.md", "ok.md"]
+    assert captured(bundle) == expected
