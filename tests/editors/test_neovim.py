@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, cli_search, editor_or_skip, expected_column
+from editor_fixtures import REPO, cli_search, editor_or_skip, expected_column
 
 pytestmark = pytest.mark.editor
 

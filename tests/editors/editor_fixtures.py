@@ -1,0 +1,82 @@
+"""Helpers shared by the end-to-end editor tests (real Neovim / Emacs against `citeline lsp`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A small workspace with known headings, front matter and non-ASCII text.
+FILES: dict[str, str] = {
+    "guide.md": (
+        "---\n"
+        "title: User Guide\n"
+        "---\n"
+        "# Installation\n"
+        "\n"
+        "Install citeline with pip and run the language server.\n"
+        "\n"
+        "## Configuration\n"
+        "\n"
+        "Set the profile option to recall for broader matching.\n"
+        "\n"
+        "# Troubleshooting\n"
+        "\n"
+        "If the server does not start, check the executable path.\n"
+    ),
+    "notes/hashing.md": (
+        "# Ordered hashtable\n"
+        "\n"
+        "An ordered hashtable keeps insertion order while hashing keys.\n"
+        "\n"
+        "## Collisions\n"
+        "\n"
+        "Collisions are resolved by chaining buckets.\n"
+    ),
+    "notes/unicode.md": ("# Café notes\n\nLe café crème coûte 3 €, the hashtable costs nothing.\n"),
+}
+
+
+def editor_or_skip(name: str) -> str:
+    """Path of the editor binary; skip when missing unless CITELINE_REQUIRE_EDITORS=1."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("CITELINE_REQUIRE_EDITORS") == "1":
+            pytest.fail(f"{name} is not installed and CITELINE_REQUIRE_EDITORS=1")
+        pytest.skip(f"{name} is not installed")
+    return path
+
+
+def lsp_command() -> list[str]:
+    """The server command the editors start: the installed `citeline` next to this
+    Python when there is one, else `python -m citeline.lsp.cli`."""
+    exe = Path(sys.executable).with_name("citeline")
+    if exe.exists():
+        return [str(exe), "lsp"]
+    found = shutil.which("citeline")
+    if found:
+        return [found, "lsp"]
+    return [sys.executable, "-c", "from citeline.lsp.cli import main; main()", "lsp"]
+
+
+def cli_search(workspace: Path, query: str, profile: str = "recall") -> dict:
+    """The same search through the CLI: the editors must show the server's order,
+    and the server must agree with the CLI."""
+    cmd = [*lsp_command()[:-1], "search", str(workspace), "-q", query, "--json"]
+    cmd += ["--profile", profile]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def expected_column(workspace: Path, rel: str, line: int, needle: str) -> tuple[int, int]:
+    """(1-based code-point column, 1-based byte column) of `needle` on `line`."""
+    text = (workspace / rel).read_text("utf-8").split("\n")[line - 1]
+    cp = text.index(needle)
+    return cp + 1, len(text[:cp].encode("utf-8")) + 1
