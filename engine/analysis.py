@@ -32,6 +32,8 @@ class SectionStats:
     level: int  # 1-6, 0 for the preamble / body section
     outline: str  # headings above it (context=outline), else ""
     length: int  # weighted token count (BM25 len)
+    start: int  # code-point offsets of the section's text in the decoded file,
+    end: int  # so a hit's text is a slice, with no need to index lines again
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,8 @@ def analyse(data: bytes, options: AnalysisOptions = AnalysisOptions()) -> FileAn
     tokens = 0
     for idx, span in enumerate(spans):
         head = span.heading
-        raw = tok(lay.span_text(span.first, span.last))
+        start, end = lay.starts[span.first], lay.ends[span.last]
+        raw = tok(lay.text[start:end])
         counts = Counter(raw)
         length = len(raw)
         n = len(raw) + title_n
@@ -107,7 +110,14 @@ def analyse(data: bytes, options: AnalysisOptions = AnalysisOptions()) -> FileAn
             postings.setdefault(intern(t), []).append((idx, c))
         sections.append(
             SectionStats(
-                span.first, span.last, heading_text, head.level if head else 0, outline, length
+                span.first,
+                span.last,
+                heading_text,
+                head.level if head else 0,
+                outline,
+                length,
+                start,
+                end,
             )
         )
         total_length += length

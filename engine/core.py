@@ -15,7 +15,7 @@ from .analysis import AnalysisOptions, FileAnalysis, analyse, outline_tree
 from .cancel import CancelToken
 from .capture import CapturedFile, Progress, Snapshot, capture
 from .errors import CitelineError
-from .layout import Layout, ParseIssue, layout
+from .layout import Layout, ParseIssue, decode
 from .limits import MAX_HEADING_BYTES, Settings, limit_error
 from .present import check_size, locator
 from .rank import Corpus, Doc, rank
@@ -267,8 +267,7 @@ class Engine:
         file = idx.files[s.doc]
         doc = idx.corpus.docs[s.doc]
         sec = doc.analysis.sections[s.section]
-        lay = _layout(file)
-        shown = snippet(lay.span_text(sec.first, sec.last), s.matched, tokenizer)
+        shown = snippet(_text(file)[sec.start : sec.end], s.matched, tokenizer)
         hit: dict[str, Any] = {
             "concept_id": doc.concept_id,
             "path": file.path,
@@ -404,7 +403,10 @@ class Engine:
         req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
         settings = settings or self.settings
         snap = self.capture(bundle, settings=settings, cancel=cancel, progress=progress)
-        return check_size(search_lines(snap, req, cancel=cancel), settings.limits)
+        return check_size(
+            search_lines(snap, req, cancel=cancel, skip_invalid=settings.skip_invalid),
+            settings.limits,
+        )
 
     # -- editor helpers -------------------------------------------------------------------
 
@@ -425,10 +427,10 @@ class Engine:
         return outline_tree(data)
 
 
-def _layout(file: CapturedFile) -> Layout:
-    lay = layout(file.data)
-    assert not isinstance(lay, ParseIssue)  # only analysed, parseable files reach here
-    return lay
+def _text(file: CapturedFile) -> str:
+    text = decode(file.data)
+    assert isinstance(text, str)  # only analysed, parseable files reach here
+    return text
 
 
 __all__ = ["Engine", "Index", "Problem", "SectionHit"]

@@ -64,8 +64,6 @@ class LinesRequest:
         if not pattern:
             raise schema_error("pattern must not be empty.", field="pattern")
         mode = req.get("mode", "exact")
-        if mode is None:
-            mode = "exact"
         if mode == "semantic":
             raise schema_error(
                 "mode 'semantic' is not offered; use 'exact' (literal text) or 'regex' (RE2).",
@@ -264,11 +262,16 @@ def _parse_error(errors: list[dict[str, Any]]) -> CitelineError:
 
 
 def search_lines(
-    snapshot: Snapshot, req: LinesRequest, cancel: CancelToken | None = None
+    snapshot: Snapshot,
+    req: LinesRequest,
+    cancel: CancelToken | None = None,
+    *,
+    skip_invalid: bool = False,
 ) -> dict[str, Any]:
     """SPEC §8 over a captured snapshot: matches in path order, then line order.
 
-    Any file that is not valid UTF-8 blocks the search; all of them are listed.
+    Any file that is not valid UTF-8 blocks the search (all of them are listed), unless
+    `skip_invalid`: then those files are left out and listed under `skipped`.
     """
     find = matcher(req.pattern, req.mode, req.case_sensitive)
     errors: list[dict[str, Any]] = []
@@ -281,7 +284,7 @@ def search_lines(
         if isinstance(text, ParseIssue):
             errors.append({"path": file.path, "line": text.line, "reason": text.reason})
             continue
-        if errors:
+        if errors and not skip_invalid:
             continue  # the answer is a parse_error: only look for more of them
         norm = _normalise(text)
         data = b""
@@ -297,9 +300,9 @@ def search_lines(
             for line, column in hits[:room]:
                 matches.append(_match(file.path, lines, line, column, req.context))
         total += len(hits)
-    if errors:
+    if errors and not skip_invalid:
         raise _parse_error(errors)
-    return {
+    result: dict[str, Any] = {
         "pattern": req.pattern,
         "mode": req.mode,
         "snapshot_revision": snapshot.revision,
@@ -307,6 +310,9 @@ def search_lines(
         "truncated": total > len(matches),
         "matches": matches,
     }
+    if skip_invalid:
+        result["skipped"] = errors
+    return result
 
 
 def _match(path: str, lines: list[str], line: int, column: int, context: int) -> dict[str, Any]:

@@ -32,7 +32,7 @@ class Relevance:
     def from_mapping(cls, values: Mapping[str, Any]) -> Relevance:
         chosen: dict[str, str] = {}
         for key in CHOICES:
-            if key in values and values[key] is not None:
+            if key in values:
                 value = values[key]
                 if value not in CHOICES[key]:
                     raise schema_error(
@@ -80,9 +80,10 @@ def check_keys(request: Any, allowed: tuple[str, ...], what: str) -> Mapping[str
 
 
 def int_field(request: Mapping[str, Any], name: str, default: int, lo: int, hi: int) -> int:
-    value = request.get(name, default)
-    if value is None:
+    # null is not "the default": the schemas say integer, and the two must agree.
+    if name not in request:
         return default
+    value = request[name]
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise schema_error(
             f"{name} must be an integer from {lo} to {hi}; got {value!r}.", field=name
@@ -91,9 +92,9 @@ def int_field(request: Mapping[str, Any], name: str, default: int, lo: int, hi: 
 
 
 def bool_field(request: Mapping[str, Any], name: str, default: bool) -> bool:
-    value = request.get(name, default)
-    if value is None:
+    if name not in request:
         return default
+    value = request[name]
     if not isinstance(value, bool):
         raise schema_error(f"{name} must be true or false; got {value!r}.", field=name)
     return value

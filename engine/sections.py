@@ -55,9 +55,7 @@ def headings(lay: Layout) -> list[Heading]:
         if tok.type == "heading_open" and tok.map is not None:
             inline = tokens[i + 1]
             found.append(
-                Heading(
-                    tok.map[0], int(tok.tag[1]), plain_text(inline.content, env), tok.map[1]
-                )
+                Heading(tok.map[0], int(tok.tag[1]), plain_text(inline.content, env), tok.map[1])
             )
     return found
 

@@ -23,14 +23,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
-from citeline.engine import CancelToken, CitelineError, Engine, Settings
-from citeline.engine.capture import check_bundle
-from citeline.engine.contracts import schema
-from citeline.engine.present import encode
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+
+from citeline.engine import CancelToken, CitelineError, Engine, Settings
+from citeline.engine.capture import check_bundle
+from citeline.engine.contracts import schema
+from citeline.engine.present import encode
 
 SERVER_NAME = "citeline"
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one call

@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.contracts import validate
 from citeline.engine.present import encode

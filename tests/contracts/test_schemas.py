@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+
 from citeline.engine import CitelineError, Engine
 from citeline.engine.contracts import NAMES, schema, validate
 from citeline.engine.requests import ConceptsRequest, SearchRequest
@@ -91,6 +92,8 @@ INVALID = [
     {"query": "q", "match": "some"},
     {"query": "q", "profile": "fast"},
     {"query": "q", "limt": 3},
+    {"query": "q", "limit": None},
+    {"query": "q", "match": None},
     ["q"],
 ]
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.terms import Tokenizer
 

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.capture import capture
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.layout import Layout, ParseIssue, layout
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from citeline.engine import CODES, CancelToken, CitelineError, Engine, Limits, Settings
 from citeline.engine.present import encode
 

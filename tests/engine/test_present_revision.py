@@ -9,11 +9,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from citeline.engine import Engine
 from citeline.engine.present import escape_path, locator
 from citeline.engine.revision import records_json, snapshot_revision
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def go_escaped_path(path: str) -> str:

@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 import pytest
+
 from citeline.engine import Engine
 from citeline.engine.analysis import analyse
 

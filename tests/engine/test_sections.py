@@ -5,6 +5,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
+
 from citeline.engine import Engine
 from citeline.engine.analysis import analyse
 from citeline.engine.layout import Layout, layout

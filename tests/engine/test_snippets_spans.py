@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from citeline.engine import Engine
 from citeline.engine.snippets import fold, match_spans, snippet
 from citeline.engine.terms import Tokenizer, query_terms

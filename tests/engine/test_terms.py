@@ -5,6 +5,7 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+
 from citeline.engine import CitelineError, Engine
 from citeline.engine.terms import (
     MAX_QUERY_TERMS,

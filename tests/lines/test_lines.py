@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 import re2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from citeline.engine import CitelineError, Engine
 from citeline.engine.cancel import CancelToken
 from citeline.engine.contracts import validate
 from citeline.engine.layout import decode, line_index
 from citeline.engine.lines import LinesRequest, clip, window
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 ENGINE = Engine(memo_bytes=0)
 
@@ -392,7 +393,11 @@ def test_invalid_requests(tmp_path: Path, request_: Any) -> None:
 def test_request_object_defaults() -> None:
     req = LinesRequest.from_json({"pattern": "x"})
     assert req == LinesRequest("x", "exact", True, 100, 2)
-    assert LinesRequest.from_json({"pattern": "x", "mode": None, "limit": None}) == req
+    for key in ("mode", "limit", "context", "case_sensitive"):
+        # null is not the default: the request schema says what each field's type is
+        with pytest.raises(CitelineError) as caught:
+            LinesRequest.from_json({"pattern": "x", key: None})
+        assert caught.value.code == "schema_validation"
 
 
 # -- limit, total, order --------------------------------------------------------------------

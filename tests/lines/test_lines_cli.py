@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+
 from citeline.engine.contracts import validate
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from citeline.engine import CitelineError, Engine
 from citeline.engine.contracts import validate
 

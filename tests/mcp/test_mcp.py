@@ -20,13 +20,14 @@ pytest.importorskip("mcp")
 pytest.importorskip("mcp_types")  # the SDK 2.x layout
 
 import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
 from citeline.engine import Engine
 from citeline.engine.contracts import schema, validate
 from citeline.engine.present import encode
 from citeline.lsp.mcp import wire_schema
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
 
 CLI = [sys.executable, "-m", "citeline.lsp.cli"]
 TOOLS = {
