@@ -62,8 +62,13 @@ class SectionHit:
     matched: tuple[str, ...]
 
 
+# An analysis (postings, sections) costs about nine times its file's size in memory
+# (measured on the PowerShell docs); the memo budgets with this factor, rounded up.
+ANALYSIS_COST = 12
+
+
 class Memo:
-    """Per-file analyses keyed by (SHA-256, options); LRU, bounded by source bytes."""
+    """Per-file analyses keyed by (SHA-256, options); LRU, bounded by estimated memory."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -84,7 +89,7 @@ class Memo:
                 self.hits += 1
                 return found[1]
         result = analyse(file.data, options)
-        size = max(file.size, 1)
+        size = max(file.size, 1) * ANALYSIS_COST
         with self._lock:
             self.misses += 1
             if key not in self._items and size <= self.max_bytes:
@@ -111,7 +116,7 @@ def concept_id_of(path: str, analysis: FileAnalysis) -> str:
 class Engine:
     """Pure search over a bundle: bytes in, JSON-ready results out. Thread-safe."""
 
-    def __init__(self, settings: Settings | None = None, *, memo_bytes: int = 256 << 20) -> None:
+    def __init__(self, settings: Settings | None = None, *, memo_bytes: int = 1 << 30) -> None:
         self.settings = settings or Settings()
         self.memo = Memo(memo_bytes) if memo_bytes > 0 else None
 
