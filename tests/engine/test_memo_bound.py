@@ -28,7 +28,7 @@ def test_memo_evicts_least_recently_used_within_budget(tmp_path: Path) -> None:
     assert encode(again) == encode(first)
     plain = Engine(memo_bytes=0).search(bundle, {"query": "shared words"})
     assert encode(plain) == encode(first)
-    assert first["total"] == 10
+    assert first["total"] == 30  # three sections in each of ten files
 
 
 def test_memo_hits_when_files_are_unchanged(tmp_path: Path) -> None:
