@@ -17,6 +17,7 @@ Every feature is a thin adapter: take the request apart, run the engine in a wor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import logging
@@ -29,15 +30,16 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from citeline.engine import CancelToken, CitelineError, Engine, Problem, SectionHit
-from citeline.engine.analysis import AnalysisOptions
-from citeline.engine.layout import ParseIssue
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
+
+from citeline.engine import CancelToken, CitelineError, Engine, Problem, SectionHit
+from citeline.engine.analysis import AnalysisOptions
+from citeline.engine.layout import ParseIssue
 
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings
@@ -128,6 +130,7 @@ class CitelineServer(LanguageServer):
         self.published: dict[str, set[str]] = {}  # folder path -> URIs with diagnostics
         self.pending_check: dict[str, asyncio.TimerHandle] = {}
         self.background: set[asyncio.Task[Any]] = set()
+        self.exit_requested = False
 
     # -- workspace -----------------------------------------------------------------------
 
@@ -196,8 +199,21 @@ class CitelineServer(LanguageServer):
         with self.tokens_lock:
             self.tokens.add(token)
         ended = "cancelled"
+        started = time.monotonic()
+
+        def run() -> T:
+            try:
+                return job(token, progress)
+            finally:
+                log.debug(
+                    "engine job %s %s after %.3fs",
+                    title,
+                    "stopped (cancelled)" if token.is_cancelled else "finished",
+                    time.monotonic() - started,
+                )
+
         try:
-            result = await loop.run_in_executor(self.pool, job, token, progress)
+            result = await loop.run_in_executor(self.pool, run)
             ended = "done"
             return result
         except asyncio.CancelledError:
@@ -211,6 +227,15 @@ class CitelineServer(LanguageServer):
                 self.tokens.discard(token)
             if progress is not None:
                 progress.end(ended)
+
+    def shutdown(self) -> None:
+        """Like pygls' shutdown, without waiting for the stdin reader thread (see main)."""
+        self.cancel_all()
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._thread_pool is not None:
+            self._thread_pool.shutdown(wait=False, cancel_futures=True)
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def cancel_all(self) -> None:
         with self.tokens_lock:
@@ -462,6 +487,12 @@ def on_shutdown(ls: CitelineServer, params: None) -> None:
     ls.cancel_all()
 
 
+@server.feature(types.EXIT)
+def on_exit(ls: CitelineServer, params: None) -> None:
+    ls.exit_requested = True
+    ls.cancel_all()
+
+
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 def on_configuration(ls: CitelineServer, params: types.DidChangeConfigurationParams) -> None:
     if ls.apply_settings(params.settings):
@@ -523,18 +554,42 @@ def _register_commands() -> None:
 _register_commands()
 
 
+class _QuietRequestErrors(logging.Filter):
+    """pygls logs a traceback for every error response; ours are answers, not crashes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, JsonRpcException) and exc.data is not None)
+
+
 def main() -> int:
+    """Serve on stdio until `exit` or the end of stdin, then leave at once.
+
+    pygls reads stdin in a pool thread that stays blocked in read(); a normal interpreter exit
+    would wait for it (and for any engine thread), so the process ends with os._exit after
+    cancelling the engine's work and flushing its output.
+    """
     logging.basicConfig(
         stream=sys.stderr,
-        level=os.environ.get("CITELINE_LOG", "WARNING").upper(),
+        level=logging.WARNING,
         format="citeline-lsp %(levelname)s %(name)s: %(message)s",
     )
+    level = os.environ.get("CITELINE_LOG", "WARNING").upper()
+    for name in ("citeline", "pygls"):
+        logging.getLogger(name).setLevel(level)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietRequestErrors())
+    code = 0
     try:
         server.start_io()
+        code = 1 if server.exit_requested and not server.protocol._shutdown else 0
     finally:
         server.cancel_all()
         server.pool.shutdown(wait=False, cancel_futures=True)
-    return 0
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        logging.shutdown()
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
 from citeline.engine import Problem, SectionHit
 from citeline.engine.layout import Layout
 from citeline.engine.sections import Heading
-from lsprotocol import types
-from pygls.uris import from_fs_path
 
 SOURCE = "citeline"
 EMPTY_HEADING = "(empty heading)"

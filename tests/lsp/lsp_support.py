@@ -87,6 +87,11 @@ async def serve(
         yield client
         await client.shutdown_session()
     finally:
+        server = client._server
+        if server is not None and server.returncode is None:
+            await asyncio.sleep(0.5)  # let a clean exit finish; otherwise stop it
+            if server.returncode is None:
+                server.kill()
         await client.stop()
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from citeline.engine.contracts import validate
 from lsp_support import DOCS, INIT_RESULTS, command, serve, symbols, uri_of, write_files
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
+
+from citeline.engine.contracts import validate
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
