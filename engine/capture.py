@@ -20,6 +20,9 @@ from .revision import snapshot_revision
 Progress = Callable[[str, int, int], None]
 _SUFFIXES = (b".md", b".markdown")
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = (
+    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+)
 _CHUNK = 1 << 20
 
 
@@ -95,9 +98,9 @@ class _Ignores:
         return bool(decision)
 
 
-def _read_gitignore(dir_fs: bytes) -> GitIgnoreSpec | None:
+def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
     try:
-        fd = os.open(os.path.join(dir_fs, b".gitignore"), _OPEN_FLAGS)
+        fd = os.open(b".gitignore", _OPEN_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -110,44 +113,122 @@ def _read_gitignore(dir_fs: bytes) -> GitIgnoreSpec | None:
     return GitIgnoreSpec.from_lines(lines)
 
 
+def _open_dir(name: bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> int | None:
+    """A directory opened without following a link (None when it vanished or became one).
+
+    Directories are opened relative to their parent's descriptor, so neither a path longer
+    than PATH_MAX nor a folder swapped for a link during the walk can lead outside the bundle.
+    """
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        shown = rel_dir.rstrip("/") or "."
+        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+            return None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise CitelineError(
+                "bundle_invalid",
+                f"Folder {shown!r} in the bundle cannot be read (permission denied). Fix its "
+                "permissions, or add it to .gitignore.",
+                {"path": shown, "reason": "permission_denied"},
+            ) from None
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            depth = rel_dir.count("/")
+            if depth >= limits.max_path_components:
+                # Every file this deep is over the limit; the walk cannot go deeper anyway.
+                raise limit_error(
+                    "max_path_components", depth + 1, limits.max_path_components, path=shown
+                ) from None
+        raise CitelineError(
+            "bundle_invalid",
+            f"Folder {shown!r} in the bundle cannot be read: {exc.strerror}.",
+            {"path": shown},
+        ) from None
+
+
+def _entries(dir_fd: int) -> list[tuple[bytes, int]]:
+    """(name, kind) of a directory's entries sorted by name; kind 1 folder, 2 file, 0 other."""
+    out = []
+    with os.scandir(dir_fd) as it:
+        for entry in it:
+            name = os.fsencode(entry.name)
+            try:
+                if entry.is_symlink():
+                    continue
+                kind = 1 if entry.is_dir(follow_symlinks=False) else 0
+                if not kind and entry.is_file(follow_symlinks=False):
+                    kind = 2
+            except OSError:
+                continue  # vanished
+            out.append((name, kind))
+    out.sort()
+    return out
+
+
 def list_markdown(
     root: str, settings: Settings, cancel: CancelToken | None
 ) -> list[tuple[str, bytes]]:
-    """(relative path, absolute fs path) of every capturable file, sorted by path."""
+    """(relative path, absolute fs path) of every capturable file, sorted by path.
+
+    The walk is iterative (no recursion limit) and holds one descriptor per level.
+    """
     limits = settings.limits
     found: list[tuple[str, bytes]] = []
     ignores = _Ignores()
+    root_fs = os.fsencode(root).rstrip(b"/") or b"/"
+    prefix = root_fs if root_fs.endswith(b"/") else root_fs + b"/"
+    # Each frame: (descriptor, bundle-relative folder "a/b/", pending entries, pushed ignores).
+    stack: list[tuple[int, str, list[tuple[bytes, int]], bool]] = []
 
-    def walk(dir_fs: bytes, rel_dir: str) -> None:
-        if cancel is not None:
-            cancel.check()
-        pushed = False
-        if settings.use_ignore:
-            spec = _read_gitignore(dir_fs)
-            if spec is not None:
-                ignores.stack.append((rel_dir, spec))
-                pushed = True
+    def enter(name: bytes, parent: int | None, rel_dir: str) -> None:
+        fd = _open_dir(name, parent, rel_dir, limits)
+        if fd is None:
+            return
         try:
-            with os.scandir(dir_fs) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except PermissionError:
-            raise CitelineError(
-                "bundle_invalid",
-                f"Folder {rel_dir or '.'!r} in the bundle cannot be read (permission denied).",
-                {"path": rel_dir or ".", "reason": "permission_denied"},
-            ) from None
-        except (FileNotFoundError, NotADirectoryError):
-            entries = []  # vanished during the walk
-        for entry in entries:
-            name = entry.name
-            if name.startswith(b".") or entry.is_symlink():
+            if cancel is not None:
+                cancel.check()
+            pushed = False
+            if settings.use_ignore:
+                spec = _read_gitignore(fd)
+                if spec is not None:
+                    ignores.stack.append((rel_dir, spec))
+                    pushed = True
+            try:
+                entries = _entries(fd)
+            except PermissionError:
+                shown = rel_dir.rstrip("/") or "."
+                raise CitelineError(
+                    "bundle_invalid",
+                    f"Folder {shown!r} in the bundle cannot be read (permission denied).",
+                    {"path": shown, "reason": "permission_denied"},
+                ) from None
+            except (FileNotFoundError, NotADirectoryError):
+                entries = []  # vanished during the walk
+        except BaseException:
+            os.close(fd)
+            raise
+        entries.reverse()  # popped from the end: name order
+        stack.append((fd, rel_dir, entries, pushed))
+
+    try:
+        enter(root_fs, None, "")
+        while stack:
+            fd, rel_dir, entries, pushed = stack[-1]
+            if not entries:
+                stack.pop()
+                os.close(fd)
+                if pushed:
+                    ignores.stack.pop()
+                continue
+            name, kind = entries.pop()
+            if name.startswith(b".") or not kind:
                 continue
             rel_name = os.fsdecode(name)
-            if entry.is_dir(follow_symlinks=False):
+            if kind == 1:
                 rel = rel_dir + rel_name + "/"
                 if not ignores.stack or not ignores.ignored(rel):
-                    walk(entry.path, rel)
-            elif entry.is_file(follow_symlinks=False) and name.lower().endswith(_SUFFIXES):
+                    enter(name, fd, rel)
+            elif name.lower().endswith(_SUFFIXES):
                 rel = rel_dir + rel_name
                 if ignores.stack and ignores.ignored(rel):
                     continue
@@ -161,13 +242,12 @@ def list_markdown(
                         "UTF-8; rename it.",
                         {"path": shown, "reason": "path_not_utf8"},
                     ) from None
-                found.append((rel, entry.path))
+                found.append((rel, prefix + os.fsencode(rel)))
                 if len(found) > limits.max_files:
                     raise limit_error("max_files", len(found), limits.max_files)
-        if pushed:
-            ignores.stack.pop()
-
-    walk(os.fsencode(root), "")
+    finally:
+        for fd, *_ in stack:
+            os.close(fd)
     found.sort(key=lambda item: item[0])
     return found
 
@@ -182,10 +262,29 @@ def _check_paths(found: list[tuple[str, bytes]], limits: Limits) -> None:
             raise limit_error("max_path_components", parts, limits.max_path_components, path=rel)
 
 
+def _open_beneath(fs_path: bytes, rel: str) -> int:
+    """Open the file `rel` of the bundle that `fs_path` ends with, one component at a time.
+
+    Every component is opened relative to its parent without following links (O_NOFOLLOW),
+    so a folder or file swapped for a link after listing is never followed.
+    """
+    parts = os.fsencode(rel).split(b"/")
+    root = fs_path[: len(fs_path) - len(os.fsencode(rel))].rstrip(b"/") or b"/"
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        return os.open(parts[-1], _OPEN_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def read_once(fs_path: bytes, rel: str, max_bytes: int) -> bytes | None:
     """The file's bytes, or None when it is gone, became a link or is no regular file."""
     try:
-        fd = os.open(fs_path, _OPEN_FLAGS)
+        fd = _open_beneath(fs_path, rel)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
             return None
