@@ -1,0 +1,583 @@
+"""Hostile workspaces (SPEC §2): links, special files, races, unreadable and binary files, limits.
+
+Every capture that could hang on a regression runs in a worker thread with a timeout, so the
+test fails instead of blocking the suite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+import citeline.engine.capture as cap
+from citeline.engine import CitelineError, Engine, Limits, Settings, Snapshot
+
+T = TypeVar("T")
+TIMEOUT = 20.0
+OUTSIDE = "outsidesecret"
+
+
+def within(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
+    """Run `fn` in a daemon thread; fail (instead of hanging) when it does not finish."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # re-raised in the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    assert not worker.is_alive(), f"capture did not finish within {timeout} s"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def snap(bundle: Path, **settings: Any) -> Snapshot:
+    return within(lambda: Engine().capture(bundle, settings=Settings(**settings)))
+
+
+def paths(bundle: Path, **settings: Any) -> list[str]:
+    return [f.path for f in snap(bundle, **settings).files]
+
+
+def fails(fn: Callable[[], Any]) -> CitelineError:
+    with pytest.raises(CitelineError) as err:
+        within(fn)
+    return err.value
+
+
+def write(root: Path, files: dict[str, bytes | str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content.encode() if isinstance(content, str) else content)
+    return root
+
+
+def assert_consistent(s: Snapshot) -> None:
+    """Records match the bytes that were read."""
+    for f in s.files:
+        assert f.size == len(f.data)
+        assert f.sha256 == hashlib.sha256(f.data).hexdigest()
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder next to the bundle holding Markdown that must never be captured."""
+    return write(
+        tmp_path / "outside",
+        {"secret.md": f"# Secret\n{OUTSIDE}\n", "deeper/more.md": f"{OUTSIDE}\n"},
+    )
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    return write(tmp_path / "bundle", {"a.md": "# A\nalpha\n", "sub/b.md": "# B\nalpha beta\n"})
+
+
+# -- symbolic links ---------------------------------------------------------------------------
+
+
+def test_links_of_every_kind_are_never_followed(bundle: Path, outside: Path) -> None:
+    os.symlink(outside / "secret.md", bundle / "file-link.md")
+    os.symlink(outside, bundle / "dir-link")
+    os.symlink("loop-b", bundle / "loop-a")  # a -> b -> a
+    os.symlink("loop-a", bundle / "loop-b")
+    os.symlink("..", bundle / "sub" / "parent")  # a folder linking to its parent
+    os.symlink(bundle, bundle / "sub" / "self")
+    os.symlink("/", bundle / "root")
+    os.symlink("missing.md", bundle / "dangling.md")
+    os.symlink("b.md", bundle / "sub" / "relative.md")  # inside the bundle: still skipped
+    s = snap(bundle)
+    assert [f.path for f in s.files] == ["a.md", "sub/b.md"]
+    assert all(OUTSIDE.encode() not in f.data for f in s.files)
+    res = within(lambda: Engine().search(bundle, {"query": OUTSIDE}))
+    assert res["total"] == 0
+
+
+def test_file_swapped_for_link_after_listing_is_not_read(
+    bundle: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = cap.list_markdown
+
+    def listing_then_swap(*args: Any) -> list[tuple[str, bytes]]:
+        found = real(*args)
+        assert [rel for rel, _ in found] == ["a.md", "sub/b.md"]
+        (bundle / "a.md").unlink()
+        os.symlink(outside / "secret.md", bundle / "a.md")
+        return found
+
+    monkeypatch.setattr(cap, "list_markdown", listing_then_swap)
+    s = snap(bundle)
+    assert [f.path for f in s.files] == ["sub/b.md"]
+    assert all(OUTSIDE.encode() not in f.data for f in s.files)
+    assert_consistent(s)
+
+
+def test_folder_swapped_for_link_after_listing_is_not_followed(
+    bundle: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """O_NOFOLLOW on the last component is not enough: every component is opened without
+    following links, so a parent folder replaced by a link cannot lead outside either."""
+    write(outside, {"b.md": f"{OUTSIDE}\n"})
+    real = cap.list_markdown
+
+    def listing_then_swap(*args: Any) -> list[tuple[str, bytes]]:
+        found = real(*args)
+        shutil.rmtree(bundle / "sub")
+        os.symlink(outside, bundle / "sub")
+        return found
+
+    monkeypatch.setattr(cap, "list_markdown", listing_then_swap)
+    s = snap(bundle)
+    assert [f.path for f in s.files] == ["a.md"]
+    assert all(OUTSIDE.encode() not in f.data for f in s.files)
+
+
+def test_file_swapped_for_fifo_after_listing_is_not_read(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = cap.list_markdown
+
+    def listing_then_swap(*args: Any) -> list[tuple[str, bytes]]:
+        found = real(*args)
+        (bundle / "a.md").unlink()
+        os.mkfifo(bundle / "a.md")
+        return found
+
+    monkeypatch.setattr(cap, "list_markdown", listing_then_swap)
+    assert paths(bundle) == ["sub/b.md"]
+
+
+# -- special files ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def specials(bundle: Path) -> Iterator[list[str]]:
+    """A FIFO, a listening Unix socket and (as root) a character device, all named *.md."""
+    made = ["fifo.md", "sub/pipe.markdown"]
+    os.mkfifo(bundle / "fifo.md")
+    os.mkfifo(bundle / "sub" / "pipe.markdown")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.getcwd()
+    os.chdir(bundle)  # AF_UNIX paths are limited to ~108 bytes: bind by a relative name
+    try:
+        sock.bind("sock.md")
+    finally:
+        os.chdir(old)
+    sock.listen(1)
+    made.append("sock.md")
+    if os.geteuid() == 0:
+        null = os.stat("/dev/null").st_rdev
+        os.mknod(bundle / "dev.md", 0o666 | stat.S_IFCHR, null)
+        made.append("dev.md")
+    try:
+        yield made
+    finally:
+        sock.close()
+
+
+def test_fifo_socket_and_device_are_never_opened(bundle: Path, specials: list[str]) -> None:
+    assert len(specials) >= 3
+    assert paths(bundle) == ["a.md", "sub/b.md"]
+    res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
+    assert res["total"] == 2
+    lines = within(lambda: Engine().lines(bundle, {"pattern": "alpha", "mode": "exact"}))
+    assert {m["path"] for m in lines["matches"]} == {"a.md", "sub/b.md"}
+
+
+def test_fifo_opened_by_read_once_does_not_block(bundle: Path) -> None:
+    """Even when handed a FIFO directly, reading does not wait for a writer."""
+    os.mkfifo(bundle / "direct.md")
+    fs_path = os.fsencode(bundle / "direct.md")
+    assert within(lambda: cap.read_once(fs_path, "direct.md", 100), timeout=5) is None
+
+
+# -- unreadable files and folders ---------------------------------------------------------------
+
+NOBODY = 65534
+PROBE = textwrap.dedent(
+    """
+    import json, os, sys
+    from citeline.engine import CitelineError, Engine
+    import citeline.engine.lines  # every lazy import before dropping privileges
+    os.setgid({uid}); os.setuid({uid})
+    try:
+        Engine().search(sys.argv[1], {{"query": "alpha"}})
+        print(json.dumps({{"ok": True}}))
+    except CitelineError as err:
+        print(json.dumps(err.to_json()))
+    """
+)
+
+
+@pytest.fixture
+def shared_bundle() -> Iterator[Path]:
+    """A bundle another user can reach (pytest's tmp_path is private to root)."""
+    top = Path(tempfile.mkdtemp(prefix="citeline-perm-"))
+    top.chmod(0o755)
+    root = write(top / "b", {"ok.md": "# Ok\nalpha\n", "sub/x.md": "alpha\n"})
+    for p in (root, root / "sub"):
+        p.chmod(0o755)
+    for p in (root / "ok.md", root / "sub" / "x.md"):
+        p.chmod(0o644)
+    try:
+        yield root
+    finally:
+        for p in [top, *top.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(0o755)
+        shutil.rmtree(top)
+
+
+def search_as_unprivileged(bundle: Path) -> dict[str, Any]:
+    """Search as a user that permissions apply to: `nobody` when we are root, else ourselves."""
+    if os.geteuid() != 0:
+        try:
+            Engine().search(bundle, {"query": "alpha"})
+            return {"ok": True}
+        except CitelineError as err:
+            return err.to_json()
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(uid=NOBODY), str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_shared_bundle_is_readable_unprivileged(shared_bundle: Path) -> None:
+    assert search_as_unprivileged(shared_bundle) == {"ok": True}
+
+
+def test_unreadable_file_is_bundle_invalid_naming_it(shared_bundle: Path) -> None:
+    (shared_bundle / "sub" / "x.md").chmod(0o000)
+    err = search_as_unprivileged(shared_bundle)["error"]
+    assert err["code"] == "bundle_invalid"
+    assert err["details"]["path"] == "sub/x.md"
+    assert err["details"]["reason"] == "permission_denied"
+    assert "sub/x.md" in err["message"]
+
+
+@pytest.mark.parametrize("mode", [0o000, 0o311, 0o644], ids=["none", "no-read", "no-search"])
+def test_unreadable_folder_is_bundle_invalid_naming_it(shared_bundle: Path, mode: int) -> None:
+    (shared_bundle / "sub").chmod(mode)
+    err = search_as_unprivileged(shared_bundle)["error"]
+    assert err["code"] == "bundle_invalid"
+    assert err["details"]["reason"] == "permission_denied"
+    assert err["details"]["path"] in ("sub", "sub/x.md")
+    assert "sub" in err["message"]
+
+
+def test_unreadable_bundle_root_is_bundle_invalid(shared_bundle: Path) -> None:
+    shared_bundle.chmod(0o000)
+    err = search_as_unprivileged(shared_bundle)["error"]
+    assert err["code"] == "bundle_invalid"
+    assert err["details"]["reason"] == "permission_denied"
+
+
+# -- files changing during capture ----------------------------------------------------------------
+
+
+def hook_reads(monkeypatch: pytest.MonkeyPatch, before: Callable[[str], None]) -> None:
+    """Call `before(rel)` right before each file is read (after the listing)."""
+    real = cap.read_once
+
+    def hooked(fs_path: bytes, rel: str, max_bytes: int) -> bytes | None:
+        before(rel)
+        return real(fs_path, rel, max_bytes)
+
+    monkeypatch.setattr(cap, "read_once", hooked)
+
+
+def test_file_vanishing_after_listing_is_simply_absent(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(bundle, {"z.md": "alpha zeta\n"})
+
+    def delete_later_file(rel: str) -> None:
+        if rel == "a.md" and (bundle / "z.md").exists():
+            (bundle / "sub" / "b.md").unlink()
+            shutil.rmtree(bundle / "sub")
+            (bundle / "z.md").unlink()
+
+    hook_reads(monkeypatch, delete_later_file)
+    res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
+    assert [h["path"] for h in res["hits"]] == ["a.md"]
+    s = snap(bundle)  # the hook deletes nothing more now
+    assert [f.path for f in s.files] == ["a.md"]
+    assert res["snapshot_revision"] == s.revision
+    assert_consistent(s)
+
+
+def test_file_growing_past_max_file_bytes_is_resource_limit(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = 64
+    assert (bundle / "sub" / "b.md").stat().st_size <= limit
+
+    def grow(rel: str) -> None:
+        if rel == "sub/b.md":
+            with open(bundle / "sub" / "b.md", "ab") as fh:
+                fh.write(b"alpha " * 100)
+
+    hook_reads(monkeypatch, grow)
+    err = fails(
+        lambda: Engine().search(
+            bundle, {"query": "alpha"}, settings=Settings(limits=Limits(max_file_bytes=limit))
+        )
+    )
+    assert err.code == "resource_limit"
+    assert err.details["limit"] == "max_file_bytes"
+    assert err.details["path"] == "sub/b.md"
+    assert err.details["value"] == limit + 1  # read one byte past the limit, no more
+
+
+def test_file_changing_mid_capture_is_cited_as_read(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new = b"# Rewritten\nalpha gamma while capturing\n"
+
+    def rewrite(rel: str) -> None:
+        if rel == "a.md":
+            (bundle / "sub" / "b.md").write_bytes(new)
+
+    hook_reads(monkeypatch, rewrite)
+    res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
+    hit = next(h for h in res["hits"] if h["path"] == "sub/b.md")
+    assert hit["content_sha256"] == hashlib.sha256(new).hexdigest()
+    assert hit["snippet"].encode() in new
+    assert hit["heading"] == "Rewritten"
+
+
+def test_concurrent_writer_never_breaks_capture(bundle: Path) -> None:
+    """A writer rewriting and replacing files while searches run: every answer is
+    self-consistent (cited bytes match their hash) or a clean CitelineError."""
+    stop = threading.Event()
+    rng = random.Random(7)
+
+    def writer() -> None:
+        while not stop.is_set():
+            n = rng.randint(0, 3000)
+            target = bundle / "sub" / "b.md"
+            tmp = bundle / "sub" / ".b.tmp"
+            tmp.write_bytes(b"# B\n" + b"alpha beta\n" * n)
+            os.replace(tmp, target)
+            with open(bundle / "a.md", "wb") as fh:  # truncate and grow in place
+                fh.write(b"# A\n")
+                fh.flush()
+                fh.write(b"alpha " * n + b"\n")
+            if n % 5 == 0:
+                (bundle / "a.md").unlink()
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    outcomes = {"ok": 0, "error": 0}
+    try:
+        for _ in range(60):
+            try:
+                s = snap(bundle)
+                assert_consistent(s)
+                within(lambda: Engine().search(bundle, {"query": "alpha"}))
+                outcomes["ok"] += 1
+            except CitelineError as err:
+                assert err.code in ("parse_error", "resource_limit")
+                outcomes["error"] += 1
+    finally:
+        stop.set()
+        thread.join(5)
+    print(f"concurrent writer: {outcomes}")
+    assert outcomes["ok"] > 0
+
+
+# -- binary files ----------------------------------------------------------------------------
+
+BINARIES: dict[str, bytes] = {
+    "png.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10",
+    "random.md": bytes(random.Random(1).randrange(256) for _ in range(4096)) + b"\xff",
+    "late.md": b"# Fine\nalpha\nstill fine\n\xc3\x28 broken\n",
+    "truncated.md": "ok é".encode()[:-1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARIES))
+def test_binary_markdown_is_parse_error_naming_file_and_line(bundle: Path, name: str) -> None:
+    data = BINARIES[name]
+    write(bundle, {name: data})
+    err = fails(lambda: Engine().search(bundle, {"query": "alpha"}))
+    assert err.code == "parse_error"
+    [problem] = err.details["errors"]
+    assert problem["path"] == name
+    bad = len(data)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.start
+    assert problem["line"] == data[:bad].count(b"\n") + 1
+    assert name in err.message
+    res = within(
+        lambda: Engine().search(bundle, {"query": "alpha"}, settings=Settings(skip_invalid=True))
+    )
+    assert res["skipped"] == [problem]
+    assert {h["path"] for h in res["hits"]} == {"a.md", "sub/b.md"}
+    lines_err = fails(lambda: Engine().lines(bundle, {"pattern": "alpha", "mode": "exact"}))
+    assert lines_err.code == "parse_error"
+
+
+def test_nul_bytes_are_text_not_a_crash(bundle: Path) -> None:
+    write(bundle, {"nul.md": b"# N\x00ul\nalpha\x00omega\n\x00\x00\x00\n"})
+    res = within(lambda: Engine().search(bundle, {"query": "omega"}))
+    assert [h["path"] for h in res["hits"]] == ["nul.md"]
+    assert "\x00" in res["hits"][0]["snippet"]
+
+
+# -- limits at and just over ----------------------------------------------------------------
+
+
+def nested(root: Path, components: list[str], content: bytes = b"alpha\n") -> str:
+    """Create root/c1/.../cn (the last is the file) without ever passing a long path to the OS."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in components[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, dir_fd=fd)
+            sub = os.open(part, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        out = os.open(components[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=fd)
+        os.write(out, content)
+        os.close(out)
+    finally:
+        os.close(fd)
+    return "/".join(components)
+
+
+def test_depth_64_components_is_captured_65_is_resource_limit(tmp_path: Path) -> None:
+    ok = write(tmp_path / "ok", {})
+    rel = nested(ok, ["d"] * 63 + ["deep.md"])
+    assert paths(ok) == [rel]
+    over = write(tmp_path / "over", {})
+    rel = nested(over, ["d"] * 64 + ["deep.md"])
+    err = fails(lambda: Engine().search(over, {"query": "alpha"}))
+    assert err.code == "resource_limit"
+    assert err.details["limit"] == "max_path_components"
+    assert err.details["value"] == 65
+    assert err.details["path"] == rel
+
+
+def test_very_deep_tree_is_resource_limit_not_a_crash(tmp_path: Path) -> None:
+    """Deeper than Python's recursion limit: the walk is iterative."""
+    root = write(tmp_path / "b", {"top.md": "alpha\n"})
+    nested(root, ["d"] * 1500 + ["deep.md"])
+    err = fails(lambda: Engine().search(root, {"query": "alpha"}))
+    assert err.code == "resource_limit"
+    assert err.details["limit"] == "max_path_components"
+
+
+def test_very_deep_tree_without_markdown_is_fine(tmp_path: Path) -> None:
+    root = write(tmp_path / "b", {"top.md": "alpha\n"})
+    nested(root, ["d"] * 1500 + ["notes.txt"])
+    assert paths(root) == ["top.md"]
+
+
+def long_components(total: int) -> list[str]:
+    """Components (each ≤ 255 bytes, NAME_MAX) whose "/"-joined length is `total` bytes,
+    ending in a .md file name."""
+    parts: list[str] = []
+    left = total
+    while left > 255:
+        size = min(200, left - 255 - 1)  # leave room for the file name
+        size = max(size, 1)
+        parts.append("p" * size)
+        left -= size + 1
+    parts.append("f" * (left - 3) + ".md")
+    assert len("/".join(parts).encode()) == total
+    assert all(len(p) <= 255 for p in parts)
+    return parts
+
+
+def test_path_of_exactly_4096_bytes_is_captured_4097_is_not(tmp_path: Path) -> None:
+    """Longer than PATH_MAX once the bundle's own path is added: opened relative to folders."""
+    ok = write(tmp_path / "ok", {})
+    rel = nested(ok, long_components(4096))
+    assert len(str(ok / rel).encode()) > 4096
+    s = snap(ok)
+    assert [f.path for f in s.files] == [rel]
+    assert s.files[0].data == b"alpha\n"
+    res = within(lambda: Engine().search(ok, {"query": "alpha"}))
+    assert res["hits"][0]["path"] == rel
+    over = write(tmp_path / "over", {})
+    rel = nested(over, long_components(4097))
+    err = fails(lambda: Engine().search(over, {"query": "alpha"}))
+    assert err.code == "resource_limit"
+    assert err.details["limit"] == "max_path_bytes"
+    assert err.details["value"] == 4097
+
+
+def test_path_far_beyond_path_max_is_resource_limit_not_oserror(tmp_path: Path) -> None:
+    root = write(tmp_path / "b", {})
+    nested(root, ["x" * 250] * 40 + ["y.md"])
+    err = fails(lambda: Engine().search(root, {"query": "alpha"}))
+    assert err.code == "resource_limit"
+    assert err.details["limit"] == "max_path_bytes"
+
+
+def test_exactly_max_files_at_the_default(tmp_path: Path) -> None:
+    default = Limits().max_files
+    root = tmp_path / "b"
+    for i in range(default // 100):
+        folder = root / f"d{i:03}"
+        folder.mkdir(parents=True)
+        for j in range(100):
+            (folder / f"f{j:02}.md").write_bytes(b"alpha\n" if j == 0 else b"x\n")
+    s = snap(root)
+    assert len(s.files) == default
+    (root / "one-more.md").write_bytes(b"x\n")
+    err = fails(lambda: Engine().search(root, {"query": "alpha"}))
+    assert err.code == "resource_limit"
+    assert err.details["limit"] == "max_files"
+    assert err.details["value"] == default + 1
+
+
+def test_default_sections_and_tokens_at_and_over(tmp_path: Path) -> None:
+    """The default section and token limits hold with real volumes, not just small settings."""
+    limits = Limits()
+    sections = write(tmp_path / "s", {"s.md": b"# h\n" * limits.max_sections})
+    res = within(lambda: Engine().search(sections, {"query": "h", "limit": 1}), timeout=120)
+    assert res["total"] == limits.max_sections
+    write(sections, {"t.md": b"# h\n"})
+    err = fails(lambda: Engine().search(sections, {"query": "h"}))
+    assert err.details["limit"] == "max_sections"
+    assert err.details["value"] == limits.max_sections + 1
+
+    tokens = write(tmp_path / "t", {"t.md": b"a " * limits.max_tokens})  # 1 body section
+    res = within(lambda: Engine().search(tokens, {"query": "a"}), timeout=120)
+    assert res["total"] == 1
+    write(tokens, {"u.md": b"b\n"})
+    err = fails(lambda: Engine().search(tokens, {"query": "a"}))
+    assert err.details["limit"] == "max_tokens"
+    assert err.details["value"] == limits.max_tokens + 1
