@@ -131,6 +131,7 @@ class CitelineServer(LanguageServer):
         self.pending_check: dict[str, asyncio.TimerHandle] = {}
         self.background: set[asyncio.Task[Any]] = set()
         self.exit_requested = False
+        self.warming: asyncio.Future[Any] | None = None  # the warm-up's engine job
 
     # -- workspace -----------------------------------------------------------------------
 
@@ -188,8 +189,16 @@ class CitelineServer(LanguageServer):
         *,
         work_done_token: types.ProgressToken | None = None,
         title: str = "citeline",
+        after_warm_up: bool = True,
     ) -> T:
-        """Run `job` in the pool; cancellation of the caller sets the job's CancelToken."""
+        """Run `job` in the pool; cancellation of the caller sets the job's CancelToken.
+
+        While the start-up warm-up is still analysing files, a request first waits for it:
+        two threads analysing the same files at once (under the GIL) would make both slower.
+        """
+        warming = self.warming
+        if after_warm_up and warming is not None and not warming.done():
+            await asyncio.wait([warming])
         loop = asyncio.get_running_loop()
         token = CancelToken()
         progress = None
@@ -366,12 +375,12 @@ class CitelineServer(LanguageServer):
                 out.append(Problem(file.path, issue.line, issue.reason))
         return out
 
-    async def check_folder(self, folder: str) -> None:
+    async def check_folder(self, folder: str, after_warm_up: bool = True) -> None:
         def job(cancel: CancelToken, progress: ProgressFn | None) -> list[Problem]:
             return self.problems_of(folder, cancel)
 
         try:
-            problems = await self.run_engine(job)
+            problems = await self.run_engine(job, after_warm_up=after_warm_up)
         except JsonRpcException as exc:
             log.warning("diagnostics for %s: %s", folder, exc.message)
             return
@@ -460,13 +469,18 @@ class CitelineServer(LanguageServer):
 
         folders = [path for _, path in self.folders()]
         started = time.monotonic()
+        self.warming = asyncio.ensure_future(
+            self.run_engine(
+                job, work_done_token=token, title="citeline: indexing", after_warm_up=False
+            )
+        )
         try:
-            await self.run_engine(job, work_done_token=token, title="citeline: indexing")
+            await self.warming
         except JsonRpcException as exc:
             log.info("warm-up stopped: %s", exc.message)
         log.info("warm-up of %d folder(s) took %.2fs", len(folders), time.monotonic() - started)
         for folder in folders:
-            await self.check_folder(folder)
+            await self.check_folder(folder, after_warm_up=False)
 
 
 server = CitelineServer()
