@@ -42,7 +42,7 @@ from citeline.engine.analysis import AnalysisOptions
 from citeline.engine.layout import ParseIssue
 
 from . import symbols as conv
-from .settings import ServerSettings, parse_settings
+from .settings import ServerSettings, parse_settings, unwrap
 
 log = logging.getLogger("citeline.lsp")
 
@@ -509,6 +509,11 @@ def on_exit(ls: CitelineServer, params: None) -> None:
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 def on_configuration(ls: CitelineServer, params: types.DidChangeConfigurationParams) -> None:
+    if not unwrap(params.settings):
+        # eglot (and other clients with nothing configured) send `{}` right after
+        # connecting; that must not wipe what initializationOptions set.
+        log.info("empty configuration change: settings unchanged")
+        return
     if ls.apply_settings(params.settings):
         for _, folder in ls.folders():
             ls.schedule_check(folder, 0)

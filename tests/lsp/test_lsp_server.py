@@ -189,6 +189,19 @@ async def test_did_change_configuration(tmp_path: Path) -> None:
         )
         assert (await command(client, "citeline.search", {"query": "walrus"}))["total"] == 1
 
+        # an empty change (eglot sends one on connecting) keeps the settings in force
+        for empty in ({}, {"citeline": {}}, None):
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings=empty)
+            )
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"limits": {"max_files": 1}})
+        )
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={}))
+        with pytest.raises(JsonRpcException) as err:
+            await command(client, "citeline.search", {"query": "walrus"})
+        assert err.value.data["details"]["max"] == 1
+
 
 # -- cancellation and progress -------------------------------------------------------------
 
