@@ -1,0 +1,921 @@
+"""Performance benchmark of citeline against its peers, on one bundle and one query set.
+
+Run by hand (pytest does not collect tests/benchmarks)::
+
+    python tests/benchmarks/bench.py --bundle ../shared/corpora/apisix-zh/docs \
+        --queries tests/benchmarks/queries/apisix.txt [--repeat 5] [--scale K | --compare-scale K]
+        [--no-lsp] [--out FILE]
+
+Prints ONE JSON object on stdout (progress goes to stderr) with:
+
+- ``cold_search``: a fresh ``Engine()`` per run and one search (the set's first query);
+- ``warm_search``: one engine, files unchanged, every query of the set (``--repeat`` rounds);
+- ``workspace_symbol``: round trips of ``workspace/symbol`` through a real stdio ``citeline lsp``
+  session, for every query and every prefix of its last word (as-you-type);
+- ``peak_rss_mib`` of this process and of the server (VmHWM);
+- peers measured in the same run on the same captured files: ``capture_floor`` (walk + read +
+  SHA-256 in plain Python), ``markdown_it_parse``, ``sqlite_fts5`` (build + bm25 queries over the
+  engine's own sections) and ``rg`` (``rg -c -i -w`` for each query's first term);
+- ``ratios`` and ``targets`` (pass/fail), the engine memo counters and the load average.
+
+Every engine limit is raised generously (see ``limits`` in the output) and unparsable files are
+skipped, so large corpora and ``--scale`` copies fit. ``--scale K`` copies the bundle K times
+into a temporary folder (``copy0/`` … ``copy{K-1}/``); copy *i* gets *i* extra trailing newlines
+in every Markdown file and a ``~copy{i}`` suffix on front-matter ids (which would otherwise
+collide), so the copies have distinct SHA-256s (as K distinct corpora would: no copy is served
+from another's memo entries) and the same tokens and sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import hashlib
+import io
+import json
+import os
+import platform
+import pstats
+import queue
+import re
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+
+from citeline.engine import Engine, Limits, Settings, Snapshot
+from citeline.engine.terms import query_terms
+
+MiB = 1024 * 1024
+SUFFIXES = (".md", ".markdown")
+
+# Targets of the "Performance" issue.
+TARGET_WARM_VS_CAPTURE = 1.5
+TARGET_COLD_VS_MARKDOWN_IT = 1.0
+TARGET_SYMBOL_P50_MS = 200.0
+TARGET_PEAK_RSS_MIB = 400.0
+TARGET_SCALE_RATIO = 4.5  # for K = 4
+
+# Raised far beyond any corpus benchmarked here (the defaults are SPEC §2's).
+GENEROUS = Limits(
+    max_files=10_000_000,
+    max_total_bytes=1 << 40,
+    max_file_bytes=1 << 36,
+    max_sections=1_000_000_000,
+    max_tokens=10**10,
+    max_path_components=4096,
+    max_path_bytes=1 << 20,
+    max_response_bytes=1 << 34,
+)
+SETTINGS = Settings(limits=GENEROUS, skip_invalid=True)
+
+
+# -- small helpers ----------------------------------------------------------------------------
+
+
+def say(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile with linear interpolation (numpy's default method)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * pct / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def summary_ms(samples: Sequence[float]) -> dict[str, Any]:
+    """p50/p95/mean/max in milliseconds of samples given in seconds."""
+    return {
+        "n": len(samples),
+        "p50_ms": ms(percentile(samples, 50)),
+        "p95_ms": ms(percentile(samples, 95)),
+        "mean_ms": ms(statistics.fmean(samples)) if samples else None,
+        "max_ms": ms(max(samples)) if samples else None,
+    }
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return round(a / b, 3)
+
+
+def rss_self_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)  # KiB on Linux
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def read_queries(path: Path) -> list[str]:
+    out = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            out.append(text)
+    if not out:
+        raise SystemExit(f"no queries in {path}")
+    return out
+
+
+def git_commit(repo: Path) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+# -- the bundle (and its --scale copies) ------------------------------------------------------
+
+
+@contextmanager
+def scaled_bundle(bundle: Path, k: int) -> Iterator[Path]:
+    """The bundle itself for k == 1, else a temporary folder with k distinct copies of it."""
+    if k <= 1:
+        yield bundle
+        return
+    with tempfile.TemporaryDirectory(prefix=f"citeline-bench-x{k}-") as tmp:
+        root = Path(tmp) / "bundle"
+        root.mkdir()
+        for i in range(k):
+            dest = root / f"copy{i}"
+            shutil.copytree(bundle, dest, symlinks=True)
+            if i == 0:
+                continue
+            for dirpath, _dirs, names in os.walk(dest):
+                for name in names:
+                    full = os.path.join(dirpath, name)
+                    if name.lower().endswith(SUFFIXES) and not os.path.islink(full):
+                        distinct_copy(Path(full), i)
+        say(f"scaled bundle: {k} copies under {root}")
+        yield root
+
+
+_FRONT_ID = re.compile(rb"^id:[^\n]*$", re.MULTILINE)
+
+
+def distinct_copy(path: Path, i: int) -> None:
+    """Make copy i of a file distinct (new SHA-256, new front-matter id) with the same tokens.
+
+    Front matter ids would collide across copies (bundle_invalid), so an ``id:`` line gets a
+    ``~copy{i}`` suffix (ids are not indexed); i trailing newlines change the bytes of every
+    file, and only extend the last section with blank lines.
+    """
+    os.chmod(path, os.stat(path).st_mode | 0o200)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[0].rstrip(b"\r").lstrip(b"\xef\xbb\xbf") == b"---":
+        close = next((n for n in range(1, len(lines)) if lines[n] in (b"---", b"...")), None)
+        if close is not None:
+            head = b"\n".join(lines[1:close])
+            found = _FRONT_ID.search(head)
+            if found is not None:
+                try:
+                    value = yaml.safe_load(found.group(0).decode("utf-8")).get("id")
+                except (yaml.YAMLError, UnicodeDecodeError, AttributeError):
+                    value = None
+                if isinstance(value, str) and value:
+                    new_id = b"id: " + json.dumps(f"{value}~copy{i}").encode("ascii")
+                    head = head[: found.start()] + new_id + head[found.end() :]
+                    data = b"\n".join([lines[0], head, *lines[close:]])
+    path.write_bytes(data + b"\n" * i)
+
+
+# -- peers ------------------------------------------------------------------------------------
+
+
+def capture_floor(root: Path) -> tuple[int, int]:
+    """Walk (no links, no dot entries) + read + SHA-256 of every Markdown file: the I/O floor."""
+    files = 0
+    total = 0
+
+    def walk(path: str) -> None:
+        nonlocal files, total
+        with os.scandir(path) as it:
+            entries = list(it)
+        for entry in entries:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                walk(entry.path)
+            elif entry.name.lower().endswith(SUFFIXES) and entry.is_file(follow_symlinks=False):
+                with open(entry.path, "rb") as fh:
+                    data = fh.read()
+                hashlib.sha256(data).hexdigest()
+                files += 1
+                total += len(data)
+
+    walk(str(root))
+    return files, total
+
+
+def decoded_texts(snapshot: Snapshot) -> list[str]:
+    out = []
+    for f in snapshot.searchable:
+        data = f.data[3:] if f.data.startswith(b"\xef\xbb\xbf") else f.data
+        out.append(data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", " "))
+    return out
+
+
+def markdown_it_parse(texts: Sequence[str]) -> int:
+    md = MarkdownIt("commonmark")
+    tokens = 0
+    for text in texts:
+        tokens += len(md.parse(text))
+    return tokens
+
+
+def section_rows(engine: Engine, snapshot: Snapshot) -> list[tuple[str, str, str]]:
+    """(path, heading, text) of every searchable section, cut as the engine cuts them."""
+    idx = engine.index(snapshot)
+    rows = []
+    for file, doc in zip(idx.files, idx.corpus.docs, strict=True):
+        data = file.data[3:] if file.data.startswith(b"\xef\xbb\xbf") else file.data
+        lines = data.decode("utf-8").split("\n")
+        for sec in doc.analysis.sections:
+            rows.append((file.path, sec.heading, "\n".join(lines[sec.first : sec.last + 1])))
+    return rows
+
+
+def fts5_match(query: str) -> str | None:
+    """The query as an FTS5 AND of quoted words (unicode61 splits like \\w runs)."""
+    words = re.findall(r"\w+", query)
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+
+
+def sqlite_fts5(
+    rows: Sequence[tuple[str, str, str]], queries: Sequence[str], repeat: int
+) -> dict[str, Any]:
+    builds: list[float] = []
+    query_samples: list[float] = []
+    query_sums: list[float] = []
+    hits: dict[str, int] = {}
+    for _ in range(repeat):
+        db = sqlite3.connect(":memory:")
+        start = time.perf_counter()
+        db.execute(
+            "create virtual table s using fts5(path unindexed, heading, body, "
+            "tokenize='unicode61 remove_diacritics 0')"
+        )
+        with db:
+            db.executemany("insert into s(path, heading, body) values (?, ?, ?)", rows)
+        builds.append(time.perf_counter() - start)
+        total = 0.0
+        for q in queries:
+            expr = fts5_match(q)
+            if expr is None:
+                continue
+            start = time.perf_counter()
+            found = db.execute(
+                "select path, heading, bm25(s, 0.0, 3.0, 1.0) as score from s "
+                "where s match ? order by score limit 20",
+                (expr,),
+            ).fetchall()
+            count = db.execute("select count(*) from s where s match ?", (expr,)).fetchone()[0]
+            spent = time.perf_counter() - start
+            query_samples.append(spent)
+            total += spent
+            hits[q] = count
+            del found
+        query_sums.append(total)
+        db.close()
+    build = statistics.median(builds)
+    qsum = statistics.median(query_sums)
+    return {
+        "sections": len(rows),
+        "build_ms": ms(build),
+        "build_runs_ms": [ms(b) for b in builds],
+        "query": summary_ms(query_samples),
+        "queries_sum_ms": ms(qsum),
+        "build_plus_queries_ms": ms(build + qsum),
+        "note": "in-memory FTS5 (unicode61), columns heading (weight 3) and body; each query "
+        "is an AND of its words, top 20 by bm25() plus a count(*) of all matches",
+        "matches_per_query": hits,
+    }
+
+
+def rg_peer(root: Path, queries: Sequence[str], repeat: int) -> dict[str, Any] | None:
+    rg = shutil.which("rg")
+    if rg is None:
+        return None
+    samples: list[float] = []
+    counts: dict[str, int] = {}
+    for _ in range(repeat):
+        for q in queries:
+            terms = query_terms(q)
+            term = terms[0]
+            cmd = [
+                rg,
+                "-c",
+                "-i",
+                "-w",
+                "--no-require-git",
+                "--iglob",
+                "*.md",
+                "--iglob",
+                "*.markdown",
+                "-e",
+                term,
+                str(root),
+            ]
+            start = time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True, check=False)
+            samples.append(time.perf_counter() - start)
+            counts[term] = sum(
+                int(line.rsplit(b":", 1)[1]) for line in done.stdout.splitlines() if b":" in line
+            )
+    return {
+        "command": "rg -c -i -w --no-require-git --iglob '*.md' --iglob '*.markdown' -e TERM "
+        "BUNDLE (first term of each query; a fresh process per query)",
+        "per_query": summary_ms(samples),
+        "matching_lines_per_term": counts,
+    }
+
+
+# -- the language server, over stdio ----------------------------------------------------------
+
+
+class LspClient:
+    """A minimal JSON-RPC client for one `citeline lsp` child process on stdio."""
+
+    def __init__(self, cmd: Sequence[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            list(cmd),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        self._stdin = self.proc.stdin
+        self._next_id = 0
+        self._waiting: dict[int, queue.Queue[tuple[float, dict[str, Any]]]] = {}
+        self._lock = threading.Lock()
+        self.stderr_lines: list[str] = []
+        self.warmed = threading.Event()
+        self.diagnostics = 0
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        with self._lock:
+            self._stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self._stdin.flush()
+
+    def _read_stdout(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        while True:
+            length = None
+            while True:
+                line = stream.readline()
+                if not line:
+                    self._fail_all()
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value.strip())
+            if length is None:
+                continue
+            body = stream.read(length)
+            arrived = time.perf_counter()
+            message = json.loads(body)
+            if "id" in message and "method" not in message:
+                waiter = self._waiting.pop(message["id"], None)
+                if waiter is not None:
+                    waiter.put((arrived, message))
+            elif "id" in message:  # a request from the server: accept it with a null result
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            elif message.get("method") == "textDocument/publishDiagnostics":
+                self.diagnostics += 1
+
+    def _read_stderr(self) -> None:
+        stream = self.proc.stderr
+        assert stream is not None
+        for raw in stream:
+            line = raw.decode("utf-8", "replace").rstrip()
+            self.stderr_lines.append(line)
+            if "warm-up of" in line:
+                self.warmed.set()
+
+    def _fail_all(self) -> None:
+        for key in list(self._waiting):
+            waiter = self._waiting.pop(key, None)
+            if waiter is not None:
+                waiter.put((time.perf_counter(), {"error": {"message": "server closed stdout"}}))
+
+    def request(self, method: str, params: Any, timeout: float = 900.0) -> tuple[float, Any]:
+        """(round-trip seconds, result); raises on a JSON-RPC error."""
+        self._next_id += 1
+        rid = self._next_id
+        waiter: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        self._waiting[rid] = waiter
+        start = time.perf_counter()
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        arrived, message = waiter.get(timeout=timeout)
+        if "error" in message:
+            raise RuntimeError(f"{method} failed: {message['error']}")
+        return arrived - start, message.get("result")
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def wait_idle(self, quiet: float = 0.5, timeout: float = 600.0) -> float:
+        """Wait until the server burns (almost) no CPU for `quiet` seconds; seconds waited."""
+        start = time.perf_counter()
+        last = self.cpu_seconds()
+        while time.perf_counter() - start < timeout:
+            time.sleep(quiet)
+            now = self.cpu_seconds()
+            if now - last < 0.05 * quiet:
+                break
+            last = now
+        return time.perf_counter() - start
+
+    def vm_hwm_mib(self) -> float | None:
+        try:
+            with open(f"/proc/{self.pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        return round(int(line.split()[1]) / 1024.0, 1)
+        except OSError:
+            return None
+        return None
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", None, timeout=60)
+            self.notify("exit", None)
+            self.proc.wait(timeout=30)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+def symbol_queries(queries: Sequence[str], min_prefix: int) -> list[tuple[str, str]]:
+    """(kind, text): each query, preceded by the prefixes of its last word (as typed)."""
+    out = []
+    for q in queries:
+        head, sep, last = q.rpartition(" ")
+        for n in range(min_prefix, len(last)):
+            out.append(("prefix", f"{head}{sep}{last[:n]}"))
+        out.append(("full", q))
+    return out
+
+
+def lsp_bench(root: Path, queries: Sequence[str], profile: str, min_prefix: int) -> dict[str, Any]:
+    env = dict(os.environ, CITELINE_LOG="INFO")
+    cmd = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
+    options = {
+        "limits": asdict(GENEROUS),
+        "skip_invalid": True,
+        "profile": profile,
+        "symbols": {"cap": 100},
+    }
+    uri = root.resolve().as_uri()
+    client = LspClient(cmd, env)
+    try:
+        started = time.perf_counter()
+        init_s, _ = client.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": uri,
+                "workspaceFolders": [{"uri": uri, "name": root.name}],
+                "capabilities": {"workspace": {"symbol": {}, "workspaceFolders": True}},
+                "initializationOptions": options,
+            },
+        )
+        client.notify("initialized", {})
+        warmed = client.warmed.wait(timeout=900)
+        warm_up_s = time.perf_counter() - started
+        first_s, _ = client.request("workspace/symbol", {"query": queries[0]})  # discarded
+        idle_s = client.wait_idle()
+        say(
+            f"lsp: warm-up {warm_up_s:.2f}s (log seen: {warmed}), first request "
+            f"{first_s * 1000:.0f} ms, then idle after {idle_s:.1f}s"
+        )
+        samples: dict[str, list[float]] = {"full": [], "prefix": []}
+        per_query: dict[str, dict[str, Any]] = {}
+        every: list[tuple[float, str, int]] = []
+        for kind, text in symbol_queries(queries, min_prefix):
+            spent, result = client.request("workspace/symbol", {"query": text})
+            samples[kind].append(spent)
+            every.append((spent, text, len(result or [])))
+            if kind == "full":
+                per_query[text] = {"ms": ms(spent), "symbols": len(result or [])}
+        hwm = client.vm_hwm_mib()
+    finally:
+        client.close()
+    everything = samples["full"] + samples["prefix"]
+    return {
+        "settings": options,
+        "initialize_ms": ms(init_s),
+        "warm_up_s": round(warm_up_s, 3),
+        "first_request_ms_discarded": ms(first_s),
+        "all": summary_ms(everything),
+        "full_queries": summary_ms(samples["full"]),
+        "prefixes": summary_ms(samples["prefix"]),
+        "min_prefix": min_prefix,
+        "per_query": per_query,
+        "slowest": [
+            {"query": text, "ms": ms(spent), "symbols": n}
+            for spent, text, n in sorted(every, reverse=True)[:10]
+        ],
+        "server_peak_rss_mib": hwm,
+        "server_pid_note": "VmHWM of the server read from /proc before shutdown",
+    }
+
+
+# -- the engine -------------------------------------------------------------------------------
+
+
+def search_request(query: str, profile: str) -> dict[str, Any]:
+    req: dict[str, Any] = {"query": query}
+    if profile != "contract":
+        req["profile"] = profile
+    return req
+
+
+def bench_engine(
+    root: Path, queries: Sequence[str], repeat: int, profile: str
+) -> tuple[dict[str, Any], Engine]:
+    first = search_request(queries[0], profile)
+    cold: list[float] = []
+    engine = Engine(SETTINGS)
+    for i in range(repeat):
+        engine = Engine(SETTINGS)
+        gc.collect()
+        spent, result = timed(lambda e=engine: e.search(root, first))
+        cold.append(spent)
+        say(f"cold run {i + 1}/{repeat}: {spent:.3f}s ({result['total']} hits)")
+    cold_memo = {"hits": engine.memo.hits, "misses": engine.memo.misses} if engine.memo else None
+
+    # warm: the last cold engine, files unchanged
+    samples: list[float] = []
+    per_query: dict[str, dict[str, Any]] = {}
+    for _ in range(repeat):
+        for q in queries:
+            req = search_request(q, profile)
+            spent, result = timed(lambda r=req: engine.search(root, r))
+            samples.append(spent)
+            slot = per_query.setdefault(q, {"totals": result["total"], "runs_ms": []})
+            slot["runs_ms"].append(ms(spent))
+    for slot in per_query.values():
+        slot["median_ms"] = round(statistics.median(slot.pop("runs_ms")), 3)
+    warm_memo = {"hits": engine.memo.hits, "misses": engine.memo.misses} if engine.memo else None
+
+    # where a warm search spends its time
+    capture_s: list[float] = []
+    index_s: list[float] = []
+    for _ in range(max(3, repeat)):
+        t_cap, snap = timed(lambda: engine.capture(root))
+        t_idx, _ = timed(lambda s=snap: engine.index(s))
+        capture_s.append(t_cap)
+        index_s.append(t_idx)
+    snap = engine.capture(root)
+    cold_median = statistics.median(cold)
+    return (
+        {
+            "query": queries[0],
+            "profile": profile,
+            "cold_search": {
+                "median_ms": ms(cold_median),
+                "runs_ms": [ms(c) for c in cold],
+                "memo_after_one_cold_search": cold_memo,
+            },
+            "warm_search": {
+                **summary_ms(samples),
+                "rounds": repeat,
+                "memo_after_warm_runs": warm_memo,
+                "breakdown_median_ms": {
+                    "capture": ms(statistics.median(capture_s)),
+                    "index_from_memo": ms(statistics.median(index_s)),
+                },
+                "per_query": per_query,
+            },
+            "corpus": {
+                "files": len(snap.files),
+                "searchable": len(snap.searchable),
+                "bytes": sum(f.size for f in snap.files),
+                "skipped_unparsable": len(engine.search(root, first).get("skipped", [])),
+            },
+        },
+        engine,
+    )
+
+
+def profile_top(fn: Callable[[], Any], top: int) -> list[dict[str, Any]]:
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    stats = pstats.Stats(prof, stream=io.StringIO())
+    rows = []
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    for (filename, line, name), (_cc, calls, tottime, cumtime, _callers) in raw.items():
+        rows.append(
+            {
+                "function": f"{Path(filename).name}:{line}({name})",
+                "calls": calls,
+                "tottime_ms": ms(tottime),
+                "cumtime_ms": ms(cumtime),
+            }
+        )
+    rows.sort(key=lambda r: -r["tottime_ms"])
+    return rows[:top]
+
+
+# -- one scale --------------------------------------------------------------------------------
+
+
+def bench_scale(args: argparse.Namespace, queries: Sequence[str], k: int) -> dict[str, Any]:
+    with scaled_bundle(args.bundle, k) as root:
+        say(f"scale {k}: engine (repeat {args.repeat})")
+        out, engine = bench_engine(root, queries, args.repeat, args.profile)
+        out["scale"] = k
+        out["rss_after_engine_mib"] = rss_self_mib()
+
+        say("peer: capture floor")
+        floors = []
+        for _ in range(args.repeat):
+            spent, (files, total) = timed(lambda: capture_floor(root))
+            floors.append(spent)
+        out["capture_floor"] = {
+            "median_ms": ms(statistics.median(floors)),
+            "runs_ms": [ms(f) for f in floors],
+            "files": files,
+            "bytes": total,
+            "note": "os.scandir walk (no links, no dot entries, no .gitignore) + read + "
+            "hashlib.sha256 of every .md/.markdown file",
+        }
+
+        snapshot = engine.capture(root)
+        texts = decoded_texts(snapshot)
+        say("peer: markdown-it parse")
+        parses = []
+        for _ in range(args.repeat):
+            spent, tokens = timed(lambda t=texts: markdown_it_parse(t))
+            parses.append(spent)
+        out["markdown_it_parse"] = {
+            "median_ms": ms(statistics.median(parses)),
+            "runs_ms": [ms(p) for p in parses],
+            "files": len(texts),
+            "tokens": tokens,
+            "note": 'MarkdownIt("commonmark").parse of every searchable file\'s decoded text',
+        }
+        del texts
+
+        say("peer: sqlite fts5")
+        rows = section_rows(Engine(SETTINGS, memo_bytes=0), snapshot)
+        out["sqlite_fts5"] = sqlite_fts5(rows, queries, args.repeat)
+        del rows, snapshot
+
+        say("peer: rg")
+        out["rg"] = rg_peer(root, queries, 1)
+        out["rss_after_peers_mib"] = rss_self_mib()
+
+        if args.profile_top:
+            say("cProfile: cold and warm search")
+            first = search_request(queries[0], args.profile)
+            fresh = Engine(SETTINGS)
+            out["profile_cold_top"] = profile_top(lambda: fresh.search(root, first), args.top)
+            out["profile_warm_top"] = profile_top(lambda e=engine: e.search(root, first), args.top)
+
+        del engine
+        gc.collect()
+        if not args.no_lsp:
+            say(f"lsp: workspace/symbol, profile {args.lsp_profile}")
+            out["workspace_symbol"] = lsp_bench(root, queries, args.lsp_profile, args.min_prefix)
+        out["ratios"] = ratios(out)
+        out["targets"] = targets(out)
+        return out
+
+
+def ratios(run: dict[str, Any]) -> dict[str, Any]:
+    cold = run["cold_search"]["median_ms"]
+    warm = run["warm_search"]["p50_ms"]
+    fts = run["sqlite_fts5"]
+    out: dict[str, Any] = {
+        "warm_p50_vs_capture_floor": ratio(warm, run["capture_floor"]["median_ms"]),
+        "cold_vs_markdown_it_parse": ratio(cold, run["markdown_it_parse"]["median_ms"]),
+        "cold_vs_capture_floor": ratio(cold, run["capture_floor"]["median_ms"]),
+        "cold_vs_fts5_build_plus_one_query": ratio(
+            cold, fts["build_ms"] + (fts["query"]["p50_ms"] or 0.0)
+        ),
+        "warm_p50_vs_fts5_query_p50": ratio(warm, fts["query"]["p50_ms"]),
+        "warm_p50_vs_rg_p50": ratio(warm, run["rg"]["per_query"]["p50_ms"])
+        if run.get("rg")
+        else None,
+        "peak_rss_mib_vs_400": ratio(peak_rss(run), TARGET_PEAK_RSS_MIB),
+    }
+    sym = run.get("workspace_symbol")
+    if sym:
+        out["workspace_symbol_p50_ms"] = sym["all"]["p50_ms"]
+        out["workspace_symbol_p50_vs_200ms"] = ratio(sym["all"]["p50_ms"], TARGET_SYMBOL_P50_MS)
+    return out
+
+
+def peak_rss(run: dict[str, Any]) -> float:
+    """The engine's peak: this process after engine work, and the server's VmHWM."""
+    values = [run["rss_after_engine_mib"]]
+    sym = run.get("workspace_symbol")
+    if sym and sym.get("server_peak_rss_mib") is not None:
+        values.append(sym["server_peak_rss_mib"])
+    return max(values)
+
+
+def verdict(value: float | None, limit: float) -> dict[str, Any]:
+    if value is None:
+        return {"value": None, "limit": limit, "pass": None}
+    return {"value": value, "limit": limit, "pass": value <= limit}
+
+
+def targets(run: dict[str, Any]) -> dict[str, Any]:
+    r = run["ratios"]
+    sym = run.get("workspace_symbol")
+    return {
+        "warm_p50_le_1.5x_capture_floor": verdict(
+            r["warm_p50_vs_capture_floor"], TARGET_WARM_VS_CAPTURE
+        ),
+        "cold_le_1.0x_markdown_it_parse": verdict(
+            r["cold_vs_markdown_it_parse"], TARGET_COLD_VS_MARKDOWN_IT
+        ),
+        "workspace_symbol_p50_le_200ms": verdict(
+            sym["all"]["p50_ms"] if sym else None, TARGET_SYMBOL_P50_MS
+        ),
+        "peak_rss_le_400MiB": verdict(peak_rss(run), TARGET_PEAK_RSS_MIB),
+    }
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bundle", type=Path, required=True, help="folder of Markdown files")
+    p.add_argument("--queries", type=Path, required=True, help="one query per line, # comments")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--scale", type=int, default=1, help="benchmark K copies of the bundle")
+    scale.add_argument(
+        "--compare-scale", type=int, default=None, help="benchmark scale 1 and scale K; ratios"
+    )
+    p.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3)")
+    p.add_argument("--no-lsp", action="store_true", help="skip the language-server round trips")
+    p.add_argument(
+        "--profile", default="contract", choices=("contract", "recall"), help="search profile"
+    )
+    p.add_argument(
+        "--lsp-profile",
+        default="recall",
+        choices=("contract", "recall"),
+        help="server setting 'profile' (editors default to recall)",
+    )
+    p.add_argument("--min-prefix", type=int, default=1, help="shortest last-word prefix typed")
+    p.add_argument("--profile-top", action="store_true", help="cProfile a cold and a warm search")
+    p.add_argument("--top", type=int, default=10, help="functions listed per profile")
+    p.add_argument("--out", type=Path, default=None, help="also write the JSON to this file")
+    args = p.parse_args(argv)
+    if args.repeat < 1 or args.scale < 1 or (args.compare_scale or 2) < 2:
+        p.error("--repeat and --scale must be >= 1, --compare-scale >= 2")
+    args.bundle = args.bundle.resolve()
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    queries = read_queries(args.queries)
+    started = time.time()
+    report: dict[str, Any] = {
+        "benchmark": "citeline",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "bundle": str(args.bundle),
+        "queries_file": str(args.queries),
+        "queries": len(queries),
+        "repeat": args.repeat,
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "sqlite": sqlite3.sqlite_version,
+            "git_commit": git_commit(Path(__file__).resolve().parents[2]),
+            "load_average_start": load_average(),
+        },
+        "limits": {
+            "note": "every engine limit raised far above the SPEC §2 defaults; unparsable files "
+            "skipped (skip_invalid)",
+            **asdict(GENEROUS),
+            "skip_invalid": True,
+        },
+    }
+    if args.compare_scale:
+        k = args.compare_scale
+        base = bench_scale(args, queries, 1)
+        big = bench_scale(args, queries, k)
+        report["runs"] = {"scale_1": base, f"scale_{k}": big}
+        scale_ratios = {
+            "k": k,
+            "cold": ratio(big["cold_search"]["median_ms"], base["cold_search"]["median_ms"]),
+            "warm_p50": ratio(big["warm_search"]["p50_ms"], base["warm_search"]["p50_ms"]),
+            "capture_floor": ratio(
+                big["capture_floor"]["median_ms"], base["capture_floor"]["median_ms"]
+            ),
+            "markdown_it_parse": ratio(
+                big["markdown_it_parse"]["median_ms"], base["markdown_it_parse"]["median_ms"]
+            ),
+        }
+        if "workspace_symbol" in base and "workspace_symbol" in big:
+            scale_ratios["workspace_symbol_p50"] = ratio(
+                big["workspace_symbol"]["all"]["p50_ms"], base["workspace_symbol"]["all"]["p50_ms"]
+            )
+        report["scale_ratios"] = scale_ratios
+        limit = TARGET_SCALE_RATIO * k / 4
+        report["scale_targets"] = {
+            "note": f"target <= {TARGET_SCALE_RATIO}x for K=4 (scaled as {TARGET_SCALE_RATIO}*K/4)",
+            "cold": verdict(scale_ratios["cold"], limit),
+            "warm_p50": verdict(scale_ratios["warm_p50"], limit),
+        }
+    else:
+        run = bench_scale(args, queries, args.scale)
+        if args.scale > 1:
+            run["ratios"]["scale_note"] = (
+                "scale ratios need a scale-1 run in the same process: use --compare-scale K"
+            )
+        report.update(run)
+    report["peak_rss_mib"] = {"bench_process_final": rss_self_mib()}
+    runs = report["runs"].values() if "runs" in report else [report]
+    for run in runs:
+        report["peak_rss_mib"]["bench_process_after_engine"] = max(
+            report["peak_rss_mib"].get("bench_process_after_engine") or 0.0,
+            run["rss_after_engine_mib"],
+        )
+        sym = run.get("workspace_symbol")
+        if sym:
+            report["peak_rss_mib"]["server"] = max(
+                report["peak_rss_mib"].get("server") or 0.0, sym["server_peak_rss_mib"] or 0.0
+            )
+    report["environment"]["load_average_end"] = load_average()
+    report["elapsed_s"] = round(time.time() - started, 1)
+    text = json.dumps(report, ensure_ascii=False, indent=1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

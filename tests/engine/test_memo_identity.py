@@ -1,0 +1,189 @@
+"""The per-file analysis memo never changes a result.
+
+A warmed ``Engine()`` (memo) and ``Engine(memo_bytes=0)`` (every request analyses every file
+again) must give byte-identical compact JSON for the same query set over the Apache APISIX
+documentation (Chinese and mixed queries, the contract and the recall profile, symbols), and
+the memoised engine must see an edit made between two requests (fresh snapshot, new revision).
+
+A memo-less search analyses the whole bundle, so to stay within ~30 s on a loaded machine the
+bundle is a fixed part of the corpus (getting started, terminology, tutorials, service
+discovery, FAQ and a few plugin pages), copied to a temporary folder so that it can be edited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from citeline.engine import Engine, Settings
+from citeline.engine.present import encode
+
+pytestmark = pytest.mark.corpus
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "apisix-zh" / "docs"
+LATEST = "docs/zh/latest"
+SUBSET = (
+    "getting-started",
+    "terminology",
+    "tutorials",
+    "discovery",
+    "architecture-design",
+    "FAQ.md",
+    "plugins/limit-req.md",
+    "plugins/limit-count.md",
+    "plugins/api-breaker.md",
+    "plugins/proxy-rewrite.md",
+    "plugins/cors.md",
+)
+EDITED = f"{LATEST}/getting-started/rate-limiting.md"
+SETTINGS = Settings(skip_invalid=True)
+
+# (kind, argument): "search" takes a request object; "symbols" a (query, relevance) pair.
+Case = tuple[str, Any]
+CASES: tuple[Case, ...] = (
+    ("search", {"query": "upstream"}),
+    ("search", {"query": "限流"}),
+    ("search", {"query": "健康检查"}),
+    ("search", {"query": "jwt 认证"}),
+    ("search", {"query": "limit-req"}),
+    ("search", {"query": "consumer key-auth"}),
+    ("search", {"query": "route upstream service"}),
+    ("search", {"query": "APISIX", "limit": 100}),
+    ("search", {"query": "nacos 服务发现"}),
+    ("search", {"query": "CORS allow_origins"}),
+    ("search", {"query": "熔断", "limit": 5}),
+    ("search", {"query": "etcd"}),
+    ("search", {"query": "如何配置限流", "profile": "recall"}),
+    ("search", {"query": "upstream 健康检查", "profile": "recall"}),
+    ("search", {"query": "rate limiting consumers", "profile": "recall", "limit": 50}),
+    ("search", {"query": "负载均衡 upstream", "match": "any"}),
+    ("search", {"query": "插件 配置", "cjk": "bigrams", "context": "outline"}),
+    ("symbols", ("upst", None)),
+    ("symbols", ("key-auth cons", None)),
+    ("symbols", ("限流", {"profile": "recall"})),
+    ("symbols", ("", None)),
+)
+
+
+def _writable(path: Path) -> None:
+    """The corpus is read-only; its copy must be editable and removable."""
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in [*dirnames, *filenames]:
+            full = os.path.join(dirpath, name)
+            os.chmod(full, os.stat(full).st_mode | stat.S_IWUSR)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+
+
+def _copy_subset(dest: Path) -> Path:
+    for rel in SUBSET:
+        src = CORPUS / LATEST / rel
+        target = dest / LATEST / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, target, copy_function=shutil.copyfile)
+        else:
+            shutil.copyfile(src, target)
+    _writable(dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (CORPUS / LATEST).is_dir():
+        pytest.skip(f"corpus not found: {CORPUS}")
+    return _copy_subset(tmp_path_factory.mktemp("apisix-subset"))
+
+
+def run(engine: Engine, root: Path, case: Case) -> str:
+    kind, arg = case
+    if kind == "search":
+        return encode(engine.search(root, arg, settings=SETTINGS))
+    query, relevance = arg
+    hits = engine.symbols(root, query, relevance=relevance, settings=SETTINGS)
+    return encode({"query": query, "symbols": [asdict(h) for h in hits]})
+
+
+def test_memo_gives_the_same_bytes_as_no_memo(bundle: Path) -> None:
+    plain = Engine(SETTINGS, memo_bytes=0)
+    memo = Engine(SETTINGS)
+    assert plain.memo is None and memo.memo is not None
+
+    first = [run(memo, bundle, case) for case in CASES]  # fills the memo
+    misses = memo.memo.misses
+    files = len(memo.capture(bundle).searchable)
+    assert misses >= files  # every file analysed at least once (once per analysis option set)
+    second = [run(memo, bundle, case) for case in CASES]  # served from the memo
+    assert memo.memo.misses == misses, "warm runs over unchanged files must not re-analyse"
+    assert memo.memo.hits >= files * len(CASES)
+
+    nonempty = 0
+    for case, a, b in zip(CASES, first, second, strict=True):
+        reference = run(plain, bundle, case)
+        assert a == reference, f"memo (filling) differs from no memo for {case}"
+        assert b == reference, f"memo (warm) differs from no memo for {case}"
+        nonempty += '"total":0,' not in reference and '"symbols":[]' not in reference
+    assert nonempty >= len(CASES) - 3  # the set exercises real hits, not empty answers
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_memo_sees_an_edit(tmp_path: Path) -> None:
+    if not (CORPUS / LATEST).is_dir():
+        pytest.skip(f"corpus not found: {CORPUS}")
+    root = _copy_subset(tmp_path / "bundle")
+    target = root / EDITED
+    memo = Engine(SETTINGS)
+    request = {"query": "zebrafrobnicate 限流"}
+
+    before = memo.search(root, request, settings=SETTINGS)
+    baseline = memo.search(root, {"query": "rate"}, settings=SETTINGS)  # memo warmed
+    assert before["total"] == 0
+    misses = memo.memo.misses if memo.memo else 0
+
+    # 1. a new section appended (the file grows)
+    original = target.read_bytes()
+    target.write_bytes(original + "\n## 基准 zebrafrobnicate\n\nzebrafrobnicate 限流\n".encode())
+    after = memo.search(root, request, settings=SETTINGS)
+    assert after["snapshot_revision"] != before["snapshot_revision"]
+    assert after["snapshot_revision"] == Engine(memo_bytes=0).capture(root).revision
+    assert after["total"] == 1
+    hit = after["hits"][0]
+    assert hit["path"] == EDITED and hit["heading"] == "基准 zebrafrobnicate"
+    assert hit["content_sha256"] == _sha(target)
+    assert memo.memo is not None and memo.memo.misses == misses + 1  # only the edited file
+    plain = Engine(SETTINGS, memo_bytes=0)
+    assert encode(after) == encode(plain.search(root, request, settings=SETTINGS))
+    symbols = memo.symbols(root, "zebrafrob", settings=SETTINGS)
+    assert [(s.path, s.heading) for s in symbols] == [(EDITED, "基准 zebrafrobnicate")]
+
+    # 2. an edit that keeps the size: one ASCII letter of the new heading changed
+    edited = target.read_bytes().replace(
+        b"## \xe5\x9f\xba\xe5\x87\x86 zebra", b"## \xe5\x9f\xba\xe5\x87\x86 zebrb"
+    )
+    assert len(edited) == target.stat().st_size
+    target.write_bytes(edited)
+    again = memo.search(root, {"query": "zebrbfrobnicate"}, settings=SETTINGS)
+    assert again["snapshot_revision"] not in (
+        before["snapshot_revision"],
+        after["snapshot_revision"],
+    )
+    assert again["total"] == 1 and again["hits"][0]["heading"] == "基准 zebrbfrobnicate"
+    assert encode(again) == encode(
+        plain.search(root, {"query": "zebrbfrobnicate"}, settings=SETTINGS)
+    )
+
+    # 3. back to the original bytes: the original revision and results again
+    target.write_bytes(original)
+    restored = memo.search(root, {"query": "rate"}, settings=SETTINGS)
+    assert restored["snapshot_revision"] == before["snapshot_revision"]
+    assert encode(restored) == encode(baseline)
+    assert encode(restored) == encode(plain.search(root, {"query": "rate"}, settings=SETTINGS))
