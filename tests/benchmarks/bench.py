@@ -57,8 +57,29 @@ from typing import Any
 import yaml
 from markdown_it import MarkdownIt
 
-from citeline.engine import Engine, Limits, Settings, Snapshot
-from citeline.engine.terms import query_terms
+REPO = Path(__file__).resolve().parents[2]
+
+# Measure this checkout's engine and server, whatever `pip install -e` points at (another
+# worktree, say): citeline.engine and citeline.lsp are mapped onto REPO before any import.
+# --use-installed turns this off. The server child process gets the same mapping.
+BOOTSTRAP = f"""
+import importlib.abc, importlib.util, sys
+class _RepoFinder(importlib.abc.MetaPathFinder):
+    MAP = {{"citeline.engine": {str(REPO / "engine")!r}, "citeline.lsp": {str(REPO / "lsp")!r}}}
+    def find_spec(self, fullname, path, target=None):
+        where = self.MAP.get(fullname)
+        if where is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, where + "/__init__.py", submodule_search_locations=[where])
+sys.meta_path.insert(0, _RepoFinder())
+"""
+if "--use-installed" not in sys.argv:
+    exec(BOOTSTRAP)
+
+import citeline.engine as citeline_engine  # noqa: E402
+from citeline.engine import Engine, Limits, Settings, Snapshot  # noqa: E402
+from citeline.engine.terms import query_terms  # noqa: E402
 
 MiB = 1024 * 1024
 SUFFIXES = (".md", ".markdown")
@@ -163,6 +184,21 @@ def git_commit(repo: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None
+
+
+def git_dirty(folder: Path) -> bool | None:
+    """Whether the folder has uncommitted changes (None when it is not in a git checkout)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(done.stdout.strip())
 
 
 # -- the bundle (and its --scale copies) ------------------------------------------------------
@@ -516,9 +552,14 @@ def symbol_queries(queries: Sequence[str], min_prefix: int) -> list[tuple[str, s
     return out
 
 
-def lsp_bench(root: Path, queries: Sequence[str], profile: str, min_prefix: int) -> dict[str, Any]:
+def lsp_bench(
+    root: Path, queries: Sequence[str], profile: str, min_prefix: int, use_repo: bool
+) -> dict[str, Any]:
     env = dict(os.environ, CITELINE_LOG="INFO")
     cmd = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
+    if use_repo:
+        launch = "import sys\nfrom citeline.lsp.cli import main\nsys.exit(main(['lsp']))\n"
+        cmd = [sys.executable, "-c", BOOTSTRAP + launch]
     options = {
         "limits": asdict(GENEROUS),
         "skip_invalid": True,
@@ -739,7 +780,9 @@ def bench_scale(args: argparse.Namespace, queries: Sequence[str], k: int) -> dic
         gc.collect()
         if not args.no_lsp:
             say(f"lsp: workspace/symbol, profile {args.lsp_profile}")
-            out["workspace_symbol"] = lsp_bench(root, queries, args.lsp_profile, args.min_prefix)
+            out["workspace_symbol"] = lsp_bench(
+                root, queries, args.lsp_profile, args.min_prefix, not args.use_installed
+            )
         out["ratios"] = ratios(out)
         out["targets"] = targets(out)
         return out
@@ -828,6 +871,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--profile-top", action="store_true", help="cProfile a cold and a warm search")
     p.add_argument("--top", type=int, default=10, help="functions listed per profile")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON to this file")
+    p.add_argument(
+        "--use-installed",
+        action="store_true",
+        help="measure the installed citeline instead of this checkout's engine/ and lsp/",
+    )
     args = p.parse_args(argv)
     if args.repeat < 1 or args.scale < 1 or (args.compare_scale or 2) < 2:
         p.error("--repeat and --scale must be >= 1, --compare-scale >= 2")
@@ -851,7 +899,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "sqlite": sqlite3.sqlite_version,
-            "git_commit": git_commit(Path(__file__).resolve().parents[2]),
+            "git_commit": git_commit(REPO),
+            "engine_source": str(Path(citeline_engine.__file__).parent),
+            "engine_source_dirty": git_dirty(Path(citeline_engine.__file__).parent),
             "load_average_start": load_average(),
         },
         "limits": {
