@@ -1,0 +1,169 @@
+"""A tiny raw JSON-RPC client for `citeline lsp` over stdio: our own framing, so tests can send
+malformed bytes and read exactly what the server answers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pygls.uris import from_fs_path
+
+SERVER = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
+
+
+def uri_of(path: Path) -> str:
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    return uri
+
+
+def frame(body: bytes, length: int | None = None) -> bytes:
+    n = len(body) if length is None else length
+    return b"Content-Length: %d\r\n\r\n" % n + body
+
+
+class RawServer:
+    """`citeline lsp` as a subprocess; messages read by a background thread into a queue."""
+
+    def __init__(self, cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            SERVER,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.stderr: list[bytes] = []
+        self.stash: dict[Any, dict[str, Any]] = {}  # responses that arrived before asked for
+        self._ids = iter(range(1, 10**9))
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        try:
+            while True:
+                length = None
+                while True:
+                    line = out.readline()
+                    if not line:
+                        return
+                    line = line.strip()
+                    if not line:
+                        break
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                assert length is not None
+                self.inbox.put(json.loads(out.read(length)))
+        finally:
+            self.inbox.put(None)
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.write(frame(json.dumps({"jsonrpc": "2.0", **message}).encode()))
+
+    def request(self, method: str, params: Any = None, msg_id: Any = None) -> Any:
+        msg_id = next(self._ids) if msg_id is None else msg_id
+        message: dict[str, Any] = {"id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return msg_id
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    # -- receiving -----------------------------------------------------------------------------
+
+    def next_message(self, timeout: float = 10.0) -> dict[str, Any] | None:
+        try:
+            return self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def response(self, msg_id: Any, timeout: float = 15.0) -> dict[str, Any]:
+        """The response to `msg_id`; requests from the server are answered with null."""
+        deadline = time.monotonic() + timeout
+        while msg_id not in self.stash:
+            left = deadline - time.monotonic()
+            message = self.next_message(max(left, 0.01))
+            if message is None:
+                state = self.proc.poll()
+                raise AssertionError(
+                    f"no response to {msg_id!r} within {timeout} s (server "
+                    f"{'running' if state is None else f'exited {state}'}; "
+                    f"stderr tail: {b''.join(self.stderr[-5:])!r})"
+                )
+            if "method" in message and "id" in message:  # server → client request
+                self.send({"id": message["id"], "result": None})
+            elif "method" not in message:
+                self.stash[message.get("id")] = message
+        return self.stash.pop(msg_id)
+
+    def call(self, method: str, params: Any = None, timeout: float = 15.0) -> dict[str, Any]:
+        return self.response(self.request(method, params), timeout)
+
+    def initialize(self, folder: Path, **extra: Any) -> dict[str, Any]:
+        params = {
+            "processId": os.getpid(),
+            "rootUri": uri_of(folder),
+            "workspaceFolders": [{"uri": uri_of(folder), "name": folder.name}],
+            "capabilities": {},
+            **extra,
+        }
+        answer = self.call("initialize", params, timeout=30)
+        assert "result" in answer, answer
+        self.notify("initialized", {})
+        return answer
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
