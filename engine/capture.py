@@ -268,23 +268,52 @@ def _open_beneath(fs_path: bytes, rel: str) -> int:
     Every component is opened relative to its parent without following links (O_NOFOLLOW),
     so a folder or file swapped for a link after listing is never followed.
     """
-    parts = os.fsencode(rel).split(b"/")
     root = fs_path[: len(fs_path) - len(os.fsencode(rel))].rstrip(b"/") or b"/"
-    fd = os.open(root, _DIR_FLAGS)
-    try:
-        for part in parts[:-1]:
-            sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
+    with _Folders(root) as folders:
+        return folders.open(rel)
+
+
+class _Folders:
+    """Opens bundle files component by component, keeping the folders of the last path open.
+
+    Files are read in path order, and every path sharing a folder prefix is contiguous in
+    that order, so each folder is opened once per capture (not once per file beneath it).
+    """
+
+    def __init__(self, root: bytes) -> None:
+        self.root = root
+        self.names: list[bytes] = []  # folder names below the root, outermost first
+        self.fds: list[int] = []  # their descriptors, the root's first
+
+    def __enter__(self) -> _Folders:
+        self.fds.append(os.open(self.root, _DIR_FLAGS))
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in self.fds:
             os.close(fd)
-            fd = sub
-        return os.open(parts[-1], _OPEN_FLAGS, dir_fd=fd)
-    finally:
-        os.close(fd)
+        self.fds.clear()
+
+    def open(self, rel: str) -> int:
+        *dirs, name = os.fsencode(rel).split(b"/")
+        keep = 0
+        while keep < len(dirs) and keep < len(self.names) and dirs[keep] == self.names[keep]:
+            keep += 1
+        while len(self.names) > keep:
+            self.names.pop()
+            os.close(self.fds.pop())
+        for part in dirs[keep:]:
+            self.fds.append(os.open(part, _DIR_FLAGS, dir_fd=self.fds[-1]))
+            self.names.append(part)
+        return os.open(name, _OPEN_FLAGS, dir_fd=self.fds[-1])
 
 
-def read_once(fs_path: bytes, rel: str, max_bytes: int) -> bytes | None:
+def read_once(
+    fs_path: bytes, rel: str, max_bytes: int, folders: _Folders | None = None
+) -> bytes | None:
     """The file's bytes, or None when it is gone, became a link or is no regular file."""
     try:
-        fd = _open_beneath(fs_path, rel)
+        fd = folders.open(rel) if folders is not None else _open_beneath(fs_path, rel)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
             return None
@@ -332,19 +361,26 @@ def capture(
     reserved = set(settings.reserved)
     files = []
     total = 0
-    for i, (rel, fs_path) in enumerate(found):
-        if cancel is not None:
-            cancel.check()
-        data = read_once(fs_path, rel, limits.max_file_bytes)
-        if data is None:
-            continue
-        if len(data) > limits.max_file_bytes:
-            raise limit_error("max_file_bytes", len(data), limits.max_file_bytes, path=rel)
-        total += len(data)
-        if total > limits.max_total_bytes:
-            raise limit_error("max_total_bytes", total, limits.max_total_bytes)
-        digest = hashlib.sha256(data).hexdigest()
-        files.append(CapturedFile(rel, data, digest, rel in reserved))
-        if progress is not None:
-            progress("capture", i + 1, len(found))
+    try:
+        folders = _Folders(os.fsencode(root).rstrip(b"/") or b"/").__enter__()
+    except OSError as exc:
+        raise CitelineError(
+            "bundle_invalid", f"Bundle {root!r} cannot be opened: {exc.strerror}.", {"bundle": root}
+        ) from None
+    with folders:
+        for i, (rel, fs_path) in enumerate(found):
+            if cancel is not None:
+                cancel.check()
+            data = read_once(fs_path, rel, limits.max_file_bytes, folders)
+            if data is None:
+                continue
+            if len(data) > limits.max_file_bytes:
+                raise limit_error("max_file_bytes", len(data), limits.max_file_bytes, path=rel)
+            total += len(data)
+            if total > limits.max_total_bytes:
+                raise limit_error("max_total_bytes", total, limits.max_total_bytes)
+            digest = hashlib.sha256(data).hexdigest()
+            files.append(CapturedFile(rel, data, digest, rel in reserved))
+            if progress is not None:
+                progress("capture", i + 1, len(found))
     return Snapshot(str(Path(root)), tuple(files), snapshot_revision(files))

@@ -247,9 +247,9 @@ def test_files_read_once_bytes_used_everywhere(make_bundle, monkeypatch) -> None
     calls: list[bytes] = []
     real = cap.read_once
 
-    def counting(fs_path, rel, max_bytes):
+    def counting(fs_path, rel, max_bytes, *rest):
         calls.append(fs_path)
-        return real(fs_path, rel, max_bytes)
+        return real(fs_path, rel, max_bytes, *rest)
 
     monkeypatch.setattr(cap, "read_once", counting)
     res = Engine().search(bundle, {"query": "alpha"})

@@ -29,7 +29,8 @@ import citeline.engine.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings, Snapshot
 
 T = TypeVar("T")
-TIMEOUT = 20.0
+# Generous: these guard against hangs (a FIFO opened for reading), not against slowness.
+TIMEOUT = 120.0
 OUTSIDE = "outsidesecret"
 
 
@@ -60,9 +61,9 @@ def paths(bundle: Path, **settings: Any) -> list[str]:
     return [f.path for f in snap(bundle, **settings).files]
 
 
-def fails(fn: Callable[[], Any]) -> CitelineError:
+def fails(fn: Callable[[], Any], timeout: float = TIMEOUT) -> CitelineError:
     with pytest.raises(CitelineError) as err:
-        within(fn)
+        within(fn, timeout)
     return err.value
 
 
@@ -567,17 +568,17 @@ def test_default_sections_and_tokens_at_and_over(tmp_path: Path) -> None:
     """The default section and token limits hold with real volumes, not just small settings."""
     limits = Limits()
     sections = write(tmp_path / "s", {"s.md": b"# h\n" * limits.max_sections})
-    res = within(lambda: Engine().search(sections, {"query": "h", "limit": 1}), timeout=120)
+    res = within(lambda: Engine().search(sections, {"query": "h", "limit": 1}), timeout=600)
     assert res["total"] == limits.max_sections
     write(sections, {"t.md": b"# h\n"})
-    err = fails(lambda: Engine().search(sections, {"query": "h"}))
+    err = fails(lambda: Engine().search(sections, {"query": "h"}), timeout=600)
     assert err.details["limit"] == "max_sections"
     assert err.details["value"] == limits.max_sections + 1
 
     tokens = write(tmp_path / "t", {"t.md": b"a " * limits.max_tokens})  # 1 body section
-    res = within(lambda: Engine().search(tokens, {"query": "a"}), timeout=120)
+    res = within(lambda: Engine().search(tokens, {"query": "a"}), timeout=600)
     assert res["total"] == 1
     write(tokens, {"u.md": b"b\n"})
-    err = fails(lambda: Engine().search(tokens, {"query": "a"}))
+    err = fails(lambda: Engine().search(tokens, {"query": "a"}), timeout=600)
     assert err.details["limit"] == "max_tokens"
     assert err.details["value"] == limits.max_tokens + 1
