@@ -11,6 +11,12 @@ Every feature is a thin adapter: take the request apart, run the engine in a wor
   that ``$/cancelRequest`` never reaches).
 - Errors (SPEC §10): schema_validation → -32602, cancelled → -32800, everything else →
   -32803; ``data`` is the envelope's error object ``{code, message, details}``.
+- Malformed messages are answered as JSON-RPC 2.0 requires (CitelineProtocol.handle_body):
+  invalid JSON → -32700 and a message of the wrong shape → -32600 (id null when it cannot be
+  read), params that do not fit the method → -32602 with the request's id; notifications are
+  never answered, only logged. pygls 2.1 would only send window/showMessage, and the client
+  would wait forever. Framing errors are survived by stdio.FrameReader.
+- The server exits when the client process named by initialize's processId dies.
 - Logging goes to stderr; stdout is the protocol.
 """
 
@@ -20,6 +26,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import json
 import logging
 import os
 import sys
@@ -28,12 +35,21 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
+import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcRequestCancelled,
+)
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, MsgId
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
@@ -43,6 +59,7 @@ from citeline.engine.layout import ParseIssue
 
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings, unwrap
+from .stdio import FrameReader
 
 log = logging.getLogger("citeline.lsp")
 
@@ -54,6 +71,7 @@ COMMANDS = ("citeline.search", "citeline.lines", "citeline.concepts")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 DIAGNOSTIC_DELAY = 0.3  # seconds of quiet before re-checking after edits
 PROGRESS_INTERVAL = 0.1  # at most ten $/progress reports a second
+PARENT_POLL_INTERVAL = 1.0  # seconds between checks of the client process (without pidfd)
 
 
 class JsonRpcRequestFailed(JsonRpcException):
@@ -77,6 +95,31 @@ def schema(message: str, **details: Any) -> CitelineError:
     return CitelineError("schema_validation", message, details)
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only the existence and permission checks
+    except PermissionError:
+        return True  # it exists, under another user
+    except (ProcessLookupError, OverflowError):
+        return False
+    return True
+
+
 class CitelineProtocol(LanguageServerProtocol):
     _server: CitelineServer
 
@@ -88,6 +131,109 @@ class CitelineProtocol(LanguageServerProtocol):
                 f"Unknown command {params.command!r}; citeline offers {', '.join(COMMANDS)}."
             )
         return await self._server.run_command(params)
+
+    # -- reading messages (instead of pygls' run_async, see CitelineServer.start_io) ------
+
+    def handle_body(self, body: bytes) -> None:
+        """Parse, check and dispatch one message body."""
+        try:
+            data = json.loads(body.decode("utf-8"))  # LSP bodies are utf-8 only
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            log.warning("unparsable message (%s): %r", exc, body[:200])
+            self.send_error(None, JsonRpcParseError(f"Parse error: {exc}."))
+            return
+        message = self.checked_message(data)
+        if message is None:
+            return
+        try:
+            self.handle_message(message)
+        except Exception as exc:  # pygls answers handler errors itself: this is a bug
+            log.exception("unable to handle message")
+            self._server._report_server_error(exc, JsonRpcException)
+
+    def checked_message(self, data: Any) -> Any | None:
+        """The structured message, or None once it has been answered (or logged) as invalid.
+
+        pygls 2.1 raises on these inside its read loop and only shows the user an error, so a
+        client would wait forever for the answer to its request.
+        """
+        if not isinstance(data, dict):
+            # LSP never batches: an array is answered like any other non-object.
+            self.send_error(
+                None,
+                JsonRpcInvalidRequest(
+                    f"Invalid Request: expected an object, got {json_type(data)}."
+                ),
+            )
+            return None
+        msg_id = data.get("id")
+        id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+        method = data.get("method")
+        if "method" not in data and ("result" in data or "error" in data):
+            # A response to one of our requests: never answered, whatever is wrong with it.
+            if data.get("jsonrpc") == self.VERSION and "id" in data:
+                with contextlib.suppress(JsonRpcException):  # structure_message logs it
+                    return self.structure_message(data)
+            log.warning("ignoring a malformed response: %.200s", json.dumps(data))
+            return None
+        problem = None
+        if data.get("jsonrpc") != self.VERSION:
+            problem = 'jsonrpc must be "2.0"'
+        elif not isinstance(method, str):
+            problem = "method must be a string" if "method" in data else "method is missing"
+        elif "id" in data and not id_ok:
+            problem = "id must be an integer or a string"
+        if problem is not None:
+            log.warning("invalid request (%s): %.200s", problem, json.dumps(data))
+            self.send_error(
+                msg_id if id_ok else None, JsonRpcInvalidRequest(f"Invalid Request: {problem}.")
+            )
+            return None
+        is_request = "id" in data
+        error = self.raw_params_problem(method, data.get("params"))
+        if error is None:
+            fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
+            try:
+                return self._converter.structure(data, self.get_message_type(method) or fallback)
+            except Exception as exc:  # cattrs: a params shape that does not fit the method
+                detail = (
+                    "; ".join(cattrs.transform_error(exc))
+                    if isinstance(exc, cattrs.ClassValidationError)
+                    else str(exc)
+                )
+                error = JsonRpcInvalidParams(f"Invalid params for {method}: {detail}.")
+        if is_request:
+            self.send_error(msg_id, error)
+        else:
+            log.warning("ignoring notification %s: %s", method, error.message)
+        return None
+
+    def raw_params_problem(self, method: str, params: Any) -> JsonRpcException | None:
+        """Checks that must see the params before cattrs converts them."""
+        if method == types.WORKSPACE_EXECUTE_COMMAND and isinstance(params, dict):
+            args = params.get("arguments")
+            if args is not None and not isinstance(args, list):
+                # cattrs would turn a string into a list of its characters (and an object
+                # into a list of its keys): "alpha" would become five arguments.
+                return rpc_error(
+                    schema(
+                        f"{params.get('command')} arguments must be an array with one request "
+                        f"object; got {json_type(args)}.",
+                        field="arguments",
+                    )
+                )
+        return None
+
+    def send_error(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
+        # Built by hand: lsprotocol's ResponseErrorMessage drops an `id` of None, and
+        # JSON-RPC requires `"id": null` when the request's id could not be read.
+        self._send_data(
+            {
+                "jsonrpc": self.VERSION,
+                "id": msg_id,
+                "error": self._converter.unstructure(error.to_response_error()),
+            }
+        )
 
 
 class _Progress:
@@ -132,6 +278,7 @@ class CitelineServer(LanguageServer):
         self.background: set[asyncio.Task[Any]] = set()
         self.exit_requested = False
         self.warming: asyncio.Future[Any] | None = None  # the warm-up's engine job
+        self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
 
     # -- workspace -----------------------------------------------------------------------
 
@@ -236,6 +383,88 @@ class CitelineServer(LanguageServer):
                 self.tokens.discard(token)
             if progress is not None:
                 progress.end(ended)
+
+    # -- serving -------------------------------------------------------------------------
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Like pygls' start_io, reading with citeline's FrameReader and handle_body.
+
+        pygls' run_async cannot be used: it only accepts a header line that is exactly
+        `Content-Length: N`, never resynchronises after a wrong length, and turns invalid
+        JSON into a window/showMessage instead of an answer.
+        """
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(self.serve(FrameReader(stdin or sys.stdin.buffer)))
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):  # SystemExit: pygls' `exit` handler
+            pass
+        finally:
+            self.shutdown()
+
+    async def serve(self, frames: FrameReader) -> None:
+        """Read and dispatch messages until end of input, `exit`, or the client's death."""
+        loop = asyncio.get_running_loop()
+        stop = self._stop_event
+        self.closing = asyncio.Event()
+        closing = asyncio.ensure_future(self.closing.wait())
+        # A thread of its own: it stays blocked in read() at exit, which main() tolerates.
+        reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citeline-stdin")
+        try:
+            while stop is None or not stop.is_set():
+                frame = loop.run_in_executor(reader, frames.read_frame)
+                await asyncio.wait([frame, closing], return_when=asyncio.FIRST_COMPLETED)
+                if not frame.done():
+                    break  # closing: the read cannot be interrupted, and need not be
+                try:
+                    body = frame.result()
+                except OSError as exc:
+                    log.error("reading stdin failed: %s", exc)
+                    break
+                if body is None:
+                    break  # end of input
+                self.protocol.handle_body(body)
+        finally:
+            closing.cancel()
+            reader.shutdown(wait=False)
+
+    def watch_parent(self, pid: int | None) -> None:
+        """Stop serving when the client process dies (LSP: initialize's processId)."""
+        if pid is None or pid <= 0 or pid == os.getpid():
+            return  # null: not started by a process; os.kill reads <= 0 as process groups
+        if not process_alive(pid):
+            # The client sent initialize, so it is alive: a pid that does not exist here
+            # belongs to another PID namespace (a client outside our container).
+            log.warning("processId %d is not a process visible here: not watching it", pid)
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            # A pidfd becomes readable when the process ends, even as an unreaped zombie,
+            # and cannot be fooled by the pid being reused.
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3 (or it is gone already)
+            self.spawn(self.poll_parent(pid))
+            return
+
+        def ended() -> None:
+            loop.remove_reader(fd)
+            os.close(fd)
+            self.parent_gone(pid)
+
+        loop.add_reader(fd, ended)
+
+    async def poll_parent(self, pid: int) -> None:
+        while process_alive(pid):
+            await asyncio.sleep(PARENT_POLL_INTERVAL)
+        self.parent_gone(pid)
+
+    def parent_gone(self, pid: int) -> None:
+        log.warning("the client process %d is gone: exiting", pid)
+        self.cancel_all()
+        if self.closing is not None:
+            self.closing.set()  # serve() returns and main() ends the process
 
     def shutdown(self) -> None:
         """Like pygls' shutdown, without waiting for the stdin reader thread (see main)."""
@@ -489,6 +718,7 @@ server = CitelineServer()
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: CitelineServer, params: types.InitializeParams) -> None:
     ls.apply_settings(params.initialization_options)
+    ls.watch_parent(params.process_id)
 
 
 @server.feature(types.INITIALIZED)
@@ -584,7 +814,7 @@ class _QuietRequestErrors(logging.Filter):
 def main() -> int:
     """Serve on stdio until `exit` or the end of stdin, then leave at once.
 
-    pygls reads stdin in a pool thread that stays blocked in read(); a normal interpreter exit
+    stdin is read in a thread that stays blocked in read(); a normal interpreter exit
     would wait for it (and for any engine thread), so the process ends with os._exit after
     cancelling the engine's work and flushing its output.
     """
