@@ -9,9 +9,9 @@ from collections import Counter
 from dataclasses import dataclass
 from sys import intern
 
-from .layout import Layout, ParseIssue, layout
+from .layout import Layout, ParseIssue, decode, layout, line_index
 from .limits import MAX_HEADING_BYTES
-from .sections import Heading, cut, headings
+from .sections import Heading, Structure, cut, headings
 from .terms import Tokenizer
 
 # Field weights of SPEC §5 (and §13's outline field).
@@ -49,8 +49,8 @@ class FileAnalysis:
     front_id: str | None
     title: str
     sections: tuple[SectionStats, ...]
-    # term -> [(section index, weighted tf)], ascending section index; never mutated.
-    postings: dict[str, list[tuple[int, int]]]
+    # term -> ((section index, weighted tf), ...), ascending section index; never mutated.
+    postings: dict[str, tuple[tuple[int, int], ...]]
     vocab: tuple[str, ...]  # sorted terms, for prefix look-ups
     total_length: int  # sum of section lengths
     tokens: int  # indexed tokens (unweighted), for the token limit
@@ -61,16 +61,30 @@ def failed(issue: ParseIssue) -> FileAnalysis:
     return FileAnalysis(issue, None, "", (), {}, (), 0, 0, None)
 
 
-def analyse(data: bytes, options: AnalysisOptions = AnalysisOptions()) -> FileAnalysis:
-    lay = layout(data)
-    if isinstance(lay, ParseIssue):
-        return failed(lay)
+def analyse(
+    data: bytes,
+    options: AnalysisOptions = AnalysisOptions(),
+    known: Structure | ParseIssue | None = None,
+) -> FileAnalysis:
+    """The file's sections and term statistics; `known` is its structure, when computed."""
+    if isinstance(known, ParseIssue):
+        return failed(known)
+    if known is None:
+        lay = layout(data)
+        if isinstance(lay, ParseIssue):
+            return failed(lay)
+        heads = headings(lay)
+    else:
+        text = decode(data)
+        assert isinstance(text, str)  # a file with a structure decodes
+        starts, ends = line_index(text)
+        lay = Layout(text, starts, ends, known.front, known.body_line)
+        heads = list(known.headings)
     front_id = lay.front.get("id")
     if not isinstance(front_id, str) or not front_id:
         front_id = None
     title = lay.front.get("title")
     title = title if isinstance(title, str) else ""
-    heads = headings(lay)
     too_long = _too_long(title, heads)
     spans = cut(lay, heads)
     outlines = _outlines(heads) if options.outline else {}
@@ -127,7 +141,9 @@ def analyse(data: bytes, options: AnalysisOptions = AnalysisOptions()) -> FileAn
         front_id,
         title,
         tuple(sections),
-        postings,
+        # Tuples, not lists: the collector stops tracking tuples of ints, so a large memo
+        # does not make every garbage collection walk millions of posting lists.
+        {t: tuple(p) for t, p in postings.items()},
         tuple(sorted(postings)),
         total_length,
         tokens,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .analysis import AnalysisOptions, FileAnalysis, analyse, outline_tree
@@ -17,10 +17,11 @@ from .capture import CapturedFile, Progress, Snapshot, capture
 from .errors import CitelineError
 from .layout import Layout, ParseIssue, decode
 from .limits import MAX_HEADING_BYTES, Settings, limit_error
+from .parallel import Pending, Workers, default_workers
 from .present import check_size, locator
 from .rank import Corpus, Doc, rank
 from .requests import ConceptsRequest, SearchRequest
-from .sections import Heading
+from .sections import Heading, Structure, structure
 from .snippets import snippet
 from .terms import WORD_RE, Tokenizer, normalise, query_terms
 
@@ -62,43 +63,55 @@ class SectionHit:
     matched: tuple[str, ...]
 
 
+INDEXES_KEPT = 2  # e.g. the contract's and the recall profile's index of one workspace
+
 # An analysis (postings, sections) costs about nine times its file's size in memory
 # (measured on the PowerShell docs); the memo budgets with this factor, rounded up.
 ANALYSIS_COST = 12
 
 
 class Memo:
-    """Per-file analyses keyed by (SHA-256, options); LRU, bounded by estimated memory."""
+    """Per-file analyses and structures keyed by SHA-256; LRU, bounded by estimated memory.
+
+    An analysis is keyed by (SHA-256, options); the options-independent structure (front
+    matter and headings) by (SHA-256, None), so one markdown-it parse serves every option set.
+    """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, AnalysisOptions], tuple[int, FileAnalysis]] = (
+        self._items: OrderedDict[tuple[str, AnalysisOptions | None], tuple[int, Any]] = (
             OrderedDict()
         )
         self._bytes = 0
         self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self.hits = 0  # analyses found
+        self.misses = 0  # analyses computed
 
-    def get(self, file: CapturedFile, options: AnalysisOptions) -> FileAnalysis:
-        key = (file.sha256, options)
+    def lookup(self, key: tuple[str, AnalysisOptions | None]) -> Any:
         with self._lock:
             found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            if key[1] is not None:
                 self.hits += 1
-                return found[1]
-        result = analyse(file.data, options)
-        size = max(file.size, 1) * ANALYSIS_COST
+            return found[1]
+
+    def store(self, key: tuple[str, AnalysisOptions | None], value: Any, cost: int) -> None:
         with self._lock:
-            self.misses += 1
-            if key not in self._items and size <= self.max_bytes:
-                self._items[key] = (size, result)
-                self._bytes += size
-                while self._bytes > self.max_bytes:
-                    _, (old, _) = self._items.popitem(last=False)
-                    self._bytes -= old
-        return result
+            if key[1] is not None:
+                self.misses += 1
+            if key in self._items or cost > self.max_bytes:
+                return
+            self._items[key] = (cost, value)
+            self._bytes += cost
+            while self._bytes > self.max_bytes:
+                _, (old, _) = self._items.popitem(last=False)
+                self._bytes -= old
+
+    def __contains__(self, key: tuple[str, AnalysisOptions | None]) -> bool:
+        with self._lock:
+            return key in self._items
 
     def clear(self) -> None:
         with self._lock:
@@ -116,9 +129,24 @@ def concept_id_of(path: str, analysis: FileAnalysis) -> str:
 class Engine:
     """Pure search over a bundle: bytes in, JSON-ready results out. Thread-safe."""
 
-    def __init__(self, settings: Settings | None = None, *, memo_bytes: int = 1 << 30) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        memo_bytes: int = 1 << 30,
+        workers: int | None = None,
+    ) -> None:
         self.settings = settings or Settings()
         self.memo = Memo(memo_bytes) if memo_bytes > 0 else None
+        self.workers = Workers(default_workers() if workers is None else workers)
+        # The last indexes built, by (snapshot_revision, options, settings): the same bytes
+        # give the same index, so an unchanged workspace skips straight to ranking.
+        self._indexes: OrderedDict[tuple[str, AnalysisOptions, Settings], Index] = OrderedDict()
+        self._indexes_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started."""
+        self.workers.close()
 
     # -- stages ---------------------------------------------------------------------------
 
@@ -132,10 +160,38 @@ class Engine:
     ) -> Snapshot:
         return capture(bundle, settings or self.settings, cancel, progress)
 
-    def analyse(self, file: CapturedFile, options: AnalysisOptions) -> FileAnalysis:
-        if self.memo is None:
-            return analyse(file.data, options)
-        return self.memo.get(file, options)
+    def analyse(
+        self,
+        file: CapturedFile,
+        options: AnalysisOptions,
+        known: Structure | ParseIssue | None = None,
+    ) -> FileAnalysis:
+        memo = self.memo
+        if memo is None:
+            return analyse(file.data, options, known)
+        found = memo.lookup((file.sha256, options))
+        if found is not None:
+            return found
+        if known is None:
+            known = memo.lookup((file.sha256, None))
+        if known is None:
+            known = structure(file.data)
+            memo.store((file.sha256, None), known, max(file.size, 1))
+        result = analyse(file.data, options, known)
+        memo.store((file.sha256, options), result, max(file.size, 1) * ANALYSIS_COST)
+        return result
+
+    def _parse_ahead(
+        self, files: tuple[CapturedFile, ...], options: AnalysisOptions
+    ) -> Pending | None:
+        """Start parsing, on other cores, the files nothing is remembered for."""
+        memo = self.memo
+        todo = {
+            f.sha256: f.data
+            for f in files
+            if memo is None or ((f.sha256, options) not in memo and (f.sha256, None) not in memo)
+        }
+        return self.workers.parse(todo)
 
     def index(
         self,
@@ -148,15 +204,44 @@ class Engine:
     ) -> Index:
         """Analyse every searchable file and run the checks in SPEC §2's order."""
         settings = settings or self.settings
+        key = (snapshot.revision, options, settings)
+        if self.memo is not None:
+            with self._indexes_lock:
+                cached = self._indexes.get(key)
+                if cached is not None:
+                    self._indexes.move_to_end(key)
+                    return replace(cached, snapshot=snapshot)
+        built = self._build_index(snapshot, options, settings, cancel, progress)
+        if self.memo is not None:
+            with self._indexes_lock:
+                self._indexes[key] = built
+                while len(self._indexes) > INDEXES_KEPT:
+                    self._indexes.popitem(last=False)
+        return built
+
+    def _build_index(
+        self,
+        snapshot: Snapshot,
+        options: AnalysisOptions,
+        settings: Settings,
+        cancel: CancelToken | None,
+        progress: Progress | None,
+    ) -> Index:
         limits = settings.limits
         searchable = snapshot.searchable
+        ahead = self._parse_ahead(searchable, options)
         analysed: list[tuple[CapturedFile, FileAnalysis]] = []
-        for i, file in enumerate(searchable):
-            if cancel is not None:
-                cancel.check()
-            analysed.append((file, self.analyse(file, options)))
-            if progress is not None:
-                progress("analyse", i + 1, len(searchable))
+        try:
+            for i, file in enumerate(searchable):
+                if cancel is not None:
+                    cancel.check()
+                known = ahead.get(file.sha256, cancel) if ahead is not None else None
+                analysed.append((file, self.analyse(file, options, known)))
+                if progress is not None:
+                    progress("analyse", i + 1, len(searchable))
+        finally:
+            if ahead is not None:
+                ahead.cancel()
         problems = tuple(
             Problem(f.path, a.issue.line, a.issue.reason) for f, a in analysed if a.issue
         )

@@ -11,6 +11,7 @@ from .analysis import FileAnalysis
 
 K1 = 1.2
 B = 0.75
+MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +53,22 @@ class Corpus:
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
 
     def expand(self, prefix: str) -> list[str]:
-        """Every indexed term that starts with `prefix` (the term itself included)."""
-        found: set[str] = set()
+        """Indexed terms that start with `prefix` (itself included), most frequent first.
+
+        At most MAX_EXPANSIONS of them: a one-letter prefix would otherwise stand for
+        thousands of terms and make every keystroke rank the whole vocabulary.
+        """
+        found: dict[str, int] = {}
         for d in self.docs:
             vocab = d.analysis.vocab
+            postings = d.analysis.postings
             i = bisect.bisect_left(vocab, prefix)
             while i < len(vocab) and vocab[i].startswith(prefix):
-                found.add(vocab[i])
+                term = vocab[i]
+                found[term] = found.get(term, 0) + len(postings[term])
                 i += 1
-        return sorted(found)
+        ranked = sorted(found, key=lambda t: (-found[t], t))[:MAX_EXPANSIONS]
+        return sorted(ranked)
 
 
 def rank(

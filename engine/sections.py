@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from .layout import Layout
+from .layout import Layout, ParseIssue, layout
 
 # Block structure is all that decides where headings are; inline parsing is only needed
 # for the heading texts themselves, so the block parser skips it.
@@ -95,3 +96,23 @@ def cut(lay: Layout, heads: list[Heading]) -> list[Span]:
         last = heads[i + 1].line - 1 if i + 1 < len(heads) else n - 1
         spans.append(Span(head.line, last, head))
     return [s for s in spans if _NOT_WHITE.search(lay.span_text(s.first, s.last))]
+
+
+@dataclass(frozen=True, slots=True)
+class Structure:
+    """What markdown-it decides about a file: its front matter and headings.
+
+    Independent of the relevance options, so one parse serves every option set, and small
+    enough to be computed in another process and sent back.
+    """
+
+    front: dict[str, Any]
+    body_line: int
+    headings: tuple[Heading, ...]
+
+
+def structure(data: bytes) -> Structure | ParseIssue:
+    lay = layout(data)
+    if isinstance(lay, ParseIssue):
+        return lay
+    return Structure(lay.front, lay.body_line, tuple(headings(lay)))

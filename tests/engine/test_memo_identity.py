@@ -121,7 +121,7 @@ def test_memo_gives_the_same_bytes_as_no_memo(bundle: Path) -> None:
     assert misses >= files  # every file analysed at least once (once per analysis option set)
     second = [run(memo, bundle, case) for case in CASES]  # served from the memo
     assert memo.memo.misses == misses, "warm runs over unchanged files must not re-analyse"
-    assert memo.memo.hits >= files * len(CASES)
+    # (unchanged bytes reuse the whole index, so warm runs need not even look files up)
 
     nonempty = 0
     for case, a, b in zip(CASES, first, second, strict=True):

@@ -308,9 +308,9 @@ def hook_reads(monkeypatch: pytest.MonkeyPatch, before: Callable[[str], None]) -
     """Call `before(rel)` right before each file is read (after the listing)."""
     real = cap.read_once
 
-    def hooked(fs_path: bytes, rel: str, max_bytes: int) -> bytes | None:
+    def hooked(fs_path: bytes, rel: str, max_bytes: int, *rest: Any) -> bytes | None:
         before(rel)
-        return real(fs_path, rel, max_bytes)
+        return real(fs_path, rel, max_bytes, *rest)
 
     monkeypatch.setattr(cap, "read_once", hooked)
 
