@@ -490,19 +490,42 @@ def test_depth_64_components_is_captured_65_is_resource_limit(tmp_path: Path) ->
     assert err.details["path"] == rel
 
 
+def remove_nested(root: Path, depth: int) -> None:
+    """Delete a tree made by nested() bottom-up, without shutil.rmtree's recursion (which
+    fails on 1,500 levels, also in pytest's own clean-up of old temporary folders)."""
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]
+    try:
+        for _ in range(depth):
+            fds.append(os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
+        for name in os.listdir(fds[-1]):
+            os.unlink(name, dir_fd=fds[-1])
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir("d", dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def test_very_deep_tree_is_resource_limit_not_a_crash(tmp_path: Path) -> None:
     """Deeper than Python's recursion limit: the walk is iterative."""
     root = write(tmp_path / "b", {"top.md": "alpha\n"})
     nested(root, ["d"] * 1500 + ["deep.md"])
-    err = fails(lambda: Engine().search(root, {"query": "alpha"}))
-    assert err.code == "resource_limit"
-    assert err.details["limit"] == "max_path_components"
+    try:
+        err = fails(lambda: Engine().search(root, {"query": "alpha"}))
+        assert err.code == "resource_limit"
+        assert err.details["limit"] == "max_path_components"
+    finally:
+        remove_nested(root, 1500)
 
 
 def test_very_deep_tree_without_markdown_is_fine(tmp_path: Path) -> None:
     root = write(tmp_path / "b", {"top.md": "alpha\n"})
     nested(root, ["d"] * 1500 + ["notes.txt"])
-    assert paths(root) == ["top.md"]
+    try:
+        assert paths(root) == ["top.md"]
+    finally:
+        remove_nested(root, 1500)
 
 
 def long_components(total: int) -> list[str]:
