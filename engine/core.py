@@ -17,7 +17,7 @@ from .capture import CapturedFile, Progress, Snapshot, capture
 from .errors import CitelineError
 from .layout import Layout, ParseIssue, decode
 from .limits import MAX_HEADING_BYTES, Settings, limit_error
-from .parallel import Pending, Workers, default_workers
+from .parallel import Pending, Workers
 from .present import check_size, locator
 from .rank import Corpus, Doc, rank
 from .requests import ConceptsRequest, SearchRequest
@@ -134,11 +134,12 @@ class Engine:
         settings: Settings | None = None,
         *,
         memo_bytes: int = 1 << 30,
-        workers: int | None = None,
+        workers: int = 0,
     ) -> None:
         self.settings = settings or Settings()
         self.memo = Memo(memo_bytes) if memo_bytes > 0 else None
-        self.workers = Workers(default_workers() if workers is None else workers)
+        # Worker processes are opt-in (see parallel.Workers); pass parallel.default_workers().
+        self.workers = Workers(workers)
         # The last indexes built, by (snapshot_revision, options, settings): the same bytes
         # give the same index, so an unchanged workspace skips straight to ranking.
         self._indexes: OrderedDict[tuple[str, AnalysisOptions, Settings], Index] = OrderedDict()

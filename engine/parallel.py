@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -27,6 +28,32 @@ def default_workers() -> int:
     """Worker processes to use: none on one core, else one per core up to four."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return min(cores or 1, 4) if (cores or 1) > 1 else 0
+
+
+def _init_worker(owner: int) -> None:
+    """Make a worker hold none of its owner's pipes, and end when its owner ends.
+
+    Workers inherit stdin and stdout, and a language client waits for EOF on the server's
+    stdout, so a worker must not keep that pipe open. A worker (and the forkserver, which
+    lives while any worker holds its "alive" pipe) would otherwise outlive an owner that
+    leaves without shutting the pool down, as the language server does with os._exit.
+    """
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+    def watch() -> None:
+        while True:
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:
+                pass
+            time.sleep(0.25)
+
+    threading.Thread(target=watch, name="citeline-owner-watch", daemon=True).start()
 
 
 def _structures(chunk: list[bytes]) -> list[Structure | ParseIssue]:
@@ -81,11 +108,17 @@ class Workers:
     def _get(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
-                # fork, not spawn/forkserver: those re-import the caller's __main__ in every
-                # worker, which would re-run any script that uses the engine without a
-                # `__main__` guard. The workers only run the pure parse below, and CPython
-                # re-initialises the import and logging locks in a forked child.
-                self._pool = ProcessPoolExecutor(self.count, mp_context=get_context("fork"))
+                # forkserver, not fork: a forked child inherits locks that other threads
+                # hold (the language server's stdin reader holds stdin's, and the child's
+                # start-up closes stdin: a deadlock). Like spawn, forkserver imports the
+                # caller's __main__ in each worker, which is why workers are opt-in (the
+                # fronts, whose __main__ is guarded, turn them on).
+                self._pool = ProcessPoolExecutor(
+                    self.count,
+                    mp_context=get_context("forkserver"),
+                    initializer=_init_worker,
+                    initargs=(os.getpid(),),
+                )
             return self._pool
 
     def parse(self, datas: dict[str, bytes]) -> Pending | None:
@@ -117,6 +150,9 @@ class Workers:
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
+            # The owner may leave at once (os._exit): do not leave workers mid-parse.
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()
             pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ from dataclasses import fields
 from typing import Any
 
 from citeline.engine import CitelineError, Engine, Limits, Settings
+from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 
 from . import render
@@ -146,7 +147,8 @@ def run_query(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
         request = request_from(args)
-        engine = Engine(settings, memo_bytes=0)  # one request: nothing to remember
+        # One request: nothing to remember; big cold parses use the other cores.
+        engine = Engine(settings, memo_bytes=0, workers=default_workers())
         method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
         result = method[args.command](args.bundle, request, progress=progress)
     except CitelineError as err:

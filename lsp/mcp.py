@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from citeline.engine import CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
+from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 
 SERVER_NAME = "citeline"
@@ -220,7 +221,7 @@ class CitelineMCP:
 
     def __init__(self, bundle: str, settings: Settings | None = None) -> None:
         self.bundle = bundle
-        self.engine = Engine(settings or Settings())
+        self.engine = Engine(settings or Settings(), workers=default_workers())
         self.tools = tool_list(bundle, self.engine.settings)
         self.server: Server[Any] = Server(
             SERVER_NAME,

@@ -56,6 +56,7 @@ from pygls.uris import to_fs_path
 from citeline.engine import CancelToken, CitelineError, Engine, Problem, SectionHit
 from citeline.engine.analysis import AnalysisOptions
 from citeline.engine.layout import ParseIssue
+from citeline.engine.parallel import default_workers
 
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings, unwrap
@@ -269,7 +270,7 @@ class CitelineServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
         self.options = ServerSettings()
-        self.engine = Engine(self.options.engine)
+        self.engine = Engine(self.options.engine, workers=default_workers())
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-engine")
         self.tokens: set[CancelToken] = set()  # running engine jobs, cancelled at shutdown
         self.tokens_lock = threading.Lock()
@@ -834,6 +835,7 @@ def main() -> int:
     finally:
         server.cancel_all()
         server.pool.shutdown(wait=False, cancel_futures=True)
+        server.engine.close()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
