@@ -79,6 +79,7 @@ if "--use-installed" not in sys.argv:
 
 import citeline.engine as citeline_engine  # noqa: E402
 from citeline.engine import Engine, Limits, Settings, Snapshot  # noqa: E402
+from citeline.engine.parallel import default_workers  # noqa: E402
 from citeline.engine.terms import query_terms  # noqa: E402
 
 MiB = 1024 * 1024
@@ -103,6 +104,8 @@ GENEROUS = Limits(
     max_response_bytes=1 << 34,
 )
 SETTINGS = Settings(limits=GENEROUS, skip_invalid=True)
+# Worker processes for cold parses, as the fronts (CLI, LSP, MCP) use; --workers 0 for one core.
+WORKERS = 0
 
 
 # -- small helpers ----------------------------------------------------------------------------
@@ -636,9 +639,9 @@ def bench_engine(
 ) -> tuple[dict[str, Any], Engine]:
     first = search_request(queries[0], profile)
     cold: list[float] = []
-    engine = Engine(SETTINGS)
+    engine = Engine(SETTINGS, workers=WORKERS)
     for i in range(repeat):
-        engine = Engine(SETTINGS)
+        engine = Engine(SETTINGS, workers=WORKERS)
         gc.collect()
         spent, result = timed(lambda e=engine: e.search(root, first))
         cold.append(spent)
@@ -772,7 +775,7 @@ def bench_scale(args: argparse.Namespace, queries: Sequence[str], k: int) -> dic
         if args.profile_top:
             say("cProfile: cold and warm search")
             first = search_request(queries[0], args.profile)
-            fresh = Engine(SETTINGS)
+            fresh = Engine(SETTINGS, workers=WORKERS)
             out["profile_cold_top"] = profile_top(lambda: fresh.search(root, first), args.top)
             out["profile_warm_top"] = profile_top(lambda e=engine: e.search(root, first), args.top)
 
@@ -857,6 +860,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--compare-scale", type=int, default=None, help="benchmark scale 1 and scale K; ratios"
     )
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes for cold parses (default: as the fronts use, one per core)",
+    )
     p.add_argument("--no-lsp", action="store_true", help="skip the language-server round trips")
     p.add_argument(
         "--profile", default="contract", choices=("contract", "recall"), help="search profile"
@@ -884,7 +893,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global WORKERS
     args = parse_args(argv)
+    WORKERS = default_workers() if args.workers is None else args.workers
     queries = read_queries(args.queries)
     started = time.time()
     report: dict[str, Any] = {
@@ -894,6 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "queries_file": str(args.queries),
         "queries": len(queries),
         "repeat": args.repeat,
+        "workers": WORKERS,
         "environment": {
             "python": platform.python_version(),
             "platform": platform.platform(),
