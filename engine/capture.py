@@ -328,17 +328,22 @@ def read_once(
             "bundle_invalid", f"File {rel!r} cannot be read: {exc.strerror}.", {"path": rel}
         ) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
         chunks = []
         got = 0
+        expected = info.st_size + 1  # one past the size: a file that grew is noticed
         # Read one byte past the limit, so a file that grew past it is caught.
         while got <= max_bytes:
-            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - got))
+            ask = min(expected - got if got < expected else _CHUNK, max_bytes + 1 - got)
+            chunk = os.read(fd, ask)
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
+            if len(chunk) < ask:
+                break  # a short read of a regular file is its end: no extra read for EOF
         return b"".join(chunks)
     except OSError as exc:
         raise CitelineError(
