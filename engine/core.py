@@ -14,7 +14,7 @@ from typing import Any
 from .analysis import AnalysisOptions, FileAnalysis, analyse, outline_tree
 from .cancel import CancelToken
 from .capture import CapturedFile, Progress, Snapshot, capture
-from .errors import CitelineError
+from .errors import CitelineError, parse_error
 from .layout import Layout, ParseIssue, decode
 from .limits import MAX_HEADING_BYTES, Settings, limit_error
 from .parallel import Pending, Workers
@@ -247,13 +247,10 @@ class Engine:
             Problem(f.path, a.issue.line, a.issue.reason) for f, a in analysed if a.issue
         )
         if problems and not settings.skip_invalid:
-            listing = "; ".join(f"{p.path}:{p.line}: {p.reason}" for p in problems[:5])
-            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-            raise CitelineError(
-                "parse_error",
-                f"{len(problems)} file(s) cannot be parsed: {listing}{more}. Fix them, or skip "
-                "unparsable files with --skip-invalid.",
-                {"errors": [p.to_json() for p in problems]},
+            raise parse_error(
+                [p.to_json() for p in problems],
+                "cannot be parsed",
+                "Fix them, or skip unparsable files with --skip-invalid.",
             )
         good = [(f, a) for f, a in analysed if a.issue is None]
         owners: dict[str, str] = {}

@@ -38,3 +38,14 @@ def schema_error(message: str, **details: Any) -> CitelineError:
 
 def cancelled() -> CitelineError:
     return CitelineError("cancelled", "The request was cancelled; nothing was returned.")
+
+
+def parse_error(problems: list[dict[str, Any]], what: str, advice: str) -> CitelineError:
+    """parse_error listing each file and line (the first five in the message, all in details)."""
+    listing = "; ".join(f"{p['path']}:{p['line']}: {p['reason']}" for p in problems[:5])
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return CitelineError(
+        "parse_error",
+        f"{len(problems)} file(s) {what}: {listing}{more}. {advice}",
+        {"errors": problems},
+    )

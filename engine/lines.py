@@ -30,7 +30,7 @@ import re2
 
 from .cancel import CancelToken
 from .capture import Snapshot
-from .errors import CitelineError, schema_error
+from .errors import CitelineError, parse_error, schema_error
 from .layout import ParseIssue, decode
 from .requests import bool_field, check_keys, check_text, int_field
 
@@ -251,13 +251,8 @@ def _normalise(text: str) -> str:
 
 
 def _parse_error(errors: list[dict[str, Any]]) -> CitelineError:
-    listing = "; ".join(f"{e['path']}:{e['line']}: {e['reason']}" for e in errors[:5])
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return CitelineError(
-        "parse_error",
-        f"{len(errors)} file(s) are not valid UTF-8: {listing}{more}. Re-save them as UTF-8 "
-        "to search their lines.",
-        {"errors": errors},
+    return parse_error(
+        errors, "are not valid UTF-8", "Re-save them as UTF-8 to search their lines."
     )
 
 
