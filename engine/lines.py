@@ -182,6 +182,16 @@ def _starts(rx: Any) -> Callable[[bytes, int], int]:
     return public
 
 
+def _column(before: bytes) -> int:
+    """Code points before a match that starts after the UTF-8 bytes `before`.
+
+    An empty-width match (e.g. \\B) can start inside a multi-byte character, since RE2 tries
+    every byte position; "replace" counts the cut character whole, so the column is that of
+    the next character boundary.
+    """
+    return len(before.decode("utf-8", "replace"))
+
+
 def _find_whole(data: bytes, first: Callable[[bytes, int], int]) -> Hits:
     hits: Hits = []
     size = len(data)
@@ -197,7 +207,7 @@ def _find_whole(data: bytes, first: Callable[[bytes, int], int]) -> Hits:
             break
         line += data.count(b"\n", counted, start)
         counted = start
-        hits.append((line, len(data[start:at].decode("utf-8", "ignore"))))
+        hits.append((line, _column(data[start:at])))
         end = data.find(b"\n", at)
         if end < 0:
             break
@@ -213,7 +223,7 @@ def _find_per_line(data: bytes, first: Callable[[bytes, int], int]) -> Hits:
     for i, piece in enumerate(pieces):
         at = first(piece, 0)
         if at >= 0:
-            hits.append((i, len(piece[:at].decode("utf-8", "ignore"))))
+            hits.append((i, _column(piece[:at])))
     return hits
 
 
