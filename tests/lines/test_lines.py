@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import re2
+from bundles import write_bundle as bundle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,16 +18,6 @@ from citeline.engine.layout import decode, line_index
 from citeline.engine.lines import LinesRequest, clip, window
 
 ENGINE = Engine(memo_bytes=0)
-
-
-def bundle(root: Path, files: Mapping[str, bytes | str]) -> Path:
-    """Write {relative path: content} (str as UTF-8, no newline translation) under root."""
-    root.mkdir(parents=True, exist_ok=True)
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-    return root
 
 
 def run(root: Path, pattern: str, **request: Any) -> dict[str, Any]:

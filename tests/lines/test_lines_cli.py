@@ -5,21 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from bundles import write_bundle as bundle
 
 from citeline.engine.contracts import validate
-
-
-def bundle(root: Path, files: Mapping[str, bytes | str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-    return root
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:

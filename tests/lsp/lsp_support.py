@@ -7,10 +7,11 @@ import contextlib
 import sys
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bundles import write_bundle
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -40,14 +41,7 @@ DOCS: dict[str, str] = {
     "index.md": "# Index\n\nreserved navigation, never searched: hashtable\n",
 }
 
-
-def write_files(root: Path, files: Mapping[str, str | bytes]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-    return root
+write_files = write_bundle  # the name the LSP suites use
 
 
 def uri_of(path: Path) -> str:
