@@ -113,6 +113,22 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
     return GitIgnoreSpec.from_lines(lines)
 
 
+def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
+    """bundle_invalid for a folder or file of the bundle that cannot be opened or read."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return CitelineError(
+            "bundle_invalid",
+            f"{what} {path!r} in the bundle cannot be read (permission denied). Fix its "
+            "permissions, or add it to .gitignore.",
+            {"path": path, "reason": "permission_denied"},
+        )
+    return CitelineError(
+        "bundle_invalid",
+        f"{what} {path!r} in the bundle cannot be read: {exc.strerror}.",
+        {"path": path},
+    )
+
+
 def _open_dir(name: bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> int | None:
     """A directory opened without following a link (None when it vanished or became one).
 
@@ -125,13 +141,6 @@ def _open_dir(name: bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> 
         shown = rel_dir.rstrip("/") or "."
         if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
             return None
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            raise CitelineError(
-                "bundle_invalid",
-                f"Folder {shown!r} in the bundle cannot be read (permission denied). Fix its "
-                "permissions, or add it to .gitignore.",
-                {"path": shown, "reason": "permission_denied"},
-            ) from None
         if exc.errno in (errno.EMFILE, errno.ENFILE):
             depth = rel_dir.count("/")
             if depth >= limits.max_path_components:
@@ -139,11 +148,7 @@ def _open_dir(name: bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> 
                 raise limit_error(
                     "max_path_components", depth + 1, limits.max_path_components, path=shown
                 ) from None
-        raise CitelineError(
-            "bundle_invalid",
-            f"Folder {shown!r} in the bundle cannot be read: {exc.strerror}.",
-            {"path": shown},
-        ) from None
+        raise _unreadable("Folder", shown, exc) from None
 
 
 def _entries(dir_fd: int) -> list[tuple[bytes, int]]:
@@ -195,13 +200,8 @@ def list_markdown(
                     pushed = True
             try:
                 entries = _entries(fd)
-            except PermissionError:
-                shown = rel_dir.rstrip("/") or "."
-                raise CitelineError(
-                    "bundle_invalid",
-                    f"Folder {shown!r} in the bundle cannot be read (permission denied).",
-                    {"path": shown, "reason": "permission_denied"},
-                ) from None
+            except PermissionError as exc:
+                raise _unreadable("Folder", rel_dir.rstrip("/") or ".", exc) from None
             except (FileNotFoundError, NotADirectoryError):
                 entries = []  # vanished during the walk
         except BaseException:
@@ -317,16 +317,7 @@ def read_once(
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
             return None
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            raise CitelineError(
-                "bundle_invalid",
-                f"File {rel!r} cannot be read (permission denied). Fix its permissions, "
-                "or add it to .gitignore.",
-                {"path": rel, "reason": "permission_denied"},
-            ) from None
-        raise CitelineError(
-            "bundle_invalid", f"File {rel!r} cannot be read: {exc.strerror}.", {"path": rel}
-        ) from None
+        raise _unreadable("File", rel, exc) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -346,9 +337,7 @@ def read_once(
                 break  # a short read of a regular file is its end: no extra read for EOF
         return b"".join(chunks)
     except OSError as exc:
-        raise CitelineError(
-            "bundle_invalid", f"File {rel!r} cannot be read: {exc.strerror}.", {"path": rel}
-        ) from None
+        raise _unreadable("File", rel, exc) from None
     finally:
         os.close(fd)
 
