@@ -67,19 +67,29 @@ def analyse(
     known: Structure | ParseIssue | None = None,
 ) -> FileAnalysis:
     """The file's sections and term statistics; `known` is its structure, when computed."""
+    if known is None:
+        return analyse_with_structure(data, options)[0]
     if isinstance(known, ParseIssue):
         return failed(known)
-    if known is None:
-        lay = layout(data)
-        if isinstance(lay, ParseIssue):
-            return failed(lay)
-        heads = headings(lay)
-    else:
-        text = decode(data)
-        assert isinstance(text, str)  # a file with a structure decodes
-        starts, ends = line_index(text)
-        lay = Layout(text, starts, ends, known.front, known.body_line)
-        heads = list(known.headings)
+    text = decode(data)
+    assert isinstance(text, str)  # a file with a structure decodes
+    starts, ends = line_index(text)
+    lay = Layout(text, starts, ends, known.front, known.body_line)
+    return _analyse(lay, list(known.headings), options)
+
+
+def analyse_with_structure(
+    data: bytes, options: AnalysisOptions = AnalysisOptions()
+) -> tuple[FileAnalysis, Structure | ParseIssue]:
+    """The analysis and the structure it was built on, from one decode and one parse."""
+    lay = layout(data)
+    if isinstance(lay, ParseIssue):
+        return failed(lay), lay
+    heads = headings(lay)
+    return _analyse(lay, heads, options), Structure(lay.front, lay.body_line, tuple(heads))
+
+
+def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> FileAnalysis:
     front_id = lay.front.get("id")
     if not isinstance(front_id, str) or not front_id:
         front_id = None

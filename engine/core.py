@@ -11,7 +11,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .analysis import AnalysisOptions, FileAnalysis, analyse, outline_tree
+from .analysis import (
+    AnalysisOptions,
+    FileAnalysis,
+    analyse,
+    analyse_with_structure,
+    outline_tree,
+)
 from .cancel import CancelToken
 from .capture import CapturedFile, Progress, Snapshot, capture
 from .errors import CitelineError, parse_error
@@ -21,7 +27,7 @@ from .parallel import Pending, Workers
 from .present import check_size, locator
 from .rank import Corpus, Doc, rank
 from .requests import ConceptsRequest, SearchRequest
-from .sections import Heading, Structure, structure
+from .sections import Heading, Structure
 from .snippets import snippet
 from .terms import WORD_RE, Tokenizer, normalise, query_terms
 
@@ -176,9 +182,10 @@ class Engine:
         if known is None:
             known = memo.lookup((file.sha256, None))
         if known is None:
-            known = structure(file.data)
+            result, known = analyse_with_structure(file.data, options)
             memo.store((file.sha256, None), known, max(file.size, 1))
-        result = analyse(file.data, options, known)
+        else:
+            result = analyse(file.data, options, known)
         memo.store((file.sha256, options), result, max(file.size, 1) * ANALYSIS_COST)
         return result
 
