@@ -7,6 +7,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from .limits import Limits, Settings, limit_error
 from .revision import snapshot_revision
 
 Progress = Callable[[str, int, int], None]
-_SUFFIXES = (b".md", b".markdown")
+_SUFFIXES = (".md", ".markdown")
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = (
     os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -129,7 +130,7 @@ def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
     )
 
 
-def _open_dir(name: bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> int | None:
+def _open_dir(name: str | bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> int | None:
     """A directory opened without following a link (None when it vanished or became one).
 
     Directories are opened relative to their parent's descriptor, so neither a path longer
@@ -151,41 +152,66 @@ def _open_dir(name: bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> 
         raise _unreadable("Folder", shown, exc) from None
 
 
-def _entries(dir_fd: int) -> list[tuple[bytes, int]]:
-    """(name, kind) of a directory's entries sorted by name; kind 1 folder, 2 file, 0 other."""
+def _entries(dir_fd: int) -> list[tuple[str, bool]]:
+    """(name, is folder) of the folders and Markdown files in a directory, sorted by name.
+
+    Dot entries, links and anything else are left out (is_dir and is_file do not follow links).
+    """
     out = []
     with os.scandir(dir_fd) as it:
         for entry in it:
-            name = os.fsencode(entry.name)
+            name = entry.name
+            if name[0] == ".":
+                continue
             try:
-                if entry.is_symlink():
-                    continue
-                kind = 1 if entry.is_dir(follow_symlinks=False) else 0
-                if not kind and entry.is_file(follow_symlinks=False):
-                    kind = 2
+                if entry.is_dir(follow_symlinks=False):
+                    out.append((name, True))
+                elif name.lower().endswith(_SUFFIXES) and entry.is_file(follow_symlinks=False):
+                    out.append((name, False))
             except OSError:
                 continue  # vanished
-            out.append((name, kind))
     out.sort()
     return out
 
 
-def list_markdown(
-    root: str, settings: Settings, cancel: CancelToken | None
-) -> list[tuple[str, bytes]]:
-    """(relative path, absolute fs path) of every capturable file, sorted by path.
+class _Prefetch:
+    """Files read while the walk is in their folder: one open, relative to the folder's
+    descriptor, instead of reopening every folder of the path later.
 
-    The walk is iterative (no recursion limit) and holds one descriptor per level.
+    Errors are kept, not raised, so the order of checks stays that of SPEC §2 (the walk and
+    its limits first, then paths, then files in path order). Reading stops once more than
+    max_total_bytes were read; the remaining files are read in path order afterwards, which
+    raises the limit at the same file as before without holding more than the limit in memory.
+    """
+
+    __slots__ = ("budget", "read")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.read = 0
+
+
+_UNREAD = object()  # a file the walk left for the path-order pass
+
+
+def list_markdown(
+    root: str, settings: Settings, cancel: CancelToken | None, prefetch: _Prefetch | None = None
+) -> list[tuple[str, object]]:
+    """(relative path, content) of every capturable file, sorted by path.
+
+    The content is what the walk read (bytes, None for a file that is gone or no longer a
+    regular file, or the CitelineError reading it raised), or _UNREAD. The walk is iterative
+    (no recursion limit) and holds one descriptor per level.
     """
     limits = settings.limits
-    found: list[tuple[str, bytes]] = []
+    max_bytes = limits.max_file_bytes
+    found: list[tuple[str, object]] = []
     ignores = _Ignores()
     root_fs = os.fsencode(root).rstrip(b"/") or b"/"
-    prefix = root_fs if root_fs.endswith(b"/") else root_fs + b"/"
     # Each frame: (descriptor, bundle-relative folder "a/b/", pending entries, pushed ignores).
-    stack: list[tuple[int, str, list[tuple[bytes, int]], bool]] = []
+    stack: list[tuple[int, str, list[tuple[str, bool]], bool]] = []
 
-    def enter(name: bytes, parent: int | None, rel_dir: str) -> None:
+    def enter(name: str | bytes, parent: int | None, rel_dir: str) -> None:
         fd = _open_dir(name, parent, rel_dir, limits)
         if fd is None:
             return
@@ -220,29 +246,38 @@ def list_markdown(
                 if pushed:
                     ignores.stack.pop()
                 continue
-            name, kind = entries.pop()
-            if name.startswith(b".") or not kind:
-                continue
-            rel_name = os.fsdecode(name)
-            if kind == 1:
-                rel = rel_dir + rel_name + "/"
+            name, is_folder = entries.pop()
+            if is_folder:
+                rel = rel_dir + name + "/"
                 if not ignores.stack or not ignores.ignored(rel):
                     enter(name, fd, rel)
-            elif name.lower().endswith(_SUFFIXES):
-                rel = rel_dir + rel_name
+            else:
+                rel = rel_dir + name
                 if ignores.stack and ignores.ignored(rel):
                     continue
-                try:
-                    os.fsencode(rel).decode("utf-8")
-                except UnicodeDecodeError:
-                    shown = rel_dir.rstrip("/") or "."
-                    raise CitelineError(
-                        "bundle_invalid",
-                        f"A Markdown file in folder {shown!r} has a path that is not valid "
-                        "UTF-8; rename it.",
-                        {"path": shown, "reason": "path_not_utf8"},
-                    ) from None
-                found.append((rel, prefix + os.fsencode(rel)))
+                if not rel.isascii():
+                    try:
+                        rel.encode("utf-8")
+                    except UnicodeEncodeError:
+                        shown = rel_dir.rstrip("/") or "."
+                        raise CitelineError(
+                            "bundle_invalid",
+                            f"A Markdown file in folder {shown!r} has a path that is not valid "
+                            "UTF-8; rename it.",
+                            {"path": shown, "reason": "path_not_utf8"},
+                        ) from None
+                content: object = _UNREAD
+                if prefetch is not None and prefetch.read <= prefetch.budget:
+                    if cancel is not None:
+                        cancel.check()
+                    try:
+                        content = read_file(fd, name, rel, max_bytes)
+                    except CitelineError as exc:
+                        content = exc
+                    else:
+                        if content is not None:
+                            prefetch.read += len(content)
+                found.append((rel, content))
                 if len(found) > limits.max_files:
                     raise limit_error("max_files", len(found), limits.max_files)
     finally:
@@ -252,7 +287,7 @@ def list_markdown(
     return found
 
 
-def _check_paths(found: list[tuple[str, bytes]], limits: Limits) -> None:
+def _check_paths(found: list[tuple[str, object]], limits: Limits) -> None:
     for rel, _ in found:
         size = len(rel.encode("utf-8"))
         if size > limits.max_path_bytes:
@@ -262,22 +297,13 @@ def _check_paths(found: list[tuple[str, bytes]], limits: Limits) -> None:
             raise limit_error("max_path_components", parts, limits.max_path_components, path=rel)
 
 
-def _open_beneath(fs_path: bytes, rel: str) -> int:
-    """Open the file `rel` of the bundle that `fs_path` ends with, one component at a time.
-
-    Every component is opened relative to its parent without following links (O_NOFOLLOW),
-    so a folder or file swapped for a link after listing is never followed.
-    """
-    root = fs_path[: len(fs_path) - len(os.fsencode(rel))].rstrip(b"/") or b"/"
-    with _Folders(root) as folders:
-        return folders.open(rel)
-
-
 class _Folders:
     """Opens bundle files component by component, keeping the folders of the last path open.
 
-    Files are read in path order, and every path sharing a folder prefix is contiguous in
-    that order, so each folder is opened once per capture (not once per file beneath it).
+    Every component is opened relative to its parent without following links (O_NOFOLLOW),
+    so a folder or file swapped for a link after listing is never followed. Files are read in
+    path order, and every path sharing a folder prefix is contiguous in that order, so each
+    folder is opened once per pass (not once per file beneath it).
     """
 
     def __init__(self, root: bytes) -> None:
@@ -286,7 +312,15 @@ class _Folders:
         self.fds: list[int] = []  # their descriptors, the root's first
 
     def __enter__(self) -> _Folders:
-        self.fds.append(os.open(self.root, _DIR_FLAGS))
+        try:
+            self.fds.append(os.open(self.root, _DIR_FLAGS))
+        except OSError as exc:
+            shown = os.fsdecode(self.root)
+            raise CitelineError(
+                "bundle_invalid",
+                f"Bundle {shown!r} cannot be opened: {exc.strerror}.",
+                {"bundle": shown},
+            ) from None
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -294,8 +328,8 @@ class _Folders:
             os.close(fd)
         self.fds.clear()
 
-    def open(self, rel: str) -> int:
-        *dirs, name = os.fsencode(rel).split(b"/")
+    def folder(self, dirs: list[bytes]) -> int:
+        """The descriptor of the folder `dirs` (names below the root)."""
         keep = 0
         while keep < len(dirs) and keep < len(self.names) and dirs[keep] == self.names[keep]:
             keep += 1
@@ -305,36 +339,49 @@ class _Folders:
         for part in dirs[keep:]:
             self.fds.append(os.open(part, _DIR_FLAGS, dir_fd=self.fds[-1]))
             self.names.append(part)
-        return os.open(name, _OPEN_FLAGS, dir_fd=self.fds[-1])
+        return self.fds[-1]
+
+    def read(self, rel: str, max_bytes: int) -> bytes | None:
+        *dirs, name = os.fsencode(rel).split(b"/")
+        try:
+            dir_fd = self.folder(dirs)
+        except OSError as exc:
+            if exc.errno in _GONE:
+                return None
+            raise _unreadable("File", rel, exc) from None
+        return read_file(dir_fd, name, rel, max_bytes)
 
 
-def read_once(
-    fs_path: bytes, rel: str, max_bytes: int, folders: _Folders | None = None
-) -> bytes | None:
-    """The file's bytes, or None when it is gone, became a link or is no regular file."""
+_GONE = (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO)
+
+
+def read_file(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes | None:
+    """The bytes of file `name` in folder `dir_fd` (at most max_bytes + 1 of them), or None
+    when it is gone, is a link or is no regular file (a FIFO, a socket, a device)."""
     try:
-        fd = folders.open(rel) if folders is not None else _open_beneath(fs_path, rel)
+        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+        if exc.errno in _GONE:
             return None
         raise _unreadable("File", rel, exc) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None
-        chunks = []
-        got = 0
-        expected = info.st_size + 1  # one past the size: a file that grew is noticed
-        # Read one byte past the limit, so a file that grew past it is caught.
+        # One byte past the size, so a file that grew is noticed, and one past the limit,
+        # so a file that grew past it is caught.
+        want = min(info.st_size, max_bytes) + 1
+        data = os.read(fd, want)
+        if len(data) < want:
+            return data  # a short read of a regular file is its end: no extra read for EOF
+        chunks = [data]
+        got = len(data)
         while got <= max_bytes:
-            ask = min(expected - got if got < expected else _CHUNK, max_bytes + 1 - got)
-            chunk = os.read(fd, ask)
+            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - got))
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
-            if len(chunk) < ask:
-                break  # a short read of a regular file is its end: no extra read for EOF
         return b"".join(chunks)
     except OSError as exc:
         raise _unreadable("File", rel, exc) from None
@@ -350,31 +397,32 @@ def capture(
 ) -> Snapshot:
     root = check_bundle(bundle)
     limits = settings.limits
-    found = list_markdown(root, settings, cancel)
+    found = list_markdown(root, settings, cancel, _Prefetch(limits.max_total_bytes))
     _check_paths(found, limits)
     reserved = set(settings.reserved)
+    sha256 = hashlib.sha256
     files = []
     total = 0
-    try:
-        folders = _Folders(os.fsencode(root).rstrip(b"/") or b"/").__enter__()
-    except OSError as exc:
-        raise CitelineError(
-            "bundle_invalid", f"Bundle {root!r} cannot be opened: {exc.strerror}.", {"bundle": root}
-        ) from None
-    with folders:
-        for i, (rel, fs_path) in enumerate(found):
+    with ExitStack() as later:
+        folders: _Folders | None = None
+        for i, (rel, content) in enumerate(found):
             if cancel is not None:
                 cancel.check()
-            data = read_once(fs_path, rel, limits.max_file_bytes, folders)
-            if data is None:
+            if content is _UNREAD:
+                if folders is None:
+                    folders = later.enter_context(_Folders(os.fsencode(root).rstrip(b"/") or b"/"))
+                content = folders.read(rel, limits.max_file_bytes)
+            elif isinstance(content, CitelineError):
+                raise content
+            if content is None:
                 continue
+            data: bytes = content  # type: ignore[assignment]
             if len(data) > limits.max_file_bytes:
                 raise limit_error("max_file_bytes", len(data), limits.max_file_bytes, path=rel)
             total += len(data)
             if total > limits.max_total_bytes:
                 raise limit_error("max_total_bytes", total, limits.max_total_bytes)
-            digest = hashlib.sha256(data).hexdigest()
-            files.append(CapturedFile(rel, data, digest, rel in reserved))
+            files.append(CapturedFile(rel, data, sha256(data).hexdigest(), rel in reserved))
             if progress is not None:
                 progress("capture", i + 1, len(found))
     return Snapshot(str(Path(root)), tuple(files), snapshot_revision(files))

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .limits import Limits, limit_error
 
-_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/$&+,:;=@")
+_SAFE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/$&+,:;=@"
+_SAFE = frozenset(_SAFE_CHARS.encode("ascii"))
+_UNSAFE = re.compile(f"[^{re.escape(_SAFE_CHARS)}]")
 
 
 def escape_path(path: str) -> str:
     """The path as Go's url.URL.EscapedPath writes it."""
+    if not _UNSAFE.search(path):
+        return path  # the common case: nothing to escape
     return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in path.encode("utf-8"))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .analysis import FileAnalysis
 
@@ -30,13 +30,23 @@ class Scored:
     matched: tuple[str, ...]  # query terms present, in query order
 
 
+Postings = tuple[tuple[int, int], ...]
+_REMEMBERED = 262_144  # (doc, postings) entries a corpus keeps for terms already looked up
+
+
 @dataclass(frozen=True, slots=True)
 class Corpus:
-    """Collection statistics: N sections, their mean weighted length."""
+    """Collection statistics: N sections, their mean weighted length.
+
+    It also remembers, for each term a query has used, which documents contain it: a
+    corpus lives as long as its snapshot_revision, and as-you-type queries repeat terms.
+    """
 
     docs: Sequence[Doc]
     n: int
     avglen: float
+    _seen: dict[str, dict[int, Postings]] = field(default_factory=dict, compare=False, repr=False)
+    _size: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
 
     @classmethod
     def of(cls, docs: Sequence[Doc]) -> Corpus:
@@ -45,8 +55,27 @@ class Corpus:
         mean = total / n if n else 0.0
         return cls(docs, n, mean if mean > 0 else 1.0)
 
+    def occurrences(self, term: str) -> dict[int, Postings]:
+        """doc index -> the term's postings in that doc, for the docs that contain it."""
+        found = self._seen.get(term)
+        if found is None:
+            found = {}
+            for di, doc in enumerate(self.docs):
+                plist = doc.analysis.postings.get(term)
+                if plist is not None:
+                    found[di] = plist
+            # Bounded: a long-lived server sees many distinct terms. Dict operations are
+            # atomic, so concurrent requests at worst look a term up again.
+            cost = len(found) + 1
+            if self._size[0] + cost > _REMEMBERED:
+                self._seen.clear()
+                self._size[0] = 0
+            self._seen[term] = found
+            self._size[0] += cost
+        return found
+
     def df(self, term: str) -> int:
-        return sum(len(d.analysis.postings.get(term, ())) for d in self.docs)
+        return sum(map(len, self.occurrences(term).values()))
 
     def idf(self, term: str) -> float:
         df = self.df(term)
@@ -87,21 +116,33 @@ def rank(
     groups = [[t] for t in terms]
     if prefix_last and terms:
         groups[-1] = corpus.expand(terms[-1])
+    where = [[(t, corpus.occurrences(t)) for t in group] for group in groups]
     idf = {t: corpus.idf(t) for group in groups for t in group}
+    # Only documents that can match are visited: with match=all, those holding every group.
+    per_group = [set().union(*(found.keys() for _t, found in group)) for group in where]
+    if not per_group:
+        candidates: set[int] = set()
+    elif match_any:
+        candidates = set().union(*per_group)
+    else:
+        candidates = set.intersection(*sorted(per_group, key=len))
     avglen = corpus.avglen
+    need = len(groups)
     scored: list[Scored] = []
-    for di, doc in enumerate(corpus.docs):
-        postings = doc.analysis.postings
-        lists = [[(t, postings[t]) for t in group if t in postings] for group in groups]
-        if not match_any and not all(lists):
-            continue
+    for di in sorted(candidates):
+        sections = corpus.docs[di].analysis.sections
         # section -> (score, set of matched group indexes)
         acc: dict[int, list] = {}
-        for gi, group_lists in enumerate(lists):
-            for term, plist in group_lists:
+        for gi, group in enumerate(where):
+            for term, found in group:
+                plist = found.get(di)
+                if plist is None:
+                    continue
                 weight = idf[term]
                 for si, tf in plist:
-                    length = doc.analysis.sections[si].length
+                    # The formula exactly as SPEC §5 writes it: scores are part of the
+                    # output, and a different rounding could reorder equal scores.
+                    length = sections[si].length
                     part = weight * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avglen))
                     slot = acc.get(si)
                     if slot is None:
@@ -109,7 +150,6 @@ def rank(
                     else:
                         slot[0] += part
                         slot[1].add(gi)
-        need = len(groups)
         for si, (score, hit_groups) in acc.items():
             if match_any or len(hit_groups) == need:
                 matched = tuple(terms[g] for g in sorted(hit_groups))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .terms import Tokenizer
 
@@ -18,8 +20,35 @@ class Snippet:
     spans: tuple[tuple[int, int], ...]  # UTF-8 byte offsets into text, sorted, disjoint
 
 
+@lru_cache(maxsize=256)
+def _ascii_finder(terms: frozenset[str]) -> re.Pattern[str] | None:
+    """The query terms as whole ASCII tokens, or None when no term is ASCII.
+
+    In ASCII text a token is a run of [A-Za-z0-9] and its normal form is its lower case,
+    so this finds exactly the tokens the tokenizer would yield equal to a term (with no
+    stemming), without tokenising the text.
+    """
+    words = sorted((t for t in terms if t.isascii()), key=lambda t: (-len(t), t))
+    if not words:
+        return None
+    alternatives = "|".join(map(re.escape, words))
+    return re.compile(f"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def _fast(text: str, tokenizer: Tokenizer) -> bool:
+    return tokenizer.stemming == "none" and text.isascii()
+
+
 def window(text: str, terms: Collection[str], tokenizer: Tokenizer) -> str:
     """512 code points from 80 before the first token equal to a query term."""
+    if _fast(text, tokenizer):
+        finder = _ascii_finder(frozenset(terms))
+        found = finder.search(text) if finder is not None else None
+        if found is None:
+            return text[:WIDTH]
+        start = found.start()
+        begin = start - LEAD if start >= LEAD else 0
+        return text[begin : begin + WIDTH]
     for token, start, _end in tokenizer.located(text):
         if token in terms:
             begin = start - LEAD if start >= LEAD else 0
@@ -36,6 +65,14 @@ def match_spans(
     budget = max(1, MAX_SPANS // len(terms))
     left = dict.fromkeys(terms, budget)
     ranges: list[tuple[int, int]] = []
+    if _fast(snippet, tokenizer):
+        finder = _ascii_finder(frozenset(terms))
+        for found in finder.finditer(snippet) if finder is not None else ():
+            token = found.group().lower()
+            if left[token] > 0:
+                left[token] -= 1
+                ranges.append(found.span())
+        return tuple(fold(ranges))  # ASCII: code-point offsets are byte offsets
     for token, start, end in tokenizer.located(snippet):
         if left.get(token, 0) > 0:
             left[token] -= 1

@@ -244,17 +244,17 @@ def test_files_read_once_bytes_used_everywhere(make_bundle, monkeypatch) -> None
     bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "alpha\n"})
     import citeline.engine.capture as cap
 
-    calls: list[bytes] = []
-    real = cap.read_once
+    calls: list[str] = []
+    real = cap.read_file
 
-    def counting(fs_path, rel, max_bytes, *rest):
-        calls.append(fs_path)
-        return real(fs_path, rel, max_bytes, *rest)
+    def counting(dir_fd, name, rel, max_bytes):
+        calls.append(rel)
+        return real(dir_fd, name, rel, max_bytes)
 
-    monkeypatch.setattr(cap, "read_once", counting)
+    monkeypatch.setattr(cap, "read_file", counting)
     res = Engine().search(bundle, {"query": "alpha"})
     assert len(res["hits"]) == 2
-    assert len(calls) == 2 and len(set(calls)) == 2
+    assert sorted(calls) == ["a.md", "b.md"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

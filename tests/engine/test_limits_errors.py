@@ -63,6 +63,47 @@ def test_max_total_bytes(make_bundle) -> None:
     assert_limit(fails(bundle, max_total_bytes=total - 1), "max_total_bytes", total, total - 1)
 
 
+def test_max_total_bytes_counts_in_path_order_not_walk_order(make_bundle, monkeypatch) -> None:
+    """The walk reads a/b.md before a-c.md (it goes into folder "a" first), but bytes are
+    counted in path order ("-" sorts before "/"), so the limit is hit at the same file and
+    with the same total whatever order the walk read the files in."""
+    import citeline.engine.capture as cap
+
+    reads: list[str] = []
+    real = cap.read_file
+
+    def counting(dir_fd, name, rel, max_bytes):
+        reads.append(rel)
+        return real(dir_fd, name, rel, max_bytes)
+
+    monkeypatch.setattr(cap, "read_file", counting)
+    # a/b.md alone is over the limit: the walk stops reading there and a-c.md is read in
+    # the path-order pass, once.
+    bundle = make_bundle({"a-c.md": "x" * 10, "a/b.md": "y" * 30})
+    assert_limit(fails(bundle, max_total_bytes=25), "max_total_bytes", 40, 25)
+    assert sorted(reads) == ["a-c.md", "a/b.md"]
+    # a-c.md alone is over: path order stops at it (30), walk order would have said 40.
+    bundle = make_bundle({"a-c.md": "x" * 30, "a/b.md": "y" * 10})
+    assert_limit(fails(bundle, max_total_bytes=25), "max_total_bytes", 30, 25)
+
+
+def test_unreadable_file_is_reported_after_path_limits(make_bundle, monkeypatch) -> None:
+    """Files are read during the walk, but a read error waits for its turn (SPEC §2 order)."""
+    import errno
+
+    import citeline.engine.capture as cap
+
+    def denied(dir_fd, name, rel, max_bytes):
+        raise cap._unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))
+
+    monkeypatch.setattr(cap, "read_file", denied)
+    bundle = make_bundle({"a.md": "alpha\n", "deep/er/c.md": "alpha\n"})
+    assert fails(bundle, max_path_components=2).details["limit"] == "max_path_components"
+    assert fails(bundle, max_files=1).details["limit"] == "max_files"
+    err = fails(bundle)
+    assert (err.code, err.details["path"]) == ("bundle_invalid", "a.md")
+
+
 def test_max_file_bytes(make_bundle) -> None:
     bundle = make_bundle({"a.md": "alpha\n", "big.md": "alpha " * 10})
     assert run(bundle, max_file_bytes=60)["total"] == 2

@@ -164,3 +164,28 @@ def test_reserved_files_do_not_count_in_statistics(make_bundle) -> None:
     )
     assert [h["path"] for h in more["hits"]] == ["a.md"]
     assert more["hits"][0]["score"] == plain["hits"][0]["score"]
+
+
+def test_terms_remembered_per_corpus_are_bounded_and_change_nothing(
+    make_bundle, monkeypatch
+) -> None:
+    """The corpus remembers which documents hold each looked-up term; the memory is bounded
+    (cleared past _REMEMBERED entries) and answers are the same with or without it."""
+    from citeline.engine import rank as rank_mod
+
+    bundle = make_bundle(BUNDLE)
+    engine = Engine()
+    queries = ["beta", "gamma delta", "beta guide", "alpha gamma", "nothing"]
+    first = [engine.search(bundle, {"query": q}) for q in queries]
+    corpus = engine.index(engine.capture(bundle)).corpus
+    assert set(corpus._seen) >= {"beta", "gamma", "delta", "guide", "alpha", "nothing"}
+    assert corpus.occurrences("beta") == {0: corpus.docs[0].analysis.postings["beta"]} | {
+        1: corpus.docs[1].analysis.postings["beta"]
+    }
+    monkeypatch.setattr(rank_mod, "_REMEMBERED", 3)
+    fresh = engine.search(bundle, {"query": "intro here"})  # new terms: past the bound
+    assert [h["path"] for h in fresh["hits"]] == []  # no section holds both
+    assert "beta" not in corpus._seen and corpus._size[0] <= 3
+    again = [engine.search(bundle, {"query": q}) for q in queries]
+    assert again == first
+    assert corpus._size[0] <= 3

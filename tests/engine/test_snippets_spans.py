@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from citeline.engine import Engine
+from citeline.engine import Engine, snippets
 from citeline.engine.snippets import fold, match_spans, snippet
-from citeline.engine.terms import Tokenizer, query_terms
+from citeline.engine.terms import CONTRACT, Tokenizer, query_terms
 
 TOK = Tokenizer()
 
@@ -180,3 +182,40 @@ def test_title_only_match_has_no_spans(make_bundle) -> None:
     (hit,) = Engine().search(bundle, {"query": "hidden"})["hits"]
     assert hit["snippet"] == "visible text"
     assert hit["match_spans"] == []
+
+
+# -- the ASCII fast path agrees with tokenising ----------------------------------------------
+
+ASCII_TEXT = st.text(
+    alphabet=st.sampled_from(list("abcAB01 _-.\n#`'xyzXYZ")), min_size=0, max_size=700
+)
+TERMS = st.lists(
+    st.one_of(
+        st.sampled_from(["a", "ab", "abc", "b", "x", "xyz", "0", "a1", "ss", "é", "日本"]),
+        st.text(alphabet="abcxyz01", min_size=1, max_size=4),
+    ),
+    min_size=1,
+    max_size=6,
+    unique=True,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=ASCII_TEXT, terms=TERMS, cjk=st.sampled_from(["runs", "bigrams"]))
+def test_ascii_fast_path_equals_tokenising(text: str, terms: list[str], cjk: str) -> None:
+    """In ASCII text, windows and spans are found with one regex instead of tokenising;
+    the result must be what tokenising gives (the fast path turned off)."""
+    tokenizer = Tokenizer(cjk=cjk)
+    fast = snippet(text, terms, tokenizer)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(snippets, "_fast", lambda _text, _tokenizer: False)
+        slow = snippet(text, terms, tokenizer)
+    assert fast == slow
+
+
+def test_ascii_fast_path_is_taken_and_finds_whole_tokens() -> None:
+    text = "xpath PATH path2 Path"
+    assert snippets._fast(text, CONTRACT)
+    assert not snippets._fast(text + "é", CONTRACT)
+    assert not snippets._fast(text, Tokenizer(stemming="english"))
+    assert match_spans(text, ["path"], CONTRACT) == ((6, 10), (17, 21))

@@ -117,19 +117,30 @@ def test_links_of_every_kind_are_never_followed(bundle: Path, outside: Path) -> 
     assert res["total"] == 0
 
 
+def swap_after_listing(monkeypatch: pytest.MonkeyPatch, folder: Path, swap: Any) -> None:
+    """Run `swap` once, right after the walk has listed `folder` and before it opens anything
+    listed there: the window in which a file or folder can be replaced by something else."""
+    real = cap._entries
+    folder_id = os.stat(folder).st_ino
+
+    def listing_then_swap(dir_fd: int) -> list[tuple[str, bool]]:
+        entries = real(dir_fd)
+        if os.fstat(dir_fd).st_ino == folder_id:
+            swap(entries)
+        return entries
+
+    monkeypatch.setattr(cap, "_entries", listing_then_swap)
+
+
 def test_file_swapped_for_link_after_listing_is_not_read(
     bundle: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = cap.list_markdown
-
-    def listing_then_swap(*args: Any) -> list[tuple[str, bytes]]:
-        found = real(*args)
-        assert [rel for rel, _ in found] == ["a.md", "sub/b.md"]
+    def swap(entries: list[tuple[str, bool]]) -> None:
+        assert entries == [("a.md", False), ("sub", True)]
         (bundle / "a.md").unlink()
         os.symlink(outside / "secret.md", bundle / "a.md")
-        return found
 
-    monkeypatch.setattr(cap, "list_markdown", listing_then_swap)
+    swap_after_listing(monkeypatch, bundle, swap)
     s = snap(bundle)
     assert [f.path for f in s.files] == ["sub/b.md"]
     assert all(OUTSIDE.encode() not in f.data for f in s.files)
@@ -139,18 +150,16 @@ def test_file_swapped_for_link_after_listing_is_not_read(
 def test_folder_swapped_for_link_after_listing_is_not_followed(
     bundle: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """O_NOFOLLOW on the last component is not enough: every component is opened without
-    following links, so a parent folder replaced by a link cannot lead outside either."""
+    """Folders are opened relative to their parent without following links, so a folder
+    replaced by a link after its parent was listed cannot lead outside either."""
     write(outside, {"b.md": f"{OUTSIDE}\n"})
-    real = cap.list_markdown
 
-    def listing_then_swap(*args: Any) -> list[tuple[str, bytes]]:
-        found = real(*args)
+    def swap(entries: list[tuple[str, bool]]) -> None:
+        assert ("sub", True) in entries
         shutil.rmtree(bundle / "sub")
         os.symlink(outside, bundle / "sub")
-        return found
 
-    monkeypatch.setattr(cap, "list_markdown", listing_then_swap)
+    swap_after_listing(monkeypatch, bundle, swap)
     s = snap(bundle)
     assert [f.path for f in s.files] == ["a.md"]
     assert all(OUTSIDE.encode() not in f.data for f in s.files)
@@ -159,16 +168,33 @@ def test_folder_swapped_for_link_after_listing_is_not_followed(
 def test_file_swapped_for_fifo_after_listing_is_not_read(
     bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = cap.list_markdown
-
-    def listing_then_swap(*args: Any) -> list[tuple[str, bytes]]:
-        found = real(*args)
+    def swap(entries: list[tuple[str, bool]]) -> None:
+        assert ("a.md", False) in entries
         (bundle / "a.md").unlink()
         os.mkfifo(bundle / "a.md")
+
+    swap_after_listing(monkeypatch, bundle, swap)
+    assert paths(bundle) == ["sub/b.md"]
+
+
+def test_files_left_for_the_path_order_pass_are_opened_without_links(
+    bundle: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past max_total_bytes the walk stops reading and the path-order pass opens the rest
+    component by component: a folder swapped for a link is not followed there either."""
+    write(outside, {"b.md": f"{OUTSIDE}\n"})
+    real = cap.list_markdown
+
+    def listing_then_swap(*args: Any) -> list[tuple[str, object]]:
+        found = real(*args[:3])  # no prefetch: every file is read in path order
+        shutil.rmtree(bundle / "sub")
+        os.symlink(outside, bundle / "sub")
         return found
 
     monkeypatch.setattr(cap, "list_markdown", listing_then_swap)
-    assert paths(bundle) == ["sub/b.md"]
+    s = snap(bundle)
+    assert [f.path for f in s.files] == ["a.md"]
+    assert all(OUTSIDE.encode() not in f.data for f in s.files)
 
 
 # -- special files ----------------------------------------------------------------------------
@@ -208,11 +234,14 @@ def test_fifo_socket_and_device_are_never_opened(bundle: Path, specials: list[st
     assert {m["path"] for m in lines["matches"]} == {"a.md", "sub/b.md"}
 
 
-def test_fifo_opened_by_read_once_does_not_block(bundle: Path) -> None:
+def test_fifo_opened_by_read_file_does_not_block(bundle: Path) -> None:
     """Even when handed a FIFO directly, reading does not wait for a writer."""
     os.mkfifo(bundle / "direct.md")
-    fs_path = os.fsencode(bundle / "direct.md")
-    assert within(lambda: cap.read_once(fs_path, "direct.md", 100), timeout=5) is None
+    fd = os.open(bundle, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert within(lambda: cap.read_file(fd, "direct.md", "direct.md", 100), timeout=5) is None
+    finally:
+        os.close(fd)
 
 
 # -- unreadable files and folders ---------------------------------------------------------------
@@ -305,14 +334,14 @@ def test_unreadable_bundle_root_is_bundle_invalid(shared_bundle: Path) -> None:
 
 
 def hook_reads(monkeypatch: pytest.MonkeyPatch, before: Callable[[str], None]) -> None:
-    """Call `before(rel)` right before each file is read (after the listing)."""
-    real = cap.read_once
+    """Call `before(rel)` right before each file is read (after its folder was listed)."""
+    real = cap.read_file
 
-    def hooked(fs_path: bytes, rel: str, max_bytes: int, *rest: Any) -> bytes | None:
+    def hooked(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes | None:
         before(rel)
-        return real(fs_path, rel, max_bytes, *rest)
+        return real(dir_fd, name, rel, max_bytes)
 
-    monkeypatch.setattr(cap, "read_once", hooked)
+    monkeypatch.setattr(cap, "read_file", hooked)
 
 
 def test_file_vanishing_after_listing_is_simply_absent(
