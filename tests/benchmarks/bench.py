@@ -14,7 +14,8 @@ Prints ONE JSON object on stdout (progress goes to stderr) with:
   session, for every query and every prefix of its last word (as-you-type);
 - ``peak_rss_mib`` of this process and of the server (VmHWM);
 - peers measured in the same run on the same captured files: ``capture_floor`` (walk + read +
-  SHA-256 in plain Python), ``markdown_it_parse``, ``sqlite_fts5`` (build + bm25 queries over the
+  SHA-256 in plain Python, one run right before each warm search, so the ratio compares
+  like with like), ``markdown_it_parse``, ``sqlite_fts5`` (build + bm25 queries over the
   engine's own sections) and ``rg`` (``rg -c -i -w`` for each query's first term);
 - ``ratios`` and ``targets`` (pass/fail), the engine memo counters and the load average.
 
@@ -648,11 +649,15 @@ def bench_engine(
         say(f"cold run {i + 1}/{repeat}: {spent:.3f}s ({result['total']} hits)")
     cold_memo = {"hits": engine.memo.hits, "misses": engine.memo.misses} if engine.memo else None
 
-    # warm: the last cold engine, files unchanged
+    # warm: the last cold engine, files unchanged. Each search is paired with one run of the
+    # capture floor just before it, so both see the same machine (load, page cache, CPU
+    # frequency): on a shared 2-core machine, phases minutes apart differ by ±30%.
     samples: list[float] = []
+    floors: list[float] = []
     per_query: dict[str, dict[str, Any]] = {}
     for _ in range(repeat):
         for q in queries:
+            floors.append(timed(lambda: capture_floor(root))[0])
             req = search_request(q, profile)
             spent, result = timed(lambda r=req: engine.search(root, r))
             samples.append(spent)
@@ -676,6 +681,7 @@ def bench_engine(
         {
             "query": queries[0],
             "profile": profile,
+            "capture_floor_paired": [ms(f) for f in floors],
             "cold_search": {
                 "median_ms": ms(cold_median),
                 "runs_ms": [ms(c) for c in cold],
@@ -733,18 +739,16 @@ def bench_scale(args: argparse.Namespace, queries: Sequence[str], k: int) -> dic
         out["scale"] = k
         out["rss_after_engine_mib"] = rss_self_mib()
 
-        say("peer: capture floor")
-        floors = []
-        for _ in range(args.repeat):
-            spent, (files, total) = timed(lambda: capture_floor(root))
-            floors.append(spent)
+        floors = out.pop("capture_floor_paired")
+        files, total = capture_floor(root)
         out["capture_floor"] = {
-            "median_ms": ms(statistics.median(floors)),
-            "runs_ms": [ms(f) for f in floors],
+            "median_ms": round(statistics.median(floors), 3),
+            "p95_ms": round(percentile(floors, 95), 3),
+            "runs": len(floors),
             "files": files,
             "bytes": total,
             "note": "os.scandir walk (no links, no dot entries, no .gitignore) + read + "
-            "hashlib.sha256 of every .md/.markdown file",
+            "hashlib.sha256 of every .md/.markdown file; one run right before each warm search",
         }
 
         snapshot = engine.capture(root)
