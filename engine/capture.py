@@ -6,7 +6,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,8 +175,8 @@ def _entries(dir_fd: int) -> list[tuple[str, bool]]:
 
 
 class _Prefetch:
-    """Files read while the walk is in their folder: one open, relative to the folder's
-    descriptor, instead of reopening every folder of the path later.
+    """Files read and hashed while the walk is in their folder: one open, relative to the
+    folder's descriptor, instead of reopening every folder of the path later.
 
     Errors are kept, not raised, so the order of checks stays that of SPEC §2 (the walk and
     its limits first, then paths, then files in path order). Reading stops once more than
@@ -184,11 +184,21 @@ class _Prefetch:
     raises the limit at the same file as before without holding more than the limit in memory.
     """
 
-    __slots__ = ("budget", "read")
+    __slots__ = ("budget", "held", "read")
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, held: Mapping[str, bytes] | None) -> None:
         self.budget = budget
+        self.held = held or {}
         self.read = 0
+
+    def keep(self, data: bytes) -> tuple[bytes, str]:
+        """The bytes to keep for a file just read, and their SHA-256."""
+        self.read += len(data)
+        digest = hashlib.sha256(data).hexdigest()
+        # An unchanged file's bytes are already in memory (same SHA-256, same bytes): keep
+        # that copy and let this read's buffer go at once, so the next read reuses it while
+        # it is still in the CPU cache instead of growing the heap by the whole bundle.
+        return self.held.get(digest, data), digest
 
 
 _UNREAD = object()  # a file the walk left for the path-order pass
@@ -199,9 +209,9 @@ def list_markdown(
 ) -> list[tuple[str, object]]:
     """(relative path, content) of every capturable file, sorted by path.
 
-    The content is what the walk read (bytes, None for a file that is gone or no longer a
-    regular file, or the CitelineError reading it raised), or _UNREAD. The walk is iterative
-    (no recursion limit) and holds one descriptor per level.
+    The content is what the walk read ((bytes, SHA-256), None for a file that is gone or no
+    longer a regular file, or the CitelineError reading it raised), or _UNREAD. The walk is
+    iterative (no recursion limit) and holds one descriptor per level.
     """
     limits = settings.limits
     max_bytes = limits.max_file_bytes
@@ -271,12 +281,11 @@ def list_markdown(
                     if cancel is not None:
                         cancel.check()
                     try:
-                        content = read_file(fd, name, rel, max_bytes)
+                        data = read_file(fd, name, rel, max_bytes)
                     except CitelineError as exc:
                         content = exc
                     else:
-                        if content is not None:
-                            prefetch.read += len(content)
+                        content = None if data is None else prefetch.keep(data)
                 found.append((rel, content))
                 if len(found) > limits.max_files:
                     raise limit_error("max_files", len(found), limits.max_files)
@@ -394,13 +403,19 @@ def capture(
     settings: Settings,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
+    held: Mapping[str, bytes] | None = None,
 ) -> Snapshot:
+    """Read and hash every Markdown file of the bundle.
+
+    `held` maps SHA-256s to bytes already in memory (an earlier snapshot's): a file read
+    with one of those digests keeps the held bytes, which are equal, instead of a new copy.
+    Every file is still read and hashed.
+    """
     root = check_bundle(bundle)
     limits = settings.limits
-    found = list_markdown(root, settings, cancel, _Prefetch(limits.max_total_bytes))
+    found = list_markdown(root, settings, cancel, _Prefetch(limits.max_total_bytes, held))
     _check_paths(found, limits)
     reserved = set(settings.reserved)
-    sha256 = hashlib.sha256
     files = []
     total = 0
     with ExitStack() as later:
@@ -411,18 +426,19 @@ def capture(
             if content is _UNREAD:
                 if folders is None:
                     folders = later.enter_context(_Folders(os.fsencode(root).rstrip(b"/") or b"/"))
-                content = folders.read(rel, limits.max_file_bytes)
+                late = folders.read(rel, limits.max_file_bytes)
+                content = None if late is None else (late, hashlib.sha256(late).hexdigest())
             elif isinstance(content, CitelineError):
                 raise content
             if content is None:
                 continue
-            data: bytes = content  # type: ignore[assignment]
+            data, digest = content  # type: ignore[misc]
             if len(data) > limits.max_file_bytes:
                 raise limit_error("max_file_bytes", len(data), limits.max_file_bytes, path=rel)
             total += len(data)
             if total > limits.max_total_bytes:
                 raise limit_error("max_total_bytes", total, limits.max_total_bytes)
-            files.append(CapturedFile(rel, data, sha256(data).hexdigest(), rel in reserved))
+            files.append(CapturedFile(rel, data, digest, rel in reserved))
             if progress is not None:
                 progress("capture", i + 1, len(found))
     return Snapshot(str(Path(root)), tuple(files), snapshot_revision(files))

@@ -70,6 +70,7 @@ class SectionHit:
 
 
 INDEXES_KEPT = 2  # e.g. the contract's and the recall profile's index of one workspace
+BUNDLES_HELD = 4  # bundles whose last snapshot's bytes are kept for the next capture
 
 # An analysis (postings, sections) costs about nine times its file's size in memory
 # (measured on the PowerShell docs); the memo budgets with this factor, rounded up.
@@ -150,6 +151,9 @@ class Engine:
         # give the same index, so an unchanged workspace skips straight to ranking.
         self._indexes: OrderedDict[tuple[str, AnalysisOptions, Settings], Index] = OrderedDict()
         self._indexes_lock = threading.Lock()
+        # The bytes of the last snapshot of each bundle, by SHA-256: the next capture keeps
+        # these for unchanged files instead of holding a second copy (see capture()).
+        self._held: OrderedDict[str, dict[str, bytes]] = OrderedDict()
 
     def close(self) -> None:
         """Stop the worker processes, if any were started."""
@@ -165,7 +169,18 @@ class Engine:
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
     ) -> Snapshot:
-        return capture(bundle, settings or self.settings, cancel, progress)
+        if self.memo is None:
+            return capture(bundle, settings or self.settings, cancel, progress)
+        key = os.fspath(bundle)
+        with self._indexes_lock:
+            held = self._held.get(key)
+        snap = capture(bundle, settings or self.settings, cancel, progress, held)
+        with self._indexes_lock:
+            self._held[key] = {f.sha256: f.data for f in snap.files}
+            self._held.move_to_end(key)
+            while len(self._held) > BUNDLES_HELD:
+                self._held.popitem(last=False)
+        return snap
 
     def analyse(
         self,

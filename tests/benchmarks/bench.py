@@ -19,6 +19,10 @@ Prints ONE JSON object on stdout (progress goes to stderr) with:
   engine's own sections) and ``rg`` (``rg -c -i -w`` for each query's first term);
 - ``ratios`` and ``targets`` (pass/fail), the engine memo counters and the load average.
 
+``--compare-scale K`` runs scale 1 and scale K as above, then both again alternately (each
+scale-K search right after the same scale-1 search): the ``scale_ratios`` come from these
+pairs, which see the same machine state.
+
 Every engine limit is raised generously (see ``limits`` in the output) and unparsable files are
 skipped, so large corpora and ``--scale`` copies fit. ``--scale K`` copies the bundle K times
 into a temporary folder (``copy0/`` … ``copy{K-1}/``); copy *i* gets *i* extra trailing newlines
@@ -50,7 +54,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -732,8 +736,49 @@ def profile_top(fn: Callable[[], Any], top: int) -> list[dict[str, Any]]:
 # -- one scale --------------------------------------------------------------------------------
 
 
-def bench_scale(args: argparse.Namespace, queries: Sequence[str], k: int) -> dict[str, Any]:
-    with scaled_bundle(args.bundle, k) as root:
+def bench_paired(
+    small: Path, big: Path, queries: Sequence[str], repeat: int, profile: str
+) -> dict[str, Any]:
+    """Scale 1 and scale K measured alternately: each scale-K search right after the same
+    scale-1 search, so both see the same machine; phases minutes apart differ by ±30% here."""
+    first = search_request(queries[0], profile)
+    cold: dict[str, list[float]] = {"1": [], "k": []}
+    for i in range(repeat):
+        for label, root in (("1", small), ("k", big)):
+            engine = Engine(SETTINGS, workers=WORKERS)
+            gc.collect()
+            cold[label].append(timed(lambda e=engine, r=root: e.search(r, first))[0])
+            engine.close()
+            del engine
+        say(f"paired cold {i + 1}/{repeat}: x1 {cold['1'][-1]:.3f}s, xK {cold['k'][-1]:.3f}s")
+    engines = {"1": Engine(SETTINGS, workers=WORKERS), "k": Engine(SETTINGS, workers=WORKERS)}
+    roots = {"1": small, "k": big}
+    for label, engine in engines.items():
+        engine.search(roots[label], first)
+    warm: dict[str, list[float]] = {"1": [], "k": []}
+    for _ in range(repeat):
+        for q in queries:
+            req = search_request(q, profile)
+            for label, engine in engines.items():
+                warm[label].append(timed(lambda e=engine, r=req, b=roots[label]: e.search(b, r))[0])
+    for engine in engines.values():
+        engine.close()
+    out: dict[str, Any] = {}
+    for name, samples in (("cold", cold), ("warm", warm)):
+        one, k = statistics.median(samples["1"]), statistics.median(samples["k"])
+        out[name] = {
+            "scale_1_median_ms": ms(one),
+            "scale_k_median_ms": ms(k),
+            "ratio": ratio(k, one),
+            "pairs": len(samples["1"]),
+        }
+    return out
+
+
+def bench_scale(
+    args: argparse.Namespace, queries: Sequence[str], k: int, root: Path | None = None
+) -> dict[str, Any]:
+    with scaled_bundle(args.bundle, k) if root is None else nullcontext(root) as root:
         say(f"scale {k}: engine (repeat {args.repeat})")
         out, engine = bench_engine(root, queries, args.repeat, args.profile)
         out["scale"] = k
@@ -929,13 +974,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if args.compare_scale:
         k = args.compare_scale
-        base = bench_scale(args, queries, 1)
-        big = bench_scale(args, queries, k)
+        with scaled_bundle(args.bundle, k) as big_root:
+            base = bench_scale(args, queries, 1)
+            big = bench_scale(args, queries, k, big_root)
+            say(f"paired: scale 1 and scale {k} alternately")
+            paired = bench_paired(args.bundle, big_root, queries, args.repeat, args.profile)
         report["runs"] = {"scale_1": base, f"scale_{k}": big}
         scale_ratios = {
             "k": k,
-            "cold": ratio(big["cold_search"]["median_ms"], base["cold_search"]["median_ms"]),
-            "warm_p50": ratio(big["warm_search"]["p50_ms"], base["warm_search"]["p50_ms"]),
+            "cold": paired["cold"]["ratio"],
+            "warm_p50": paired["warm"]["ratio"],
+            "paired": paired,
+            "note": "cold and warm_p50 from the paired runs (each scale-K run right after a "
+            "scale-1 run); the *_phases ratios compare the two separate runs above",
+            "cold_phases": ratio(big["cold_search"]["median_ms"], base["cold_search"]["median_ms"]),
+            "warm_p50_phases": ratio(big["warm_search"]["p50_ms"], base["warm_search"]["p50_ms"]),
             "capture_floor": ratio(
                 big["capture_floor"]["median_ms"], base["capture_floor"]["median_ms"]
             ),

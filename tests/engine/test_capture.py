@@ -286,3 +286,23 @@ def test_gitignore_agrees_with_git(make_bundle) -> None:
     expected = sorted(p for p in listed.split("\0") if p.endswith(".md"))
     assert expected == ["b/tmp2/y.md", "c/keep.md", "n/m/keep.md", "ok.md"]
     assert captured(bundle) == expected
+
+
+def test_unchanged_files_keep_the_bytes_already_held(make_bundle) -> None:
+    """A new capture still reads and hashes every file; a file whose SHA-256 the engine
+    already holds keeps those (equal) bytes rather than a second copy, and a changed file
+    gets its new bytes."""
+    bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "beta\n"})
+    engine = Engine()
+    first = {f.path: f for f in engine.capture(bundle).files}
+    (Path(bundle) / "b.md").write_text("gamma\n")
+    second = {f.path: f for f in engine.capture(bundle).files}
+    assert second["a.md"].data is first["a.md"].data
+    assert second["b.md"].data == b"gamma\n"
+    assert second["b.md"].sha256 == hashlib.sha256(b"gamma\n").hexdigest()
+    (Path(bundle) / "b.md").write_text("# A\nalpha\n")  # now equal to a.md
+    third = {f.path: f for f in engine.capture(bundle).files}
+    assert third["b.md"].data == b"# A\nalpha\n" and third["b.md"].sha256 == first["a.md"].sha256
+    # Without a memo nothing is remembered between requests, bytes included.
+    plain = Engine(memo_bytes=0)
+    assert plain.capture(bundle).files[0].data is not plain.capture(bundle).files[0].data
