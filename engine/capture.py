@@ -180,8 +180,8 @@ class _Prefetch:
 
     Errors are kept, not raised, so the order of checks stays that of SPEC §2 (the walk and
     its limits first, then paths, then files in path order). Reading stops once more than
-    max_total_bytes were read; the remaining files are read in path order afterwards, which
-    raises the limit at the same file as before without holding more than the limit in memory.
+    max_total_bytes were read; the files left are read in path order afterwards, only until
+    the limit is reported, so a bundle far over the limit is never read whole.
     """
 
     __slots__ = ("budget", "held", "read")
