@@ -20,3 +20,19 @@ def make_bundle(tmp_path: Path) -> Callable[..., Path]:
         return write_bundle(root, files or {})
 
     return make
+
+
+@pytest.fixture
+def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The bundle-relative paths of the files capture reads from now on, in order."""
+    import citeline.engine.capture as cap
+
+    reads: list[str] = []
+    real = cap.read_file
+
+    def counting(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes | None:
+        reads.append(rel)
+        return real(dir_fd, name, rel, max_bytes)
+
+    monkeypatch.setattr(cap, "read_file", counting)
+    return reads

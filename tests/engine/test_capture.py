@@ -240,21 +240,11 @@ def test_non_utf8_name_of_uncaptured_file_does_not_matter(make_bundle) -> None:
     assert captured(bundle) == ["ok.md"]
 
 
-def test_files_read_once_bytes_used_everywhere(make_bundle, monkeypatch) -> None:
+def test_files_read_once_bytes_used_everywhere(make_bundle, file_reads) -> None:
     bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "alpha\n"})
-    import citeline.engine.capture as cap
-
-    calls: list[str] = []
-    real = cap.read_file
-
-    def counting(dir_fd, name, rel, max_bytes):
-        calls.append(rel)
-        return real(dir_fd, name, rel, max_bytes)
-
-    monkeypatch.setattr(cap, "read_file", counting)
     res = Engine().search(bundle, {"query": "alpha"})
     assert len(res["hits"]) == 2
-    assert sorted(calls) == ["a.md", "b.md"]
+    assert sorted(file_reads) == ["a.md", "b.md"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

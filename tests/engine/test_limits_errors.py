@@ -63,20 +63,11 @@ def test_max_total_bytes(make_bundle) -> None:
     assert_limit(fails(bundle, max_total_bytes=total - 1), "max_total_bytes", total, total - 1)
 
 
-def test_max_total_bytes_counts_in_path_order_not_walk_order(make_bundle, monkeypatch) -> None:
+def test_max_total_bytes_counts_in_path_order_not_walk_order(make_bundle, file_reads) -> None:
     """The walk reads a/b.md before a-c.md (it goes into folder "a" first), but bytes are
     counted in path order ("-" sorts before "/"), so the limit is hit at the same file and
     with the same total whatever order the walk read the files in."""
-    import citeline.engine.capture as cap
-
-    reads: list[str] = []
-    real = cap.read_file
-
-    def counting(dir_fd, name, rel, max_bytes):
-        reads.append(rel)
-        return real(dir_fd, name, rel, max_bytes)
-
-    monkeypatch.setattr(cap, "read_file", counting)
+    reads = file_reads
     # a/b.md alone is over the limit: the walk stops reading there and a-c.md is read in
     # the path-order pass, once.
     bundle = make_bundle({"a-c.md": "x" * 10, "a/b.md": "y" * 30})
