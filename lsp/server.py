@@ -672,8 +672,15 @@ class CitelineServer(LanguageServer):
         caps = self.client_capabilities
         return bool(caps and caps.window and caps.window.work_done_progress)
 
-    async def warm_up(self) -> None:
-        """Analyse every folder into the engine's memo so the first request is fast."""
+    async def warm_up(self, folders: list[str] | None = None) -> None:
+        """Analyse the folders (all by default) into the engine's memo so that the first
+        request is fast: at start, when folders are added, when settings change what is
+        indexed."""
+        previous = self.warming
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # one warm-up at a time: they share the files
+        if folders is None:
+            folders = [path for _, path in self.folders()]
         token: str | None = None
         if self.client_has_progress():
             token = f"citeline-warmup-{uuid.uuid4()}"
@@ -697,7 +704,6 @@ class CitelineServer(LanguageServer):
                             raise
                         log.info("warm-up of %s: %s", folder, err.message)
 
-        folders = [path for _, path in self.folders()]
         started = time.monotonic()
         self.warming = asyncio.ensure_future(
             self.run_engine(
@@ -745,9 +751,25 @@ def on_configuration(ls: CitelineServer, params: types.DidChangeConfigurationPar
         # connecting; that must not wipe what initializationOptions set.
         log.info("empty configuration change: settings unchanged")
         return
+    before = ls.options
     if ls.apply_settings(params.settings):
-        for _, folder in ls.folders():
-            ls.schedule_check(folder, 0)
+        after = ls.options
+        if (before.engine, before.relevance_options.analysis) != (
+            after.engine,
+            after.relevance_options.analysis,
+        ):
+            ls.spawn(ls.warm_up())  # indexes of the new settings; it checks every folder too
+        else:
+            for _, folder in ls.folders():
+                ls.schedule_check(folder, 0)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def on_workspace_folders(ls: CitelineServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    # pygls has already added and removed the folders; warm the new ones up.
+    added = [path for f in params.event.added or () if (path := to_fs_path(f.uri))]
+    if added:
+        ls.spawn(ls.warm_up(added))
 
 
 @server.feature(types.WORKSPACE_SYMBOL)

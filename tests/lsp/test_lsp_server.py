@@ -321,6 +321,67 @@ async def test_multi_root(tmp_path: Path) -> None:
         assert by_path == chosen
 
 
+def warm_ups_ended(client: LanguageClient) -> int:
+    return sum(
+        1
+        for token, reports in client.progress_reports.items()
+        if str(token).startswith("citeline-warmup")
+        and reports
+        and isinstance(reports[-1], types.WorkDoneProgressEnd)
+    )
+
+
+async def test_added_folder_is_warmed_up_and_checked(tmp_path: Path) -> None:
+    """A folder added while the server runs is indexed in the background (as at start)
+    and its problems are published without the client asking."""
+    first = docs(tmp_path, "first")
+    second = write_files(tmp_path / "second", {"b.md": "# Kiwi in B\n\nkiwi\n", "bad.md": BROKEN})
+    async with serve([first], caps=progress_caps()) as client:
+        await eventually(lambda: warm_ups_ended(client) == 1)
+        bad = uri_of(second / "bad.md")
+        assert bad not in client.diagnostics
+        client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[types.WorkspaceFolder(uri=uri_of(second), name="second")], removed=[]
+                )
+            )
+        )
+        await eventually(lambda: warm_ups_ended(client) == 2)
+        await eventually(lambda: bool(client.diagnostics.get(bad)))
+        (second / "bad.md").write_text(FIXED)  # a parse error fails workspace/symbol
+        found = await symbols(client, "kiwi")
+        assert [s.location.uri for s in found] == [uri_of(second / "b.md")]
+        # Removing a folder starts no warm-up.
+        client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[], removed=[types.WorkspaceFolder(uri=uri_of(second), name="second")]
+                )
+            )
+        )
+        assert await symbols(client, "kiwi") == []
+        assert warm_ups_ended(client) == 2
+
+
+async def test_settings_that_change_the_index_warm_up_again(tmp_path: Path) -> None:
+    async with serve([docs(tmp_path)], caps=progress_caps()) as client:
+        await eventually(lambda: warm_ups_ended(client) == 1)
+        # Same indexes (only the symbol cap changes): no new warm-up.
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"symbols": {"cap": 5}})
+        )
+        assert len(await symbols(client, "hashtable")) >= 1
+        assert warm_ups_ended(client) == 1
+        # Stemming changes what is indexed: the new index is built in the background.
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"stemming": "english"})
+        )
+        await eventually(lambda: warm_ups_ended(client) == 2)
+        found = await symbols(client, "hashtables")  # stems to the indexed "hashtabl"
+        assert any(s.name == "Ordered hashtable" for s in found)
+
+
 async def test_fresh_snapshot_per_request(tmp_path: Path) -> None:
     folder = docs(tmp_path)
     async with serve([folder]) as client:
