@@ -353,8 +353,9 @@ class Engine:
         scored = rank(idx.corpus, terms, match_any=rel.match == "any")
         if cancel is not None:
             cancel.check()
+        texts: dict[int, str] = {}  # decoded once per file, however many hits it has
         hits = [
-            self._hit(idx, s, terms, rel.tokenizer, rel.context == "outline")
+            self._hit(idx, s, terms, rel.tokenizer, rel.context == "outline", texts)
             for s in scored[: req.limit]
         ]
         result: dict[str, Any] = {
@@ -372,12 +373,21 @@ class Engine:
         return check_size(result, settings.limits)
 
     def _hit(
-        self, idx: Index, s: Any, terms: tuple[str, ...], tokenizer: Tokenizer, with_outline: bool
+        self,
+        idx: Index,
+        s: Any,
+        terms: tuple[str, ...],
+        tokenizer: Tokenizer,
+        with_outline: bool,
+        texts: dict[int, str],
     ) -> dict[str, Any]:
         file = idx.files[s.doc]
         doc = idx.corpus.docs[s.doc]
         sec = doc.analysis.sections[s.section]
-        shown = snippet(_text(file)[sec.start : sec.end], s.matched, tokenizer)
+        text = texts.get(s.doc)
+        if text is None:
+            text = texts[s.doc] = _text(file)
+        shown = snippet(text[sec.start : sec.end], s.matched, tokenizer)
         hit: dict[str, Any] = {
             "concept_id": doc.concept_id,
             "path": file.path,
