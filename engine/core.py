@@ -350,20 +350,20 @@ class Engine:
         idx = self.open_index(
             bundle, rel.analysis, settings=settings, cancel=cancel, progress=progress
         )
-        scored = rank(idx.corpus, terms, match_any=rel.match == "any")
+        ranked = rank(idx.corpus, terms, match_any=rel.match == "any", limit=req.limit)
         if cancel is not None:
             cancel.check()
         texts: dict[int, str] = {}  # decoded once per file, however many hits it has
         hits = [
             self._hit(idx, s, terms, rel.tokenizer, rel.context == "outline", texts)
-            for s in scored[: req.limit]
+            for s in ranked.best
         ]
         result: dict[str, Any] = {
             "query": req.query,
             "terms": list(terms),
             "snapshot_revision": idx.snapshot.revision,
-            "total": len(scored),
-            "truncated": len(scored) > len(hits),
+            "total": ranked.total,
+            "truncated": ranked.total > len(hits),
             "hits": hits,
         }
         if not rel.is_default:
@@ -446,8 +446,10 @@ class Engine:
             return [self._section_hit(idx, di, si, 0.0, ()) for _, _, di, si in listing[:list_cap]]
         terms = query_terms(query, rel.tokenizer)
         prefix = bool(WORD_RE.fullmatch(query[-1:]))
-        scored = rank(idx.corpus, terms, match_any=rel.match == "any", prefix_last=prefix)
-        return [self._section_hit(idx, s.doc, s.section, s.score, s.matched) for s in scored[:cap]]
+        ranked = rank(
+            idx.corpus, terms, match_any=rel.match == "any", prefix_last=prefix, limit=cap
+        )
+        return [self._section_hit(idx, s.doc, s.section, s.score, s.matched) for s in ranked.best]
 
     def _section_hit(
         self, idx: Index, di: int, si: int, score: float, matched: tuple[str, ...]

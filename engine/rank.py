@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,12 @@ class Scored:
     section: int  # index into that doc's sections
     score: float
     matched: tuple[str, ...]  # query terms present, in query order
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    total: int  # every matching section
+    best: list[Scored]  # the first `limit` of them (all, without a limit), best first
 
 
 Postings = tuple[tuple[int, int], ...]
@@ -106,8 +113,10 @@ def rank(
     *,
     match_any: bool = False,
     prefix_last: bool = False,
-) -> list[Scored]:
-    """Every matching section, best first (ties: concept_id, then line_start).
+    limit: int | None = None,
+) -> Ranking:
+    """The matching sections, best first (ties: concept_id, then line_start): how many
+    there are, and the first `limit` of them.
 
     With `prefix_last`, the last term matches any indexed term it is a prefix of, each
     expansion scored as its own term (as-you-type symbol search).
@@ -128,12 +137,14 @@ def rank(
         candidates = set.intersection(*sorted(per_group, key=len))
     avglen = corpus.avglen
     need = len(groups)
-    scored: list[Scored] = []
+    # (score, distinct groups matched, doc, section, bit mask of the groups matched)
+    found_sections: list[tuple[float, int, int, int, int]] = []
     for di in sorted(candidates):
         sections = corpus.docs[di].analysis.sections
-        # section -> (score, set of matched group indexes)
-        acc: dict[int, list] = {}
+        scores: dict[int, float] = {}
+        masks: dict[int, int] = {}
         for gi, group in enumerate(where):
+            bit = 1 << gi
             for term, found in group:
                 plist = found.get(di)
                 if plist is None:
@@ -144,21 +155,49 @@ def rank(
                     # output, and a different rounding could reorder equal scores.
                     length = sections[si].length
                     part = weight * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avglen))
-                    slot = acc.get(si)
-                    if slot is None:
-                        acc[si] = [part, {gi}]
+                    if si in scores:
+                        scores[si] += part
+                        masks[si] |= bit
                     else:
-                        slot[0] += part
-                        slot[1].add(gi)
-        for si, (score, hit_groups) in acc.items():
-            if match_any or len(hit_groups) == need:
-                matched = tuple(terms[g] for g in sorted(hit_groups))
-                scored.append(Scored(di, si, score, matched))
+                        scores[si] = part
+                        masks[si] = bit
+        for si, score in scores.items():
+            distinct = masks[si].bit_count()
+            if match_any or distinct == need:
+                found_sections.append((score, distinct, di, si, masks[si]))
+    total = len(found_sections)
+    chosen = found_sections
+    if limit is not None and total > limit:
+        chosen = _cut(found_sections, limit, match_any)
     docs = corpus.docs
 
-    def key(s: Scored) -> tuple:
-        base = (-s.score, docs[s.doc].concept_id, docs[s.doc].analysis.sections[s.section].first)
-        return (-len(s.matched), *base) if match_any else base
+    def key(e: tuple[float, int, int, int, int]) -> tuple:
+        score, distinct, di, si, _ = e
+        base = (-score, docs[di].concept_id, docs[di].analysis.sections[si].first)
+        return (-distinct, *base) if match_any else base
 
-    scored.sort(key=key)
-    return scored
+    chosen.sort(key=key)
+    if limit is not None:
+        chosen = chosen[:limit]
+    best = [
+        Scored(di, si, score, tuple(t for g, t in enumerate(terms) if mask >> g & 1))
+        for score, _, di, si, mask in chosen
+    ]
+    return Ranking(total, best)
+
+
+def _cut(
+    found: list[tuple[float, int, int, int, int]], limit: int, match_any: bool
+) -> list[tuple[float, int, int, int, int]]:
+    """The sections that can be among the best `limit`, with far fewer than all of them to
+    sort: the order starts with (distinct terms,) score, so every section ranked above the
+    limit-th one on that prefix is in, and those equal to it on the prefix are kept to be
+    ordered by the rest of the key."""
+    if limit <= 0:
+        return []
+    if match_any:
+        coarse = [(-e[1], -e[0]) for e in found]
+        cut = heapq.nsmallest(limit, coarse)[-1]
+        return [e for e, c in zip(found, coarse, strict=True) if c <= cut]
+    lowest = heapq.nlargest(limit, (e[0] for e in found))[-1]
+    return [e for e in found if e[0] >= lowest]

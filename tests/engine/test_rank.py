@@ -189,3 +189,28 @@ def test_terms_remembered_per_corpus_are_bounded_and_change_nothing(
     again = [engine.search(bundle, {"query": q}) for q in queries]
     assert again == first
     assert corpus._size[0] <= 3
+
+
+@pytest.mark.parametrize("match_any", [False, True])
+def test_best_k_equals_the_first_k_of_the_full_order(make_bundle, match_any: bool) -> None:
+    """rank(limit=k) sorts only the sections that can be among the best k: with many equal
+    scores (identical files under different names) and equal distinct-term counts, its
+    answer must still be exactly the first k of the full order."""
+    from citeline.engine.rank import rank
+
+    files = {}
+    for i in range(12):
+        files[f"same{i:02}.md"] = "# Alpha\nalpha beta\n\n# Beta\nbeta\n"
+        files[f"mixed{i:02}.md"] = "alpha " * (i % 4 + 1) + "\n\n# Gamma\ngamma beta alpha\n"
+    bundle = make_bundle(files)
+    engine = Engine()
+    corpus = engine.index(engine.capture(bundle)).corpus
+    for terms in (["alpha"], ["beta"], ["alpha", "beta"], ["gamma", "alpha", "beta"]):
+        full = rank(corpus, terms, match_any=match_any)
+        assert full.total == len(full.best) >= 12
+        scores = [s.score for s in full.best]
+        assert len(set(scores)) < len(scores)  # ties, which the cut must keep together
+        for k in (0, 1, 2, 5, 11, 12, 13, 24, full.total - 1, full.total, full.total + 3):
+            part = rank(corpus, terms, match_any=match_any, limit=k)
+            assert part.total == full.total
+            assert part.best == full.best[:k]

@@ -154,7 +154,7 @@ def score_ordered(engine: Engine, bundle: Path) -> Callable[[str], list[Hit]]:
 
     def search(text: str) -> list[Hit]:
         scored = sorted(
-            rank(index.corpus, query_terms(text, rel.tokenizer), match_any=True), key=key
+            rank(index.corpus, query_terms(text, rel.tokenizer), match_any=True).best, key=key
         )
         return [
             (index.files[s.doc].path, docs[s.doc].analysis.sections[s.section].first + 1)
