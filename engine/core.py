@@ -150,7 +150,7 @@ class Engine:
         # The last indexes built, by (snapshot_revision, options, settings): the same bytes
         # give the same index, so an unchanged workspace skips straight to ranking.
         self._indexes: OrderedDict[tuple[str, AnalysisOptions, Settings], Index] = OrderedDict()
-        self._indexes_lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _indexes and _held
         # The bytes of the last snapshot of each bundle, by SHA-256: the next capture keeps
         # these for unchanged files instead of holding a second copy (see capture()).
         self._held: OrderedDict[str, dict[str, bytes]] = OrderedDict()
@@ -172,14 +172,11 @@ class Engine:
         if self.memo is None:
             return capture(bundle, settings or self.settings, cancel, progress)
         key = os.fspath(bundle)
-        with self._indexes_lock:
+        with self._lock:
             held = self._held.get(key)
         snap = capture(bundle, settings or self.settings, cancel, progress, held)
-        with self._indexes_lock:
-            self._held[key] = {f.sha256: f.data for f in snap.files}
-            self._held.move_to_end(key)
-            while len(self._held) > BUNDLES_HELD:
-                self._held.popitem(last=False)
+        with self._lock:
+            _keep_newest(self._held, key, {f.sha256: f.data for f in snap.files}, BUNDLES_HELD)
         return snap
 
     def analyse(
@@ -229,17 +226,15 @@ class Engine:
         settings = settings or self.settings
         key = (snapshot.revision, options, settings)
         if self.memo is not None:
-            with self._indexes_lock:
+            with self._lock:
                 cached = self._indexes.get(key)
                 if cached is not None:
                     self._indexes.move_to_end(key)
                     return replace(cached, snapshot=snapshot)
         built = self._build_index(snapshot, options, settings, cancel, progress)
         if self.memo is not None:
-            with self._indexes_lock:
-                self._indexes[key] = built
-                while len(self._indexes) > INDEXES_KEPT:
-                    self._indexes.popitem(last=False)
+            with self._lock:
+                _keep_newest(self._indexes, key, built, INDEXES_KEPT)
         return built
 
     def _build_index(
@@ -547,6 +542,14 @@ class Engine:
     @staticmethod
     def outline(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
         return outline_tree(data)
+
+
+def _keep_newest(items: OrderedDict[Any, Any], key: Any, value: Any, count: int) -> None:
+    """Store `value` as the newest item, dropping the oldest beyond `count`."""
+    items[key] = value
+    items.move_to_end(key)
+    while len(items) > count:
+        items.popitem(last=False)
 
 
 def _text(file: CapturedFile) -> str:
