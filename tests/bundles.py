@@ -1,4 +1,5 @@
-"""Writing fixture bundles: shared by every suite (conftest.py puts tests/ on sys.path)."""
+"""Writing fixture bundles and reading cited lines back: shared by every suite (conftest.py
+puts tests/ on sys.path)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,19 @@ def write_bundle(root: Path, files: Files) -> Path:
         data = content.encode("utf-8") if isinstance(content, str) else content
         target.write_bytes(data)
     return root
+
+
+def section_text(data: bytes, first: int, last: int) -> str:
+    """Lines first..last (1-based) read back from a file's bytes, sliced by LF only, without
+    the final line ending: what a hit citing those lines must contain."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    parts = data.split(b"\n")
+    if data.endswith(b"\n"):
+        parts.pop()
+    assert 1 <= first <= last <= len(parts)
+    chosen = parts[first - 1 : last]
+    ended_by_lf = last < len(parts) or data.endswith(b"\n")
+    if ended_by_lf and chosen[-1].endswith(b"\r"):
+        chosen[-1] = chosen[-1][:-1]
+    return b"\n".join(chosen).decode("utf-8")

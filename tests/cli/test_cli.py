@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from bundles import write_bundle as write
 
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.contracts import validate
@@ -25,17 +26,6 @@ FILES = {
     "notes/b.md": "# Hashtable basics\n\nA hashtable maps keys to values. Ordered ones too.\n",
     "index.md": "# Index\n\nordered hashtable navigation\n",
 }
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> Path:
-    for rel, body in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(body, bytes):
-            path.write_bytes(body)
-        else:
-            path.write_text(body, encoding="utf-8")
-    return root
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

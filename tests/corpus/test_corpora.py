@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from bundles import section_text
 
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.terms import Tokenizer
@@ -26,20 +27,6 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def engine() -> Engine:
     return Engine()
-
-
-def section_text(data: bytes, first: int, last: int) -> str:
-    """Lines first..last (1-based) of the file, sliced by LF, without the final ending."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    parts = data.split(b"\n")
-    if data.endswith(b"\n"):
-        parts.pop()
-    assert 1 <= first <= last <= len(parts)
-    chosen = parts[first - 1 : last]
-    if (last < len(parts) or data.endswith(b"\n")) and chosen[-1].endswith(b"\r"):
-        chosen[-1] = chosen[-1][:-1]
-    return b"\n".join(chosen).decode("utf-8")
 
 
 def check_hits(bundle: Path, res: dict) -> None:

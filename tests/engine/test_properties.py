@@ -7,6 +7,7 @@ import shutil
 import unicodedata
 from itertools import pairwise
 
+from bundles import section_text
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -225,21 +226,6 @@ def test_sections_never_overlap_and_stay_inside_the_file(doc: str) -> None:
             assert not set(lay.line(line)) - WHITE_SPACE
 
 
-def section_text_from_file(data: bytes, first: int, last: int) -> str:
-    """Lines first..last (1-based) read back from the bytes, sliced by LF only."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    parts = data.split(b"\n")
-    if data.endswith(b"\n"):
-        parts.pop()
-    assert 1 <= first <= last <= len(parts)
-    chosen = parts[first - 1 : last]
-    ended_by_lf = last < len(parts) or data.endswith(b"\n")
-    if ended_by_lf and chosen[-1].endswith(b"\r"):
-        chosen[-1] = chosen[-1][:-1]
-    return b"\n".join(chosen).decode("utf-8")
-
-
 @WITH_DIRS
 @given(doc_st, doc_st, st.data())
 def test_snippets_are_verbatim_at_stated_lines(make_bundle, doc1: str, doc2: str, data) -> None:
@@ -253,7 +239,7 @@ def test_snippets_are_verbatim_at_stated_lines(make_bundle, doc1: str, doc2: str
     for hit in res["hits"]:
         raw = (bundle / hit["path"]).read_bytes()
         assert hit["content_sha256"] == hashlib.sha256(raw).hexdigest()
-        text = section_text_from_file(raw, hit["line_start"], hit["line_end"])
+        text = section_text(raw, hit["line_start"], hit["line_end"])
         assert hit["snippet"] in text
         assert len(hit["snippet"]) == min(512, len(text)) or text.endswith(hit["snippet"])
         shown = hit["snippet"].encode()

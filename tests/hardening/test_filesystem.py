@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from bundles import write_bundle as write
 
 import citeline.engine.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings, Snapshot
@@ -65,15 +66,6 @@ def fails(fn: Callable[[], Any], timeout: float = TIMEOUT) -> CitelineError:
     with pytest.raises(CitelineError) as err:
         within(fn, timeout)
     return err.value
-
-
-def write(root: Path, files: dict[str, bytes | str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode() if isinstance(content, str) else content)
-    return root
 
 
 def assert_consistent(s: Snapshot) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bundles import write_bundle as write
 
 pytest.importorskip("mcp")
 pytest.importorskip("mcp_types")  # the SDK 2.x layout
@@ -50,14 +51,6 @@ FILES: dict[str, str | bytes] = {
     "notes/zh.md": "# 网关配置\n\napisix网关 的配置说明。\n",
     "index.md": "# Index\n\nordered hashtable navigation, never searched\n",
 }
-
-
-def write(root: Path, files: dict[str, str | bytes]) -> Path:
-    for rel, body in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body.encode("utf-8") if isinstance(body, str) else body)
-    return root
 
 
 @pytest.fixture()
