@@ -83,6 +83,10 @@ if "--use-installed" not in sys.argv:
     exec(BOOTSTRAP)
 
 import citeline.engine as citeline_engine  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests"))
+from rpc_frames import frame, read_frame  # noqa: E402
+
 from citeline.engine import Engine, Limits, Settings, Snapshot  # noqa: E402
 from citeline.engine.parallel import default_workers  # noqa: E402
 from citeline.engine.terms import query_terms  # noqa: E402
@@ -180,10 +184,11 @@ def read_queries(path: Path) -> list[str]:
     return out
 
 
-def git_commit(repo: Path) -> str | None:
+def git_output(folder: Path, *args: str) -> str | None:
+    """What `git -C folder ARGS` prints, or None when git or the checkout is missing."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            ["git", "-C", str(folder), *args],
             capture_output=True,
             text=True,
             timeout=10,
@@ -191,22 +196,17 @@ def git_commit(repo: Path) -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() or None
+    return done.stdout.strip()
+
+
+def git_commit(repo: Path) -> str | None:
+    return git_output(repo, "rev-parse", "HEAD") or None
 
 
 def git_dirty(folder: Path) -> bool | None:
     """Whether the folder has uncommitted changes (None when it is not in a git checkout)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), "status", "--porcelain", "--", "."],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(done.stdout.strip())
+    out = git_output(folder, "status", "--porcelain", "--", ".")
+    return None if out is None else bool(out)
 
 
 # -- the bundle (and its --scale copies) ------------------------------------------------------
@@ -448,28 +448,20 @@ class LspClient:
     def _send(self, message: dict[str, Any]) -> None:
         body = json.dumps(message, ensure_ascii=False).encode("utf-8")
         with self._lock:
-            self._stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self._stdin.write(frame(body))
             self._stdin.flush()
 
     def _read_stdout(self) -> None:
         stream = self.proc.stdout
         assert stream is not None
         while True:
-            length = None
-            while True:
-                line = stream.readline()
-                if not line:
-                    self._fail_all()
-                    return
-                line = line.strip()
-                if not line:
-                    break
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value.strip())
-            if length is None:
-                continue
-            body = stream.read(length)
+            try:
+                body = read_frame(stream)
+            except ValueError:
+                body = None
+            if body is None:
+                self._fail_all()
+                return
             arrived = time.perf_counter()
             message = json.loads(body)
             if "id" in message and "method" not in message:

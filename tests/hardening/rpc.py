@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pygls.uris import from_fs_path
+from rpc_frames import frame, read_frame
 
 SERVER = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
 
@@ -23,11 +24,6 @@ def uri_of(path: Path) -> str:
     uri = from_fs_path(str(path))
     assert uri is not None
     return uri
-
-
-def frame(body: bytes, length: int | None = None) -> bytes:
-    n = len(body) if length is None else length
-    return b"Content-Length: %d\r\n\r\n" % n + body
 
 
 class RawServer:
@@ -62,20 +58,8 @@ class RawServer:
         out = self.proc.stdout
         assert out is not None
         try:
-            while True:
-                length = None
-                while True:
-                    line = out.readline()
-                    if not line:
-                        return
-                    line = line.strip()
-                    if not line:
-                        break
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                assert length is not None
-                self.inbox.put(json.loads(out.read(length)))
+            while (body := read_frame(out)) is not None:
+                self.inbox.put(json.loads(body))
         finally:
             self.inbox.put(None)
 
