@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -39,20 +39,25 @@ def _fast(text: str, tokenizer: Tokenizer) -> bool:
     return tokenizer.stemming == "none" and text.isascii()
 
 
-def window(text: str, terms: Collection[str], tokenizer: Tokenizer) -> str:
-    """512 code points from 80 before the first token equal to a query term."""
+def _occurrences(
+    text: str, terms: Collection[str], tokenizer: Tokenizer
+) -> Iterator[tuple[str, int, int]]:
+    """(token, start, end) of each token of `text` equal to a term, in text order."""
     if _fast(text, tokenizer):
         finder = _ascii_finder(frozenset(terms))
-        found = finder.search(text) if finder is not None else None
-        if found is None:
-            return text[:WIDTH]
-        start = found.start()
+        for found in finder.finditer(text) if finder is not None else ():
+            yield found.group().lower(), found.start(), found.end()
+        return
+    for token, start, end in tokenizer.located(text):
+        if token in terms:
+            yield token, start, end
+
+
+def window(text: str, terms: Collection[str], tokenizer: Tokenizer) -> str:
+    """512 code points from 80 before the first token equal to a query term."""
+    for _token, start, _end in _occurrences(text, terms, tokenizer):
         begin = start - LEAD if start >= LEAD else 0
         return text[begin : begin + WIDTH]
-    for token, start, _end in tokenizer.located(text):
-        if token in terms:
-            begin = start - LEAD if start >= LEAD else 0
-            return text[begin : begin + WIDTH]
     return text[:WIDTH]
 
 
@@ -65,16 +70,8 @@ def match_spans(
     budget = max(1, MAX_SPANS // len(terms))
     left = dict.fromkeys(terms, budget)
     ranges: list[tuple[int, int]] = []
-    if _fast(snippet, tokenizer):
-        finder = _ascii_finder(frozenset(terms))
-        for found in finder.finditer(snippet) if finder is not None else ():
-            token = found.group().lower()
-            if left[token] > 0:
-                left[token] -= 1
-                ranges.append(found.span())
-        return tuple(fold(ranges))  # ASCII: code-point offsets are byte offsets
-    for token, start, end in tokenizer.located(snippet):
-        if left.get(token, 0) > 0:
+    for token, start, end in _occurrences(snippet, left, tokenizer):
+        if left[token] > 0:
             left[token] -= 1
             ranges.append((start, end))
     return tuple(_to_bytes(snippet, fold(ranges)))
