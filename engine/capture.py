@@ -413,7 +413,8 @@ def capture(
     """
     root = check_bundle(bundle)
     limits = settings.limits
-    found = list_markdown(root, settings, cancel, _Prefetch(limits.max_total_bytes, held))
+    reads = _Prefetch(limits.max_total_bytes, held)
+    found = list_markdown(root, settings, cancel, reads)
     _check_paths(found, limits)
     reserved = set(settings.reserved)
     files = []
@@ -427,7 +428,7 @@ def capture(
                 if folders is None:
                     folders = later.enter_context(_Folders(os.fsencode(root).rstrip(b"/") or b"/"))
                 late = folders.read(rel, limits.max_file_bytes)
-                content = None if late is None else (late, hashlib.sha256(late).hexdigest())
+                content = None if late is None else reads.keep(late)
             elif isinstance(content, CitelineError):
                 raise content
             if content is None:
