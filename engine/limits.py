@@ -49,6 +49,16 @@ class Limits:
             changes[name] = value
         return replace(cls(), **changes)
 
+    @classmethod
+    def editor(cls) -> Limits:
+        """The editor limits of SPEC §11: a language server serves whole repositories."""
+        return cls(
+            max_files=200_000,
+            max_total_bytes=512 * MiB,
+            max_sections=2_000_000,
+            max_tokens=200_000_000,
+        )
+
 
 # What each limit is called in the error details, and how the user raises it.
 LIMIT_INFO: dict[str, tuple[str, str]] = {
