@@ -14,12 +14,12 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from .cancel import CancelToken
-from .errors import CitelineError
+from .errors import CitelineError, quoted
 from .limits import Limits, Settings, limit_error
 from .revision import snapshot_revision
 
 Progress = Callable[[str, int, int], None]
-_SUFFIXES = (".md", ".markdown")
+_SUFFIXES = (b".md", b".markdown")
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = (
     os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -119,13 +119,13 @@ def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return CitelineError(
             "bundle_invalid",
-            f"{what} {path!r} in the bundle cannot be read (permission denied). Fix its "
+            f"{what} {quoted(path)} in the bundle cannot be read (permission denied). Fix its "
             "permissions, or add it to .gitignore.",
             {"path": path, "reason": "permission_denied"},
         )
     return CitelineError(
         "bundle_invalid",
-        f"{what} {path!r} in the bundle cannot be read: {exc.strerror}.",
+        f"{what} {quoted(path)} in the bundle cannot be read: {exc.strerror}.",
         {"path": path},
     )
 
@@ -166,7 +166,11 @@ def _entries(dir_fd: int) -> list[tuple[str, bool]]:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     out.append((name, True))
-                elif name.lower().endswith(_SUFFIXES) and entry.is_file(follow_symlinks=False):
+                # ASCII case-insensitive (SPEC §2): bytes.lower() folds A-Z only, where
+                # str.lower() would also fold "\u212a" (KELVIN SIGN) to "k".
+                elif os.fsencode(name).lower().endswith(_SUFFIXES) and entry.is_file(
+                    follow_symlinks=False
+                ):
                     out.append((name, False))
             except OSError:
                 continue  # vanished
@@ -272,8 +276,8 @@ def list_markdown(
                         shown = rel_dir.rstrip("/") or "."
                         raise CitelineError(
                             "bundle_invalid",
-                            f"A Markdown file in folder {shown!r} has a path that is not valid "
-                            "UTF-8; rename it.",
+                            f"A Markdown file in folder {quoted(shown)} has a path that is not "
+                            "valid UTF-8; rename it.",
                             {"path": shown, "reason": "path_not_utf8"},
                         ) from None
                 content: object = _UNREAD

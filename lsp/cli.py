@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
 from citeline.engine import CitelineError, Engine, Limits, Settings
+from citeline.engine.errors import INTERNAL, INTERNAL_EXIT, internal_error
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 
@@ -179,6 +183,44 @@ def report(err: CitelineError, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: _main, with UTF-8 output and no traceback for a bug.
+
+    An exception that is not a CitelineError is a bug in citeline: it is reported as one
+    line (the internal_error envelope on stdout with --json), with exit code INTERNAL_EXIT;
+    the traceback goes to stderr only when CITELINE_LOG=debug.
+    """
+    _utf8_output()
+    try:
+        return _main(argv)
+    except Exception as exc:
+        words = sys.argv[1:] if argv is None else list(argv)
+        return report_bug(exc, "--json" in words)
+
+
+def report_bug(exc: BaseException, as_json: bool) -> int:
+    envelope = internal_error(exc)
+    if os.environ.get("CITELINE_LOG", "").lower() == "debug":
+        traceback.print_exception(exc, file=sys.stderr)
+    with contextlib.suppress(Exception):  # nothing more can be done if writing fails too
+        if as_json:
+            sys.stdout.write(encode(envelope) + "\n")
+            sys.stdout.flush()
+        else:
+            sys.stderr.write(f"citeline: {INTERNAL}: {envelope['error']['message']}\n")
+    return INTERNAL_EXIT
+
+
+def _utf8_output() -> None:
+    """stdout in UTF-8 whatever the locale or PYTHONIOENCODING (--json is UTF-8 JSON, and a
+    pipe's reader cannot guess another encoding); stderr keeps the terminal's encoding, and
+    both escape what they cannot encode (backslashreplace) instead of failing."""
+    for stream, encoding in ((sys.stdout, "utf-8"), (sys.stderr, None)):
+        if isinstance(stream, io.TextIOWrapper):
+            with contextlib.suppress(Exception):
+                stream.reconfigure(encoding=encoding or stream.encoding, errors="backslashreplace")
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "lsp":
         from .server import main as serve

@@ -15,6 +15,7 @@ schemas from Python signatures and cannot serve a given JSON Schema as it is.
 from __future__ import annotations
 
 import copy
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,8 +32,11 @@ from mcp.shared.exceptions import MCPError
 from citeline.engine import CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
+from citeline.engine.errors import internal_error
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
+
+log = logging.getLogger("citeline.mcp")
 
 SERVER_NAME = "citeline"
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one call
@@ -197,6 +201,14 @@ def success(result: dict[str, Any]) -> types.CallToolResult:
     )
 
 
+def bug(exc: BaseException) -> types.CallToolResult:
+    """The tool error for an exception that is not a CitelineError: the internal_error
+    envelope (one line, no traceback) as text, like failure()."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=encode(internal_error(exc)))], is_error=True
+    )
+
+
 def failure(err: CitelineError) -> types.CallToolResult:
     # No structuredContent on errors: TypeScript-SDK clients validate any structuredContent
     # against outputSchema even when isError is set, and would replace our envelope by a
@@ -263,10 +275,12 @@ class CitelineMCP:
         request: dict[str, Any] = dict(params.arguments or {})
         token = _progress_token(ctx)
         try:
-            result = await self._run(self._method(spec.contract), request, ctx, token)
+            return success(await self._run(self._method(spec.contract), request, ctx, token))
         except CitelineError as err:
             return failure(err)
-        return success(result)
+        except Exception as exc:  # a bug: a tool error saying so, the traceback in the log
+            log.error("internal error in tool %s", params.name, exc_info=exc)
+            return bug(exc)
 
     async def _run(
         self,
@@ -319,7 +333,7 @@ async def _with_progress(
         tg.start_soon(_report_progress, ctx, token, progress)
         try:
             outcome["result"] = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-        except CitelineError as err:
+        except Exception as err:  # a CitelineError, or a bug: call_tool answers either
             outcome["error"] = err
         finally:
             tg.cancel_scope.cancel()
@@ -374,4 +388,4 @@ def main(bundle: str, settings: Settings | None = None) -> int:
     return 0
 
 
-__all__ = ["TOOLS", "CitelineMCP", "failure", "main", "success", "tool_list", "wire_schema"]
+__all__ = ["TOOLS", "CitelineMCP", "bug", "failure", "main", "success", "tool_list", "wire_schema"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
 import json
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, TypeVar
 
@@ -41,6 +42,7 @@ import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
@@ -55,6 +57,7 @@ from pygls.uris import to_fs_path
 
 from citeline.engine import CancelToken, CitelineError, Engine, Problem, SectionHit
 from citeline.engine.analysis import AnalysisOptions
+from citeline.engine.errors import INTERNAL, internal_error
 from citeline.engine.layout import ParseIssue
 from citeline.engine.parallel import default_workers
 
@@ -90,6 +93,32 @@ def rpc_error(err: CitelineError) -> JsonRpcException:
     if err.code == "cancelled":
         return JsonRpcRequestCancelled(err.message, data=data)
     return JsonRpcRequestFailed(err.message, data=data)
+
+
+def bug_error(exc: BaseException, where: str) -> JsonRpcInternalError:
+    """JSON-RPC -32603 for a bug (an exception that is not a CitelineError): one line for
+    the user, the internal_error envelope's error object as data, the traceback in the log."""
+    log.error("internal error in %s", where, exc_info=exc)
+    data = internal_error(exc)["error"]
+    return JsonRpcInternalError(data["message"], data=data)
+
+
+def guarded(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """A request handler whose unexpected exceptions are answered by bug_error, not by
+    pygls (which would send the traceback to the client as the error's data)."""
+
+    @functools.wraps(handler)
+    async def run(*args: Any, **kwargs: Any) -> T:
+        try:
+            return await handler(*args, **kwargs)
+        except CitelineError as err:
+            raise rpc_error(err) from None
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            raise bug_error(exc, getattr(handler, "__name__", "a request")) from None
+
+    return run
 
 
 def schema(message: str, **details: Any) -> CitelineError:
@@ -131,7 +160,7 @@ class CitelineProtocol(LanguageServerProtocol):
             raise JsonRpcInvalidParams(
                 f"Unknown command {params.command!r}; citeline offers {', '.join(COMMANDS)}."
             )
-        return await self._server.run_command(params)
+        return await guarded(self._server.run_command)(params)
 
     # -- reading messages (instead of pygls' run_async, see CitelineServer.start_io) ------
 
@@ -379,6 +408,9 @@ class CitelineServer(LanguageServer):
         except CitelineError as err:
             ended = err.code
             raise rpc_error(err) from None
+        except Exception as exc:
+            ended = INTERNAL
+            raise bug_error(exc, title) from None
         finally:
             with self.tokens_lock:
                 self.tokens.discard(token)
@@ -776,14 +808,14 @@ def on_workspace_folders(ls: CitelineServer, params: types.DidChangeWorkspaceFol
 async def on_workspace_symbol(
     ls: CitelineServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
-    return await ls.workspace_symbols(params)
+    return await guarded(ls.workspace_symbols)(params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 async def on_document_symbol(
     ls: CitelineServer, params: types.DocumentSymbolParams
 ) -> list[types.DocumentSymbol]:
-    return await ls.document_symbols(params)
+    return await guarded(ls.document_symbols)(params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
