@@ -27,6 +27,7 @@ MAX_YAML_DEPTH = 100
 MAX_YAML_MERGED = 100_000
 FRONT_FIELDS = ("title", "id")  # the only front-matter fields the engine reads
 _YAML_TAG = "tag:yaml.org,2002:"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SHOWN_VALUE = 40  # characters of an offending scalar quoted in a parse error
 
 
@@ -147,6 +148,25 @@ class _FrontMatterLoader(yaml.SafeLoader):
         self._merged = 0
         self._flattening: set[int] = set()  # ids of mappings whose merges are being copied
 
+    def compose_scalar_node(self, anchor: str | None) -> Node:
+        event = self.peek_event()
+        if _SURROGATE.search(event.value):
+            # Only an escape makes one (the source is decoded UTF-8): "\ud83d\ude00", as
+            # JSON writes U+1F600, is read as the pair it stands for; a lone surrogate is not
+            # Unicode text and could not be written in any UTF-8 result.
+            try:
+                event.value = event.value.encode("utf-16", "surrogatepass").decode("utf-16")
+            except UnicodeDecodeError:
+                raise ComposerError(
+                    None,
+                    None,
+                    f"an escape makes the lone surrogate \\u{_lone_surrogate(event.value):04x}, "
+                    "which is not Unicode text",
+                    event.start_mark,
+                ) from None
+        node: Node = super().compose_scalar_node(anchor)
+        return node
+
     def compose_node(self, parent: Node | None, index: Any) -> Node:
         if not self.check_event(SequenceStartEvent, MappingStartEvent):
             scalar: Node = super().compose_node(parent, index)  # or an alias: no recursion
@@ -209,6 +229,20 @@ class _FrontMatterLoader(yaml.SafeLoader):
             ) from None
         except Exception as exc:  # see the class docstring
             raise ConstructorError(None, None, _value_problem(node, exc), node.start_mark) from None
+
+
+def _lone_surrogate(text: str) -> int:
+    """The first surrogate of `text` that is not half of a high-low pair."""
+    i = 0
+    while i < len(text):
+        code = ord(text[i])
+        if 0xD800 <= code <= 0xDBFF and i + 1 < len(text) and 0xDC00 <= ord(text[i + 1]) <= 0xDFFF:
+            i += 2
+            continue
+        if 0xD800 <= code <= 0xDFFF:
+            return code
+        i += 1
+    return 0
 
 
 def _value_problem(node: Node, exc: Exception) -> str:

@@ -55,6 +55,10 @@ BAD = [
     ("control_character", "a: 1\nb: \x07", 3, "character #x0007 is not allowed"),
     ("tag_uri_not_utf8", "x: !<tag:%ff> 1", 2, "can't decode byte 0xff"),
     ("str_tag_on_list", "x: !!str [1]", 2, "expected a scalar node"),
+    ("lone_surrogate_title", 'title: "T \\ud800 x"', 2, "lone surrogate \\ud800, which is not"),
+    ("lone_surrogate_id", 'a: 1\nid: "i\\udcff"', 3, "the lone surrogate \\udcff"),
+    ("reversed_pair", 'title: "\\ude00\\ud83d"', 2, "the lone surrogate \\ude00"),
+    ("surrogate_as_U", 'title: "\\U0000d800"', 2, "the lone surrogate \\ud800"),
     ("bad_omap", "x: !!omap [1]", 2, "expected a mapping of length 1"),
     ("deep_flow_lists", "x: " + "[" * 20_000 + "]" * 20_000, 2, "nested more than 100 levels"),
     ("deep_flow_maps", "x: " + "{a: " * 2_000 + "1" + "}" * 2_000, 2, "nested more than 100"),
@@ -78,6 +82,25 @@ def test_unloadable_front_matter_is_a_parse_issue_with_its_line(
     assert found.reason.startswith("invalid YAML in front matter: ")
     assert words in found.reason
     assert "\n" not in found.reason and "Traceback" not in found.reason
+
+
+def test_escaped_surrogate_pair_is_the_character_it_stands_for() -> None:
+    # As JSON writes U+1F600; YAML reads each escape alone, PyYAML keeps two surrogates.
+    lay = layout(front('title: "\\ud83d\\ude00 smile"\nid: "\\uD83D\\uDE00"'))
+    assert isinstance(lay, Layout)
+    assert lay.front == {"title": "\U0001f600 smile", "id": "\U0001f600"}
+
+
+def test_lone_surrogate_title_is_a_parse_error_not_a_crash(make_bundle) -> None:
+    """A title escaping a lone surrogate made every UTF-8 answer fail to encode."""
+    bundle = make_bundle({"a.md": front('title: "T \\ud800 x"'), "b.md": "# B\nalpha\n"})
+    for call in (Engine().search, Engine().concepts):
+        with pytest.raises(CitelineError) as err:
+            call(bundle, {"query": "alpha" if call.__name__ == "search" else "t"})
+        assert err.value.code == "parse_error"
+        assert err.value.details["errors"][0]["line"] == 2
+    res = Engine().concepts(bundle, {"query": "b"}, settings=Settings(skip_invalid=True))
+    assert [c["path"] for c in res["concepts"]] == ["b.md"]
 
 
 def test_date_that_does_not_exist_through_search(make_bundle) -> None:
