@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 from citeline.engine import CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
-from citeline.engine.errors import internal_error
+from citeline.engine.errors import internal_error, printable
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 
@@ -234,14 +234,17 @@ class CitelineMCP:
     def __init__(self, bundle: str, settings: Settings | None = None) -> None:
         self.bundle = bundle
         self.engine = Engine(settings or Settings(), workers=default_workers())
-        self.tools = tool_list(bundle, self.engine.settings)
+        # Descriptions name the bundle as printable text: a path that is not valid UTF-8
+        # would make every message carrying it unencodable (the engine keeps the real path).
+        shown = printable(bundle)
+        self.tools = tool_list(shown, self.engine.settings)
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=_version(),
             title="citeline",
             description="Cited section search over a folder of Markdown files.",
             instructions=(
-                f"citeline searches the Markdown files under {bundle} and cites sections "
+                f"citeline searches the Markdown files under {shown} and cites sections "
                 "exactly (path, 1-based line range, verbatim snippet, file SHA-256). Use "
                 "search_sections for questions, search_concepts to list documents by id/title, "
                 "search_lines for exact strings or regexes. " + VERIFY

@@ -3,8 +3,10 @@ read, so must capture; today GitIgnoreSpec.from_lines raises (GitIgnorePatternEr
 re.error, UnicodeEncodeError for a byte that is not UTF-8), which reaches the fronts as an
 internal error.
 
-engine/capture.py is being rewritten for issue 13, so the fix is left to that rewrite (the
-patch is in the issue-14 report); strict xfail turns red once it lands, to drop the marker.
+Also a bundle path holding a NUL byte (os.lstat raises ValueError, not OSError).
+
+engine/capture.py is being rewritten for issue 13, so the fixes are left to that rewrite (the
+patches are in the issue-14 report); strict xfail turns red once they land, to drop the marker.
 """
 
 from __future__ import annotations
@@ -32,3 +34,15 @@ def test_unreadable_gitignore_line_is_skipped_like_git(make_bundle, bad: bytes) 
     )
     res = Engine().search(bundle, {"query": "alpha"})
     assert [h["path"] for h in res["hits"]] == ["a.md"]  # the readable line still applies
+
+
+@pytest.mark.xfail(
+    strict=True, reason="capture.py (issue 13): check_bundle lets os.lstat's ValueError out"
+)
+def test_bundle_path_with_nul_byte_is_bundle_invalid() -> None:
+    """A language client can name one (file:///tmp/a%00b); os.lstat raises ValueError."""
+    from citeline.engine import CitelineError
+
+    with pytest.raises(CitelineError) as err:
+        Engine().search("/tmp/a\0b", {"query": "alpha"})
+    assert err.value.code in ("bundle_invalid", "bundle_not_found")

@@ -301,3 +301,18 @@ def test_mcp_bug_is_a_tool_error_and_the_server_keeps_serving(bundle: Path) -> N
         mcp.close()
     log = b"".join(mcp.stderr).decode("utf-8", "replace")
     assert "internal error in tool search_sections" in log
+
+
+def test_mcp_serves_a_bundle_whose_path_is_not_utf8(tmp_path: Path) -> None:
+    """The tool descriptions name the bundle: a non-UTF-8 path made initialize unanswerable."""
+    root = non_utf8_bundle(tmp_path)
+    folder = os.path.join(root, b"caf\xe9")
+    mcp = RawMCP([*CLI, "mcp", os.fsdecode(folder)])
+    try:
+        tools = mcp.call("tools/list", {})["result"]["tools"]
+        assert "odd/caf\\xe9" in tools[0]["description"]
+        result = mcp.tool("search_sections", {"query": "alpha"})
+        assert result["structuredContent"]["total"] == 1
+        assert [h["path"] for h in result["structuredContent"]["hits"]] == ["a.md"]
+    finally:
+        mcp.close()
