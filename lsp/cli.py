@@ -148,7 +148,7 @@ def run_query(args: argparse.Namespace) -> int:
         settings = settings_from(args)
         request = request_from(args)
         # One request: nothing to remember; big cold parses use the other cores.
-        engine = Engine(settings, memo_bytes=0, workers=default_workers())
+        engine = Engine(settings, workers=default_workers())
         method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
         result = method[args.command](args.bundle, request, progress=progress)
     except CitelineError as err:
