@@ -80,11 +80,17 @@ def short(revision: str) -> str:
 # -- words of the query, as typed -----------------------------------------------------------
 
 
-def relevance_of(result: dict[str, Any]) -> Any:
-    """The engine's Relevance for a result (its `options`, or the contract's defaults)."""
+def tokenizer_of(result: dict[str, Any]) -> Any:
+    """The engine's tokenizer for a result: the contract's, or the one its `options` chose
+    (through the engine's Relevance, so that every option that refines tokens is honoured)."""
+    options = result.get("options")
+    if not options:
+        from citeline.engine.terms import CONTRACT
+
+        return CONTRACT
     from citeline.engine.requests import Relevance
 
-    return Relevance.from_mapping(result.get("options") or {})
+    return Relevance.from_mapping(options).tokenizer
 
 
 def query_words(result: dict[str, Any]) -> list[tuple[str, frozenset[str]]]:
@@ -95,7 +101,7 @@ def query_words(result: dict[str, Any]) -> list[tuple[str, frozenset[str]]]:
     """
     from citeline.engine.terms import normalise, word_re
 
-    tokenizer = relevance_of(result).tokenizer
+    tokenizer = tokenizer_of(result)
     seen: dict[str, tuple[str, frozenset[str]]] = {}
     query = result["query"]
     for m in word_re(query).finditer(query):
@@ -367,7 +373,7 @@ def render_search(
     context: int = 0,
 ) -> str:
     """One block per hit: `path:line: heading  (lines a-b, score s)` and its matching lines."""
-    tokenizer = relevance_of(result).tokenizer
+    tokenizer = tokenizer_of(result)
     words = query_words(result) if "options" in result else []
     blocks = []
     for hit in result["hits"]:
