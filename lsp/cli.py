@@ -175,17 +175,38 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
     group.add_argument(
         RAISE_LIMITS,
         action="store_true",
-        help=f"raise every limit at once to the editor limits (files {editor.max_files:,}, "
-        f"sections {editor.max_sections:,}, tokens {editor.max_tokens:,}, "
-        f"bytes {editor.max_total_bytes // (1024 * 1024)} MiB); a flag below still wins",
+        help="raise every limit at once to the editor limits (those marked below); a limit "
+        "flag given with it still wins",
     )
     for name, default in _limit_defaults(Limits()):
+        what = LIMIT_NAMES.get(name, name.replace("_", " "))
+        raised = getattr(editor, name)
+        more = f"; {RAISE_LIMITS}: {_amount(name, raised)}" if raised != default else ""
         group.add_argument(
             "--" + name.replace("_", "-"),
             type=int,
             metavar="N",
-            help=f"raise the limit {name} (default {default:,})",
+            help=f"most {what} (default {_amount(name, default)}{more})",
         )
+
+
+LIMIT_NAMES = {
+    "max_files": "files captured",
+    "max_total_bytes": "bytes captured, all files",
+    "max_file_bytes": "bytes of one file",
+    "max_sections": "sections",
+    "max_tokens": "indexed tokens",
+    "max_path_components": "components of a path",
+    "max_path_bytes": "UTF-8 bytes of a path",
+    "max_response_bytes": "bytes of one JSON response",
+}
+
+
+def _amount(name: str, value: int) -> str:
+    mib = 1024 * 1024
+    if name.endswith("_bytes") and value >= mib and value % mib == 0:
+        return f"{value // mib} MiB"
+    return f"{value:,}"
 
 
 def _limit_defaults(limits: Any) -> list[tuple[str, int]]:
@@ -236,7 +257,6 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "search", help="ranked sections (BM25) with cited snippets", allow_abbrev=False
     )
-    _add_common(s)
     s.add_argument(
         "-q",
         "--query",
@@ -254,6 +274,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"lines shown around each matching line (0-{CONTEXT_MAX}, default 0)",
     )
+    _add_common(s)
     _add_relevance(s)
 
     c = sub.add_parser(
@@ -261,7 +282,6 @@ def parser() -> argparse.ArgumentParser:
         help="files whose concept id or title contains the query",
         allow_abbrev=False,
     )
-    _add_common(c)
     c.add_argument(
         "-q",
         "--query",
@@ -270,11 +290,11 @@ def parser() -> argparse.ArgumentParser:
         help="text the concept id or title contains (case-insensitive)",
     )
     _add_count(c, 100, 20, "concepts")
+    _add_common(c)
 
     ln = sub.add_parser(
         "lines", help="grep-like line search (exact text or RE2 regex)", allow_abbrev=False
     )
-    _add_common(ln)
     what = ln.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "-F", "--exact", metavar="TEXT", help="literal text to find (may start with '-')"
@@ -302,6 +322,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accepted for grep habits: line numbers are always shown",
     )
+    _add_common(ln)
 
     sub.add_parser("lsp", help="run the language server on stdio", allow_abbrev=False)
     m = sub.add_parser(
