@@ -501,8 +501,9 @@ class CitelineMCP:
             instructions=(
                 f"citeline searches the Markdown files under {bundle} and cites sections "
                 "exactly (path, 1-based line range, verbatim snippet, file SHA-256). Use "
-                "search_sections for questions, search_concepts to list documents by id/title, "
-                "search_lines for exact strings or regexes. " + VERIFY
+                'search_sections for questions (profile="recall" for a question in plain '
+                "words, a CJK query, or when no section holds every word), search_concepts to "
+                "list documents by id/title, search_lines for exact strings or regexes. " + VERIFY
             ),
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
