@@ -168,6 +168,18 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
         help="root file that is captured but never searched (repeatable; default index.md, log.md)",
     )
     p.add_argument("--no-reserved", action="store_true", help="search index.md and log.md too")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither use nor fill the persistent cache (CITELINE_CACHE_DIR, else the user "
+        "cache folder); results are the same, only slower",
+    )
+    p.add_argument(
+        "--reread",
+        action="store_true",
+        help="read every file again, even those whose size, times and inode show them "
+        "unchanged since an earlier call",
+    )
     group = p.add_argument_group(
         "limits", "what a bundle may hold before the request fails; see docs/limits.md"
     )
@@ -490,8 +502,15 @@ def run_query(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
         request = request_from(args)
-        # One request: nothing to remember; big cold parses use the other cores.
-        engine = Engine(settings, workers=default_workers())
+        # One request: no bytes worth holding; big cold parses use the other cores; the
+        # persistent cache carries what an earlier call learnt.
+        engine = Engine(
+            settings,
+            workers=default_workers(),
+            cache=not args.no_cache,
+            reread=args.reread,
+            hold_bytes=0,
+        )
         method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
         result = method[args.command](bundle, request, progress=progress)
         if wants_recall(args, result):
@@ -630,7 +649,10 @@ def serve_mcp(args: argparse.Namespace) -> int:
         settings = settings_from(args)
     except CitelineError as err:
         return report(err, False)
-    return serve(os.path.abspath(args.bundle), settings) or 0
+    return (
+        serve(os.path.abspath(args.bundle), settings, cache=not args.no_cache, reread=args.reread)
+        or 0
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -489,9 +489,18 @@ class _Progress:
 class CitelineMCP:
     """The MCP front: one engine for the server's lifetime, one fixed bundle."""
 
-    def __init__(self, bundle: str, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        bundle: str,
+        settings: Settings | None = None,
+        *,
+        cache: bool = True,
+        reread: bool = False,
+    ) -> None:
         self.bundle = bundle
-        self.engine = Engine(settings or Settings(), workers=default_workers())
+        self.engine = Engine(
+            settings or Settings(), workers=default_workers(), cache=cache, reread=reread
+        )
         self.tools = tool_list(bundle, self.engine.settings)
         self.server: Server[Any] = Server(
             SERVER_NAME,
@@ -630,14 +639,16 @@ def _version() -> str:
         return "0"
 
 
-def main(bundle: str, settings: Settings | None = None) -> int:
+def main(
+    bundle: str, settings: Settings | None = None, *, cache: bool = True, reread: bool = False
+) -> int:
     """Serve MCP on stdio for `bundle` (an absolute path) until the client closes stdin."""
     try:
         check_bundle(bundle)  # fail fast; every call still captures a fresh snapshot
     except CitelineError as err:
         sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
         return EXIT_CODES.get(err.code, 1)
-    front = CitelineMCP(bundle, settings)
+    front = CitelineMCP(bundle, settings, cache=cache, reread=reread)
     try:
         anyio.run(front.serve)
     except KeyboardInterrupt:

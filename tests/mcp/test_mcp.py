@@ -577,6 +577,9 @@ async def lsp_search(bundle: Path, requests: list[dict[str, Any]]) -> list[Any]:
                 capabilities=pytest_lsp.client_capabilities("neovim@v0.7.0"),
                 root_uri=uri,
                 workspace_folders=[lsp.WorkspaceFolder(uri=uri, name=bundle.name)],
+                # The CLI's and MCP's setting: the server's own default skips unparsable
+                # files and lists them (SPEC §11), which adds `skipped` to every result.
+                initialization_options={"skip_invalid": False},
             )
         )
         for request in requests:
