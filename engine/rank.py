@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .analysis import FileAnalysis
+from .index import K1, Index
 
-K1 = 1.2
-B = 0.75
-MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
-
-
-@dataclass(frozen=True, slots=True)
-class Doc:
-    """One searchable file as the ranker sees it."""
-
-    concept_id: str
-    analysis: FileAnalysis
+_K1P = K1 + 1
 
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    doc: int  # index into the docs sequence
-    section: int  # index into that doc's sections
+    section: int  # global section number in the index
     score: float
     matched: tuple[str, ...]  # query terms present, in query order
 
@@ -37,78 +25,13 @@ class Ranking:
     best: list[Scored]  # the first `limit` of them (all, without a limit), best first
 
 
-Postings = tuple[tuple[int, int], ...]
-_REMEMBERED = 262_144  # (doc, postings) entries a corpus keeps for terms already looked up
-
-
-@dataclass(frozen=True, slots=True)
-class Corpus:
-    """Collection statistics: N sections, their mean weighted length.
-
-    It also remembers, for each term a query has used, which documents contain it: a
-    corpus lives as long as its snapshot_revision, and as-you-type queries repeat terms.
-    """
-
-    docs: Sequence[Doc]
-    n: int
-    avglen: float
-    _seen: dict[str, dict[int, Postings]] = field(default_factory=dict, compare=False, repr=False)
-    _size: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
-
-    @classmethod
-    def of(cls, docs: Sequence[Doc]) -> Corpus:
-        n = sum(len(d.analysis.sections) for d in docs)
-        total = sum(d.analysis.total_length for d in docs)
-        mean = total / n if n else 0.0
-        return cls(docs, n, mean if mean > 0 else 1.0)
-
-    def occurrences(self, term: str) -> dict[int, Postings]:
-        """doc index -> the term's postings in that doc, for the docs that contain it."""
-        found = self._seen.get(term)
-        if found is None:
-            found = {}
-            for di, doc in enumerate(self.docs):
-                plist = doc.analysis.postings.get(term)
-                if plist is not None:
-                    found[di] = plist
-            # Bounded: a long-lived server sees many distinct terms. Dict operations are
-            # atomic, so concurrent requests at worst look a term up again.
-            cost = len(found) + 1
-            if self._size[0] + cost > _REMEMBERED:
-                self._seen.clear()
-                self._size[0] = 0
-            self._seen[term] = found
-            self._size[0] += cost
-        return found
-
-    def df(self, term: str) -> int:
-        return sum(map(len, self.occurrences(term).values()))
-
-    def idf(self, term: str) -> float:
-        df = self.df(term)
-        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
-
-    def expand(self, prefix: str) -> list[str]:
-        """Indexed terms that start with `prefix` (itself included), most frequent first.
-
-        At most MAX_EXPANSIONS of them: a one-letter prefix would otherwise stand for
-        thousands of terms and make every keystroke rank the whole vocabulary.
-        """
-        found: dict[str, int] = {}
-        for d in self.docs:
-            vocab = d.analysis.vocab
-            postings = d.analysis.postings
-            i = bisect.bisect_left(vocab, prefix)
-            while i < len(vocab) and vocab[i].startswith(prefix):
-                term = vocab[i]
-                found[term] = found.get(term, 0) + len(postings[term])
-                i += 1
-        ranked = sorted(found, key=lambda t: (-found[t], t))[:MAX_EXPANSIONS]
-        return sorted(ranked)
+def idf(index: Index, term: str) -> float:
+    df = index.df(term)
+    return math.log(1 + (index.n - df + 0.5) / (df + 0.5))
 
 
 def rank(
-    corpus: Corpus,
+    index: Index,
     terms: Sequence[str],
     *,
     match_any: bool = False,
@@ -124,71 +47,60 @@ def rank(
     # groups[i]: the indexed terms that stand for query term i (one, or its expansions)
     groups = [[t] for t in terms]
     if prefix_last and terms:
-        groups[-1] = corpus.expand(terms[-1])
-    where = [[(t, corpus.occurrences(t)) for t in group] for group in groups]
-    idf = {t: corpus.idf(t) for group in groups for t in group}
-    # Only documents that can match are visited: with match=all, those holding every group.
-    per_group = [set().union(*(found.keys() for _t, found in group)) for group in where]
-    if not per_group:
-        candidates: set[int] = set()
-    elif match_any:
-        candidates = set().union(*per_group)
-    else:
-        candidates = set.intersection(*sorted(per_group, key=len))
-    avglen = corpus.avglen
+        groups[-1] = index.expand(terms[-1])
     need = len(groups)
-    # (score, distinct groups matched, doc, section, bit mask of the groups matched)
-    found_sections: list[tuple[float, int, int, int, int]] = []
-    for di in sorted(candidates):
-        sections = corpus.docs[di].analysis.sections
-        scores: dict[int, float] = {}
-        masks: dict[int, int] = {}
-        for gi, group in enumerate(where):
-            bit = 1 << gi
-            for term, found in group:
-                plist = found.get(di)
-                if plist is None:
-                    continue
-                weight = idf[term]
-                for si, tf in plist:
-                    # The formula exactly as SPEC §5 writes it: scores are part of the
-                    # output, and a different rounding could reorder equal scores.
-                    length = sections[si].length
-                    part = weight * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avglen))
-                    if si in scores:
-                        scores[si] += part
-                        masks[si] |= bit
-                    else:
-                        scores[si] = part
-                        masks[si] = bit
-        for si, score in scores.items():
-            distinct = masks[si].bit_count()
-            if match_any or distinct == need:
-                found_sections.append((score, distinct, di, si, masks[si]))
-    total = len(found_sections)
-    chosen = found_sections
+    if match_any:
+        present = [g for g in range(need) if any(index.where(t) for t in groups[g])]
+    else:
+        present = list(range(need))
+        if not all(any(index.where(t) for t in group) for group in groups):
+            return Ranking(0, [])  # some term is nowhere: nothing can hold all of them
+    pre = index.denominators()
+    scores = [0.0] * index.n
+    masks = [0] * index.n
+    touched: list[int] = []
+    for gi in present:
+        bit = 1 << gi
+        for term in groups[gi]:
+            weight = idf(index, term)
+            for block, base, lo, hi in index.where(term):
+                for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+                    g = base + s
+                    # The formula exactly as SPEC §5 writes it (the length part evaluated
+                    # once per index, in the same order): scores are part of the output,
+                    # and a different rounding could reorder equal scores.
+                    scores[g] += weight * tf * _K1P / (tf + pre[g])
+                    mask = masks[g]
+                    if not mask:
+                        touched.append(g)
+                    masks[g] = mask | bit
+    if match_any:
+        found = touched
+    else:
+        full = (1 << need) - 1
+        found = [g for g in touched if masks[g] == full]
+    total = len(found)
+    chosen = found
     if limit is not None and total > limit:
-        chosen = _cut(found_sections, limit, match_any)
-    docs = corpus.docs
+        chosen = _cut(found, scores, masks, limit, match_any)
 
-    def key(e: tuple[float, int, int, int, int]) -> tuple:
-        score, distinct, di, si, _ = e
-        base = (-score, docs[di].concept_id, docs[di].analysis.sections[si].first)
-        return (-distinct, *base) if match_any else base
+    def key(g: int) -> tuple:
+        base = (-scores[g], *index.concept_and_line(g))
+        return (-masks[g].bit_count(), *base) if match_any else base
 
-    chosen.sort(key=key)
+    chosen = sorted(chosen, key=key)
     if limit is not None:
         chosen = chosen[:limit]
     best = [
-        Scored(di, si, score, tuple(t for g, t in enumerate(terms) if mask >> g & 1))
-        for score, _, di, si, mask in chosen
+        Scored(g, scores[g], tuple(t for i, t in enumerate(terms) if masks[g] >> i & 1))
+        for g in chosen
     ]
     return Ranking(total, best)
 
 
 def _cut(
-    found: list[tuple[float, int, int, int, int]], limit: int, match_any: bool
-) -> list[tuple[float, int, int, int, int]]:
+    found: list[int], scores: list[float], masks: list[int], limit: int, match_any: bool
+) -> list[int]:
     """The sections that can be among the best `limit`, with far fewer than all of them to
     sort: the order starts with (distinct terms,) score, so every section ranked above the
     limit-th one on that prefix is in, and those equal to it on the prefix are kept to be
@@ -196,8 +108,8 @@ def _cut(
     if limit <= 0:
         return []
     if match_any:
-        coarse = [(-e[1], -e[0]) for e in found]
-        cut = heapq.nsmallest(limit, coarse)[-1]
-        return [e for e, c in zip(found, coarse, strict=True) if c <= cut]
-    lowest = heapq.nlargest(limit, (e[0] for e in found))[-1]
-    return [e for e in found if e[0] >= lowest]
+        coarse = {g: (-masks[g].bit_count(), -scores[g]) for g in found}
+        cut = heapq.nsmallest(limit, coarse.values())[-1]
+        return [g for g in found if coarse[g] <= cut]
+    lowest = heapq.nlargest(limit, (scores[g] for g in found))[-1]
+    return [g for g in found if scores[g] >= lowest]

@@ -354,7 +354,7 @@ def test_search_spans_under_every_option_combination(
     assume(len(set(query_terms(query, Tokenizer()))) <= 32)
     root = tmp_path_factory.mktemp("b")
     (root / "a.md").write_text(f"# Top {words[0]}\n## Sub\n{body}\n# {body[:20]}\n{body}\n")
-    engine = Engine(memo_bytes=0)
+    engine = Engine(reread=True, hold_bytes=0)
     res = engine.search(root, {"query": query, "limit": 100, **options})
     again = engine.search(root, {"query": " ".join(reversed(words)), "limit": 100, **options})
 
