@@ -385,7 +385,7 @@ def render_search(
             jump, shown = snippet_lines(hit, context)
             changed = ", changed since the search" if sources else ""
         where = paint(display_path(bundle, hit["path"]), MAGENTA, color)
-        heading = paint(hit["heading"] or "(no heading)", BOLD, color)
+        heading = paint(one_line(hit["heading"]) or "(no heading)", BOLD, color)
         about = f"lines {hit['line_start']}-{hit['line_end']}, score {hit['score']:.3f}{changed}"
         if words:
             found, missing = matched_words(words, hit["matched_terms"])
@@ -395,6 +395,16 @@ def render_search(
         head = f"{where}:{line}: {heading}  {paint(f'({about})', DIM, color)}"
         blocks.append("\n".join([head, *_draw_lines(shown, color)]))
     return "\n\n".join(blocks)
+
+
+# A heading is text of the file (SPEC §3): a Setext heading over two lines holds "\n", a lone
+# CR stays a CR, and a YAML title can hold line breaks. Each is shown as a space so that a
+# hit's header stays one line (and a CR cannot overwrite it on a terminal).
+_ONE_LINE = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def one_line(text: str) -> str:
+    return text.translate(_ONE_LINE)
 
 
 def no_hit_notice(recall_total: int | None) -> str:
@@ -421,7 +431,7 @@ def search_summary(result: dict[str, Any]) -> str:
 def render_concepts(result: dict[str, Any], color: bool, *, bundle: str | None = None) -> str:
     lines = []
     for c in result["concepts"]:
-        title = f"  {c['title']}" if c["title"] else ""
+        title = f"  {one_line(c['title'])}" if c["title"] else ""
         path = paint(display_path(bundle, c["path"]), MAGENTA, color)
         lines.append(f"{paint(c['concept_id'], GREEN, color)}  {path}{title}")
     return "\n".join(lines)

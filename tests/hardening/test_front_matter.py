@@ -15,8 +15,8 @@ import time
 import pytest
 
 from citeline.engine import CitelineError, Engine, Settings
+from citeline.engine.build import PARALLEL_MIN_BYTES
 from citeline.engine.layout import MAX_YAML_DEPTH, MAX_YAML_MERGED, Layout, ParseIssue, layout
-from citeline.engine.parallel import PARALLEL_MIN_BYTES
 from citeline.engine.sections import Structure, structure
 
 

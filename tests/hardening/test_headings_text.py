@@ -149,3 +149,20 @@ def test_kelvin_sign_suffix_is_not_markdown(make_bundle) -> None:
     )
     snap = Engine().capture(bundle)
     assert [f.path for f in snap.files] == ["i.MARKDOWN", "j.Md", "k.md"]
+
+
+def test_cli_human_output_shows_heading_and_title_on_one_line(make_bundle) -> None:
+    from fronts_harness import run_cli
+
+    bundle = make_bundle(
+        {
+            "a.md": b"one\rtwo\nthree\n===\nalpha\n",
+            "b.md": b"---\ntitle: |\n  Two\n  lines\n---\nalpha\n",
+        }
+    )
+    search = run_cli(["search", str(bundle), "-q", "alpha", "--color", "never"], "utf-8")
+    header = next(line for line in search.stdout.decode().split("\n") if "a.md:" in line)
+    assert ": one two three  (lines 1-4," in header
+    assert b"\r" not in search.stdout
+    concepts = run_cli(["concepts", str(bundle), "-q", "two", "--color", "never"], "utf-8")
+    assert concepts.stdout.decode().splitlines()[0].rstrip().endswith("b.md  Two lines")

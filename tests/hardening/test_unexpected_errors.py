@@ -130,9 +130,12 @@ def test_cli_bug_before_the_engine_is_reported_too(
 
 
 def test_cli_usage_errors_are_not_bugs(bundle: Path) -> None:
-    with pytest.raises(SystemExit) as leave:
-        run_cli(["search", str(bundle)])  # -q missing: argparse's usage error
-    assert leave.value.code == 2
+    human = run_cli(["search", str(bundle), "-q", "alpha", "--no-such-flag"])
+    assert human.code == 2
+    assert b"error: unrecognized arguments: --no-such-flag" in human.stderr
+    as_json = run_cli(["search", str(bundle), "-q", "alpha", "--no-such-flag", "--json"])
+    assert as_json.code == 2
+    assert json.loads(as_json.stdout)["error"]["code"] == "schema_validation"
 
 
 # -- CLI output whatever the locale ------------------------------------------------------------
@@ -197,7 +200,7 @@ def test_results_are_utf8_whatever_the_stream_encoding(tmp_path: Path, encoding:
     human = run_cli(["search", str(bundle), "-q", "alpha", "--color", "never"], encoding=encoding)
     assert human.code == 0
     assert "Grüße ☃" in human.stdout.decode("utf-8")
-    assert "[alpha] 网关" in human.stdout.decode("utf-8")
+    assert "2: alpha 网关" in human.stdout.decode("utf-8")
 
 
 # -- LSP -----------------------------------------------------------------------------------------
@@ -307,7 +310,8 @@ def test_mcp_serves_a_bundle_whose_path_is_not_utf8(tmp_path: Path) -> None:
     """The tool descriptions name the bundle: a non-UTF-8 path made initialize unanswerable."""
     root = non_utf8_bundle(tmp_path)
     folder = os.path.join(root, b"caf\xe9")
-    mcp = RawMCP([*CLI, "mcp", os.fsdecode(folder)])
+    # --no-cache: the cache's store cannot key such a path yet (test_pending_capture_fixes).
+    mcp = RawMCP([*CLI, "mcp", "--no-cache", os.fsdecode(folder)])
     try:
         tools = mcp.call("tools/list", {})["result"]["tools"]
         assert "odd/caf\\xe9" in tools[0]["description"]

@@ -1,9 +1,13 @@
-""".gitignore lines pathspec cannot compile (found for issue 14): git skips a pattern it cannot
+"""Bugs found for issue 14 in code being rewritten for issue 13 (capture, the cache's store).
+
+.gitignore lines pathspec cannot compile: git skips a pattern it cannot
 read, so must capture; today GitIgnoreSpec.from_lines raises (GitIgnorePatternError,
 re.error, UnicodeEncodeError for a byte that is not UTF-8), which reaches the fronts as an
 internal error.
 
-Also a bundle path holding a NUL byte (os.lstat raises ValueError, not OSError).
+Also a bundle path holding a NUL byte (os.lstat raises ValueError, not OSError), and a
+bundle path that is not valid UTF-8 with the persistent cache on: the store keys it as
+text, which SQLite cannot encode (UnicodeEncodeError: a bug, exit 70).
 
 engine/capture.py is being rewritten for issue 13, so the fixes are left to that rewrite (the
 patches are in the issue-14 report); strict xfail turns red once they land, to drop the marker.
@@ -46,3 +50,18 @@ def test_bundle_path_with_nul_byte_is_bundle_invalid() -> None:
     with pytest.raises(CitelineError) as err:
         Engine().search("/tmp/a\0b", {"query": "alpha"})
     assert err.value.code in ("bundle_invalid", "bundle_not_found")
+
+
+@pytest.mark.xfail(
+    strict=True, reason="reuse/store.py (issue 13): a bundle path that is not UTF-8 as a key"
+)
+def test_cache_keys_a_bundle_path_that_is_not_utf8(tmp_path) -> None:
+    import os
+
+    root = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.makedirs(root)
+    with open(os.path.join(root, b"a.md"), "wb") as fh:
+        fh.write(b"# A\nalpha\n")
+    engine = Engine(cache=tmp_path / "cache")
+    res = engine.search(os.fsdecode(root), {"query": "alpha"})
+    assert res["total"] == 1
