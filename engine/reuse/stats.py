@@ -13,6 +13,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..codec import I64, Reader, Writer, expect
 
@@ -46,12 +47,25 @@ class FileState:
 
 
 @dataclass(frozen=True, slots=True)
+class Captured:
+    """A capture's files (records, no bytes) and the settings they were checked against."""
+
+    files: tuple[Any, ...]  # capture.CapturedFile, in path order
+    settings: tuple[Any, ...]  # (reserved names, limits)
+
+
+@dataclass(frozen=True, slots=True)
 class Known:
     """One bundle's stat index after a capture: each captured path's state, in path order,
-    and the snapshot_revision of those records (an unchanged bundle needs no new one)."""
+    and the snapshot_revision of those records (an unchanged bundle needs no new one).
+
+    `captured` (in memory only) is that capture's list of files, so that a capture finding
+    nothing changed under the same settings hands it back instead of building it again.
+    """
 
     files: Mapping[str, FileState]
     revision: str
+    captured: Captured | None = None
 
     def encode(self) -> bytes:
         paths = list(self.files)
