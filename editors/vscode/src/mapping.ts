@@ -19,6 +19,8 @@ export interface SearchHit {
   score: number;
   matched_terms: string[];
   match_spans: Span[];
+  /** From an open document's unsaved text (server setting `unsaved`, SPEC §11). */
+  unsaved?: boolean;
 }
 
 export interface SearchResult {
@@ -37,6 +39,9 @@ export interface LineMatch {
   column: number;
   text: string;
   context?: { before?: string[]; after?: string[] };
+  unsaved?: boolean;
+  /** Line matches may only carry extra fields as `x-…` keys (SPEC §8). */
+  "x-unsaved"?: boolean;
 }
 
 export interface LinesResult {
@@ -101,6 +106,41 @@ export function isBlankQuery(text: string): boolean {
 }
 
 // ------------------------------------------------------------- text helpers
+
+/** Shown with a hit or match that comes from an open document's unsaved text. */
+export const UNSAVED_MARK = "[unsaved]";
+
+/** Whether a hit or line match comes from unsaved editor text (setting `unsaved`). */
+export function isUnsaved(item: { unsaved?: unknown; "x-unsaved"?: unknown } | null | undefined): boolean {
+  return item !== null && typeof item === "object" && (item.unsaved === true || item["x-unsaved"] === true);
+}
+
+/**
+ * Text for a one-line display: each line break (CRLF, LF or a lone CR) becomes one
+ * space. Headings may hold them (a Setext heading over two lines, SPEC §3), and so
+ * may titles. UTF-16 `spans` over `text` are carried over (a CRLF shrinks to one unit).
+ */
+export function oneLine(text: string, spans: readonly Span[] = []): { text: string; spans: Span[] } {
+  // pos[i] = output index of input index i (i in [0, text.length]).
+  const pos: number[] = new Array(text.length + 1);
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    pos[i] = out.length;
+    const ch = text[i];
+    if (ch === "\r" && text[i + 1] === "\n") {
+      pos[i + 1] = out.length;
+      out += " ";
+      i += 1;
+    } else {
+      out += ch === "\r" || ch === "\n" ? " " : ch;
+    }
+  }
+  pos[text.length] = out.length;
+  const mapped = spans
+    .map((s) => ({ start: pos[Math.max(0, Math.min(s.start, text.length))], end: pos[Math.max(0, Math.min(s.end, text.length))] }))
+    .filter((s) => s.end > s.start);
+  return { text: out, spans: normalizeSpans(mapped) };
+}
 
 const ICON_SYNTAX = /\$\([a-z0-9-]+?(?:~[a-z0-9-]*?)?\)/gi;
 
@@ -200,13 +240,15 @@ export function flattenWithSpans(
 
 /** Strips an ATX heading marker (`## `) and closing sequence from a line. */
 function headingText(line: string): string {
-  const m = /^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$/.exec(line);
+  // `s`: a lone CR inside the heading is text, not a line end (SPEC §3).
+  const m = /^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$/s.exec(line);
   return m ? m[1] : line.trim();
 }
 
 // ------------------------------------------------------------ search → item
 
 export interface HitItemFields {
+  /** The heading on one line (the path for a body section without one). */
   label: string;
   description: string;
   detail: string;
@@ -218,15 +260,18 @@ export interface HitItemFields {
   snippetHighlights: Span[];
   /** Where accepting the item goes (0-based lines, inclusive). */
   target: { path: string; startLine: number; endLine: number };
+  /** The hit comes from unsaved editor text; the description starts with UNSAVED_MARK. */
+  unsaved: boolean;
 }
 
 export const DEFAULT_DETAIL_UNITS = 200;
 
 /**
- * Maps one search hit to QuickPick fields: label = heading (the path for a body
- * section without one), description = `path:start-end`, detail = the snippet
- * flattened to one line (without its first line when that line is the
- * heading already shown as label), highlights from match_spans.
+ * Maps one search hit to QuickPick fields: label = heading on one line (the path
+ * for a body section without one), description = `path:start-end` (after
+ * `[unsaved]` for a hit from unsaved text), detail = the snippet flattened to one
+ * line (without the heading's lines when the snippet starts with them), highlights
+ * from match_spans.
  */
 export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number } = {}): HitItemFields {
   const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
@@ -234,22 +279,31 @@ export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number 
   const heading = typeof hit.heading === "string" ? hit.heading.trim() : "";
   const label = heading.length > 0 ? heading : hit.path;
 
-  // Does the snippet start with the heading line? Then highlight it in the label.
-  const firstBreak = snippet.search(/\r\n|\n|\r/);
-  const firstLineEnd = firstBreak < 0 ? snippet.length : firstBreak;
+  // Does the snippet start with the heading's line(s)? Then highlight it in the label.
+  // (Only LF ends a line, SPEC §3: a lone CR stays inside the heading.)
+  const lines = heading.split("\n").length;
+  let firstLineEnd = -1;
+  for (let i = 0; i < lines && firstLineEnd < snippet.length; i++) {
+    const next = snippet.indexOf("\n", firstLineEnd + 1);
+    firstLineEnd = next < 0 ? snippet.length : next;
+  }
+  firstLineEnd = Math.max(0, firstLineEnd);
+  if (snippet[firstLineEnd - 1] === "\r" && snippet[firstLineEnd] === "\n") firstLineEnd -= 1;
   const firstLine = snippet.slice(0, firstLineEnd);
   let labelHighlights: Span[] = [];
   let detailFrom = 0;
   if (heading.length > 0) {
     const at = firstLine.indexOf(heading);
-    const isAtx = /^ {0,3}#{1,6}(?:[ \t]|$)/.test(firstLine);
+    const isAtx = lines === 1 && /^ {0,3}#{1,6}(?:[ \t]|$)/.test(firstLine);
     const isHeadingLine = at >= 0 && isAtx && headingText(firstLine) === heading;
-    if (at >= 0 && (isHeadingLine || firstLine.trim() === heading)) {
-      labelHighlights = normalizeSpans(
+    const sameText = oneLine(firstLine).text.trim() === oneLine(heading).text;
+    if (at >= 0 && (isHeadingLine || sameText)) {
+      labelHighlights = oneLine(
+        heading,
         spans
           .map((s) => ({ start: Math.max(s.start, at) - at, end: Math.min(s.end, at + heading.length) - at }))
           .filter((s) => s.end > s.start),
-      );
+      ).spans;
       const rest = snippet.slice(firstLineEnd).replace(/^[\r\n]+/, "");
       // Skip the heading line (and a setext underline) when there is more to show.
       if (rest.trim().length > 0) {
@@ -263,9 +317,11 @@ export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number 
     from: detailFrom,
     maxUnits: opts.maxDetailUnits ?? DEFAULT_DETAIL_UNITS,
   });
+  const unsaved = isUnsaved(hit);
+  const where = `${hit.path}:${hit.line_start}-${hit.line_end}`;
   return {
-    label,
-    description: `${hit.path}:${hit.line_start}-${hit.line_end}`,
+    label: oneLine(label).text,
+    description: unsaved ? `${UNSAVED_MARK} ${where}` : where,
     detail: flat.text,
     labelHighlights,
     detailHighlights: flat.highlights,
@@ -275,6 +331,7 @@ export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number 
       startLine: Math.max(0, hit.line_start - 1),
       endLine: Math.max(0, Math.max(hit.line_start, hit.line_end) - 1),
     },
+    unsaved,
   };
 }
 
@@ -295,15 +352,22 @@ export interface LineItemFields {
   detail?: string;
   /** 0-based line; the column is resolved against the document's real line text. */
   target: { path: string; line: number; codePointColumn: number };
+  unsaved: boolean;
 }
 
-/** Maps one line match to `path:line:column` (label) and the line text (description). */
+/**
+ * Maps one line match to `path:line:column` (label, after `[unsaved]` for a match in
+ * unsaved text) and the line text on one line (description).
+ */
 export function lineMatchToItemFields(m: LineMatch): LineItemFields {
   const column = Number.isInteger(m.column) && m.column >= 1 ? m.column : 1;
+  const unsaved = isUnsaved(m);
+  const where = `${m.path}:${m.line}:${column}`;
   return {
-    label: `${m.path}:${m.line}:${column}`,
-    description: (typeof m.text === "string" ? m.text : "").replace(/\t/g, "  ").trim(),
+    label: unsaved ? `${UNSAVED_MARK} ${where}` : where,
+    description: oneLine(typeof m.text === "string" ? m.text : "").text.replace(/\t/g, "  ").trim(),
     target: { path: m.path, line: Math.max(0, m.line - 1), codePointColumn: column },
+    unsaved,
   };
 }
 

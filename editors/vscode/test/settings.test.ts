@@ -11,6 +11,7 @@ const DEFAULTS: Record<string, unknown> = {
   "server.args": ["lsp"],
   profile: "recall",
   skipInvalid: false,
+  unsaved: false,
   useIgnore: true,
   reserved: null,
   "symbols.cap": 100,
@@ -65,6 +66,21 @@ describe("readSettings", () => {
       symbols: { cap: 100, list_cap: 20 },
       profile: "contract",
     });
+  });
+
+  test("unsaved: sent as true when on, left out when off (absent means off)", () => {
+    const on = readSettings(getter({ ...DEFAULTS, unsaved: true }));
+    assert.equal(on.server.unsaved, true);
+    const off = readSettings(getter({ ...DEFAULTS, unsaved: false }));
+    assert.equal("unsaved" in off.server, false);
+    assert.equal("unsaved" in readSettings(getter(DEFAULTS)).server, false);
+    // Turning it on or off changes the server settings, so they are sent again.
+    assert.equal(serverSettingsChanged(off, on), true);
+    assert.equal(serverSettingsChanged(on, off), true);
+    assert.equal(needsRestart(off, on), false);
+    const bad = readSettings(getter({ ...DEFAULTS, unsaved: "yes" }));
+    assert.equal("unsaved" in bad.server, false);
+    assert.deepEqual(bad.problems, ["citeline.unsaved must be true or false; using false."]);
   });
 
   test("bad values are ignored and reported", () => {
