@@ -238,11 +238,51 @@ export function flattenWithSpans(
   return { text: out, highlights: normalizeSpans(mapped), truncated };
 }
 
-/** Strips an ATX heading marker (`## `) and closing sequence from a line. */
-function headingText(line: string): string {
-  // `s`: a lone CR inside the heading is text, not a line end (SPEC §3).
-  const m = /^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$/s.exec(line);
-  return m ? m[1] : line.trim();
+export const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * Where `heading` stands at the start of `snippet`: after up to three spaces and
+ * an ATX marker (`## `), its words separated by any whitespace, followed by the
+ * line's end (or an ATX closing sequence). UTF-16 range, and whether it is ATX.
+ */
+function headingRegion(snippet: string, heading: string): { start: number; end: number; atx: boolean } | undefined {
+  const words = heading.split(/\s+/).filter((w) => w.length > 0);
+  if (words.length === 0) return undefined;
+  const body = words.map(escapeRegExp).join("\\s+");
+  const re = new RegExp(`^([ \\t]{0,3}(#{1,6}[ \\t]+)?)(${body})(?=[ \\t]*(?:#+[ \\t]*)?(?:\\r?\\n|$))`);
+  const m = re.exec(snippet);
+  if (m === null) return undefined;
+  return { start: m[1].length, end: m[1].length + m[3].length, atx: m[2] !== undefined };
+}
+
+/**
+ * Carries UTF-16 spans from `source[region]` over to `target`, which holds the same
+ * non-whitespace characters with possibly other whitespace runs between them.
+ */
+function alignSpans(source: string, region: Span, target: string, spans: readonly Span[]): Span[] {
+  const pos: number[] = new Array(region.end - region.start + 1);
+  const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
+  let i = region.start;
+  let j = 0;
+  while (i < region.end) {
+    if (isSpace(source[i])) {
+      const at = j;
+      for (; i < region.end && isSpace(source[i]); i++) pos[i - region.start] = at;
+      while (j < target.length && isSpace(target[j])) j++;
+    } else {
+      pos[i - region.start] = j;
+      i++;
+      j++;
+    }
+  }
+  pos[region.end - region.start] = Math.min(j, target.length);
+  const out: Span[] = [];
+  for (const s of spans) {
+    const a = Math.max(s.start, region.start);
+    const b = Math.min(s.end, region.end);
+    if (b > a) out.push({ start: pos[a - region.start], end: pos[b - region.start] });
+  }
+  return normalizeSpans(out);
 }
 
 // ------------------------------------------------------------ search → item
@@ -279,38 +319,23 @@ export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number 
   const heading = typeof hit.heading === "string" ? hit.heading.trim() : "";
   const label = heading.length > 0 ? heading : hit.path;
 
-  // Does the snippet start with the heading's line(s)? Then highlight it in the label.
-  // (Only LF ends a line, SPEC §3: a lone CR stays inside the heading.)
-  const lines = heading.split("\n").length;
-  let firstLineEnd = -1;
-  for (let i = 0; i < lines && firstLineEnd < snippet.length; i++) {
-    const next = snippet.indexOf("\n", firstLineEnd + 1);
-    firstLineEnd = next < 0 ? snippet.length : next;
-  }
-  firstLineEnd = Math.max(0, firstLineEnd);
-  if (snippet[firstLineEnd - 1] === "\r" && snippet[firstLineEnd] === "\n") firstLineEnd -= 1;
-  const firstLine = snippet.slice(0, firstLineEnd);
+  // Does the snippet start with the heading? Then highlight it in the label. The
+  // heading's words are matched with any whitespace between them, so a Setext
+  // heading over two lines is found whether its lines come joined by LF (SPEC §3)
+  // or by a space, and a lone CR inside it is whitespace like any other.
+  const labelText = oneLine(label).text;
   let labelHighlights: Span[] = [];
   let detailFrom = 0;
-  if (heading.length > 0) {
-    const at = firstLine.indexOf(heading);
-    const isAtx = lines === 1 && /^ {0,3}#{1,6}(?:[ \t]|$)/.test(firstLine);
-    const isHeadingLine = at >= 0 && isAtx && headingText(firstLine) === heading;
-    const sameText = oneLine(firstLine).text.trim() === oneLine(heading).text;
-    if (at >= 0 && (isHeadingLine || sameText)) {
-      labelHighlights = oneLine(
-        heading,
-        spans
-          .map((s) => ({ start: Math.max(s.start, at) - at, end: Math.min(s.end, at + heading.length) - at }))
-          .filter((s) => s.end > s.start),
-      ).spans;
-      const rest = snippet.slice(firstLineEnd).replace(/^[\r\n]+/, "");
-      // Skip the heading line (and a setext underline) when there is more to show.
-      if (rest.trim().length > 0) {
-        detailFrom = snippet.length - rest.length;
-        const underline = /^ {0,3}(=+|-+)[ \t]*(\r\n|\n|\r|$)/.exec(rest);
-        if (underline && !isAtx) detailFrom += underline[0].length;
-      }
+  const region = heading.length > 0 ? headingRegion(snippet, heading) : undefined;
+  if (region !== undefined) {
+    labelHighlights = alignSpans(snippet, region, labelText, spans);
+    const lf = snippet.indexOf("\n", region.end);
+    const rest = snippet.slice(lf < 0 ? snippet.length : lf + 1).replace(/^[\r\n]+/, "");
+    // Skip the heading's line(s) (and a Setext underline) when there is more to show.
+    if (rest.trim().length > 0) {
+      detailFrom = snippet.length - rest.length;
+      const underline = /^ {0,3}(=+|-+)[ \t]*(\r?\n|$)/.exec(rest);
+      if (underline && !region.atx) detailFrom += underline[0].length;
     }
   }
   const flat = flattenWithSpans(snippet, spans, {
@@ -320,7 +345,7 @@ export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number 
   const unsaved = isUnsaved(hit);
   const where = `${hit.path}:${hit.line_start}-${hit.line_end}`;
   return {
-    label: oneLine(label).text,
+    label: labelText,
     description: unsaved ? `${UNSAVED_MARK} ${where}` : where,
     detail: flat.text,
     labelHighlights,

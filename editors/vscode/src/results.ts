@@ -20,6 +20,7 @@ import {
   LinesResult,
   SearchHit,
   SearchResult,
+  escapeRegExp,
   flattenWithSpans,
   hitToItemFields,
   isUnsaved,
@@ -57,6 +58,8 @@ export interface SnippetLineNode {
   from: number;
   to: number;
   label: NodeLabel;
+  /** 1-based document line, once the file was read (see snippetLineNumbers). */
+  line?: number;
 }
 
 export interface HitNode {
@@ -180,8 +183,6 @@ export interface FileNode {
   description: string;
   matches: MatchNode[];
 }
-
-const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
  * A JavaScript RegExp (sticky) for what the server matched: the escaped text in

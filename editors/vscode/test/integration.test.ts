@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -40,6 +40,9 @@ import {
   lineMatchToItemFields,
 } from "../src/mapping";
 import { codePointColumnToUtf16 } from "../src/offsets";
+import { hitDocumentSpans, matchDocumentRange, matcher } from "../src/results";
+import type { HitNode, MatchNode, SnippetLineNode } from "../src/results";
+import { ResultsTree } from "../src/resultsTree";
 import { readSettings } from "../src/settings";
 
 const REQUIRE = process.env.CITELINE_REQUIRE_EDITORS === "1";
@@ -58,6 +61,7 @@ const FILES: Record<string, string> = {
     "",
   ].join("\n"),
   "docs/网关.md": ["# 网关配置", "", "配置 apisix 网关 的路由 🚀 然后 重启 网关。", ""].join("\n"),
+  "setext.md": ["Preamble text.", "", "Gateway", "routing rules", "=============", "", "The café gateway routes 🚀 requests.", ""].join("\n"),
 };
 
 let dir = "";
@@ -215,6 +219,62 @@ describe("integration with the real citeline lsp", () => {
     assert.equal(f.label, "docs/网关.md:3:15");
     const line = FILES["docs/网关.md"].split("\n")[2];
     assert.equal(line.slice(codePointColumnToUtf16(line, f.target.codePointColumn)).startsWith("路由 🚀"), true);
+  });
+
+  test("results view: real hits become tree nodes whose spans land on the words in the files", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const read = async (_root: string, path: string) => readFileSync(join(dir, ...path.split("/")), "utf8");
+    const tree = new ResultsTree(read);
+    const result = await command<SearchResult>("citeline.search", buildSearchRequest("gateway routing", { limit: 5, profile: "contract", root: rootUri }));
+    tree.showSearch("gateway routing", rootUri, result, "contract");
+    assert.match(tree.message ?? "", /ranked by the contract profile$/);
+    const hits = (await tree.children()) as HitNode[];
+    assert.deepEqual(
+      hits.map((h) => [h.hit.path, tree.item(h).label.label, tree.item(h).description]),
+      [["setext.md", "Gateway routing rules", "setext.md:3-7"]],
+    );
+    // The Setext heading over two lines is one label line, both words highlighted.
+    const label = tree.item(hits[0]).label;
+    assert.deepEqual(
+      label.highlights.map(([a, b]) => label.label.slice(a, b)),
+      ["Gateway", "routing"],
+    );
+    const lines = (await tree.children(hits[0])) as SnippetLineNode[];
+    assert.deepEqual(
+      lines.map((l) => [tree.item(l).description, l.label.label]),
+      [
+        ["L3", "Gateway"],
+        ["L4", "routing rules"],
+        ["L7", "The café gateway routes 🚀 requests."],
+      ],
+    );
+    const text = FILES["setext.md"];
+    const words = hitDocumentSpans(text, hits[0]).map((s) => text.slice(s.start, s.end).toLowerCase());
+    assert.deepEqual(words, ["gateway", "routing", "gateway"]);
+  });
+
+  test("results view: real line matches, highlighted in the label and found in the file", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const tree = new ResultsTree(async () => undefined);
+    const query = { pattern: "网关", mode: "exact" as const, caseSensitive: true };
+    const result = await command<LinesResult>("citeline.lines", buildLinesRequest(query.pattern, { mode: "exact", caseSensitive: true, context: 0, root: rootUri }));
+    tree.showLines(query, rootUri, result);
+    const [file] = await tree.children();
+    assert.equal(tree.item(file).label.label, "docs/网关.md");
+    const matches = (await tree.children(file)) as MatchNode[];
+    assert.deepEqual(
+      matches.map((m) => [tree.item(m).description, m.label.highlights.map(([a, b]) => m.label.label.slice(a, b))]),
+      [
+        ["1:3", ["网关"]],
+        ["3:11", ["网关"]],
+      ],
+    );
+    const text = FILES["docs/网关.md"];
+    for (const m of matches) {
+      const r = matchDocumentRange(text, m.match, matcher(query));
+      assert.ok(r);
+      assert.equal(text.slice(r.start, r.end), "网关");
+    }
   });
 
   test("an invalid regex comes back as a readable schema_validation error", async (t) => {

@@ -126,6 +126,20 @@ describe("hitToItemFields", () => {
     assert.deepEqual(cut(f.detail, f.detailHighlights), ["hashtable"]);
   });
 
+  test("a two-line Setext heading the server joined with a space still finds its words", () => {
+    const snippet = "Gateway\nrouting rules\n=====\n\nThe gateway.";
+    const f = hitToItemFields(makeHit({ heading: "Gateway routing rules", snippet, match_spans: byteSpans(snippet, ["Gateway", "routing", "gateway"]) }));
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["Gateway", "routing"]);
+    assert.equal(f.detail, "The gateway.");
+  });
+
+  test("a heading that is only a prefix of the first line is not taken for it", () => {
+    const snippet = "# Introduction\n\nIntro text";
+    const f = hitToItemFields(makeHit({ heading: "Intro", snippet, match_spans: byteSpans(snippet, ["Intro"]) }));
+    assert.deepEqual(f.labelHighlights, []);
+    assert.equal(f.detail, "# Introduction Intro text");
+  });
+
   test("CRLF inside a heading and a lone CR show as one space each", () => {
     const crlf = "Two\r\nlines\r\n---\r\nbody lines";
     const f = hitToItemFields(makeHit({ heading: "Two\r\nlines", snippet: crlf, match_spans: byteSpans(crlf, ["lines"]) }));
