@@ -94,7 +94,8 @@ export function readSettings(get: Getter): ClientSettings {
   const server: ServerSettings = {
     limits,
     use_ignore: bool("useIgnore", true),
-    skip_invalid: bool("skipInvalid", false),
+    // The server's editor default (SPEC §11): unparsable files are skipped, not fatal.
+    skip_invalid: bool("skipInvalid", true),
     symbols: { cap: int("symbols.cap", 100), list_cap: int("symbols.listCap", 1000) },
     profile,
   };

@@ -10,7 +10,7 @@ const DEFAULTS: Record<string, unknown> = {
   "server.command": "citeline",
   "server.args": ["lsp"],
   profile: "recall",
-  skipInvalid: false,
+  skipInvalid: true,
   unsaved: false,
   useIgnore: true,
   reserved: null,
@@ -30,7 +30,7 @@ describe("readSettings", () => {
     assert.deepEqual(s.server, {
       limits: {},
       use_ignore: true,
-      skip_invalid: false,
+      skip_invalid: true,
       symbols: { cap: 100, list_cap: 1000 },
       profile: "recall",
     });
@@ -53,7 +53,7 @@ describe("readSettings", () => {
         "limits.max_tokens": 5000000,
         reserved: ["AGENTS.md"],
         profile: "contract",
-        skipInvalid: true,
+        skipInvalid: false,
         useIgnore: false,
         "symbols.listCap": 20,
       }),
@@ -62,7 +62,7 @@ describe("readSettings", () => {
       limits: { max_files: 50000, max_tokens: 5000000 },
       reserved: ["AGENTS.md"],
       use_ignore: false,
-      skip_invalid: true,
+      skip_invalid: false,
       symbols: { cap: 100, list_cap: 20 },
       profile: "contract",
     });
@@ -99,7 +99,7 @@ describe("readSettings", () => {
     assert.deepEqual(s.args, ["lsp"]);
     assert.deepEqual(s.server.limits, {});
     assert.equal(s.server.profile, "recall");
-    assert.equal(s.server.skip_invalid, false);
+    assert.equal(s.server.skip_invalid, true);
     assert.equal(s.searchLimit, 20);
     assert.equal(s.problems.length, 7);
   });
