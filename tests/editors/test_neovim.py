@@ -111,6 +111,10 @@ def test_unit_conversions(editor_env, nvim):
     assert [i["text"] for i in out["odd_lines"]] == ["[unsaved] a b", "[unsaved] plain", "disk"]
     assert [i["text"] for i in out["odd_concepts"]] == ["t — multi line"]
     assert out["display"] == ["a b", "a  b", "a b", ""]
+    # JSON nulls do not break the conversion.
+    assert [(i["filename"], i["text"]) for i in out["null_heading"]] == [("/ws/n.md", "n.md")]
+    # Code point 202 of the buffer's line ("é" is 2 bytes) is byte column 402.
+    assert [(i["lnum"], i["col"]) for i in out["unsaved_window"]] == [(2, 402)]
 
 
 def test_attach_search_symbols_outline(workspace, editor_env, nvim):

@@ -46,6 +46,18 @@ lib.run(function()
   lib.out.odd_concepts = c.concepts_items({
     concepts = { { concept_id = "t", path = "t.md", title = "multi\nline" } },
   }, "/ws")
+  lib.out.null_heading = c.search_items({
+    hits = { { path = "n.md", heading = vim.NIL, line_start = 1, line_end = 2, snippet = vim.NIL } },
+  }, "/ws")
+  -- A windowed match (long line) in unsaved text: its byte column comes from the
+  -- buffer's line, not the file's (the file does not even exist).
+  local long = string.rep("é", 200) .. " needle " .. string.rep("x", 200)
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_name(buf, "/ws-unsaved/long.md")
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "first", long })
+  lib.out.unsaved_window = c.lines_items({
+    matches = { { path = "long.md", line = 2, column = 202, text = "…" .. string.rep("é", 127) .. " needle", unsaved = true } },
+  }, "/ws-unsaved")
   lib.out.display = { c.display("a\r\nb"), c.display("a\n\nb"), c.display("a\rb"), c.display(nil) }
   lib.out.lines_items = c.lines_items({
     matches = {

@@ -319,10 +319,10 @@ end
 --- space. Headings may hold them (a Setext heading over two lines, SPEC §3), and so may
 --- titles; the quickfix list would show them as ^M or cut the entry.
 function M.display(text)
-  if text == nil then
-    return ""
+  if type(text) ~= "string" then
+    return "" -- nil, or vim.NIL for a JSON null
   end
-  return (tostring(text):gsub("\r\n", " "):gsub("[\r\n]", " "))
+  return (text:gsub("\r\n", " "):gsub("[\r\n]", " "))
 end
 
 M.UNSAVED_MARK = "[unsaved]"
@@ -355,13 +355,15 @@ end
 --- lines) nor a Setext underline, shown on one line.
 function M.snippet_line(snippet, heading)
   local heading_lines = {}
-  for part in ((heading or ""):gsub("\r\n", "\n") .. "\n"):gmatch("([^\n]*)\n") do
+  heading = type(heading) == "string" and heading or ""
+  for part in (heading:gsub("\r\n", "\n") .. "\n"):gmatch("([^\n]*)\n") do
     part = trim(part)
     if part ~= "" then
       heading_lines[part] = true
     end
   end
-  for line in (snippet or ""):gmatch("[^\n]+") do
+  snippet = type(snippet) == "string" and snippet or ""
+  for line in snippet:gmatch("[^\n]+") do
     local t = trim((line:gsub("\r$", "")))
     local atx = t:match("^#+$") or t:match("^#+%s")
     local underline = t:match("^=+$") or t:match("^%-+$")
@@ -397,8 +399,18 @@ end
 
 local line_cache = {}
 
+--- The loaded buffer of the file `path` (an absolute name), if any.
+local function loaded_buffer(path)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr) == path then
+      return bufnr
+    end
+  end
+  return nil
+end
+
 local function byte_col(path, match)
-  local text = match.text or ""
+  local text = type(match.text) == "string" and match.text or ""
   local column = match.column or 1
   if text:sub(1, #"…") ~= "…" then
     local ok, idx = pcall(vim.str_byteindex, text, column - 1)
@@ -411,8 +423,8 @@ local function byte_col(path, match)
   local key = (M.is_unsaved(match) and "buffer:" or "file:") .. path
   local lines = line_cache[key]
   if lines == nil then
-    local bufnr = M.is_unsaved(match) and vim.fn.bufnr(path) or -1
-    if bufnr > 0 and vim.api.nvim_buf_is_loaded(bufnr) then
+    local bufnr = M.is_unsaved(match) and loaded_buffer(path) or nil
+    if bufnr then
       lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
     else
       local ok, read = pcall(vim.fn.readfile, path)
