@@ -283,6 +283,7 @@ def test_late_setup_attaches_open_buffers_and_checkhealth(workspace, editor_env,
         in (client_lines[0])
     )
     assert "search profile: recall" in text
+    assert "unsaved text: not searched (files on disk)" in text
     assert "ERROR" not in text and "WARNING" not in text, text
 
 
