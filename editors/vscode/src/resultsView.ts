@@ -9,7 +9,7 @@ import * as vscode from "vscode";
 import type { LinesResult, SearchResult } from "./mapping";
 import { bundlePathSegments } from "./mapping";
 import { Span } from "./offsets";
-import { HitNode, LinesQuery, MatchNode, hitDocumentSpans, lineRange, lineStartOffset, matchDocumentRange, matcher } from "./results";
+import { HitNode, LinesQuery, MatchNode, hitDocumentSpans, lineRange, lineStartOffset, locateSnippet, matchDocumentRange, matcher } from "./results";
 import { ResultNode, ResultsTree } from "./resultsTree";
 
 export const VIEW_ID = "citeline.results";
@@ -220,10 +220,16 @@ export class ResultsView implements vscode.Disposable {
       reveal = new vscode.Range(first, last);
       selection = new vscode.Selection(last, first); // cursor on the heading, section selected
       if (node.kind === "snippetLine") {
-        const spans = hitDocumentSpans(text, h);
-        const lineStart = at(lineStartOffset(text, (node.line ?? h.hit.line_start) - 1), first);
-        const onLine = spans.find((s) => doc.positionAt(s.start).line === lineStart.line);
-        selection = onLine ? new vscode.Selection(doc.positionAt(onLine.start), doc.positionAt(onLine.end)) : new vscode.Selection(lineStart, lineStart);
+        // The line's first matched word, found through the snippet's place in the text.
+        const base = locateSnippet(text, h.hit);
+        if (base !== undefined) {
+          const span = h.spans.find((s) => s.start < node.to && s.end > node.from);
+          const a = base + (span ? Math.max(span.start, node.from) : node.from);
+          const b = span ? base + Math.min(span.end, node.to) : a;
+          selection = new vscode.Selection(doc.positionAt(a), doc.positionAt(b));
+        } else {
+          selection = new vscode.Selection(first, first);
+        }
         reveal = new vscode.Range(selection.start, selection.end);
       }
     }

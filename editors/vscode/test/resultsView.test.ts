@@ -315,6 +315,19 @@ describe("ResultsView", () => {
     );
   });
 
+  test("a snippet line opens on its own first match, before the tree numbered it", async () => {
+    const { view, editors } = setup(async () => searchResult());
+    await view.search("q", FOLDER as never, request);
+    const [hit] = (await view.tree.children()) as HitNode[];
+    const second = hit.lines[1]; // "An ordered hashtable keeps order.", not numbered yet
+    assert.equal(second.line, undefined);
+    await view.open(second);
+    const editor = editors[0];
+    assert.equal(text(editor, editor.selection), "ordered");
+    assert.equal(editor.selection.start.line, 6); // VS Code's line: the lone CR added one
+    assert.equal(editor.selection.start.character, 3);
+  });
+
   test("a line search: files and matches; opening a match selects it and decorates the file's matches", async () => {
     const lines: LinesResult = {
       pattern: "HASHTABLE",
