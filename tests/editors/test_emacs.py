@@ -100,7 +100,10 @@ def test_unsaved_text_is_searched_and_marked(workspace, editor_env):
         pytest.skip("this server does not accept the `unsaved` setting yet (SPEC §11)")
     assert len(unsaved["search"]) == 1
     assert unsaved["search"][0].startswith("[unsaved] Troubleshooting — ")
-    assert unsaved["lines"] == ["[unsaved] The zebrafish setting is new."]
+    # Line matches carry no flag (SPEC §8); the line typed but not saved is found.
+    assert [t.removeprefix("[unsaved] ") for t in unsaved["lines"]] == [
+        "The zebrafish setting is new."
+    ]
     assert unsaved["lines_at"] == [["guide.md", 16, 4]]
     assert (workspace / "guide.md").read_text("utf-8").count("zebrafish") == 0
 

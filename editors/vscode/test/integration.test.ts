@@ -18,6 +18,9 @@ import { pathToFileURL } from "node:url";
 
 import {
   DidChangeConfigurationNotification,
+  DidCloseTextDocumentNotification,
+  DidOpenTextDocumentNotification,
+  ShowMessageNotification,
   ExecuteCommandRequest,
   ExitNotification,
   InitializeRequest,
@@ -70,6 +73,7 @@ let proc: ChildProcess | undefined;
 let conn: ProtocolConnection | undefined;
 let skipReason: string | undefined;
 const stderr: string[] = [];
+const shown: string[] = []; // window/showMessage texts
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -110,6 +114,9 @@ async function start(): Promise<void> {
   exited.catch(() => undefined);
 
   const c = createProtocolConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+  c.onNotification(ShowMessageNotification.method, (p: { message: string }) => {
+    shown.push(p.message);
+  });
   c.listen();
   conn = c;
   const settings = readSettings(() => undefined).server; // the extension's defaults
@@ -291,6 +298,41 @@ describe("integration with the real citeline lsp", () => {
         return true;
       },
     );
+  });
+
+  test("citeline.unsaved: a word typed but not saved is found, and its hit is marked", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const on = readSettings((key) => (key === "unsaved" ? true : undefined)).server;
+    assert.equal(on.unsaved, true);
+    const before = shown.length;
+    await conn!.sendNotification(DidChangeConfigurationNotification.type, { settings: { citeline: on } });
+    const uri = pathToFileURL(join(dir, "guide.md")).href;
+    const edited = `${FILES["guide.md"]}\nThe zebrafish entry is new.\n`;
+    await conn!.sendNotification(DidOpenTextDocumentNotification.type, {
+      textDocument: { uri, languageId: "markdown", version: 2, text: edited },
+    });
+    try {
+      const result = await command<SearchResult>("citeline.search", buildSearchRequest("zebrafish", { profile: "contract", root: rootUri }));
+      if (shown.slice(before).some((m) => m.includes("unknown key(s) unsaved"))) {
+        return t.skip("this server does not accept the `unsaved` setting yet (SPEC §11)");
+      }
+      assert.equal(result.hits.length, 1, JSON.stringify(result));
+      const hit = result.hits[0];
+      assert.equal(hit.unsaved, true);
+      assert.equal(hitToItemFields(hit).description, `[unsaved] guide.md:${hit.line_start}-${hit.line_end}`);
+      const tree = new ResultsTree(async () => edited);
+      tree.showSearch("zebrafish", rootUri, result);
+      const [node] = (await tree.children()) as HitNode[];
+      assert.match(tree.item(node).description ?? "", /^\[unsaved\] guide\.md:/);
+      const words = hitDocumentSpans(edited, node).map((s) => edited.slice(s.start, s.end));
+      assert.deepEqual(words, ["zebrafish"]);
+    } finally {
+      await conn!.sendNotification(DidCloseTextDocumentNotification.type, { textDocument: { uri } });
+      await conn!.sendNotification(DidChangeConfigurationNotification.type, { settings: { citeline: readSettings(() => undefined).server } });
+    }
+    // Off again (the key left out): the disk's text, where the word is not.
+    const off = await command<SearchResult>("citeline.search", buildSearchRequest("zebrafish", { profile: "contract", root: rootUri }));
+    assert.equal(off.hits.length, 0);
   });
 
   test("settings changes reach the server (didChangeConfiguration, section citeline)", async (t) => {
