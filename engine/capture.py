@@ -11,12 +11,14 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pathspec import GitIgnoreSpec
 
 from .cancel import CancelToken
 from .errors import CitelineError
 from .limits import Limits, Settings, limit_error
+from .reuse import stats
 from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
 from .revision import snapshot_revision
 
@@ -173,9 +175,10 @@ def is_markdown(name: str) -> bool:
     return long.isascii() and long.lower() == ".markdown"
 
 
-def _entries(dir_fd: int) -> list[tuple[str, bool, os.DirEntry[str] | None]]:
-    """(name, is folder, entry) of the folders and Markdown files in a directory, sorted by
-    name (the entry stats without following links, relative to the folder's descriptor).
+def _entries(dir_fd: int) -> list[tuple[str, bool, os.DirEntry[str]]]:
+    """(name, is folder, entry) of the folders and Markdown files in a directory, in the
+    directory's order (the entry stats without following links, relative to the folder's
+    descriptor).
 
     Dot entries, links and anything else are left out (is_dir and is_file do not follow links).
     """
@@ -188,16 +191,19 @@ def _entries(dir_fd: int) -> list[tuple[str, bool, os.DirEntry[str] | None]]:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     out.append((name, True, entry))
-                elif is_markdown(name) and entry.is_file(follow_symlinks=False):
+                elif (name.endswith(".md") or is_markdown(name)) and entry.is_file(
+                    follow_symlinks=False
+                ):
                     out.append((name, False, entry))
             except OSError:
                 continue  # vanished
-    out.sort(key=_name)
     return out
 
 
-def _name(item: tuple[str, bool, object]) -> str:
-    return item[0]
+class Held(Protocol):
+    """Bytes already in memory, by SHA-256 (reuse.Held)."""
+
+    def get(self, sha256: str) -> bytes | None: ...
 
 
 class _Prefetch:
@@ -212,9 +218,9 @@ class _Prefetch:
 
     __slots__ = ("budget", "held", "read")
 
-    def __init__(self, budget: int, held: Mapping[str, bytes] | None) -> None:
+    def __init__(self, budget: int, held: Held | None) -> None:
         self.budget = budget
-        self.held = held or {}
+        self.held = held
         self.read = 0
 
     def keep(self, data: bytes) -> tuple[bytes, str]:
@@ -223,7 +229,8 @@ class _Prefetch:
         digest = hashlib.sha256(data).hexdigest()
         # An unchanged file's bytes may already be in memory (same SHA-256, same bytes):
         # keep that copy and let this read's buffer go at once.
-        return self.held.get(digest, data), digest
+        kept = self.held.get(digest) if self.held is not None else None
+        return (data if kept is None else kept), digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +255,7 @@ def list_markdown(
     known: Mapping[str, FileState] | None = None,
     marked: frozenset[str] = frozenset(),
 ) -> list[tuple[str, object]]:
-    """(relative path, content) of every capturable file, each folder's files in name order.
+    """(relative path, content) of every capturable file, in the walk's order.
 
     The content is the FileState from `known` when the file's stat fingerprint still equals
     it, its read was not racy and the path is not `marked` (bytes unchanged: nothing read);
@@ -264,6 +271,8 @@ def list_markdown(
     root_fs = os.fsencode(root).rstrip(b"/") or b"/"
     previous = known or {}
     check_stat = bool(previous)
+    get = previous.get
+    budget = prefetch.budget if prefetch is not None else 0
     # Each frame: (descriptor, bundle-relative folder "a/b/", folders left, pushed ignores).
     stack: list[tuple[int, str, list[str], bool]] = []
 
@@ -290,42 +299,45 @@ def list_markdown(
             for name, is_folder, entry in entries:
                 if is_folder:
                     folders.append(name)
-                else:
-                    visit(fd, rel_dir, name, entry)
+                    continue
+                rel = rel_dir + name
+                if ignores.stack and ignores.ignored(rel):
+                    continue
+                if not rel.isascii():
+                    _check_utf8(rel, rel_dir)
+                content: object = _UNREAD
+                # The stat index (SPEC §2): reused when the fingerprint is the one recorded
+                # at a read that was not racy, and no editor marked the file since.
+                state = get(rel) if check_stat else None
+                if (
+                    state is not None
+                    and state.reuse_if is not None
+                    and (not marked or rel not in marked)
+                ):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # vanished since the listing
+                    if not S_ISREG(st.st_mode):
+                        continue  # swapped for a link or a special file since the listing
+                    if stats.COARSE_NS:
+                        fp = fingerprint(st)
+                    else:
+                        fp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    if state.reuse_if == fp:
+                        content = state
+                if content is _UNREAD and prefetch is not None and prefetch.read <= budget:
+                    if cancel is not None:
+                        cancel.check()
+                    content = _read(fd, name, rel, max_bytes, prefetch)
+                found.append((rel, content))
+                if len(found) > max_files:
+                    raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
         except BaseException:
             os.close(fd)
             raise
-        folders.reverse()  # popped from the end: name order
+        folders.sort(reverse=True)  # popped from the end: name order
         stack.append((fd, rel_dir, folders, pushed))
-
-    def visit(fd: int, rel_dir: str, name: str, entry: os.DirEntry[str] | None) -> None:
-        rel = rel_dir + name
-        if ignores.stack and ignores.ignored(rel):
-            return
-        if not rel.isascii():
-            _check_utf8(rel, rel_dir)
-        content: object = _UNREAD
-        if check_stat:
-            state = previous.get(rel)
-            if state is not None and rel not in marked:
-                try:
-                    st = entry.stat(follow_symlinks=False) if entry is not None else None
-                except OSError:
-                    return  # vanished since the listing
-                if st is None or not S_ISREG(st.st_mode):
-                    return  # swapped for a link or a special file since the listing
-                if (
-                    state.stat == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-                    and state.trusted()
-                ):
-                    content = state
-        if content is _UNREAD and prefetch is not None and prefetch.read <= prefetch.budget:
-            if cancel is not None:
-                cancel.check()
-            content = _read(fd, name, rel, max_bytes, prefetch)
-        found.append((rel, content))
-        if len(found) > max_files:
-            raise limit_error("max_files", len(found), max_files, advice=settings.advice)
 
     try:
         enter(root_fs, None, "")
@@ -345,6 +357,10 @@ def list_markdown(
         for fd, *_ in stack:
             os.close(fd)
     return found
+
+
+def _path(item: tuple[str, object]) -> str:
+    return item[0]
 
 
 def _check_utf8(rel: str, rel_dir: str) -> None:
@@ -488,7 +504,7 @@ def capture(
     settings: Settings,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
-    held: Mapping[str, bytes] | None = None,
+    held: Held | None = None,
     *,
     known: Known | None = None,
     marked: frozenset[str] = frozenset(),
@@ -521,8 +537,7 @@ def capture(
         # as many): the snapshot of the capture that made `known`, already checked against
         # these same limits.
         return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0)
-    # Each folder's files came in name order, so the walk's order is nearly path order.
-    found.sort(key=lambda item: item[0])
+    found.sort(key=_path)
     _check_paths(found, limits, settings.advice)
     reserved = set(settings.reserved)
     files = []
