@@ -11,13 +11,15 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pathspec import GitIgnoreSpec
 
 from .cancel import CancelToken
 from .errors import CitelineError, quoted
 from .limits import Limits, Settings, limit_error
-from .reuse.stats import FileState, Fingerprint, Known, fingerprint
+from .reuse import stats
+from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
 from .revision import snapshot_revision
 
 S_ISREG = stat.S_ISREG
@@ -173,8 +175,10 @@ def is_markdown(name: str) -> bool:
     return long.isascii() and long.lower() == ".markdown"
 
 
-def _entries(dir_fd: int) -> list[tuple[str, bool]]:
-    """(name, is folder) of the folders and Markdown files in a directory, sorted by name.
+def _entries(dir_fd: int) -> list[tuple[str, bool, os.DirEntry[str]]]:
+    """(name, is folder, entry) of the folders and Markdown files in a directory, in the
+    directory's order (the entry stats without following links, relative to the folder's
+    descriptor).
 
     Dot entries, links and anything else are left out (is_dir and is_file do not follow links).
     """
@@ -186,13 +190,20 @@ def _entries(dir_fd: int) -> list[tuple[str, bool]]:
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    out.append((name, True))
-                elif is_markdown(name) and entry.is_file(follow_symlinks=False):
-                    out.append((name, False))
+                    out.append((name, True, entry))
+                elif (name.endswith(".md") or is_markdown(name)) and entry.is_file(
+                    follow_symlinks=False
+                ):
+                    out.append((name, False, entry))
             except OSError:
                 continue  # vanished
-    out.sort()
     return out
+
+
+class Held(Protocol):
+    """Bytes already in memory, by SHA-256 (reuse.Held)."""
+
+    def get(self, sha256: str) -> bytes | None: ...
 
 
 class _Prefetch:
@@ -207,9 +218,9 @@ class _Prefetch:
 
     __slots__ = ("budget", "held", "read")
 
-    def __init__(self, budget: int, held: Mapping[str, bytes] | None) -> None:
+    def __init__(self, budget: int, held: Held | None) -> None:
         self.budget = budget
-        self.held = held or {}
+        self.held = held
         self.read = 0
 
     def keep(self, data: bytes) -> tuple[bytes, str]:
@@ -218,7 +229,8 @@ class _Prefetch:
         digest = hashlib.sha256(data).hexdigest()
         # An unchanged file's bytes may already be in memory (same SHA-256, same bytes):
         # keep that copy and let this read's buffer go at once.
-        return self.held.get(digest, data), digest
+        kept = self.held.get(digest) if self.held is not None else None
+        return (data if kept is None else kept), digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +245,6 @@ class _Read:
 
 
 _UNREAD = object()  # a file the walk left for the path-order pass
-Decide = Callable[[str, Fingerprint], "FileState | None"]
 
 
 def list_markdown(
@@ -241,23 +252,29 @@ def list_markdown(
     settings: Settings,
     cancel: CancelToken | None,
     prefetch: _Prefetch | None = None,
-    decide: Decide | None = None,
+    known: Mapping[str, FileState] | None = None,
+    marked: frozenset[str] = frozenset(),
 ) -> list[tuple[str, object]]:
-    """(relative path, content) of every capturable file, in walk order.
+    """(relative path, content) of every capturable file, in the walk's order.
 
-    The content is the FileState `decide` vouches for (bytes unchanged: nothing read), what
-    the walk read (a _Read, None for a file that is gone or no longer a regular file, or the
-    CitelineError reading it raised), or _UNREAD. The walk is iterative (no recursion
-    limit) and holds one descriptor per level.
+    The content is the FileState from `known` when the file's stat fingerprint still equals
+    it, its read was not racy and the path is not `marked` (bytes unchanged: nothing read);
+    else what the walk read (a _Read, None for a file that is gone or no longer a regular
+    file, or the CitelineError reading it raised), or _UNREAD. The walk is iterative (no
+    recursion limit) and holds one descriptor per level.
     """
     limits = settings.limits
     max_bytes = limits.max_file_bytes
+    max_files = limits.max_files
     found: list[tuple[str, object]] = []
     ignores = _Ignores()
     root_fs = os.fsencode(root).rstrip(b"/") or b"/"
-    # Each frame: (descriptor, bundle-relative folder "a/b/", pending entries, pushed ignores).
-    stack: list[tuple[int, str, list[tuple[str, bool]], bool]] = []
-    lstat = os.stat
+    previous = known or {}
+    check_stat = bool(previous)
+    get = previous.get
+    budget = prefetch.budget if prefetch is not None else 0
+    # Each frame: (descriptor, bundle-relative folder "a/b/", folders left, pushed ignores).
+    stack: list[tuple[int, str, list[str], bool]] = []
 
     def enter(name: str | bytes, parent: int | None, rel_dir: str) -> None:
         fd = _open_dir(name, parent, rel_dir, limits, settings.advice)
@@ -278,64 +295,85 @@ def list_markdown(
                 raise _unreadable("Folder", rel_dir.rstrip("/") or ".", exc) from None
             except (FileNotFoundError, NotADirectoryError):
                 entries = []  # vanished during the walk
+            folders = []
+            for name, is_folder, entry in entries:
+                if is_folder:
+                    folders.append(name)
+                    continue
+                rel = rel_dir + name
+                if ignores.stack and ignores.ignored(rel):
+                    continue
+                if not rel.isascii():
+                    _check_utf8(rel, rel_dir)
+                content: object = _UNREAD
+                # The stat index (SPEC §2): reused when the fingerprint is the one recorded
+                # at a read that was not racy, and no editor marked the file since.
+                state = get(rel) if check_stat else None
+                if (
+                    state is not None
+                    and state.reuse_if is not None
+                    and (not marked or rel not in marked)
+                ):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # vanished since the listing
+                    if not S_ISREG(st.st_mode):
+                        continue  # swapped for a link or a special file since the listing
+                    if stats.COARSE_NS:
+                        fp = fingerprint(st)
+                    else:
+                        fp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    if state.reuse_if == fp:
+                        content = state
+                if content is _UNREAD and prefetch is not None and prefetch.read <= budget:
+                    if cancel is not None:
+                        cancel.check()
+                    content = _read(fd, name, rel, max_bytes, prefetch)
+                found.append((rel, content))
+                if len(found) > max_files:
+                    raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
         except BaseException:
             os.close(fd)
             raise
-        entries.reverse()  # popped from the end: name order
-        stack.append((fd, rel_dir, entries, pushed))
+        folders.sort(reverse=True)  # popped from the end: name order
+        stack.append((fd, rel_dir, folders, pushed))
 
     try:
         enter(root_fs, None, "")
         while stack:
-            fd, rel_dir, entries, pushed = stack[-1]
-            if not entries:
+            fd, rel_dir, folders, pushed = stack[-1]
+            if not folders:
                 stack.pop()
                 os.close(fd)
                 if pushed:
                     ignores.stack.pop()
                 continue
-            name, is_folder = entries.pop()
-            if is_folder:
-                rel = rel_dir + name + "/"
-                if not ignores.stack or not ignores.ignored(rel):
-                    enter(name, fd, rel)
-                continue
-            rel = rel_dir + name
-            if ignores.stack and ignores.ignored(rel):
-                continue
-            if not rel.isascii():
-                try:
-                    rel.encode("utf-8")
-                except UnicodeEncodeError:
-                    shown = rel_dir.rstrip("/") or "."
-                    raise CitelineError(
-                        "bundle_invalid",
-                        f"A Markdown file in folder {quoted(shown)} has a path that is not "
-                        "valid UTF-8; rename it.",
-                        {"path": shown, "reason": "path_not_utf8"},
-                    ) from None
-            content: object = _UNREAD
-            if decide is not None:
-                try:
-                    st = lstat(name, dir_fd=fd, follow_symlinks=False)
-                except OSError:
-                    continue  # vanished since the listing
-                if not S_ISREG(st.st_mode):
-                    continue  # swapped for a link or a special file since the listing
-                known = decide(rel, fingerprint(st))
-                if known is not None:
-                    content = known
-            if content is _UNREAD and prefetch is not None and prefetch.read <= prefetch.budget:
-                if cancel is not None:
-                    cancel.check()
-                content = _read(fd, name, rel, max_bytes, prefetch)
-            found.append((rel, content))
-            if len(found) > limits.max_files:
-                raise limit_error("max_files", len(found), limits.max_files, advice=settings.advice)
+            name = folders.pop()
+            rel = rel_dir + name + "/"
+            if not ignores.stack or not ignores.ignored(rel):
+                enter(name, fd, rel)
     finally:
         for fd, *_ in stack:
             os.close(fd)
     return found
+
+
+def _path(item: tuple[str, object]) -> str:
+    return item[0]
+
+
+def _check_utf8(rel: str, rel_dir: str) -> None:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = rel_dir.rstrip("/") or "."
+        raise CitelineError(
+            "bundle_invalid",
+            f"A Markdown file in folder {quoted(shown)} has a path that is not valid UTF-8; "
+            "rename it.",
+            {"path": shown, "reason": "path_not_utf8"},
+        ) from None
 
 
 def _read(dir_fd: int, name: str | bytes, rel: str, max_bytes: int, prefetch: _Prefetch) -> object:
@@ -467,7 +505,7 @@ def capture(
     settings: Settings,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
-    held: Mapping[str, bytes] | None = None,
+    held: Held | None = None,
     *,
     known: Known | None = None,
     marked: frozenset[str] = frozenset(),
@@ -485,19 +523,22 @@ def capture(
     limits = settings.limits
     reads = _Prefetch(limits.max_total_bytes, held)
     overlay = overlay or {}
-    decide: Decide | None = None
-    if known is not None and known.files and "*" not in marked:
-        previous = known.files
-
-        def decide(rel: str, stat: Fingerprint) -> FileState | None:
-            state = previous.get(rel)
-            if state is None or state.stat != stat or rel in marked or not state.trusted():
-                return None
-            return state
-
-    found = list_markdown(root, settings, cancel, reads, decide)
-    # Names are sorted in each folder, so the walk's order is nearly path order already.
-    found.sort(key=lambda item: item[0])
+    previous = known.files if known is not None and "*" not in marked else None
+    found = list_markdown(root, settings, cancel, reads, previous, marked)
+    if (
+        known is not None
+        and previous is not None
+        and not overlay
+        and len(found) == len(previous)
+        and known.captured is not None
+        and known.captured.settings == (settings.reserved, settings.limits)
+        and all(type(content) is FileState for _, content in found)
+    ):
+        # Nothing read, nothing added, nothing removed (every path found was in `known`, and
+        # as many): the snapshot of the capture that made `known`, already checked against
+        # these same limits.
+        return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0)
+    found.sort(key=_path)
     _check_paths(found, limits, settings.advice)
     reserved = set(settings.reserved)
     files = []
@@ -547,19 +588,17 @@ def capture(
             files.append(CapturedFile(rel, size, digest, rel in reserved, data, unsaved))
             if progress is not None:
                 progress("capture", i + 1, len(found))
-    if (
-        known is not None
-        and read == 0
-        and not overlay
-        and len(states) == len(known.files)
-        and all(a is b for a, b in zip(states.values(), known.files.values(), strict=True))
-    ):
-        # Every file reused, none added or removed: the records, and so the revision, are
-        # those of the capture that made `known`.
-        return Snapshot(str(Path(root)), tuple(files), known.revision, known, 0)
     revision = snapshot_revision(files)
     # With unsaved text the revision describes the editor's text, not the disk's.
-    after = Known(states, snapshot_revision(_disk_records(files, states)) if overlay else revision)
+    disk = snapshot_revision(_disk_records(files, states)) if overlay else revision
+    captured = None
+    if not overlay:
+        records = tuple(
+            f if f.data is None else CapturedFile(f.path, f.size, f.sha256, f.reserved)
+            for f in files
+        )
+        captured = Captured(records, (settings.reserved, settings.limits))
+    after = Known(states, disk, captured)
     return Snapshot(str(Path(root)), tuple(files), revision, after, read)
 
 

@@ -124,13 +124,14 @@ class Engine:
         reuse = self.reuse
         known = None if self.reread else reuse.known(key)
         clock, marked = reuse.marks.current(key)
-        held = reuse.held.mapping() if reuse.held.max_bytes > 0 else None
+        held = reuse.held if reuse.held.max_bytes > 0 else None
         snap = capture(
             bundle, settings, cancel, progress, held, known=known, marked=marked, overlay=overlay
         )
         reuse.marks.clear(key, clock)
         reuse.remember(key, snap.known)
-        reuse.held.put([(f.sha256, f.data) for f in snap.files if f.data is not None])
+        if snap.read or overlay:
+            reuse.held.put([(f.sha256, f.data) for f in snap.files if f.data is not None])
         return snap
 
     def index(

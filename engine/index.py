@@ -87,7 +87,9 @@ class Index:
         self.paths = frozenset(p for b in self.blocks for p in b.paths)
         self._pre: list[float] | None = None
         self._where: OrderedDict[str, tuple[Where, ...]] = OrderedDict()
-        self._listing: list[int] | None = None
+        self._checked: (
+            tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None] | None
+        ) = None
         self._lock = threading.Lock()
 
     # -- the checks of SPEC §2, in order, after capture ----------------------------------
@@ -99,7 +101,9 @@ class Index:
                 "cannot be parsed",
                 skip_advice(settings.advice),
             )
-        duplicate = self.duplicate()
+        if self._checked is None:
+            self._checked = (self.duplicate(), self.too_long())  # once per index
+        duplicate, long = self._checked
         if duplicate is not None:
             cid, first, second = duplicate
             raise CitelineError(
@@ -108,7 +112,6 @@ class Index:
                 "give one of them another front-matter id.",
                 {"reason": "duplicate_concept_id", "concept_id": cid, "paths": [first, second]},
             )
-        long = self.too_long()
         if long is not None:
             path, line, size, what = long
             raise CitelineError(

@@ -108,8 +108,8 @@ def _cut(
     if limit <= 0:
         return []
     if match_any:
-        coarse = {g: (-masks[g].bit_count(), -scores[g]) for g in found}
-        cut = heapq.nsmallest(limit, coarse.values())[-1]
-        return [g for g in found if coarse[g] <= cut]
+        coarse = [(-masks[g].bit_count(), -scores[g]) for g in found]
+        cut = heapq.nsmallest(limit, coarse)[-1]
+        return [g for g, c in zip(found, coarse, strict=True) if c <= cut]
     lowest = heapq.nlargest(limit, (scores[g] for g in found))[-1]
     return [g for g in found if scores[g] >= lowest]

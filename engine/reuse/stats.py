@@ -13,6 +13,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..codec import I64, Reader, Writer, expect
 
@@ -24,8 +25,19 @@ RACY_NS = 2_000_000_000
 Fingerprint = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
 
 
+# Tests set this to see the file system as one with coarse timestamps (many write in the
+# same tick of the kernel's clock; Linux 6.13+ gives a fine-grained time to a write that
+# follows a stat, so this machine alone would never show the case the racy rule is for).
+COARSE_NS = 0
+
+
 def fingerprint(st: object) -> Fingerprint:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)  # type: ignore[attr-defined]
+    dev, ino, size = st.st_dev, st.st_ino, st.st_size  # type: ignore[attr-defined]
+    mtime, ctime = st.st_mtime_ns, st.st_ctime_ns  # type: ignore[attr-defined]
+    if COARSE_NS:
+        mtime -= mtime % COARSE_NS
+        ctime -= ctime % COARSE_NS
+    return (dev, ino, size, mtime, ctime)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,23 +47,46 @@ class FileState:
     stat: Fingerprint
     sha256: str
     read_ns: int  # time.time_ns() just before the file was opened
+    # The fingerprint under which these bytes may be reused: `stat`, unless the read was
+    # racy (the file had been modified or its inode changed in the last RACY_NS before it),
+    # then None: no stat can vouch for bytes that may have changed within the same tick.
+    reuse_if: Fingerprint | None = None
+
+    def __post_init__(self) -> None:
+        # ctime too, not only mtime as git does: anyone can put an mtime back (touch -d),
+        # but setting it changes the ctime, which nothing can set.
+        if max(self.stat[3], self.stat[4]) < self.read_ns - RACY_NS:
+            object.__setattr__(self, "reuse_if", self.stat)
 
     @property
     def size(self) -> int:
         return self.stat[2]
 
     def trusted(self) -> bool:
-        """Not racy: the file had not been modified in the last RACY_NS before the read."""
-        return self.stat[3] < self.read_ns - RACY_NS
+        """Not racy: the file had not changed in the last RACY_NS before the read."""
+        return self.reuse_if is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """A capture's files (records, no bytes) and the settings they were checked against."""
+
+    files: tuple[Any, ...]  # capture.CapturedFile, in path order
+    settings: tuple[Any, ...]  # (reserved names, limits)
 
 
 @dataclass(frozen=True, slots=True)
 class Known:
     """One bundle's stat index after a capture: each captured path's state, in path order,
-    and the snapshot_revision of those records (an unchanged bundle needs no new one)."""
+    and the snapshot_revision of those records (an unchanged bundle needs no new one).
+
+    `captured` (in memory only) is that capture's list of files, so that a capture finding
+    nothing changed under the same settings hands it back instead of building it again.
+    """
 
     files: Mapping[str, FileState]
     revision: str
+    captured: Captured | None = None
 
     def encode(self) -> bytes:
         paths = list(self.files)
