@@ -186,7 +186,22 @@ class Engine:
         """Capture, index, check and run `then`; again if a file changed meanwhile.
 
         The last attempt reads every file, so all its bytes are at hand and it cannot fail so.
+        What the request leaves for the cache is written in one transaction at its end.
         """
+        with self.reuse.store.batch():
+            return self._attempts(bundle, options, settings, cancel, progress, overlay, then, check)
+
+    def _attempts(
+        self,
+        bundle: Bundle,
+        options: AnalysisOptions,
+        settings: Settings,
+        cancel: CancelToken | None,
+        progress: Progress | None,
+        overlay: Mapping[str, bytes] | None,
+        then: Callable[[Prepared], T],
+        check: bool,
+    ) -> T:
         for attempt in range(ATTEMPTS):
             snap = self.capture(
                 bundle, settings=settings, cancel=cancel, progress=progress, overlay=overlay
