@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from sys import intern
 from typing import Protocol
 
 from pathspec import GitIgnoreSpec
@@ -584,7 +585,9 @@ def capture(
                 raise limit_error(
                     "max_total_bytes", total, limits.max_total_bytes, advice=settings.advice
                 )
-            files.append(CapturedFile(rel, size, digest, rel in reserved, data, unsaved))
+            files.append(
+                CapturedFile(intern(rel), size, intern(digest), rel in reserved, data, unsaved)
+            )
             if progress is not None:
                 progress("capture", i + 1, len(found))
     revision = snapshot_revision(files)
