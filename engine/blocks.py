@@ -19,9 +19,13 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from sys import intern
+from typing import TYPE_CHECKING
 
-from .analysis import AnalysisOptions, FileAnalysis
 from .codec import I32, I64, Corrupt, Reader, Writer, expect
+from .options import AnalysisOptions
+
+if TYPE_CHECKING:
+    from .analysis import FileAnalysis
 
 # Bumped whenever what a block holds for the same bytes changes (tokenizer, sections, …):
 # cached blocks of another version are never used.

@@ -12,9 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from sys import intern
-from typing import Protocol
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING, Protocol
 
 from .cancel import CancelToken
 from .errors import CitelineError
@@ -22,6 +20,9 @@ from .limits import Limits, Settings, limit_error
 from .reuse import stats
 from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
 from .revision import snapshot_revision
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 S_ISREG = stat.S_ISREG
 
@@ -119,6 +120,8 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
             lines = fh.read(16 * 1024 * 1024).decode("utf-8", "surrogateescape").splitlines()
     finally:
         os.close(fd)
+    from pathspec import GitIgnoreSpec  # only for bundles that have a .gitignore
+
     return GitIgnoreSpec.from_lines(lines)
 
 
