@@ -11,17 +11,11 @@ from sys import intern
 
 from .layout import Layout, ParseIssue, decode, layout, line_index
 from .limits import MAX_HEADING_BYTES
+from .options import AnalysisOptions
 from .sections import Heading, Structure, cut, headings
-from .terms import Tokenizer
 
 # Field weights of SPEC §5 (and §13's outline field).
 W_RAW, W_HEADING, W_TITLE, W_OUTLINE = 1, 3, 2, 2
-
-
-@dataclass(frozen=True, slots=True)
-class AnalysisOptions:
-    tokenizer: Tokenizer = Tokenizer()
-    outline: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,14 @@ import hashlib
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from sys import intern
+from typing import TYPE_CHECKING
 
-from .analysis import AnalysisOptions, FileAnalysis
 from .codec import I32, I64, Corrupt, Reader, Writer, expect
+from .options import AnalysisOptions
+
+if TYPE_CHECKING:
+    from .analysis import FileAnalysis
 
 # Bumped whenever what a block holds for the same bytes changes (tokenizer, sections, …):
 # cached blocks of another version are never used.
@@ -147,17 +152,20 @@ class Block:
     def decode(cls, blob: bytes, key: str | None = None) -> Block:
         """A block from its blob, every length and reference checked (Corrupt otherwise)."""
         r = Reader(blob, b"B")
+        # Strings are interned: the blocks of several option sets, and of neighbouring
+        # blocks (a term in many of them), then hold one copy of each.
+        names = _shared
         block = cls(
             r.text(),
-            r.strs(),
-            r.strs(),
+            names(r.strs()),
+            names(r.strs()),
             r.ints(I64),
             r.ints(),
             r.ints(),
             r.strs(),
             r.ints(),
-            r.strs(),
-            r.strs(),
+            names(r.strs()),
+            names(r.strs()),
             r.ints(I64),
             r.ints(),
             r.ints(),
@@ -171,9 +179,9 @@ class Block:
             r.ints(),
             r.ints(I64),
             r.ints(I64),
-            r.strs(),
-            r.strs(),
-            r.strs(),
+            names(r.strs()),
+            names(r.strs()),
+            names(r.strs()),
             r.ints(),
             r.ints(),
             r.ints(),
@@ -369,7 +377,7 @@ def build(
                 found.append(new)
                 found.append(p_tf[p])
 
-    vocab = sorted(acc)
+    vocab = _shared(sorted(acc))
     offsets = array(I32, [0])
     p_sec, p_tf = array(I32), array(I32)
     for term in vocab:
@@ -383,15 +391,15 @@ def build(
     inputs = [Input(p, s, z) for p, s, z in zip(paths, shas, sizes, strict=True)]
     return Block(
         block_key(inputs, options),
-        paths,
-        shas,
+        _shared(paths),
+        _shared(shas),
         sizes,
         prob_input,
         prob_line,
         prob_reason,
         doc_input,
-        concept,
-        title,
+        _shared(concept),
+        _shared(title),
         doc_tokens,
         doc_sec,
         long_doc,
@@ -405,13 +413,17 @@ def build(
         sec_length,
         sec_start,
         sec_end,
-        heading,
-        outline,
+        _shared(heading),
+        _shared(outline),
         vocab,
         offsets,
         p_sec,
         p_tf,
     )
+
+
+def _shared(values: list[str]) -> list[str]:
+    return list(map(intern, values))
 
 
 def _position(column: array, value: int) -> int | None:

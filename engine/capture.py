@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
-
-from pathspec import GitIgnoreSpec
+from sys import intern
+from typing import TYPE_CHECKING, Protocol
 
 from .cancel import CancelToken
 from .errors import CitelineError, quoted
@@ -21,6 +20,9 @@ from .limits import Limits, Settings, limit_error
 from .reuse import stats
 from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
 from .revision import snapshot_revision
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 S_ISREG = stat.S_ISREG
 
@@ -118,6 +120,8 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
             lines = fh.read(16 * 1024 * 1024).decode("utf-8", "surrogateescape").splitlines()
     finally:
         os.close(fd)
+    from pathspec import GitIgnoreSpec  # only for bundles that have a .gitignore
+
     return GitIgnoreSpec.from_lines(lines)
 
 
@@ -585,7 +589,9 @@ def capture(
                 raise limit_error(
                     "max_total_bytes", total, limits.max_total_bytes, advice=settings.advice
                 )
-            files.append(CapturedFile(rel, size, digest, rel in reserved, data, unsaved))
+            files.append(
+                CapturedFile(intern(rel), size, intern(digest), rel in reserved, data, unsaved)
+            )
             if progress is not None:
                 progress("capture", i + 1, len(found))
     revision = snapshot_revision(files)

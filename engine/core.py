@@ -13,25 +13,27 @@ import bisect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .analysis import AnalysisOptions
 from .blocks import options_key
 from .cancel import CancelToken
 from .capture import CapturedFile, Changed, Fetcher, Progress, Snapshot, capture
 from .errors import CitelineError
 from .index import Index, Problem, Section
-from .layout import Layout, ParseIssue, decode
 from .limits import Settings
+from .options import AnalysisOptions
 from .parallel import Workers
 from .present import check_size, locator
 from .rank import rank
 from .requests import ConceptsRequest, Relevance, SearchRequest
 from .reuse import Reuse, bundle_key
 from .reuse.store import Store, default_folder
-from .sections import Heading
 from .snippets import snippet
 from .terms import WORD_RE, Tokenizer, normalise, query_terms
+
+if TYPE_CHECKING:
+    from .layout import Layout, ParseIssue
+    from .sections import Heading
 
 Bundle = str | os.PathLike[str]
 T = TypeVar("T")
@@ -146,13 +148,13 @@ class Engine:
         progress: Progress | None = None,
     ) -> Index:
         """The index of the snapshot's searchable files (not yet checked against limits)."""
-        from .build import update
-
         settings = settings or self.settings
         key = (bundle_key(bundle or snapshot.root), options_key(options), settings.reserved)
         live = self.reuse.index(key)
         if live is not None and live.revision == snapshot.revision:
             return live.index
+        from .build import update  # the parser and tokenizer: only when something changed
+
         own = fetch is None
         fetch = fetch or Fetcher(snapshot, self.reuse.held.get)
         try:
@@ -186,7 +188,22 @@ class Engine:
         """Capture, index, check and run `then`; again if a file changed meanwhile.
 
         The last attempt reads every file, so all its bytes are at hand and it cannot fail so.
+        What the request leaves for the cache is written in one transaction at its end.
         """
+        with self.reuse.store.batch():
+            return self._attempts(bundle, options, settings, cancel, progress, overlay, then, check)
+
+    def _attempts(
+        self,
+        bundle: Bundle,
+        options: AnalysisOptions,
+        settings: Settings,
+        cancel: CancelToken | None,
+        progress: Progress | None,
+        overlay: Mapping[str, bytes] | None,
+        then: Callable[[Prepared], T],
+        check: bool,
+    ) -> T:
         for attempt in range(ATTEMPTS):
             snap = self.capture(
                 bundle, settings=settings, cancel=cancel, progress=progress, overlay=overlay
@@ -472,6 +489,8 @@ def _file(snapshot: Snapshot, path: str) -> CapturedFile:
 
 
 def _text(data: bytes) -> str:
+    from .layout import decode
+
     text = decode(data)
     assert isinstance(text, str)  # only analysed, parseable files reach here
     return text

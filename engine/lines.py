@@ -309,7 +309,10 @@ def search_lines(
         if room > 0:
             lines = split_lines(norm)
             for line, column in hits[:room]:
-                matches.append(_match(file.path, lines, line, column, req.context))
+                found = _match(file.path, lines, line, column, req.context)
+                if file.unsaved:
+                    found["x-unsaved"] = True  # SPEC §8: extra fields only as x- keys
+                matches.append(found)
         total += len(hits)
     if errors and not skip_invalid:
         raise _parse_error(errors)

@@ -11,13 +11,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+# Process pools are imported when first started: most requests never need one, and the
+# command line's start-up time is part of every call.
 
 
 def default_workers() -> int:
@@ -62,6 +64,9 @@ class Result:
     def get(self, cancel: CancelToken | None = None) -> Any:
         if self.future is None:
             return None
+        from concurrent.futures import TimeoutError as FutureTimeout
+        from concurrent.futures.process import BrokenProcessPool
+
         while True:
             if cancel is not None:
                 cancel.check()
@@ -87,6 +92,9 @@ class Workers:
         self._lock = threading.Lock()
 
     def _get(self) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+
         with self._lock:
             if self._pool is None:
                 # forkserver, not fork: a forked child inherits locks that other threads
@@ -104,6 +112,8 @@ class Workers:
 
     def run(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Result]:
         """Start `fn(*job)` for each job, in order; results that cannot start are None."""
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             pool = self._get()
             return [Result(self, pool.submit(fn, *job)) for job in jobs]
