@@ -10,12 +10,13 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from sys import intern
 from typing import TYPE_CHECKING, Protocol
 
 from .cancel import CancelToken
-from .errors import CitelineError, quoted
+from .errors import CitelineError, printable, quoted
 from .limits import Limits, Settings, limit_error
 from .reuse import stats
 from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
@@ -66,6 +67,12 @@ def check_bundle(bundle: str | os.PathLike[str]) -> str:
     bare = path.rstrip(os.sep) or path
     try:
         st = os.lstat(bare)
+    except ValueError:  # a NUL byte: no such path can exist (a client can still send one)
+        raise CitelineError(
+            "bundle_not_found",
+            f"Bundle {quoted(path)} cannot exist: it holds a NUL character.",
+            {"bundle": printable(path)},
+        ) from None
     except FileNotFoundError:
         raise CitelineError(
             "bundle_not_found",
@@ -117,12 +124,36 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            lines = fh.read(16 * 1024 * 1024).decode("utf-8", "surrogateescape").splitlines()
+            raw = fh.read(16 * 1024 * 1024)
     finally:
         os.close(fd)
+    # git splits at LF only (a CR before it is dropped by the pattern parser); str.splitlines
+    # would also split at form feeds and U+2028.
+    lines = raw.decode("utf-8", "surrogateescape").split("\n")
+    return _gitignore_spec(lines)
+
+
+def _gitignore_spec(lines: list[str]) -> GitIgnoreSpec:
+    """The patterns of a .gitignore; like git, a line that is not a valid pattern is skipped
+    and the others still apply."""
+    import warnings
+
     from pathspec import GitIgnoreSpec  # only for bundles that have a .gitignore
 
-    return GitIgnoreSpec.from_lines(lines)
+    with warnings.catch_warnings():  # re's FutureWarnings about odd patterns: not the user's
+        warnings.simplefilter("ignore")
+        try:
+            return GitIgnoreSpec.from_lines(lines)
+        except Exception:  # pathspec's own errors, re.error, UnicodeEncodeError, …
+            pass
+        kept = []
+        for line in lines:
+            try:
+                GitIgnoreSpec.from_lines([line])
+            except Exception:
+                continue
+            kept.append(line)
+        return GitIgnoreSpec.from_lines(kept)
 
 
 def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
@@ -180,9 +211,8 @@ def is_markdown(name: str) -> bool:
 
 
 def _entries(dir_fd: int) -> list[tuple[str, bool, os.DirEntry[str]]]:
-    """(name, is folder, entry) of the folders and Markdown files in a directory, in the
-    directory's order (the entry stats without following links, relative to the folder's
-    descriptor).
+    """(name, is folder, entry) of the folders and Markdown files in a directory, sorted by
+    name (the entry stats without following links, relative to the folder's descriptor).
 
     Dot entries, links and anything else are left out (is_dir and is_file do not follow links).
     """
@@ -201,6 +231,8 @@ def _entries(dir_fd: int) -> list[tuple[str, bool, os.DirEntry[str]]]:
                     out.append((name, False, entry))
             except OSError:
                 continue  # vanished
+    # Name order: reads (and what a limit stops at) do not depend on the directory's order.
+    out.sort(key=_first)
     return out
 
 
@@ -363,8 +395,7 @@ def list_markdown(
     return found
 
 
-def _path(item: tuple[str, object]) -> str:
-    return item[0]
+_first = _path = itemgetter(0)
 
 
 def _check_utf8(rel: str, rel_dir: str) -> None:

@@ -114,7 +114,7 @@ class Reuse:
             if found is not None:
                 self._known.move_to_end(bundle)
                 return found
-        blob = self.store.get("state", bundle)
+        blob = self.store.get("state", _text_key(bundle))
         if blob is None:
             return None
         try:
@@ -132,7 +132,7 @@ class Reuse:
             same = self._known.get(bundle) is known
         if not same:
             self._keep_known(bundle, known)
-            self.store.put([("state", bundle, known.encode())])
+            self.store.put([("state", _text_key(bundle), known.encode())])
 
     def _keep_known(self, bundle: str, known: Known) -> None:
         with self._lock:
@@ -207,7 +207,17 @@ class Reuse:
 
 def _manifest_key(key: tuple[str, str, tuple[str, ...]]) -> str:
     bundle, options, reserved = key
-    return "\x00".join([ANALYSIS_VERSION, bundle, options, *reserved])
+    return "\x00".join([ANALYSIS_VERSION, _text_key(bundle), options, *map(_text_key, reserved)])
+
+
+def _text_key(name: str) -> str:
+    """A path as a store key: itself when it is valid Unicode text, else its bytes in hex
+    (a folder name that is not UTF-8 arrives with surrogate escapes SQLite cannot store)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "bytes:" + os.fsencode(name).hex()
+    return name
 
 
 def _encode_manifest(revision: str, block_keys: list[str]) -> bytes:

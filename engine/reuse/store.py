@@ -140,7 +140,7 @@ class Store:
                 row = db.execute(
                     "SELECT blob, used FROM entries WHERE kind = ? AND key = ?", (kind, key)
                 ).fetchone()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.Error, UnicodeError, ValueError) as exc:
             log.warning("cache read failed (%s): %s", kind, exc)
             return None
         if row is None:
@@ -168,7 +168,7 @@ class Store:
                         found[key] = bytes(blob)
                         if used < cutoff:
                             self._stale.add((kind, key))
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.Error, UnicodeError, ValueError) as exc:
             log.warning("cache read failed (%s): %s", kind, exc)
             return {}
         return found
@@ -224,7 +224,7 @@ class Store:
         except sqlite3.OperationalError as exc:  # locked by a long writer, disk full, …
             log.info("cache write skipped: %s", exc)
             return False
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.Error, UnicodeError, ValueError) as exc:
             log.warning("cache write failed: %s", exc)
             return False
 

@@ -243,7 +243,9 @@ PROBE = textwrap.dedent(
     """
     import json, os, sys
     from citeline.engine import CitelineError, Engine
-    import citeline.engine.lines  # every lazy import before dropping privileges
+    # every lazy import before dropping privileges (the parser, PyYAML, pathspec, …)
+    import citeline.engine.build, citeline.engine.core, citeline.engine.lines, pathspec
+    import citeline.engine.frontmatter
     os.setgid({uid}); os.setuid({uid})
     try:
         Engine().search(sys.argv[1], {{"query": "alpha"}})

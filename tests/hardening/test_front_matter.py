@@ -16,7 +16,8 @@ import pytest
 
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.build import PARALLEL_MIN_BYTES
-from citeline.engine.layout import MAX_YAML_DEPTH, MAX_YAML_MERGED, Layout, ParseIssue, layout
+from citeline.engine.frontmatter import MAX_YAML_DEPTH, MAX_YAML_MERGED
+from citeline.engine.layout import Layout, ParseIssue, layout
 from citeline.engine.sections import Structure, structure
 
 
@@ -206,7 +207,7 @@ def test_self_merge_loads_like_pyyaml() -> None:
 
 def test_unexpected_loader_failure_is_still_a_parse_issue(monkeypatch) -> None:
     """The net under the loader: any other exception is a parse issue on the fence line."""
-    import citeline.engine.layout as lay_mod
+    import citeline.engine.frontmatter as lay_mod
 
     def boom(*args: object, **kwargs: object) -> object:
         raise MemoryError("simulated")
@@ -237,3 +238,14 @@ def test_bad_front_matter_parsed_in_worker_processes(make_bundle) -> None:
     assert res == alone
     assert [s["path"] for s in res["skipped"]] == ["bad-date.md", "deep.md"]
     assert [h["path"] for h in res["hits"]] == ["laughs.md"]
+
+
+def test_front_matter_over_a_mebibyte_is_a_parse_issue() -> None:
+    """Bounded time: the pure-Python loader reads about 1 MB/s."""
+    from citeline.engine.frontmatter import MAX_FRONT_MATTER_BYTES
+
+    big = "title: " + "x" * MAX_FRONT_MATTER_BYTES
+    found = issue_of(front(big))
+    assert found.line == 1 and "at most 1,048,576 are read" in found.reason
+    just = "title: " + "x" * (MAX_FRONT_MATTER_BYTES - len("title: ") - 1)
+    assert not isinstance(layout(front(just)), ParseIssue)

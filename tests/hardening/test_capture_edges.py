@@ -1,16 +1,15 @@
-"""Bugs found for issue 14 in code being rewritten for issue 13 (capture, the cache's store).
+"""Bugs found for issue 14 in capture and the cache's store, fixed with the issue-13 rewrite.
 
 .gitignore lines pathspec cannot compile: git skips a pattern it cannot
 read, so must capture; today GitIgnoreSpec.from_lines raises (GitIgnorePatternError,
 re.error, UnicodeEncodeError for a byte that is not UTF-8), which reaches the fronts as an
-internal error.
+internal error (now: the line is skipped, as git does).
 
 Also a bundle path holding a NUL byte (os.lstat raises ValueError, not OSError), and a
 bundle path that is not valid UTF-8 with the persistent cache on: the store keys it as
-text, which SQLite cannot encode (UnicodeEncodeError: a bug, exit 70).
+text, which SQLite cannot encode (was UnicodeEncodeError: a bug, exit 70; now keyed by its
+bytes, and any store error means "not cached").
 
-engine/capture.py is being rewritten for issue 13, so the fixes are left to that rewrite (the
-patches are in the issue-14 report); strict xfail turns red once they land, to drop the marker.
 """
 
 from __future__ import annotations
@@ -20,9 +19,6 @@ import pytest
 from citeline.engine import Engine
 
 
-@pytest.mark.xfail(
-    strict=True, reason="capture.py (issue 13): skip .gitignore lines pathspec cannot compile"
-)
 @pytest.mark.parametrize(
     "bad",
     [b"!", b"\\", b"a\\", b"[z-a]", b"[[:alpha:]]", b"\xff.md"],
@@ -40,9 +36,6 @@ def test_unreadable_gitignore_line_is_skipped_like_git(make_bundle, bad: bytes) 
     assert [h["path"] for h in res["hits"]] == ["a.md"]  # the readable line still applies
 
 
-@pytest.mark.xfail(
-    strict=True, reason="capture.py (issue 13): check_bundle lets os.lstat's ValueError out"
-)
 def test_bundle_path_with_nul_byte_is_bundle_invalid() -> None:
     """A language client can name one (file:///tmp/a%00b); os.lstat raises ValueError."""
     from citeline.engine import CitelineError
@@ -52,9 +45,6 @@ def test_bundle_path_with_nul_byte_is_bundle_invalid() -> None:
     assert err.value.code in ("bundle_invalid", "bundle_not_found")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="reuse/store.py (issue 13): a bundle path that is not UTF-8 as a key"
-)
 def test_cache_keys_a_bundle_path_that_is_not_utf8(tmp_path) -> None:
     import os
 
