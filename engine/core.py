@@ -185,47 +185,52 @@ class Engine:
         then: Callable[[Prepared], T],
         check: bool = True,
     ) -> T:
-        """Capture, index, check and run `then`; again if a file changed meanwhile.
+        """Capture, index, check and run `then` (see _captured)."""
+
+        def indexed(snap: Snapshot, fetch: Fetcher) -> T:
+            idx = self.index(
+                snap,
+                options,
+                bundle=bundle,
+                settings=settings,
+                fetch=fetch,
+                cancel=cancel,
+                progress=progress,
+            )
+            if check:
+                idx.check(settings)
+            return then(Prepared(snap, idx, fetch))
+
+        return self._captured(bundle, settings, cancel, progress, overlay, indexed)
+
+    def _captured(
+        self,
+        bundle: Bundle,
+        settings: Settings,
+        cancel: CancelToken | None,
+        progress: Progress | None,
+        overlay: Mapping[str, bytes] | None,
+        then: Callable[[Snapshot, Fetcher], T],
+    ) -> T:
+        """Capture and run `then` with the snapshot and a Fetcher of its files' bytes; again
+        if a file changed meanwhile (the Fetcher found other bytes than the records name).
 
         The last attempt reads every file, so all its bytes are at hand and it cannot fail so.
         What the request leaves for the cache is written in one transaction at its end.
         """
         with self.reuse.store.batch():
-            return self._attempts(bundle, options, settings, cancel, progress, overlay, then, check)
-
-    def _attempts(
-        self,
-        bundle: Bundle,
-        options: AnalysisOptions,
-        settings: Settings,
-        cancel: CancelToken | None,
-        progress: Progress | None,
-        overlay: Mapping[str, bytes] | None,
-        then: Callable[[Prepared], T],
-        check: bool,
-    ) -> T:
-        for attempt in range(ATTEMPTS):
-            snap = self.capture(
-                bundle, settings=settings, cancel=cancel, progress=progress, overlay=overlay
-            )
-            with Fetcher(snap, self.reuse.held.get) as fetch:
-                try:
-                    idx = self.index(
-                        snap,
-                        options,
-                        bundle=bundle,
-                        settings=settings,
-                        fetch=fetch,
-                        cancel=cancel,
-                        progress=progress,
-                    )
-                    if check:
-                        idx.check(settings)
-                    return then(Prepared(snap, idx, fetch))
-                except Changed as changed:
-                    self.changed(bundle, None if attempt >= ATTEMPTS - 2 else [changed.path])
-                finally:
-                    self.reuse.held.put(fetch.read)
+            for attempt in range(ATTEMPTS):
+                snap = self.capture(
+                    bundle, settings=settings, cancel=cancel, progress=progress, overlay=overlay
+                )
+                with Fetcher(snap, self.reuse.held.get) as fetch:
+                    try:
+                        return then(snap, fetch)
+                    except Changed as changed:
+                        again = None if attempt >= ATTEMPTS - 2 else [changed.path]
+                        self.changed(bundle, again)
+                    finally:
+                        self.reuse.held.put(fetch.read)
         raise AssertionError("unreachable: the last attempt read every file")
 
     # -- section search (SPEC §6) ---------------------------------------------------------
@@ -405,22 +410,11 @@ class Engine:
 
         req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
         settings = settings or self.settings
-        for attempt in range(ATTEMPTS):
-            snap = self.capture(
-                bundle, settings=settings, cancel=cancel, progress=progress, overlay=overlay
-            )
-            with Fetcher(snap, self.reuse.held.get) as fetch:
-                try:
-                    result = search_lines(
-                        snap, req, fetch, cancel=cancel, skip_invalid=settings.skip_invalid
-                    )
-                    break
-                except Changed as changed:
-                    self.changed(bundle, None if attempt >= ATTEMPTS - 2 else [changed.path])
-                finally:
-                    self.reuse.held.put(fetch.read)
-        else:  # pragma: no cover - the last attempt read every file
-            raise AssertionError("unreachable")
+
+        def answer(snap: Snapshot, fetch: Fetcher) -> dict[str, Any]:
+            return search_lines(snap, req, fetch, cancel=cancel, skip_invalid=settings.skip_invalid)
+
+        result = self._captured(bundle, settings, cancel, progress, overlay, answer)
         return check_size(result, settings.limits, settings.advice)
 
     # -- editor helpers -------------------------------------------------------------------
