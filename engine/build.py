@@ -13,8 +13,10 @@ option set, or a file seen before, costs tokenising only.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .analysis import (
     AnalysisOptions,
@@ -206,16 +208,30 @@ def _in_workers(
     cancel: CancelToken | None,
     progress: Progress | None,
 ) -> Iterator[Block]:
-    jobs = []
-    for run in chunks(todo):
+    runs = list(chunks(todo))
+    # At most a few chunks in flight: each waits in the pool's queue as a pickled copy of
+    # its files' bytes, and a big workspace's bytes should not all be copied at once.
+    ahead = 2 * getattr(pool, "count", 2)
+    flight: deque[tuple[int, list[tuple[str, str, bytes, bytes | None]], Any]] = deque()
+    done = 0
+
+    def submit(run: list[CapturedFile]) -> None:
         if cancel is not None:
             cancel.check()
-        jobs.append((len(run), [(f.path, f.sha256, fetch(f), known.get(f.sha256)) for f in run]))
-    results = pool.run(build_chunk, [(options, items) for _, items in jobs])  # type: ignore[attr-defined]
-    done = 0
+        items = [(f.path, f.sha256, fetch(f), known.get(f.sha256)) for f in run]
+        (result,) = pool.run(build_chunk, [(options, items)])  # type: ignore[attr-defined]
+        flight.append((len(run), items, result))
+
     try:
-        for (count, items), result in zip(jobs, results, strict=True):
+        later = iter(runs[ahead:])
+        for run in runs[:ahead]:
+            submit(run)
+        while flight:
+            count, items, result = flight.popleft()
             got = result.get(cancel)
+            run = next(later, None)
+            if run is not None:
+                submit(run)  # keep the workers busy while this block is decoded
             if got is None:  # the pool broke: do this chunk here
                 blob, fresh = build_chunk(options, items)
             else:
@@ -226,5 +242,5 @@ def _in_workers(
             if progress is not None:
                 progress("analyse", done, len(todo))
     finally:
-        for result in results:
+        for _, _, result in flight:
             result.cancel()

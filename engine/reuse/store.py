@@ -29,6 +29,7 @@ DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 FILE_NAME = "citeline-cache.sqlite3"
 TOUCH_EVERY = 3600  # seconds: how stale an entry's last use may get before it is updated
 BUSY_MS = 2000  # how long a writer waits for another process's write to finish
+FLUSH_BYTES = 16 << 20  # a batch writes what it holds once it holds this much
 
 
 def default_folder() -> str:
@@ -180,14 +181,14 @@ class Store:
         local = self._local
         depth = getattr(local, "depth", 0)
         if depth == 0:
-            local.pending = []
+            local.pending, local.size = [], 0
         local.depth = depth + 1
         try:
             yield
         finally:
             local.depth = depth
             if depth == 0:
-                rows, local.pending = local.pending, []
+                rows, local.pending, local.size = local.pending, [], 0
                 if rows:
                     self.put(rows)
 
@@ -196,9 +197,14 @@ class Store:
         db = self._connect()
         if db is None:
             return False
-        if getattr(self._local, "depth", 0):
-            self._local.pending.extend(rows)
-            return True
+        local = self._local
+        if getattr(local, "depth", 0):
+            rows = list(rows)
+            local.pending.extend(rows)
+            local.size += sum(len(blob) for _, _, blob in rows)
+            if local.size < FLUSH_BYTES:
+                return True
+            rows, local.pending, local.size = local.pending, [], 0  # too much to hold
         now = int(time.time())
         values = [(kind, key, blob, len(blob), now) for kind, key, blob in rows]
         touched = [(now, kind, key) for kind, key in self._stale]
