@@ -260,7 +260,6 @@ class LspClient:
         self._waiting: dict[int, queue.Queue[tuple[float, dict[str, Any]]]] = {}
         self._lock = threading.Lock()
         self.stderr_lines: list[str] = []
-        self.warmed = threading.Event()
         self.diagnostics = 0
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -303,8 +302,6 @@ class LspClient:
         for raw in stream:
             line = raw.decode("utf-8", "replace").rstrip()
             self.stderr_lines.append(line)
-            if "warm-up of" in line:
-                self.warmed.set()
 
     def _fail_all(self) -> None:
         for key in list(self._waiting):
