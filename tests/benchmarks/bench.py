@@ -4,11 +4,12 @@ Run by hand (pytest does not collect tests/benchmarks)::
 
     python tests/benchmarks/bench.py --bundle ../shared/corpora/apisix-zh/docs \
         --queries tests/benchmarks/queries/apisix.txt [--repeat 5] [--scale K | --compare-scale K]
-        [--no-lsp] [--out FILE]
+        [--no-lsp] [--workspace | --workspace-only] [--cli-flags '...'] [--out FILE]
 
 Prints ONE JSON object on stdout (progress goes to stderr) with:
 
-- ``cold_search``: a fresh ``Engine()`` per run and one search (the set's first query);
+- ``cold_search``: a fresh ``Engine()`` (no persistent cache) per run and one search (the
+  set's first query);
 - ``warm_search``: one engine, files unchanged, every query of the set (``--repeat`` rounds);
 - ``workspace_symbol``: round trips of ``workspace/symbol`` through a real stdio ``citeline lsp``
   session, for every query and every prefix of its last word (as-you-type);
@@ -17,18 +18,28 @@ Prints ONE JSON object on stdout (progress goes to stderr) with:
   SHA-256 in plain Python, one run right before each warm search, so the ratio compares
   like with like), ``markdown_it_parse``, ``sqlite_fts5`` (build + bm25 queries over the
   engine's own sections) and ``rg`` (``rg -c -i -w`` for each query's first term);
-- ``ratios`` and ``targets`` (pass/fail), the engine memo counters and the load average.
+- ``ratios`` and ``targets`` (pass/fail), the files a warm capture read and the load average.
+
+``--workspace`` adds ``workspace`` (workspace.py: the CLI and the language server as whole
+processes, as their users start them, against the stat-walk, read+hash and markdown-it
+block-parse floors; issue 13's ratios and targets), whose server session then also gives
+``workspace_symbol`` (with the editor defaults instead of raised limits).
+``--workspace-only`` measures only that (and ``rg``), without an engine in this process.
 
 ``--compare-scale K`` runs scale 1 and scale K as above, then both again alternately (each
-scale-K search right after the same scale-1 search): the ``scale_ratios`` come from these
-pairs, which see the same machine state.
+scale-K search right after the same scale-1 search): the ``scale_ratios`` (and, with the
+workspace measurements, ``workspace_scale``) come from these pairs, which see the same
+machine state.
 
-Every engine limit is raised generously (see ``limits`` in the output) and unparsable files are
-skipped, so large corpora and ``--scale`` copies fit. ``--scale K`` copies the bundle K times
-into a temporary folder (``copy0/`` … ``copy{K-1}/``); copy *i* gets *i* extra trailing newlines
-in every Markdown file and a ``~copy{i}`` suffix on front-matter ids (which would otherwise
-collide), so the copies have distinct SHA-256s (as K distinct corpora would: no copy is served
-from another's memo entries) and the same tokens and sections.
+In this process every engine limit is raised generously (see ``limits`` in the output) and
+unparsable files are skipped, so large corpora and ``--scale`` copies fit; no engine here
+has a persistent cache (the "no reuse" peers use ``reread=True, hold_bytes=0``), and every
+server or CLI started has a private temporary cache folder. ``--scale K`` copies the bundle
+K times into a temporary folder (``copy0/`` … ``copy{K-1}/``); copy *i* gets *i* extra
+trailing newlines in every Markdown file and a ``~copy{i}`` suffix on front-matter ids
+(which would otherwise collide), so the copies have distinct SHA-256s (as K distinct
+corpora would: no copy is served from another's cache entries) and the same tokens and
+sections.
 """
 
 from __future__ import annotations
@@ -86,6 +97,7 @@ import citeline.engine as citeline_engine
 from citeline.engine import Engine, Limits, Settings, Snapshot
 from citeline.engine.layout import decode
 from citeline.engine.parallel import default_workers
+from citeline.engine.reuse.stats import RACY_NS
 from citeline.engine.terms import query_terms
 
 SUFFIXES = (".md", ".markdown")
@@ -165,6 +177,10 @@ def scaled_bundle(bundle: Path, k: int) -> Iterator[Path]:
                     full = os.path.join(dirpath, name)
                     if name.lower().endswith(SUFFIXES) and not os.path.islink(full):
                         distinct_copy(Path(full), i)
+        # Files written less than RACY_NS before a capture read them are read again by the
+        # next one (git's racy-clean rule, SPEC §2): let the copies age past that first, as
+        # a workspace's files have.
+        time.sleep(RACY_NS / 1e9 + 0.5)
         say(f"scaled bundle: {k} copies under {root}")
         yield root
 
