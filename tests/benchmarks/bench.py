@@ -911,13 +911,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "engine_source_dirty": git_dirty(Path(citeline_engine.__file__).parent),
             "load_average_start": load_average(),
         },
-        "limits": {
-            "note": "every engine limit raised far above the SPEC §2 defaults; unparsable files "
-            "skipped (skip_invalid)",
+    }
+    if not args.workspace_only:
+        report["limits"] = {
+            "note": "in this process, every engine limit raised far above the SPEC §2 defaults; "
+            "unparsable files skipped (skip_invalid)",
             **asdict(GENEROUS),
             "skip_invalid": True,
-        },
-    }
+        }
     if args.workspace or args.workspace_only:
         report["workspace_launcher"] = LAUNCHER.how
     if args.compare_scale:
