@@ -4,11 +4,12 @@ Run by hand (pytest does not collect tests/benchmarks)::
 
     python tests/benchmarks/bench.py --bundle ../shared/corpora/apisix-zh/docs \
         --queries tests/benchmarks/queries/apisix.txt [--repeat 5] [--scale K | --compare-scale K]
-        [--no-lsp] [--out FILE]
+        [--no-lsp] [--workspace | --workspace-only] [--cli-flags '...'] [--out FILE]
 
 Prints ONE JSON object on stdout (progress goes to stderr) with:
 
-- ``cold_search``: a fresh ``Engine()`` per run and one search (the set's first query);
+- ``cold_search``: a fresh ``Engine()`` (no persistent cache) per run and one search (the
+  set's first query);
 - ``warm_search``: one engine, files unchanged, every query of the set (``--repeat`` rounds);
 - ``workspace_symbol``: round trips of ``workspace/symbol`` through a real stdio ``citeline lsp``
   session, for every query and every prefix of its last word (as-you-type);
@@ -17,18 +18,28 @@ Prints ONE JSON object on stdout (progress goes to stderr) with:
   SHA-256 in plain Python, one run right before each warm search, so the ratio compares
   like with like), ``markdown_it_parse``, ``sqlite_fts5`` (build + bm25 queries over the
   engine's own sections) and ``rg`` (``rg -c -i -w`` for each query's first term);
-- ``ratios`` and ``targets`` (pass/fail), the engine memo counters and the load average.
+- ``ratios`` and ``targets`` (pass/fail), the files a warm capture read and the load average.
+
+``--workspace`` adds ``workspace`` (workspace.py: the CLI and the language server as whole
+processes, as their users start them, against the stat-walk, read+hash and markdown-it
+block-parse floors; issue 13's ratios and targets), whose server session then also gives
+``workspace_symbol`` (with the editor defaults instead of raised limits).
+``--workspace-only`` measures only that (and ``rg``), without an engine in this process.
 
 ``--compare-scale K`` runs scale 1 and scale K as above, then both again alternately (each
-scale-K search right after the same scale-1 search): the ``scale_ratios`` come from these
-pairs, which see the same machine state.
+scale-K search right after the same scale-1 search): the ``scale_ratios`` (and, with the
+workspace measurements, ``workspace_scale``) come from these pairs, which see the same
+machine state.
 
-Every engine limit is raised generously (see ``limits`` in the output) and unparsable files are
-skipped, so large corpora and ``--scale`` copies fit. ``--scale K`` copies the bundle K times
-into a temporary folder (``copy0/`` … ``copy{K-1}/``); copy *i* gets *i* extra trailing newlines
-in every Markdown file and a ``~copy{i}`` suffix on front-matter ids (which would otherwise
-collide), so the copies have distinct SHA-256s (as K distinct corpora would: no copy is served
-from another's memo entries) and the same tokens and sections.
+In this process every engine limit is raised generously (see ``limits`` in the output) and
+unparsable files are skipped, so large corpora and ``--scale`` copies fit; no engine here
+has a persistent cache (the "no reuse" peers use ``reread=True, hold_bytes=0``), and every
+server or CLI started has a private temporary cache folder. ``--scale K`` copies the bundle
+K times into a temporary folder (``copy0/`` … ``copy{K-1}/``); copy *i* gets *i* extra
+trailing newlines in every Markdown file and a ``~copy{i}`` suffix on front-matter ids
+(which would otherwise collide), so the copies have distinct SHA-256s (as K distinct
+corpora would: no copy is served from another's cache entries) and the same tokens and
+sections.
 """
 
 from __future__ import annotations
@@ -42,16 +53,13 @@ import json
 import os
 import platform
 import pstats
-import queue
 import re
-import resource
 import shutil
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -62,36 +70,36 @@ from typing import Any
 import yaml
 from markdown_it import MarkdownIt
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (
+    BOOTSTRAP,
+    REPO,
+    LspClient,
+    load_average,
+    ms,
+    percentile,
+    ratio,
+    read_queries,
+    rss_self_mib,
+    say,
+    summary_ms,
+    symbol_queries,
+    timed,
+    verdict,
+)
 
-# Measure this checkout's engine and server, whatever `pip install -e` points at (another
-# worktree, say): citeline.engine and citeline.lsp are mapped onto REPO before any import.
-# --use-installed turns this off. The server child process gets the same mapping.
-BOOTSTRAP = f"""
-import importlib.abc, importlib.util, sys
-class _RepoFinder(importlib.abc.MetaPathFinder):
-    MAP = {{"citeline.engine": {str(REPO / "engine")!r}, "citeline.lsp": {str(REPO / "lsp")!r}}}
-    def find_spec(self, fullname, path, target=None):
-        where = self.MAP.get(fullname)
-        if where is None:
-            return None
-        return importlib.util.spec_from_file_location(
-            fullname, where + "/__init__.py", submodule_search_locations=[where])
-sys.meta_path.insert(0, _RepoFinder())
-"""
 if "--use-installed" not in sys.argv:
     exec(BOOTSTRAP)
 
-import citeline.engine as citeline_engine  # noqa: E402
+import workspace
 
-sys.path.insert(0, str(REPO / "tests"))
-from rpc_frames import frame, read_frame  # noqa: E402
+import citeline.engine as citeline_engine
+from citeline.engine import Engine, Limits, Settings, Snapshot
+from citeline.engine.layout import decode
+from citeline.engine.parallel import default_workers
+from citeline.engine.reuse.stats import RACY_NS
+from citeline.engine.terms import query_terms
 
-from citeline.engine import Engine, Limits, Settings, Snapshot  # noqa: E402
-from citeline.engine.parallel import default_workers  # noqa: E402
-from citeline.engine.terms import query_terms  # noqa: E402
-
-MiB = 1024 * 1024
 SUFFIXES = (".md", ".markdown")
 
 # Targets of the "Performance" issue.
@@ -115,73 +123,11 @@ GENEROUS = Limits(
 SETTINGS = Settings(limits=GENEROUS, skip_invalid=True)
 # Worker processes for cold parses, as the fronts (CLI, LSP, MCP) use; --workers 0 for one core.
 WORKERS = 0
+# How the workspace measurements start `citeline` (set in main).
+LAUNCHER = workspace.Launcher((sys.executable, "-m", "citeline.lsp.cli"), sys.executable, "")
 
 
 # -- small helpers ----------------------------------------------------------------------------
-
-
-def say(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def ms(seconds: float) -> float:
-    return round(seconds * 1000.0, 3)
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile with linear interpolation (numpy's default method)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * pct / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def summary_ms(samples: Sequence[float]) -> dict[str, Any]:
-    """p50/p95/mean/max in milliseconds of samples given in seconds."""
-    return {
-        "n": len(samples),
-        "p50_ms": ms(percentile(samples, 50)),
-        "p95_ms": ms(percentile(samples, 95)),
-        "mean_ms": ms(statistics.fmean(samples)) if samples else None,
-        "max_ms": ms(max(samples)) if samples else None,
-    }
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or b == 0:
-        return None
-    return round(a / b, 3)
-
-
-def rss_self_mib() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)  # KiB on Linux
-
-
-def load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - start, value
-
-
-def read_queries(path: Path) -> list[str]:
-    out = []
-    for line in path.read_text(encoding="utf-8").split("\n"):
-        text = line.strip()
-        if text and not text.startswith("#"):
-            out.append(text)
-    if not out:
-        raise SystemExit(f"no queries in {path}")
-    return out
 
 
 def git_output(folder: Path, *args: str) -> str | None:
@@ -231,6 +177,10 @@ def scaled_bundle(bundle: Path, k: int) -> Iterator[Path]:
                     full = os.path.join(dirpath, name)
                     if name.lower().endswith(SUFFIXES) and not os.path.islink(full):
                         distinct_copy(Path(full), i)
+        # Files written less than RACY_NS before a capture read them are read again by the
+        # next one (git's racy-clean rule, SPEC §2): let the copies age past that first, as
+        # a workspace's files have.
+        time.sleep(RACY_NS / 1e9 + 0.5)
         say(f"scaled bundle: {k} copies under {root}")
         yield root
 
@@ -294,8 +244,11 @@ def capture_floor(root: Path) -> tuple[int, int]:
 
 
 def decoded_texts(snapshot: Snapshot) -> list[str]:
+    """The decoded text of every searchable file of a snapshot that read every file
+    (an engine with ``reread=True``: a reusing engine holds no bytes for unchanged files)."""
     out = []
     for f in snapshot.searchable:
+        assert f.data is not None, "decoded_texts needs a snapshot that read every file"
         data = f.data[3:] if f.data.startswith(b"\xef\xbb\xbf") else f.data
         out.append(data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", " "))
     return out
@@ -310,14 +263,23 @@ def markdown_it_parse(texts: Sequence[str]) -> int:
 
 
 def section_rows(engine: Engine, snapshot: Snapshot) -> list[tuple[str, str, str]]:
-    """(path, heading, text) of every searchable section, cut as the engine cuts them."""
+    """(path, heading, text) of every searchable section, cut as the engine cuts them.
+
+    `snapshot` must hold every file's bytes (captured by an engine with ``reread=True``)."""
     idx = engine.index(snapshot)
+    data = {f.path: f.data for f in snapshot.searchable}
+    texts: dict[str, str] = {}
     rows = []
-    for file, doc in zip(idx.files, idx.corpus.docs, strict=True):
-        data = file.data[3:] if file.data.startswith(b"\xef\xbb\xbf") else file.data
-        lines = data.decode("utf-8").split("\n")
-        for sec in doc.analysis.sections:
-            rows.append((file.path, sec.heading, "\n".join(lines[sec.first : sec.last + 1])))
+    for g in range(idx.n):
+        sec = idx.section(g)
+        text = texts.get(sec.path)
+        if text is None:
+            raw = data[sec.path]
+            assert raw is not None, "section_rows needs a snapshot that read every file"
+            decoded = decode(raw)
+            assert isinstance(decoded, str)  # only parseable files have sections
+            text = texts[sec.path] = decoded
+        rows.append((sec.path, sec.heading, text[sec.start : sec.end]))
     return rows
 
 
@@ -419,143 +381,15 @@ def rg_peer(root: Path, queries: Sequence[str], repeat: int) -> dict[str, Any] |
 # -- the language server, over stdio ----------------------------------------------------------
 
 
-class LspClient:
-    """A minimal JSON-RPC client for one `citeline lsp` child process on stdio."""
-
-    def __init__(self, cmd: Sequence[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            list(cmd),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        self._stdin = self.proc.stdin
-        self._next_id = 0
-        self._waiting: dict[int, queue.Queue[tuple[float, dict[str, Any]]]] = {}
-        self._lock = threading.Lock()
-        self.stderr_lines: list[str] = []
-        self.warmed = threading.Event()
-        self.diagnostics = 0
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def _send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message, ensure_ascii=False).encode("utf-8")
-        with self._lock:
-            self._stdin.write(frame(body))
-            self._stdin.flush()
-
-    def _read_stdout(self) -> None:
-        stream = self.proc.stdout
-        assert stream is not None
-        while True:
-            try:
-                body = read_frame(stream)
-            except ValueError:
-                body = None
-            if body is None:
-                self._fail_all()
-                return
-            arrived = time.perf_counter()
-            message = json.loads(body)
-            if "id" in message and "method" not in message:
-                waiter = self._waiting.pop(message["id"], None)
-                if waiter is not None:
-                    waiter.put((arrived, message))
-            elif "id" in message:  # a request from the server: accept it with a null result
-                self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-            elif message.get("method") == "textDocument/publishDiagnostics":
-                self.diagnostics += 1
-
-    def _read_stderr(self) -> None:
-        stream = self.proc.stderr
-        assert stream is not None
-        for raw in stream:
-            line = raw.decode("utf-8", "replace").rstrip()
-            self.stderr_lines.append(line)
-            if "warm-up of" in line:
-                self.warmed.set()
-
-    def _fail_all(self) -> None:
-        for key in list(self._waiting):
-            waiter = self._waiting.pop(key, None)
-            if waiter is not None:
-                waiter.put((time.perf_counter(), {"error": {"message": "server closed stdout"}}))
-
-    def request(self, method: str, params: Any, timeout: float = 900.0) -> tuple[float, Any]:
-        """(round-trip seconds, result); raises on a JSON-RPC error."""
-        self._next_id += 1
-        rid = self._next_id
-        waiter: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
-        self._waiting[rid] = waiter
-        start = time.perf_counter()
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        arrived, message = waiter.get(timeout=timeout)
-        if "error" in message:
-            raise RuntimeError(f"{method} failed: {message['error']}")
-        return arrived - start, message.get("result")
-
-    def notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def wait_idle(self, quiet: float = 0.5, timeout: float = 600.0) -> float:
-        """Wait until the server burns (almost) no CPU for `quiet` seconds; seconds waited."""
-        start = time.perf_counter()
-        last = self.cpu_seconds()
-        while time.perf_counter() - start < timeout:
-            time.sleep(quiet)
-            now = self.cpu_seconds()
-            if now - last < 0.05 * quiet:
-                break
-            last = now
-        return time.perf_counter() - start
-
-    def vm_hwm_mib(self) -> float | None:
-        try:
-            with open(f"/proc/{self.pid}/status") as fh:
-                for line in fh:
-                    if line.startswith("VmHWM:"):
-                        return round(int(line.split()[1]) / 1024.0, 1)
-        except OSError:
-            return None
-        return None
-
-    def close(self) -> None:
-        try:
-            self.request("shutdown", None, timeout=60)
-            self.notify("exit", None)
-            self.proc.wait(timeout=30)
-        except Exception:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-
-
-def symbol_queries(queries: Sequence[str], min_prefix: int) -> list[tuple[str, str]]:
-    """(kind, text): each query, preceded by the prefixes of its last word (as typed)."""
-    out = []
-    for q in queries:
-        head, sep, last = q.rpartition(" ")
-        for n in range(min_prefix, len(last)):
-            out.append(("prefix", f"{head}{sep}{last[:n]}"))
-        out.append(("full", q))
-    return out
-
-
 def lsp_bench(
     root: Path, queries: Sequence[str], profile: str, min_prefix: int, use_repo: bool
 ) -> dict[str, Any]:
-    env = dict(os.environ, CITELINE_LOG="INFO")
+    # A private, empty persistent cache (the server's default would be the user's).
+    cache = tempfile.mkdtemp(prefix="citeline-bench-lsp-cache-")
+    # No CITELINE_LOG: at INFO the server logs every message it sends (pygls), which costs
+    # time an editor's server does not spend.
+    env = dict(os.environ, CITELINE_CACHE_DIR=cache)
+    env.pop("CITELINE_LOG", None)
     cmd = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
     if use_repo:
         launch = "import sys\nfrom citeline.lsp.cli import main\nsys.exit(main(['lsp']))\n"
@@ -581,12 +415,12 @@ def lsp_bench(
             },
         )
         client.notify("initialized", {})
-        warmed = client.warmed.wait(timeout=900)
+        client.wait_idle()  # the warm-up, then the diagnostics check
         warm_up_s = time.perf_counter() - started
         first_s, _ = client.request("workspace/symbol", {"query": queries[0]})  # discarded
         idle_s = client.wait_idle()
         say(
-            f"lsp: warm-up {warm_up_s:.2f}s (log seen: {warmed}), first request "
+            f"lsp: warm-up {warm_up_s:.2f}s (until idle), first request "
             f"{first_s * 1000:.0f} ms, then idle after {idle_s:.1f}s"
         )
         samples: dict[str, list[float]] = {"full": [], "prefix": []}
@@ -601,11 +435,13 @@ def lsp_bench(
         hwm = client.vm_hwm_mib()
     finally:
         client.close()
+        shutil.rmtree(cache, ignore_errors=True)
     everything = samples["full"] + samples["prefix"]
     return {
         "settings": options,
         "initialize_ms": ms(init_s),
         "warm_up_s": round(warm_up_s, 3),
+        "warm_up_note": "spawn to the server's first 0.5 s without CPU after initialized",
         "first_request_ms_discarded": ms(first_s),
         "all": summary_ms(everything),
         "full_queries": summary_ms(samples["full"]),
@@ -636,14 +472,17 @@ def bench_engine(
 ) -> tuple[dict[str, Any], Engine]:
     first = search_request(queries[0], profile)
     cold: list[float] = []
-    engine = Engine(SETTINGS, workers=WORKERS)
+    engine: Engine | None = None
     for i in range(repeat):
-        engine = Engine(SETTINGS, workers=WORKERS)
+        if engine is not None:
+            engine.close()
+        # No persistent cache: each cold engine starts from nothing (engine.cache=None).
+        engine = Engine(SETTINGS, workers=WORKERS, cache=None)
         gc.collect()
         spent, result = timed(lambda e=engine: e.search(root, first))
         cold.append(spent)
         say(f"cold run {i + 1}/{repeat}: {spent:.3f}s ({result['total']} hits)")
-    cold_memo = {"hits": engine.memo.hits, "misses": engine.memo.misses} if engine.memo else None
+    assert engine is not None
 
     # warm: the last cold engine, files unchanged. Each search is paired with one run of the
     # capture floor just before it, so both see the same machine (load, page cache, CPU
@@ -661,16 +500,17 @@ def bench_engine(
             slot["runs_ms"].append(ms(spent))
     for slot in per_query.values():
         slot["median_ms"] = round(statistics.median(slot.pop("runs_ms")), 3)
-    warm_memo = {"hits": engine.memo.hits, "misses": engine.memo.misses} if engine.memo else None
 
     # where a warm search spends its time
     capture_s: list[float] = []
     index_s: list[float] = []
+    read_by_warm_capture = []
     for _ in range(max(3, repeat)):
         t_cap, snap = timed(lambda: engine.capture(root))
         t_idx, _ = timed(lambda s=snap: engine.index(s))
         capture_s.append(t_cap)
         index_s.append(t_idx)
+        read_by_warm_capture.append(snap.read)
     snap = engine.capture(root)
     cold_median = statistics.median(cold)
     return (
@@ -681,15 +521,15 @@ def bench_engine(
             "cold_search": {
                 "median_ms": ms(cold_median),
                 "runs_ms": [ms(c) for c in cold],
-                "memo_after_one_cold_search": cold_memo,
+                "engine": "Engine(SETTINGS, workers=WORKERS, cache=None): nothing reused",
             },
             "warm_search": {
                 **summary_ms(samples),
                 "rounds": repeat,
-                "memo_after_warm_runs": warm_memo,
+                "files_read_by_each_warm_capture": read_by_warm_capture,
                 "breakdown_median_ms": {
                     "capture": ms(statistics.median(capture_s)),
-                    "index_from_memo": ms(statistics.median(index_s)),
+                    "index_reused": ms(statistics.median(index_s)),
                 },
                 "per_query": per_query,
             },
@@ -771,65 +611,164 @@ def bench_scale(
     args: argparse.Namespace, queries: Sequence[str], k: int, root: Path | None = None
 ) -> dict[str, Any]:
     with scaled_bundle(args.bundle, k) if root is None else nullcontext(root) as root:
-        say(f"scale {k}: engine (repeat {args.repeat})")
-        out, engine = bench_engine(root, queries, args.repeat, args.profile)
-        out["scale"] = k
-        out["rss_after_engine_mib"] = rss_self_mib()
-
-        floors = out.pop("capture_floor_paired")
-        files, total = capture_floor(root)
-        out["capture_floor"] = {
-            "median_ms": round(statistics.median(floors), 3),
-            "p95_ms": round(percentile(floors, 95), 3),
-            "runs": len(floors),
-            "files": files,
-            "bytes": total,
-            "note": "os.scandir walk (no links, no dot entries, no .gitignore) + read + "
-            "hashlib.sha256 of every .md/.markdown file; one run right before each warm search",
-        }
-
-        snapshot = engine.capture(root)
-        texts = decoded_texts(snapshot)
-        say("peer: markdown-it parse")
-        parses = []
-        for _ in range(args.repeat):
-            spent, tokens = timed(lambda t=texts: markdown_it_parse(t))
-            parses.append(spent)
-        out["markdown_it_parse"] = {
-            "median_ms": ms(statistics.median(parses)),
-            "runs_ms": [ms(p) for p in parses],
-            "files": len(texts),
-            "tokens": tokens,
-            "note": 'MarkdownIt("commonmark").parse of every searchable file\'s decoded text',
-        }
-        del texts
-
-        say("peer: sqlite fts5")
-        rows = section_rows(Engine(SETTINGS, memo_bytes=0), snapshot)
-        out["sqlite_fts5"] = sqlite_fts5(rows, queries, args.repeat)
-        del rows, snapshot
-
-        say("peer: rg")
-        out["rg"] = rg_peer(root, queries, 1)
-        out["rss_after_peers_mib"] = rss_self_mib()
-
-        if args.profile_top:
-            say("cProfile: cold and warm search")
-            first = search_request(queries[0], args.profile)
-            fresh = Engine(SETTINGS, workers=WORKERS)
-            out["profile_cold_top"] = profile_top(lambda: fresh.search(root, first), args.top)
-            out["profile_warm_top"] = profile_top(lambda e=engine: e.search(root, first), args.top)
-
-        del engine
-        gc.collect()
-        if not args.no_lsp:
-            say(f"lsp: workspace/symbol, profile {args.lsp_profile}")
-            out["workspace_symbol"] = lsp_bench(
-                root, queries, args.lsp_profile, args.min_prefix, not args.use_installed
+        out: dict[str, Any] = {"scale": k}
+        if not args.workspace_only:
+            out.update(bench_in_process(args, queries, root))
+        else:
+            say("peer: rg")
+            out["rg"] = rg_peer(root, queries, 1)
+        if args.workspace or args.workspace_only:
+            out["workspace"] = workspace.measure(
+                root,
+                queries,
+                rg=out["rg"],
+                repeat=args.repeat,
+                run=LAUNCHER,
+                profile=args.lsp_profile,
+                min_prefix=args.min_prefix,
+                given_flags=args.cli_flags,
+                no_lsp=args.no_lsp,
             )
-        out["ratios"] = ratios(out)
-        out["targets"] = targets(out)
+            sym = out["workspace"].get("lsp", {}).get("warm_symbol")
+            if sym and not args.workspace_only:
+                out["workspace_symbol"] = sym  # the session with the editor defaults
+        if not args.workspace_only:
+            out["ratios"] = ratios(out)
+            out["targets"] = targets(out)
         return out
+
+
+def bench_in_process(
+    args: argparse.Namespace, queries: Sequence[str], root: Path
+) -> dict[str, Any]:
+    """The engine in this process (cold, warm), its peers, and (unless --workspace, whose
+    session replaces it) the workspace/symbol session with every limit raised."""
+    say(f"engine in process (repeat {args.repeat})")
+    out, engine = bench_engine(root, queries, args.repeat, args.profile)
+    out["rss_after_engine_mib"] = rss_self_mib()
+
+    floors = out.pop("capture_floor_paired")
+    files, total = capture_floor(root)
+    out["capture_floor"] = {
+        "median_ms": round(statistics.median(floors), 3),
+        "p95_ms": round(percentile(floors, 95), 3),
+        "runs": len(floors),
+        "files": files,
+        "bytes": total,
+        "note": "os.scandir walk (no links, no dot entries, no .gitignore) + read + "
+        "hashlib.sha256 of every .md/.markdown file; one run right before each warm search",
+    }
+
+    # "No reuse": an engine that reads every file (its snapshot holds all the bytes) and
+    # holds none between requests, without a persistent cache.
+    noreuse = Engine(SETTINGS, reread=True, hold_bytes=0, cache=None)
+    snapshot = noreuse.capture(root)
+    texts = decoded_texts(snapshot)
+    say("peer: markdown-it parse")
+    parses = []
+    for _ in range(args.repeat):
+        spent, tokens = timed(lambda t=texts: markdown_it_parse(t))
+        parses.append(spent)
+    out["markdown_it_parse"] = {
+        "median_ms": ms(statistics.median(parses)),
+        "runs_ms": [ms(p) for p in parses],
+        "files": len(texts),
+        "tokens": tokens,
+        "note": 'MarkdownIt("commonmark").parse of every searchable file\'s decoded text',
+    }
+    del texts
+
+    say("peer: sqlite fts5")
+    rows = section_rows(noreuse, snapshot)
+    noreuse.close()
+    out["sqlite_fts5"] = sqlite_fts5(rows, queries, args.repeat)
+    del rows, snapshot, noreuse
+
+    say("peer: rg")
+    out["rg"] = rg_peer(root, queries, 1)
+    out["rss_after_peers_mib"] = rss_self_mib()
+
+    if args.profile_top:
+        say("cProfile: cold and warm search")
+        first = search_request(queries[0], args.profile)
+        fresh = Engine(SETTINGS, workers=WORKERS, cache=None)
+        out["profile_cold_top"] = profile_top(lambda: fresh.search(root, first), args.top)
+        out["profile_warm_top"] = profile_top(lambda e=engine: e.search(root, first), args.top)
+        fresh.close()
+
+    engine.close()
+    del engine
+    gc.collect()
+    if not args.no_lsp and not args.workspace:
+        say(f"lsp: workspace/symbol, profile {args.lsp_profile}")
+        out["workspace_symbol"] = lsp_bench(
+            root, queries, args.lsp_profile, args.min_prefix, not args.use_installed
+        )
+    return out
+
+
+def scale_ratios(
+    base: dict[str, Any], big: dict[str, Any], paired: dict[str, Any], k: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    out = {
+        "k": k,
+        "cold": paired["cold"]["ratio"],
+        "warm_p50": paired["warm"]["ratio"],
+        "paired": paired,
+        "note": "cold and warm_p50 from the paired runs (each scale-K run right after a "
+        "scale-1 run); the *_phases ratios compare the two separate runs above",
+        "cold_phases": ratio(big["cold_search"]["median_ms"], base["cold_search"]["median_ms"]),
+        "warm_p50_phases": ratio(big["warm_search"]["p50_ms"], base["warm_search"]["p50_ms"]),
+        "capture_floor": ratio(
+            big["capture_floor"]["median_ms"], base["capture_floor"]["median_ms"]
+        ),
+        "markdown_it_parse": ratio(
+            big["markdown_it_parse"]["median_ms"], base["markdown_it_parse"]["median_ms"]
+        ),
+    }
+    if "workspace_symbol" in base and "workspace_symbol" in big:
+        out["workspace_symbol_p50"] = ratio(
+            big["workspace_symbol"]["all"]["p50_ms"], base["workspace_symbol"]["all"]["p50_ms"]
+        )
+    limit = TARGET_SCALE_RATIO * k / 4
+    checks = {
+        "note": f"target <= {TARGET_SCALE_RATIO}x for K=4 (scaled as {TARGET_SCALE_RATIO}*K/4)",
+        "cold": verdict(out["cold"], limit),
+        "warm_p50": verdict(out["warm_p50"], limit),
+    }
+    return out, checks
+
+
+def workspace_peer_ratios(base: dict[str, Any], big: dict[str, Any]) -> dict[str, Any]:
+    """Scale K ÷ scale 1 of the workspace peers, from the two separate runs."""
+    out: dict[str, Any] = {}
+    for name in ("stat_walk_floor", "read_hash_floor", "markdown_it_block_parse"):
+        out[name] = ratio(big[name]["median_ms"], base[name]["median_ms"])
+    out["corpus_bytes"] = ratio(big["corpus"]["bytes"], base["corpus"]["bytes"])
+    return out
+
+
+def peak_rss_summary(report: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"bench_process_final": rss_self_mib()}
+    runs = report["runs"].values() if "runs" in report else [report]
+    for run in runs:
+        if "rss_after_engine_mib" in run:
+            out["bench_process_after_engine"] = max(
+                out.get("bench_process_after_engine") or 0.0, run["rss_after_engine_mib"]
+            )
+        sym = run.get("workspace_symbol")
+        if sym and sym.get("server_peak_rss_mib") is not None:
+            out["server"] = max(out.get("server") or 0.0, sym["server_peak_rss_mib"])
+        memory = run.get("workspace", {}).get("lsp", {}).get("memory")
+        if memory:
+            out["workspace_server"] = max(
+                out.get("workspace_server") or 0.0, memory["server_vmhwm_mib"] or 0.0
+            )
+            out["workspace_server_plus_workers"] = max(
+                out.get("workspace_server_plus_workers") or 0.0,
+                memory["server_plus_descendants_vmhwm_sum_mib"] or 0.0,
+            )
+    return out
 
 
 def ratios(run: dict[str, Any]) -> dict[str, Any]:
@@ -863,12 +802,6 @@ def peak_rss(run: dict[str, Any]) -> float:
     if sym and sym.get("server_peak_rss_mib") is not None:
         values.append(sym["server_peak_rss_mib"])
     return max(values)
-
-
-def verdict(value: float | None, limit: float) -> dict[str, Any]:
-    if value is None:
-        return {"value": None, "limit": limit, "pass": None}
-    return {"value": value, "limit": limit, "pass": value <= limit}
 
 
 def targets(run: dict[str, Any]) -> dict[str, Any]:
@@ -926,7 +859,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="measure the installed citeline instead of this checkout's engine/ and lsp/",
     )
+    p.add_argument(
+        "--workspace",
+        action="store_true",
+        help="also measure the CLI and the language server as whole processes against their "
+        "floors (workspace.py; issue 13)",
+    )
+    p.add_argument(
+        "--workspace-only",
+        action="store_true",
+        help="measure only the workspace part (and rg): no engine in this process",
+    )
+    p.add_argument(
+        "--cli-flags",
+        default=None,
+        help="the CLI's flags for this corpus, e.g. '--raise-limits --skip-invalid' (default: "
+        "found by trying, from none)",
+    )
     args = p.parse_args(argv)
+    if args.cli_flags is not None:
+        args.cli_flags = args.cli_flags.split()
     if args.repeat < 1 or args.scale < 1 or (args.compare_scale or 2) < 2:
         p.error("--repeat and --scale must be >= 1, --compare-scale >= 2")
     args.bundle = args.bundle.resolve()
@@ -934,9 +886,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    global WORKERS
+    global WORKERS, LAUNCHER
     args = parse_args(argv)
     WORKERS = default_workers() if args.workers is None else args.workers
+    if args.workspace or args.workspace_only:
+        LAUNCHER = workspace.launcher(not args.use_installed)
     queries = read_queries(args.queries)
     started = time.time()
     report: dict[str, Any] = {
@@ -957,67 +911,60 @@ def main(argv: Sequence[str] | None = None) -> int:
             "engine_source_dirty": git_dirty(Path(citeline_engine.__file__).parent),
             "load_average_start": load_average(),
         },
-        "limits": {
-            "note": "every engine limit raised far above the SPEC §2 defaults; unparsable files "
-            "skipped (skip_invalid)",
+    }
+    if not args.workspace_only:
+        report["limits"] = {
+            "note": "in this process, every engine limit raised far above the SPEC §2 defaults; "
+            "unparsable files skipped (skip_invalid)",
             **asdict(GENEROUS),
             "skip_invalid": True,
-        },
-    }
+        }
+    if args.workspace or args.workspace_only:
+        report["workspace_launcher"] = LAUNCHER.how
     if args.compare_scale:
         k = args.compare_scale
         with scaled_bundle(args.bundle, k) as big_root:
             base = bench_scale(args, queries, 1)
             big = bench_scale(args, queries, k, big_root)
-            say(f"paired: scale 1 and scale {k} alternately")
-            paired = bench_paired(args.bundle, big_root, queries, args.repeat, args.profile)
-        report["runs"] = {"scale_1": base, f"scale_{k}": big}
-        scale_ratios = {
-            "k": k,
-            "cold": paired["cold"]["ratio"],
-            "warm_p50": paired["warm"]["ratio"],
-            "paired": paired,
-            "note": "cold and warm_p50 from the paired runs (each scale-K run right after a "
-            "scale-1 run); the *_phases ratios compare the two separate runs above",
-            "cold_phases": ratio(big["cold_search"]["median_ms"], base["cold_search"]["median_ms"]),
-            "warm_p50_phases": ratio(big["warm_search"]["p50_ms"], base["warm_search"]["p50_ms"]),
-            "capture_floor": ratio(
-                big["capture_floor"]["median_ms"], base["capture_floor"]["median_ms"]
-            ),
-            "markdown_it_parse": ratio(
-                big["markdown_it_parse"]["median_ms"], base["markdown_it_parse"]["median_ms"]
-            ),
-        }
-        if "workspace_symbol" in base and "workspace_symbol" in big:
-            scale_ratios["workspace_symbol_p50"] = ratio(
-                big["workspace_symbol"]["all"]["p50_ms"], base["workspace_symbol"]["all"]["p50_ms"]
-            )
-        report["scale_ratios"] = scale_ratios
-        limit = TARGET_SCALE_RATIO * k / 4
-        report["scale_targets"] = {
-            "note": f"target <= {TARGET_SCALE_RATIO}x for K=4 (scaled as {TARGET_SCALE_RATIO}*K/4)",
-            "cold": verdict(scale_ratios["cold"], limit),
-            "warm_p50": verdict(scale_ratios["warm_p50"], limit),
-        }
+            report["runs"] = {"scale_1": base, f"scale_{k}": big}
+            if not args.workspace_only:
+                say(f"paired: scale 1 and scale {k} alternately")
+                paired = bench_paired(args.bundle, big_root, queries, args.repeat, args.profile)
+                report["scale_ratios"], report["scale_targets"] = scale_ratios(base, big, paired, k)
+            if args.workspace or args.workspace_only:
+                say(f"workspace paired: scale 1 and scale {k} alternately")
+                flags = list(
+                    dict.fromkeys(
+                        [
+                            *(base["workspace"].get("cli", {}).get("flags") or []),
+                            *(big["workspace"].get("cli", {}).get("flags") or []),
+                        ]
+                    )
+                )
+                report["workspace_scale"] = {
+                    **workspace.paired(
+                        args.bundle,
+                        big_root,
+                        k,
+                        queries,
+                        repeat=args.repeat,
+                        run=LAUNCHER,
+                        profile=args.lsp_profile,
+                        min_prefix=args.min_prefix,
+                        flags=flags,
+                        no_lsp=args.no_lsp,
+                    ),
+                    "cli_flags": flags,
+                    "peers_phases": workspace_peer_ratios(base["workspace"], big["workspace"]),
+                }
     else:
         run = bench_scale(args, queries, args.scale)
-        if args.scale > 1:
+        if args.scale > 1 and "ratios" in run:
             run["ratios"]["scale_note"] = (
                 "scale ratios need a scale-1 run in the same process: use --compare-scale K"
             )
         report.update(run)
-    report["peak_rss_mib"] = {"bench_process_final": rss_self_mib()}
-    runs = report["runs"].values() if "runs" in report else [report]
-    for run in runs:
-        report["peak_rss_mib"]["bench_process_after_engine"] = max(
-            report["peak_rss_mib"].get("bench_process_after_engine") or 0.0,
-            run["rss_after_engine_mib"],
-        )
-        sym = run.get("workspace_symbol")
-        if sym:
-            report["peak_rss_mib"]["server"] = max(
-                report["peak_rss_mib"].get("server") or 0.0, sym["server_peak_rss_mib"] or 0.0
-            )
+    report["peak_rss_mib"] = peak_rss_summary(report)
     report["environment"]["load_average_end"] = load_average()
     report["elapsed_s"] = round(time.time() - started, 1)
     text = json.dumps(report, ensure_ascii=False, indent=1)
