@@ -149,12 +149,15 @@ class Block:
         return w.finish(b"B")
 
     @classmethod
-    def decode(cls, blob: bytes, key: str | None = None) -> Block:
-        """A block from its blob, every length and reference checked (Corrupt otherwise)."""
+    def decode(cls, blob: bytes, key: str | None = None, share: bool = True) -> Block:
+        """A block from its blob, every length and reference checked (Corrupt otherwise).
+
+        With `share`, strings are interned: the blocks of several option sets, and of
+        neighbouring blocks (a term in many of them), then hold one copy of each — worth it
+        in a long-lived server, not in a one-request command-line call.
+        """
         r = Reader(blob, b"B")
-        # Strings are interned: the blocks of several option sets, and of neighbouring
-        # blocks (a term in many of them), then hold one copy of each.
-        names = _shared
+        names = _shared if share else _same
         block = cls(
             r.text(),
             names(r.strs()),
@@ -424,6 +427,10 @@ def build(
 
 def _shared(values: list[str]) -> list[str]:
     return list(map(intern, values))
+
+
+def _same(values: list[str]) -> list[str]:
+    return values
 
 
 def _position(column: array, value: int) -> int | None:

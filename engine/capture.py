@@ -545,6 +545,7 @@ def capture(
     known: Known | None = None,
     marked: frozenset[str] = frozenset(),
     overlay: Mapping[str, bytes] | None = None,
+    share: bool = True,
 ) -> Snapshot:
     """Every Markdown file of the bundle: its record, and its bytes when they were read.
 
@@ -553,6 +554,7 @@ def capture(
     (editor notifications; "*" for all) are read whatever their stat. `overlay` maps paths
     to the editor's unsaved text, used instead of the disk's bytes. `held` maps SHA-256s to
     bytes already in memory: a file read with one of those digests keeps the held bytes.
+    `share` interns paths and digests (a long-lived engine holds them in several places).
     """
     root = check_bundle(bundle)
     limits = settings.limits
@@ -580,40 +582,47 @@ def capture(
     states: dict[str, FileState] = {}
     total = 0
     read = 0
+    max_file = limits.max_file_bytes
+    name = intern if share else str
     with ExitStack() as later:
         folders: _Folders | None = None
         for i, (rel, content) in enumerate(found):
-            if cancel is not None:
-                cancel.check()
-            if content is _UNREAD:
-                if folders is None:
-                    folders = later.enter_context(_Folders(os.fsencode(root).rstrip(b"/") or b"/"))
-                started = time.time_ns()
-                late = folders.read(rel, limits.max_file_bytes)
-                if late is None:
-                    content = None
-                else:
-                    data, digest = reads.keep(late[0])
-                    content = _Read(data, digest, late[1], started)
-            elif isinstance(content, CitelineError):
-                raise content
-            if content is None:
-                continue
-            if isinstance(content, FileState):
-                size, digest, data = content.size, content.sha256, None
+            if not i & 255:
+                if cancel is not None:
+                    cancel.check()
+                if progress is not None and i:
+                    progress("capture", i, len(found))
+            data = None
+            if type(content) is FileState:  # the common case: nothing read
+                size, digest = content.stat[2], content.sha256
                 states[rel] = content
             else:
+                if content is _UNREAD:
+                    if folders is None:
+                        root_fs = os.fsencode(root).rstrip(b"/") or b"/"
+                        folders = later.enter_context(_Folders(root_fs))
+                    started = time.time_ns()
+                    late = folders.read(rel, max_file)
+                    if late is None:
+                        content = None
+                    else:
+                        kept, digest = reads.keep(late[0])
+                        content = _Read(kept, digest, late[1], started)
+                elif isinstance(content, CitelineError):
+                    raise content
+                if content is None:
+                    continue
                 assert isinstance(content, _Read)
                 size, digest, data = len(content.data), content.sha256, content.data
-                states[rel] = FileState(content.stat, digest, content.read_ns)
+                states[rel] = FileState.read(content.stat, digest, content.read_ns)
                 read += 1
             unsaved = False
-            if rel in overlay:
+            if overlay and rel in overlay:
                 data = overlay[rel]
                 size, digest, unsaved = len(data), hashlib.sha256(data).hexdigest(), True
-            if size > limits.max_file_bytes:
+            if size > max_file:
                 raise limit_error(
-                    "max_file_bytes", size, limits.max_file_bytes, path=rel, advice=settings.advice
+                    "max_file_bytes", size, max_file, path=rel, advice=settings.advice
                 )
             total += size
             if total > limits.max_total_bytes:
@@ -621,13 +630,25 @@ def capture(
                     "max_total_bytes", total, limits.max_total_bytes, advice=settings.advice
                 )
             files.append(
-                CapturedFile(intern(rel), size, intern(digest), rel in reserved, data, unsaved)
+                CapturedFile(name(rel), size, name(digest), rel in reserved, data, unsaved)
             )
-            if progress is not None:
-                progress("capture", i + 1, len(found))
-    revision = snapshot_revision(files)
-    # With unsaved text the revision describes the editor's text, not the disk's.
-    disk = snapshot_revision(_disk_records(files, states)) if overlay else revision
+    if progress is not None:
+        progress("capture", len(found), len(found))
+    unchanged = (
+        known is not None
+        and read == 0
+        and len(states) == len(known.files)
+        and all(a is b for a, b in zip(states.values(), known.files.values(), strict=True))
+    )
+    if unchanged and known is not None:
+        # Every file reused, none added or removed: the disk's records, and so their
+        # revision, are those `known` was made with (a new process, say, or new settings).
+        states, disk = known.files, known.revision  # type: ignore[assignment]
+        revision = snapshot_revision(files) if overlay else disk
+    else:
+        revision = snapshot_revision(files)
+        # With unsaved text the revision describes the editor's text, not the disk's.
+        disk = snapshot_revision(_disk_records(files, states)) if overlay else revision
     captured = None
     if not overlay:
         records = tuple(

@@ -128,7 +128,15 @@ class Engine:
         clock, marked = reuse.marks.current(key)
         held = reuse.held if reuse.held.max_bytes > 0 else None
         snap = capture(
-            bundle, settings, cancel, progress, held, known=known, marked=marked, overlay=overlay
+            bundle,
+            settings,
+            cancel,
+            progress,
+            held,
+            known=known,
+            marked=marked,
+            overlay=overlay,
+            share=reuse.share,
         )
         reuse.marks.clear(key, clock)
         reuse.remember(key, snap.known)
@@ -167,6 +175,7 @@ class Engine:
                 workers=self.workers,
                 cancel=cancel,
                 progress=progress,
+                share=self.reuse.share,
             )
         finally:
             if own:

@@ -777,52 +777,71 @@ class CitelineServer(LanguageServer):
         caps = self.client_capabilities
         return bool(caps and caps.window and caps.window.work_done_progress)
 
-    async def warm_up(self, folders: list[str] | None = None) -> None:
-        """Analyse the folders (all by default) into the engine's memo so that the first
-        request is fast: at start, when folders are added, when settings change what is
-        indexed."""
+    def start_warm_up(self, folders: list[str] | None = None) -> None:
+        """Capture and index the folders (all by default) so that the first requests are
+        fast: at start, when folders are added, when settings change what is indexed.
+
+        The gate that requests wait on is set here, synchronously: a client sends its first
+        requests right after `initialized`, and they must find the warm-up already begun
+        rather than start the same analysis beside it.
+        """
         previous = self.warming
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])  # one warm-up at a time: they share the files
-        if folders is None:
-            folders = [path for _, path in self.folders()]
-        token: str | None = None
-        if self.client_has_progress():
-            token = f"citeline-warmup-{uuid.uuid4()}"
-            try:
-                await self.work_done_progress.create_async(token)
-            except Exception as exc:  # the client refused: warm up silently
-                log.info("no warm-up progress: %s", exc)
-                token = None
-        opts = self.options
-        # What the editors ask first: their searches use `recall`, symbols the settings'.
-        recall = Relevance.from_mapping({"profile": "recall"}).analysis
-        wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
+        gate: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.warming = gate
+        self.spawn(self._warm_up(folders, previous, gate))
 
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
-            for folder in folders:
-                for options in wanted:
-                    try:
-                        self.engine.prepare(
-                            folder, options, settings=opts.engine, cancel=cancel, progress=progress
-                        )
-                    except CitelineError as err:
-                        if err.code == "cancelled":
-                            raise
-                        log.info("warm-up of %s: %s", folder, err.message)
-                        break
-
-        started = time.monotonic()
-        self.warming = asyncio.ensure_future(
-            self.run_engine(
-                job, work_done_token=token, title="citeline: indexing", after_warm_up=False
-            )
-        )
+    async def _warm_up(
+        self,
+        folders: list[str] | None,
+        previous: asyncio.Future[Any] | None,
+        gate: asyncio.Future[Any],
+    ) -> None:
         try:
-            await self.warming
-        except JsonRpcException as exc:
-            log.info("warm-up stopped: %s", exc.message)
-        log.info("warm-up of %d folder(s) took %.2fs", len(folders), time.monotonic() - started)
+            if previous is not None and not previous.done():
+                await asyncio.wait([previous])  # one warm-up at a time: they share the files
+            if folders is None:
+                folders = [path for _, path in self.folders()]
+            token: str | None = None
+            if self.client_has_progress():
+                token = f"citeline-warmup-{uuid.uuid4()}"
+                try:
+                    await self.work_done_progress.create_async(token)
+                except Exception as exc:  # the client refused: warm up silently
+                    log.info("no warm-up progress: %s", exc)
+                    token = None
+            opts = self.options
+            # What the editors ask first: their searches use `recall`, symbols the settings'.
+            recall = Relevance.from_mapping({"profile": "recall"}).analysis
+            wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
+
+            def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
+                for folder in folders:
+                    for options in wanted:
+                        try:
+                            self.engine.prepare(
+                                folder,
+                                options,
+                                settings=opts.engine,
+                                cancel=cancel,
+                                progress=progress,
+                            )
+                        except CitelineError as err:
+                            if err.code == "cancelled":
+                                raise
+                            log.info("warm-up of %s: %s", folder, err.message)
+                            break
+
+            started = time.monotonic()
+            try:
+                await self.run_engine(
+                    job, work_done_token=token, title="citeline: indexing", after_warm_up=False
+                )
+            except JsonRpcException as exc:
+                log.info("warm-up stopped: %s", exc.message)
+            log.info("warm-up of %d folder(s) took %.2fs", len(folders), time.monotonic() - started)
+        finally:
+            if not gate.done():
+                gate.set_result(None)
         for folder in folders:
             await self.check_folder(folder, after_warm_up=False)
 
@@ -838,7 +857,7 @@ def on_initialize(ls: CitelineServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.INITIALIZED)
 def on_initialized(ls: CitelineServer, params: types.InitializedParams) -> None:
-    ls.spawn(ls.warm_up())
+    ls.start_warm_up()
 
 
 @server.feature(types.SHUTDOWN)
@@ -866,7 +885,7 @@ def on_configuration(ls: CitelineServer, params: types.DidChangeConfigurationPar
             after.engine,
             after.relevance_options.analysis,
         ):
-            ls.spawn(ls.warm_up())  # indexes of the new settings; it checks every folder too
+            ls.start_warm_up()  # indexes of the new settings; it checks every folder too
         else:
             for _, folder in ls.folders():
                 ls.schedule_check(folder, 0)
@@ -877,7 +896,7 @@ def on_workspace_folders(ls: CitelineServer, params: types.DidChangeWorkspaceFol
     # pygls has already added and removed the folders; warm the new ones up.
     added = [path for f in params.event.added or () if (path := to_fs_path(f.uri))]
     if added:
-        ls.spawn(ls.warm_up(added))
+        ls.start_warm_up(added)
 
 
 @server.feature(types.WORKSPACE_SYMBOL)

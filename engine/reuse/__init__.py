@@ -99,6 +99,8 @@ class Structures:
 class Reuse:
     def __init__(self, store: Store, hold_bytes: int) -> None:
         self.store = store
+        # A long-lived engine (one that holds bytes between requests) shares strings.
+        self.share = hold_bytes > 0
         self.marks = Marks()
         self.held = Held(hold_bytes)
         self.structures = Structures(store)
@@ -129,9 +131,12 @@ class Reuse:
         if known is None:
             return
         with self._lock:
-            same = self._known.get(bundle) is known
-        if not same:
-            self._keep_known(bundle, known)
+            before = self._known.get(bundle)
+        if before is known:
+            return
+        self._keep_known(bundle, known)
+        if before is None or before.files is not known.files:
+            # (the same states with a new list of captured files need no new store entry)
             self.store.put([("state", _text_key(bundle), known.encode())])
 
     def _keep_known(self, bundle: str, known: Known) -> None:
@@ -160,7 +165,7 @@ class Reuse:
                 data = found_blobs.get(bkey)
                 if data is None:
                     return None
-                blocks.append(Block.decode(data, bkey))
+                blocks.append(Block.decode(data, bkey, self.share))
         except Corrupt as exc:
             log.info("ignoring a cached index: %s", exc)
             return None

@@ -13,7 +13,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..codec import I64, Reader, Writer, expect
 
@@ -40,9 +40,12 @@ def fingerprint(st: object) -> Fingerprint:
     return (dev, ino, size, mtime, ctime)
 
 
-@dataclass(frozen=True, slots=True)
-class FileState:
-    """The bytes last read for one path: their fingerprint, digest and when they were read."""
+class FileState(NamedTuple):
+    """The bytes last read for one path: their fingerprint, digest and when they were read.
+
+    A named tuple rather than a dataclass: a workspace holds one per file (40,000 in a big
+    one), made again from the cache by every new process, where tuples cost a third.
+    """
 
     stat: Fingerprint
     sha256: str
@@ -50,13 +53,14 @@ class FileState:
     # The fingerprint under which these bytes may be reused: `stat`, unless the read was
     # racy (the file had been modified or its inode changed in the last RACY_NS before it),
     # then None: no stat can vouch for bytes that may have changed within the same tick.
-    reuse_if: Fingerprint | None = None
+    reuse_if: Fingerprint | None
 
-    def __post_init__(self) -> None:
+    @classmethod
+    def read(cls, stat: Fingerprint, sha256: str, read_ns: int) -> FileState:
         # ctime too, not only mtime as git does: anyone can put an mtime back (touch -d),
         # but setting it changes the ctime, which nothing can set.
-        if max(self.stat[3], self.stat[4]) < self.read_ns - RACY_NS:
-            object.__setattr__(self, "reuse_if", self.stat)
+        trusted = max(stat[3], stat[4]) < read_ns - RACY_NS
+        return cls(stat, sha256, read_ns, stat if trusted else None)
 
     @property
     def size(self) -> int:
@@ -109,10 +113,16 @@ class Known:
         expect(len(shas) == len(paths) and len(numbers) == 6 * len(paths), "stat index size")
         expect(len(revision) == 64 and all(len(s) == 64 for s in shas), "digests")
         files = {}
-        for i, (path, sha) in enumerate(zip(paths, shas, strict=True)):
-            n = numbers[6 * i : 6 * i + 6]
-            stat = (_unsigned(n[0]), _unsigned(n[1]), n[2], n[3], n[4])
-            files[path] = FileState(stat, sha, n[5])
+        limit = RACY_NS
+        rows = zip(*[iter(numbers.tolist())] * 6, strict=True)
+        for path, sha, (dev, ino, size, mtime, ctime, read_ns) in zip(
+            paths, shas, rows, strict=True
+        ):
+            if dev < 0 or ino < 0:
+                dev, ino = _unsigned(dev), _unsigned(ino)
+            stat = (dev, ino, size, mtime, ctime)
+            trusted = max(mtime, ctime) < read_ns - limit
+            files[path] = FileState(stat, sha, read_ns, stat if trusted else None)
         return cls(files, revision)
 
 
