@@ -29,13 +29,14 @@ def uri_of(path: Path) -> str:
 class RawServer:
     """`citeline lsp` as a subprocess; messages read by a background thread into a queue."""
 
-    def __init__(self, cwd: Path | None = None) -> None:
+    def __init__(self, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             SERVER,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
+            env=None if env is None else {**os.environ, **env},
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
