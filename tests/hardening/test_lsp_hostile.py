@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rpc import RawServer, frame, uri_of
+from rpc import RawServer, engine_jobs, frame, uri_of, workspace
 
 from citeline.engine import Engine
 from citeline.lsp.settings import editor_defaults
@@ -30,23 +30,6 @@ INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
 REQUEST_FAILED = -32803
 MiB = 1024
-
-
-def workspace(root: Path, files: int = 120) -> Path:
-    rng = random.Random(3)
-    words = ["alpha", "beta", "gamma", "delta", "hashtable", "bucket", "probing", "tree"]
-    words += ["zebra", "quokka", "网关", "été"]
-    for i in range(files):
-        sections = []
-        for j in range(6):
-            body = " ".join(rng.choice(words) for _ in range(60))
-            sections.append(f"## Part {j} {rng.choice(words)}\n\n{body}\n")
-        text = f"---\ntitle: Doc {i}\n---\n# Doc {i}\n\n" + "\n".join(sections)
-        target = root / f"d{i % 7}" / f"doc{i:03}.md"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    (root / "index.md").write_text("# Index\n", encoding="utf-8")
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -427,17 +410,6 @@ def test_exits_when_parent_process_dies(folder: Path) -> None:
 
 
 # -- cancellation reaches the engine -----------------------------------------------------------
-
-
-def engine_jobs(srv: RawServer, title: str) -> list[str]:
-    """How each engine job named `title` ended, from the server's DEBUG log."""
-    marker = f"engine job {title} "
-    out = []
-    for raw in list(srv.stderr):
-        line = raw.decode("utf-8", "replace")
-        if marker in line:
-            out.append(line.split(marker, 1)[1].rsplit(" after ", 1)[0])
-    return out
 
 
 def test_cancel_request_stops_the_engine_job(tmp_path: Path) -> None:
