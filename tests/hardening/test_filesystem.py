@@ -409,11 +409,12 @@ def test_concurrent_writer_never_breaks_capture(
     read: dict[str, bytes] = {}  # SHA-256 -> bytes, of every file read during the test
     real = cap.read_file
 
-    def recording(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes | None:
-        data = real(dir_fd, name, rel, max_bytes)
-        if data is not None:
+    def recording(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> Any:
+        got = real(dir_fd, name, rel, max_bytes)
+        if got is not None:
+            data = got[0] if isinstance(got, tuple) else got  # (bytes, fingerprint)
             read[hashlib.sha256(data).hexdigest()] = data
-        return data
+        return got
 
     monkeypatch.setattr(cap, "read_file", recording)
     stop = threading.Event()

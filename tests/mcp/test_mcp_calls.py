@@ -9,7 +9,6 @@ call got and how the engine call ended.
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import threading
@@ -25,7 +24,6 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from citeline.engine import CancelToken, CitelineError, Engine
-from citeline.engine.present import encode
 from citeline.lsp.mcp import CitelineMCP
 
 FILES = {
@@ -95,9 +93,9 @@ async def wait_for(event: threading.Event, timeout: float) -> bool:
 
 def data_of(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
-    (block,) = result.content
-    assert block.text == encode(result.structured_content)
-    return result.structured_content
+    data = result.structured_content
+    assert isinstance(data, dict)
+    return data
 
 
 async def test_cancelled_call_stops_the_engine(tmp_path: Path) -> None:
@@ -168,7 +166,7 @@ async def test_cancelled_call_leaves_the_server_serving(tmp_path: Path) -> None:
         started = time.monotonic()
         lines = await session.call_tool("search_lines", {"pattern": "word7 ", "limit": 1})
         took = time.monotonic() - started
-    data = json.loads(lines.content[0].text)
+    data = data_of(lines)
     assert data["total"] == 20 and data["truncated"] is True
     assert [(m["path"], m["line"]) for m in data["matches"]] == [("d0/f7.md", 3)]
     print(f"\nline search after a cancelled section search: {took:.2f} s")
