@@ -283,17 +283,19 @@ async def test_work_done_progress(tmp_path: Path) -> None:
         await eventually(warmed)
 
         client.progress_reports["sym-1"] = []
-        await client.workspace_symbol_async(
+        found = await client.workspace_symbol_async(
             types.WorkspaceSymbolParams(query="hashtable", work_done_token="sym-1")
         )
+        assert [s.name for s in found or []] == ["Ordered hashtable"]  # reported, and right
         client.progress_reports["cmd-1"] = []
-        await client.workspace_execute_command_async(
+        result = await client.workspace_execute_command_async(
             types.ExecuteCommandParams(
                 command="citeline.search",
                 arguments=[{"query": "hashtable"}],
                 work_done_token="cmd-1",
             )
         )
+        assert [h["heading"] for h in result["hits"]] == ["Ordered hashtable"]
         for token in ("sym-1", "cmd-1"):
             await eventually(
                 lambda t=token: (
@@ -308,7 +310,7 @@ async def test_work_done_progress(tmp_path: Path) -> None:
 
 async def test_no_progress_without_client_support(tmp_path: Path) -> None:
     async with serve([docs(tmp_path)]) as client:
-        await symbols(client, "hashtable")
+        assert [s.name for s in await symbols(client, "hashtable")] == ["Ordered hashtable"]
         await asyncio.sleep(0.3)
         assert client.progress_reports == {}
 
