@@ -11,6 +11,16 @@ from typing import Any
 import pytest
 from bundles import Files, write_bundle
 
+# Under mutmut (docs/testing.md) the tests must import the mutated copies in mutants/.
+if "MUTANT_UNDER_TEST" in os.environ and Path.cwd().name == "mutants":
+    import mutation
+    from hypothesis import settings
+
+    mutation.install()
+    # The same examples for every mutant: a survivor must not be luck of the draw.
+    settings.register_profile("mutation", derandomize=True, database=None)
+    settings.load_profile("mutation")
+
 # Set by .ci/run: every tool, editor and corpus is installed there, so a skip can only mean a
 # test that silently stopped testing (a module-level importorskip of a renamed SDK module, a
 # skipif on a file that moved). Under it a skip of any kind is reported as a failure.
