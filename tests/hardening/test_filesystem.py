@@ -130,7 +130,7 @@ def test_file_swapped_for_link_after_listing_is_not_read(
     bundle: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def swap(entries: list[tuple[str, bool]]) -> None:
-        assert entries == [("a.md", False), ("sub", True)]
+        assert sorted(entries) == [("a.md", False), ("sub", True)]  # in the folder's order
         (bundle / "a.md").unlink()
         os.symlink(outside / "secret.md", bundle / "a.md")
 
@@ -345,17 +345,25 @@ def test_file_vanishing_after_listing_is_simply_absent(
 ) -> None:
     write(bundle, {"z.md": "alpha zeta\n"})
 
-    def delete_later_file(rel: str) -> None:
-        if rel == "a.md" and (bundle / "z.md").exists():
-            (bundle / "sub" / "b.md").unlink()
-            shutil.rmtree(bundle / "sub")
-            (bundle / "z.md").unlink()
+    first: list[str] = []
 
-    hook_reads(monkeypatch, delete_later_file)
+    def delete_later_files(rel: str) -> None:
+        # The root was listed; at the first read (whichever file the folder's order gives),
+        # every other file and the subfolder go away.
+        if first:
+            return
+        first.append(rel)
+        for other in ("a.md", "z.md"):
+            if other != rel:
+                (bundle / other).unlink()
+        shutil.rmtree(bundle / "sub")
+
+    hook_reads(monkeypatch, delete_later_files)
     res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
-    assert [h["path"] for h in res["hits"]] == ["a.md"]
+    assert first and first[0] in ("a.md", "z.md")
+    assert [h["path"] for h in res["hits"]] == first
     s = snap(bundle)  # the hook deletes nothing more now
-    assert [f.path for f in s.files] == ["a.md"]
+    assert [f.path for f in s.files] == first
     assert res["snapshot_revision"] == s.revision
     assert_consistent(s)
 

@@ -19,6 +19,7 @@ from citeline.lsp.symbols import (
     EMPTY_HEADING,
     diagnostic,
     diagnostics,
+    display,
     document_symbols,
     file_uri,
     symbol_name,
@@ -46,6 +47,11 @@ def rng(a: int, b: int, c: int, d: int) -> types.Range:
         (hit("", 3), EMPTY_HEADING),
         (hit("", 0, "Guide"), "Guide"),  # a body section: the concept title
         (hit("", 0, ""), "d/a b.md"),  # ... or the path
+        # One line in every client's list: line breaks of the text are shown as spaces.
+        (hit("Setext\nover two", 1), "Setext over two"),
+        (hit("lone\rCR\u2028sep\x85nel", 2), "lone CR sep nel"),
+        (hit("", 0, "Title\non two\x0clines"), "Title on two lines"),
+        (hit("tab\tand ß stay", 1), "tab\tand ß stay"),
     ],
 )
 def test_symbol_name(section: SectionHit, name: str) -> None:
@@ -127,6 +133,15 @@ def test_document_symbol_ends_are_measured_in_the_clients_units() -> None:
     assert root.range.end == pos(1, len("body ") + 4)
     (root,) = outline("# Ünï 😀\nbody 😀😀\n", lambda s: len(s.encode("utf-8")))
     assert root.range.end == pos(1, len("body ") + 8)
+
+
+def test_outline_names_are_one_line() -> None:
+    (setext,) = outline("Two\nlines\n===\n")
+    assert setext.name == "Two lines"
+    assert setext.selection_range == rng(0, 0, 2, 3)
+    (lone,) = outline("# a\rb\n")
+    assert lone.name == "a b"
+    assert display("x\x1cy\x1dz\x1ew\vv") == "x y z w v"
 
 
 def test_document_symbols_of_degenerate_documents() -> None:
