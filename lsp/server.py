@@ -390,15 +390,16 @@ class CitelineServer(LanguageServer):
         started = time.monotonic()
 
         def run() -> T:
+            how = "failed"  # how the engine call itself ended (tests read it at DEBUG level)
             try:
-                return job(token, progress)
+                result = job(token, progress)
+                how = "finished"
+                return result
+            except CitelineError as err:
+                how = "stopped (cancelled)" if err.code == "cancelled" else f"failed ({err.code})"
+                raise
             finally:
-                log.debug(
-                    "engine job %s %s after %.3fs",
-                    title,
-                    "stopped (cancelled)" if token.is_cancelled else "finished",
-                    time.monotonic() - started,
-                )
+                log.debug("engine job %s %s after %.3fs", title, how, time.monotonic() - started)
 
         try:
             result = await loop.run_in_executor(self.pool, run)

@@ -122,7 +122,10 @@ def parse_settings(raw: Any) -> ServerSettings:
             unknown[0],
         )
 
-    limits_raw = raw.get("limits") or {}
+    # `is None`, not falsiness: `[]`, `0` or `""` are not objects and must not pass as `{}`.
+    limits_raw = raw.get("limits")
+    if limits_raw is None:
+        limits_raw = {}
     if not isinstance(limits_raw, Mapping):
         raise _bad('limits must be an object such as {"max_files": 20000}.', "limits")
     # Limits not given keep the editor defaults; a given one must be a positive integer.
@@ -141,7 +144,9 @@ def parse_settings(raw: Any) -> ServerSettings:
     reread = _bool(raw.get("reread", False), "reread")
     unsaved = _bool(raw.get("unsaved", False), "unsaved")
 
-    symbols = raw.get("symbols") or {}
+    symbols = raw.get("symbols")
+    if symbols is None:
+        symbols = {}
     if not isinstance(symbols, Mapping):
         raise _bad('symbols must be an object such as {"cap": 100, "list_cap": 1000}.', "symbols")
     extra = sorted(str(k) for k in symbols if k not in SYMBOL_KEYS)

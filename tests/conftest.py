@@ -1,14 +1,50 @@
-"""Shared helpers for the engine and corpus suites."""
+"""Shared helpers for the engine and corpus suites, and the rule that CI never skips."""
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bundles import Files, write_bundle
+
+# Under mutmut (docs/testing.md) the tests must import the mutated copies in mutants/.
+if "MUTANT_UNDER_TEST" in os.environ and Path.cwd().name == "mutants":
+    import mutation
+    from hypothesis import settings
+
+    mutation.install()
+    # The same examples for every mutant: a survivor must not be luck of the draw.
+    settings.register_profile("mutation", derandomize=True, database=None)
+    settings.load_profile("mutation")
+
+# Set by .ci/run: every tool, editor and corpus is installed there, so a skip can only mean a
+# test that silently stopped testing (a module-level importorskip of a renamed SDK module, a
+# skipif on a file that moved). Under it a skip of any kind is reported as a failure.
+NO_SKIPS = "CITELINE_NO_SKIPS"
+
+
+def _forbid_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if not report.skipped or os.environ.get(NO_SKIPS) != "1" or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"skipped, but {NO_SKIPS}=1 forbids skips: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, None]:
+    outcome = yield
+    _forbid_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
+    outcome = yield
+    _forbid_skip(outcome.get_result())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,12 +8,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from needs import corpus
 
 from citeline.engine import CitelineError, Engine
 from citeline.engine.contracts import NAMES, schema, validate
 from citeline.engine.requests import ConceptsRequest, SearchRequest
-
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 
 
 def test_every_schema_is_a_valid_draft_2020_12_schema() -> None:
@@ -125,9 +124,7 @@ def test_rules_beyond_the_schema_are_the_engines() -> None:
 
 @pytest.mark.corpus
 def test_corpus_results_obey_the_schema() -> None:
-    bundle = CORPORA / "apisix-zh" / "docs"
-    if not bundle.is_dir():
-        pytest.skip("shared corpora not present")
+    bundle = corpus("apisix-zh")
     engine = Engine()
     for query in ("jwt", "upstream", "limit-count", "consumer"):
         result = engine.search(bundle, {"query": query, "limit": 100})

@@ -8,20 +8,24 @@ from pathlib import Path
 
 import pytest
 from bundles import section_text
+from needs import CORPORA, corpus
 
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.terms import Tokenizer
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 APISIX = CORPORA / "apisix-zh" / "docs"
 POWERSHELL = CORPORA / "powershell-docs" / "docs"
 PS_SETTINGS = Settings(limits=Limits(max_tokens=10**8), skip_invalid=True)
 TOK = Tokenizer()
 
-pytestmark = [
-    pytest.mark.corpus,
-    pytest.mark.skipif(not CORPORA.is_dir(), reason=f"corpora folder {CORPORA} is absent"),
-]
+pytestmark = pytest.mark.corpus
+
+
+@pytest.fixture(autouse=True)
+def _corpora_present() -> None:
+    """Skip without the corpora; fail instead under CITELINE_REQUIRE_CORPORA=1 (CI)."""
+    corpus("apisix-zh")
+    corpus("powershell-docs")
 
 
 @pytest.fixture(scope="module")

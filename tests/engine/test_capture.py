@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from needs import tool
 
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.capture import capture
@@ -247,8 +247,8 @@ def test_files_read_once_bytes_used_everywhere(make_bundle, file_reads) -> None:
     assert sorted(file_reads) == ["a.md", "b.md"]
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_gitignore_agrees_with_git(make_bundle) -> None:
+    git = tool("git")
     bundle = make_bundle(
         {
             ".gitignore": "docs\n**/tmp/*.md\ntrail.md   \n\\#hash.md\nc/*\n!c/keep.md\n",
@@ -267,9 +267,9 @@ def test_gitignore_agrees_with_git(make_bundle) -> None:
             "n/top.md": "x",
         }
     )
-    subprocess.run(["git", "init", "-q", str(bundle)], check=True)
+    subprocess.run([git, "init", "-q", str(bundle)], check=True)
     listed = subprocess.run(
-        ["git", "-C", str(bundle), "ls-files", "--others", "--exclude-standard", "-z"],
+        [git, "-C", str(bundle), "ls-files", "--others", "--exclude-standard", "-z"],
         check=True,
         capture_output=True,
     ).stdout.decode()

@@ -80,14 +80,19 @@ def test_bm25_scores_match_independent_computation(make_bundle, query: str) -> N
     assert scores == sorted(scores, reverse=True)
 
 
-def test_known_value_for_single_term() -> None:
+def test_known_value_for_single_term(make_bundle) -> None:
+    """The engine's scores for "beta" equal the formula worked out by hand (and the
+    helper above agrees, so the parametrised comparison checks against the right thing)."""
     # "beta": N=4, df=2 (a:1 and b:4), avglen=(11+5+6+2)/4=6
     idf = math.log(1 + (4 - 2 + 0.5) / (2 + 0.5))
-    s_a = idf * 5 * 2.2 / (5 + 1.2 * (0.25 + 0.75 * 11 / 6))
-    s_b = idf * 3 * 2.2 / (3 + 1.2 * (0.25 + 0.75 * 6 / 6))
-    got = bm25(SECTIONS, ["beta"])
-    assert got[("a", 1)] == pytest.approx(s_a)
-    assert got[("b", 4)] == pytest.approx(s_b)
+    s_a = idf * 5 * 2.2 / (5 + 1.2 * (0.25 + 0.75 * 11 / 6))  # tf 2 raw + 3 heading
+    s_b = idf * 3 * 2.2 / (3 + 1.2 * (0.25 + 0.75 * 6 / 6))  # tf 1 raw + 2 title
+    res = Engine().search(make_bundle(BUNDLE), {"query": "beta"})
+    got = [(h["concept_id"], h["line_start"], h["score"]) for h in res["hits"]]
+    assert got == [("a", 1, pytest.approx(s_a, rel=1e-12)), ("b", 4, pytest.approx(s_b, rel=1e-12))]
+    assert s_a > s_b
+    helper = bm25(SECTIONS, ["beta"])
+    assert helper == {("a", 1): pytest.approx(s_a), ("b", 4): pytest.approx(s_b)}
 
 
 def test_heading_weight_three_and_title_weight_two() -> None:

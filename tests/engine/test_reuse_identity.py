@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import CORPORA, missing
 
 from citeline.engine import Engine, Settings
 from citeline.engine.present import encode
 
 pytestmark = pytest.mark.corpus
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "apisix-zh" / "docs"
+CORPUS = CORPORA / "apisix-zh" / "docs"
 LATEST = "docs/zh/latest"
 SUBSET = (
     "getting-started",
@@ -99,7 +100,7 @@ def _copy_subset(dest: Path) -> Path:
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not (CORPUS / LATEST).is_dir():
-        pytest.skip(f"corpus not found: {CORPUS}")
+        missing(f"corpus {CORPUS / LATEST}")  # a skip, or a failure in CI
     return _copy_subset(tmp_path_factory.mktemp("apisix-subset"))
 
 
@@ -163,7 +164,7 @@ def _sha(path: Path) -> str:
 
 def test_reuse_sees_an_edit(tmp_path: Path, analysed: list[str]) -> None:
     if not (CORPUS / LATEST).is_dir():
-        pytest.skip(f"corpus not found: {CORPUS}")
+        missing(f"corpus {CORPUS / LATEST}")  # a skip, or a failure in CI
     root = _copy_subset(tmp_path / "bundle")
     target = root / EDITED
     memo = Engine(SETTINGS)

@@ -7,6 +7,8 @@ import contextlib
 import json
 import os
 import queue
+import random
+import re
 import subprocess
 import sys
 import threading
@@ -29,13 +31,14 @@ def uri_of(path: Path) -> str:
 class RawServer:
     """`citeline lsp` as a subprocess; messages read by a background thread into a queue."""
 
-    def __init__(self, cwd: Path | None = None) -> None:
+    def __init__(self, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             SERVER,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
+            env=None if env is None else {**os.environ, **env},
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -151,3 +154,40 @@ class RawServer:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+def workspace(root: Path, files: int = 120) -> Path:
+    """`files` distinct Markdown files of six sections of random words, and an index.md."""
+    rng = random.Random(3)
+    words = ["alpha", "beta", "gamma", "delta", "hashtable", "bucket", "probing", "tree"]
+    words += ["zebra", "quokka", "网关", "été"]
+    for i in range(files):
+        sections = []
+        for j in range(6):
+            body = " ".join(rng.choice(words) for _ in range(60))
+            sections.append(f"## Part {j} {rng.choice(words)}\n\n{body}\n")
+        text = f"---\ntitle: Doc {i}\n---\n# Doc {i}\n\n" + "\n".join(sections)
+        target = root / f"d{i % 7}" / f"doc{i:03}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    (root / "index.md").write_text("# Index\n", encoding="utf-8")
+    return root
+
+
+def engine_job_log(srv: RawServer) -> list[tuple[str, str, float]]:
+    """(title, how it ended, seconds) of each engine job, in the order they ended, from the
+    server's DEBUG log (start it with CITELINE_LOG=DEBUG)."""
+    found = []
+    for raw in list(srv.stderr):
+        line = raw.decode("utf-8", "replace")
+        m = re.search(
+            r"engine job (.+) (finished|stopped \(cancelled\)|failed.*) after ([0-9.]+)s", line
+        )
+        if m:
+            found.append((m.group(1), m.group(2), float(m.group(3))))
+    return found
+
+
+def engine_jobs(srv: RawServer, title: str) -> list[str]:
+    """How each engine job named `title` ended."""
+    return [how for name, how, _ in engine_job_log(srv) if name == title]

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from bundles import section_text
 from bundles import write_bundle as write
 
 import citeline.engine.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings, Snapshot
+from citeline.engine.contracts import validate
 
 T = TypeVar("T")
 # Generous: these guard against hangs (a FIFO opened for reading), not against slowness.
@@ -128,7 +130,7 @@ def test_file_swapped_for_link_after_listing_is_not_read(
     bundle: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def swap(entries: list[tuple[str, bool]]) -> None:
-        assert entries == [("a.md", False), ("sub", True)]
+        assert sorted(entries) == [("a.md", False), ("sub", True)]  # in the folder's order
         (bundle / "a.md").unlink()
         os.symlink(outside / "secret.md", bundle / "a.md")
 
@@ -343,17 +345,25 @@ def test_file_vanishing_after_listing_is_simply_absent(
 ) -> None:
     write(bundle, {"z.md": "alpha zeta\n"})
 
-    def delete_later_file(rel: str) -> None:
-        if rel == "a.md" and (bundle / "z.md").exists():
-            (bundle / "sub" / "b.md").unlink()
-            shutil.rmtree(bundle / "sub")
-            (bundle / "z.md").unlink()
+    first: list[str] = []
 
-    hook_reads(monkeypatch, delete_later_file)
+    def delete_later_files(rel: str) -> None:
+        # The root was listed; at the first read (whichever file the folder's order gives),
+        # every other file and the subfolder go away.
+        if first:
+            return
+        first.append(rel)
+        for other in ("a.md", "z.md"):
+            if other != rel:
+                (bundle / other).unlink()
+        shutil.rmtree(bundle / "sub")
+
+    hook_reads(monkeypatch, delete_later_files)
     res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
-    assert [h["path"] for h in res["hits"]] == ["a.md"]
+    assert first and first[0] in ("a.md", "z.md")
+    assert [h["path"] for h in res["hits"]] == first
     s = snap(bundle)  # the hook deletes nothing more now
-    assert [f.path for f in s.files] == ["a.md"]
+    assert [f.path for f in s.files] == first
     assert res["snapshot_revision"] == s.revision
     assert_consistent(s)
 
@@ -398,9 +408,23 @@ def test_file_changing_mid_capture_is_cited_as_read(
     assert hit["heading"] == "Rewritten"
 
 
-def test_concurrent_writer_never_breaks_capture(bundle: Path) -> None:
+def test_concurrent_writer_never_breaks_capture(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A writer rewriting and replacing files while searches run: every answer is
-    self-consistent (cited bytes match their hash) or a clean CitelineError."""
+    self-consistent — each hit cites bytes that were really read, whose SHA-256 is its
+    content_sha256, with the snippet inside its line range — or a clean CitelineError."""
+    read: dict[str, bytes] = {}  # SHA-256 -> bytes, of every file read during the test
+    real = cap.read_file
+
+    def recording(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> Any:
+        got = real(dir_fd, name, rel, max_bytes)
+        if got is not None:
+            data = got[0] if isinstance(got, tuple) else got  # (bytes, fingerprint)
+            read[hashlib.sha256(data).hexdigest()] = data
+        return got
+
+    monkeypatch.setattr(cap, "read_file", recording)
     stop = threading.Event()
     rng = random.Random(7)
 
@@ -420,22 +444,51 @@ def test_concurrent_writer_never_breaks_capture(bundle: Path) -> None:
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
-    outcomes = {"ok": 0, "error": 0}
+    outcomes = {"ok": 0, "error": 0, "hits": 0, "revisions checked": 0}
+    versions: set[str] = set()
     try:
         for _ in range(60):
             try:
                 s = snap(bundle)
                 assert_consistent(s)
-                within(lambda: Engine().search(bundle, {"query": "alpha"}))
-                outcomes["ok"] += 1
+                res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
             except CitelineError as err:
                 assert err.code in ("parse_error", "resource_limit")
                 outcomes["error"] += 1
+                continue
+            outcomes["ok"] += 1
+            validate("search.result", res)
+            records = []
+            for hit in res["hits"]:
+                data = read.get(hit["content_sha256"])
+                assert data is not None, f"{hit['path']}: cites bytes that were never read"
+                assert section_text(data, hit["line_start"], hit["line_end"]).startswith(
+                    hit["snippet"]
+                )
+                snippet = hit["snippet"].encode()
+                assert hit["match_spans"], hit
+                for span in hit["match_spans"]:
+                    assert snippet[span["start"] : span["end"]].lower() == b"alpha"
+                records.append(
+                    {"path": hit["path"], "size": len(data), "sha256": hit["content_sha256"]}
+                )
+                versions.add(hit["content_sha256"])
+            outcomes["hits"] += len(res["hits"])
+            assert res["total"] == len(res["hits"])
+            if {r["path"] for r in records} == {"a.md", "sub/b.md"}:
+                # Every captured file is a hit: the revision can be computed from the hits.
+                records.sort(key=lambda r: r["path"])
+                canonical = json.dumps(records, separators=(",", ":")).encode()
+                assert res["snapshot_revision"] == hashlib.sha256(canonical).hexdigest()
+                outcomes["revisions checked"] += 1
     finally:
         stop.set()
         thread.join(5)
-    print(f"concurrent writer: {outcomes}")
-    assert outcomes["ok"] > 0
+    print(f"concurrent writer: {outcomes}, {len(versions)} distinct file versions cited")
+    assert outcomes["ok"] >= 30
+    assert outcomes["hits"] >= outcomes["ok"]  # b.md matches whenever n > 0
+    assert outcomes["revisions checked"] >= 10
+    assert len(versions) >= 10  # the race was really run against changing files
 
 
 # -- binary files ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rpc import RawServer, frame, uri_of
+from rpc import RawServer, engine_jobs, frame, uri_of, workspace
 
 from citeline.engine import Engine
 from citeline.lsp.settings import editor_defaults
@@ -28,24 +28,8 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
+REQUEST_FAILED = -32803
 MiB = 1024
-
-
-def workspace(root: Path, files: int = 120) -> Path:
-    rng = random.Random(3)
-    words = ["alpha", "beta", "gamma", "delta", "hashtable", "bucket", "probing", "tree"]
-    words += ["zebra", "quokka", "网关", "été"]
-    for i in range(files):
-        sections = []
-        for j in range(6):
-            body = " ".join(rng.choice(words) for _ in range(60))
-            sections.append(f"## Part {j} {rng.choice(words)}\n\n{body}\n")
-        text = f"---\ntitle: Doc {i}\n---\n# Doc {i}\n\n" + "\n".join(sections)
-        target = root / f"d{i % 7}" / f"doc{i:03}.md"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    (root / "index.md").write_text("# Index\n", encoding="utf-8")
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +154,10 @@ def test_soak_with_random_cancellation(server: RawServer, folder: Path) -> None:
         f"{base / MiB:.1f} MiB, after soak {after / MiB:.1f} MiB (+{(after - base) / MiB:.1f})"
     )
     assert tally["cancel sent"] > 40
+    # Cancellation works, not only survives: most cancels reach a request still queued or
+    # running (half are sent at once), which then answers -32800 (asserted above to be only
+    # for cancelled requests) with nothing partial.
+    assert tally["answered -32800"] >= tally["cancel sent"] // 4, tally
     assert sum(v for k, v in tally.items() if k.startswith("answered")) == 400
     assert after - base < 50 * MiB
     valid_symbol_request(server)
@@ -228,36 +216,95 @@ def test_huge_query_parameter(server: RawServer) -> None:
     )
     assert answer["error"]["code"] == INVALID_PARAMS
     assert answer["error"]["data"]["code"] == "schema_validation"
+    assert answer["error"]["data"]["details"]["field"] == "query"
+    # workspace/symbol takes the editor's raw text: 300,000 distinct terms are over the
+    # limit of 32 (SPEC §4), named with the value reached ...
     many = " ".join(f"w{i}" for i in range(300_000))  # ~2 MiB of distinct terms
     answer = server.call("workspace/symbol", {"query": many}, timeout=30)
-    assert "result" in answer or answer["error"]["code"] in (INVALID_PARAMS, -32803), answer
+    error = answer["error"]
+    assert error["code"] == REQUEST_FAILED, answer
+    assert error["data"]["code"] == "resource_limit"
+    assert error["data"]["details"]["limit"] == "query_terms"
+    assert error["data"]["details"]["value"] == 300_000
+    assert error["data"]["details"]["max"] == 32
+    # ... while a million repeats of one word are one term: the answer to "alpha ".
     answer = server.call("workspace/symbol", {"query": huge}, timeout=30)
-    assert "result" in answer or answer["error"]["code"] in (INVALID_PARAMS, -32803), answer
+    once = server.call("workspace/symbol", {"query": "alpha "})
+    assert answer["result"] and answer["result"] == once["result"]
     print(f"\nhuge queries answered in {time.monotonic() - started:.1f} s")
     valid_symbol_request(server)
 
 
-def test_server_survives_malformed_bodies(server: RawServer) -> None:
-    """Whatever pygls answers, the server keeps serving after each malformed message."""
-    for raw in (
-        frame(b"{not json"),
-        frame(b"[]"),
-        frame(b"null"),
-        frame(json.dumps({"jsonrpc": "2.0", "id": 901}).encode()),  # no method
-        frame(json.dumps({"jsonrpc": "2.0", "id": 902, "method": 5}).encode()),
-        frame(json.dumps({"jsonrpc": "2.0", "id": 903, "method": "workspace/symbol"}).encode()),
-        frame(
-            json.dumps(
-                {"jsonrpc": "2.0", "id": 904, "method": "workspace/symbol", "params": "x"}
-            ).encode()
-        ),
-        frame(b"\xff\xfe\x00garbage"),
-        frame(b""),
-    ):
-        server.write(raw)
-        print(f"sent {raw[:60]!r} -> {message_or_none(server, 1.0)}")
-        assert server.proc.poll() is None
-        valid_symbol_request(server)
+# Each malformed message and the exact JSON-RPC 2.0 answer it must get: -32700 when the body
+# is not JSON (or not UTF-8), -32600 when it is not a request (id null when it cannot be
+# read), -32602 when the params do not fit the method.
+MALFORMED: list[tuple[bytes, Any, int]] = [
+    (b"{not json", None, PARSE_ERROR),
+    (b"\xff\xfe\x00garbage", None, PARSE_ERROR),
+    (b"", None, PARSE_ERROR),
+    (b"[]", None, INVALID_REQUEST),
+    (b'[{"jsonrpc": "2.0", "id": 900, "method": "shutdown"}]', None, INVALID_REQUEST),
+    (b"null", None, INVALID_REQUEST),
+    (b"5", None, INVALID_REQUEST),
+    (json.dumps({"jsonrpc": "2.0", "id": 901}).encode(), 901, INVALID_REQUEST),
+    (json.dumps({"jsonrpc": "2.0", "id": 902, "method": 5}).encode(), 902, INVALID_REQUEST),
+    (
+        json.dumps({"jsonrpc": "1.0", "id": 905, "method": "workspace/symbol"}).encode(),
+        905,
+        INVALID_REQUEST,
+    ),
+    (
+        json.dumps({"jsonrpc": "2.0", "id": True, "method": "workspace/symbol"}).encode(),
+        None,
+        INVALID_REQUEST,
+    ),
+    (
+        json.dumps({"jsonrpc": "2.0", "id": {"a": 1}, "method": "workspace/symbol"}).encode(),
+        None,
+        INVALID_REQUEST,
+    ),
+    (
+        json.dumps({"jsonrpc": "2.0", "id": 903, "method": "workspace/symbol"}).encode(),
+        903,
+        INVALID_PARAMS,
+    ),
+    (
+        json.dumps(
+            {"jsonrpc": "2.0", "id": "s-904", "method": "workspace/symbol", "params": "x"}
+        ).encode(),
+        "s-904",
+        INVALID_PARAMS,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "msg_id", "code"), MALFORMED, ids=[repr(m[0][:40]) for m in MALFORMED]
+)
+def test_malformed_body_gets_its_error_and_the_server_serves_on(
+    server: RawServer, body: bytes, msg_id: Any, code: int
+) -> None:
+    server.write(frame(body))
+    answer = message_or_none(server, 10.0)
+    assert answer is not None, f"no answer to {body!r}"
+    assert answer["jsonrpc"] == "2.0"
+    assert "id" in answer and answer["id"] == msg_id, answer
+    assert answer["error"]["code"] == code, answer
+    assert answer["error"]["message"]
+    assert "result" not in answer
+    assert server.proc.poll() is None
+    valid_symbol_request(server)
+
+
+def test_malformed_notifications_are_never_answered(server: RawServer) -> None:
+    """A notification gets no response, even a malformed one (JSON-RPC 2.0 §4.1)."""
+    server.notify("workspace/didChangeConfiguration", "not an object")
+    server.notify("textDocument/didOpen", {"textDocument": 5})
+    server.notify("$/cancelRequest", {"id": [1, 2]})
+    msg_id = server.request("workspace/symbol", {"query": "hashtable"})
+    answer = message_or_none(server, 15.0)
+    assert answer is not None and answer["id"] == msg_id, answer  # the first answer is ours
+    assert answer["result"]
 
 
 def test_invalid_json_is_parse_error(server: RawServer) -> None:
@@ -359,4 +406,35 @@ def test_exits_when_parent_process_dies(folder: Path) -> None:
         assert code is not None, "server still running 5 s after its parent process died"
     finally:
         parent.kill()
+        srv.close()
+
+
+# -- cancellation reaches the engine -----------------------------------------------------------
+
+
+def test_cancel_request_stops_the_engine_job(tmp_path: Path) -> None:
+    """$/cancelRequest answers -32800 *and* stops the engine: pygls answers -32800 for any
+    cancelled handler, even one whose engine work goes on in its thread."""
+    folder = workspace(tmp_path / "big", files=1500)
+    srv = RawServer(env={"CITELINE_LOG": "DEBUG"})
+    try:
+        srv.initialize(folder, initializationOptions={"limits": {"max_tokens": 10**9}})
+        valid_symbol_request(srv)  # after the warm-up: the memo holds every analysis
+        # New analysis options build a new index: seconds of work the memo cannot skip.
+        request = {"query": "alpha", "stemming": "english", "context": "outline"}
+        params = {"command": "citeline.search", "arguments": [request]}
+        msg_id = srv.request("workspace/executeCommand", params)
+        time.sleep(0.3)
+        srv.notify("$/cancelRequest", {"id": msg_id})
+        answer = srv.response(msg_id, timeout=20)
+        assert answer["error"]["code"] == CANCELLED, answer
+        deadline = time.monotonic() + 10
+        while not engine_jobs(srv, "citeline.search") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine_jobs(srv, "citeline.search") == ["stopped (cancelled)"]
+        # Not cancelled, the same request runs to its end (so it did have work left).
+        answer = srv.call("workspace/executeCommand", params, timeout=60)
+        assert answer["result"]["total"] > 0
+        assert engine_jobs(srv, "citeline.search") == ["stopped (cancelled)", "finished"]
+    finally:
         srv.close()

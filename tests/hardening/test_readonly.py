@@ -150,7 +150,6 @@ async def test_lsp_session_leaves_workspace_untouched(workspace: Path) -> None:
 
 
 async def test_mcp_session_leaves_workspace_untouched(workspace: Path) -> None:
-    pytest.importorskip("mcp")
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -135,6 +135,7 @@ def test_first_and_last_line_context_clipped(tmp_path: Path, mode: str) -> None:
     assert (first["line"], first["context"]) == (1, {"before": [], "after": ["2", "3", "4"]})
     assert (last["line"], last["context"]) == (6, {"before": ["3", "4", "5"], "after": []})
     r0 = run(root, "hit", mode=mode, context=0)
+    assert [m["line"] for m in r0["matches"]] == [1, 6]
     assert all(m["context"] == {"before": [], "after": []} for m in r0["matches"])
     r10 = run(root, "hit", mode=mode, context=10)
     assert r10["matches"][0]["context"]["after"] == ["2", "3", "4", "5", "hit six"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from bundles import write_bundle as bundle
 
+from citeline.engine import Engine
 from citeline.engine.contracts import validate
 
 
@@ -62,7 +63,15 @@ def test_human_output_case_insensitive_and_regex(docs: Path) -> None:
     assert out.stdout == "sub/zh.md:3:1:启用 插件 配置\n"
     out = cli("-e", "插件", "-m", "1", "--stats", cwd=docs)
     assert out.stdout == "sub/zh.md:1:3:# 插件\n"
-    assert out.stderr.startswith("1 of 2 matches · snapshot ")
+    revision = Engine().capture(docs).revision
+    assert out.stderr.startswith(f"1 of 2 matches · snapshot {revision[:6]}")
+    # Case-insensitive means found whatever the case of the pattern; sensitive, not.
+    upper = cli("-F", "GET-PROCESS", "-i", cwd=docs)
+    assert upper.stdout.splitlines() == [
+        "guide.md:3:5:Use Get-Process here.",
+        "guide.md:4:1:get-process again",
+    ]
+    assert cli("-F", "GET-PROCESS", cwd=docs).returncode == 1
 
 
 def test_one_stdout_line_per_match_when_piped(docs: Path) -> None:
@@ -125,8 +134,6 @@ def test_json_output_is_the_contract(docs: Path) -> None:
         "after": ["get-process again"],
     }
     # The same bytes as the engine produces.
-    from citeline.engine import Engine
-
     direct = Engine().lines(
         docs, {"pattern": r"(?i)get-\w+", "mode": "regex", "context": 1, "limit": 5}
     )

@@ -8,18 +8,16 @@ Rust regex dialect: ASCII classes are spelled out (`[0-9]`, `[ \\t]`) because `\
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import corpus, tool
 
 from citeline.engine import CitelineError, Engine
 from citeline.engine.contracts import validate
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 LIMIT = 1000
 
 pytestmark = pytest.mark.corpus
@@ -74,22 +72,6 @@ POWERSHELL: list[Case] = [
 CORPUS_CASES = [("apisix-zh", c) for c in APISIX] + [("powershell-docs", c) for c in POWERSHELL]
 
 
-def corpus_dir(name: str) -> Path:
-    path = CORPORA / name / "docs"
-    if not path.is_dir():
-        pytest.skip(f"corpus {path} is not present")
-    return path
-
-
-def rg_path() -> str:
-    rg = shutil.which("rg")
-    if rg is None:
-        if os.environ.get("CITELINE_REQUIRE_TOOLS") == "1":
-            pytest.fail("ripgrep (rg) is required (CITELINE_REQUIRE_TOOLS=1) but not installed")
-        pytest.skip("ripgrep (rg) is not installed")
-    return rg
-
-
 def rg_command(rg: str, pattern: str, mode: str, case_sensitive: bool) -> list[str]:
     cmd = [
         rg,
@@ -114,8 +96,10 @@ def rg_command(rg: str, pattern: str, mode: str, case_sensitive: bool) -> list[s
     return [*cmd, "-e", pattern]
 
 
-def rg_lines(root: Path, pattern: str, mode: str, case_sensitive: bool) -> list[tuple[str, int]]:
-    cmd = rg_command(rg_path(), pattern, mode, case_sensitive)
+def rg_lines(
+    rg: str, root: Path, pattern: str, mode: str, case_sensitive: bool
+) -> list[tuple[str, int]]:
+    cmd = rg_command(rg, pattern, mode, case_sensitive)
     out = subprocess.run(cmd, cwd=root, capture_output=True, timeout=300)
     assert out.returncode in (0, 1), out.stderr.decode("utf-8", "replace")
     found = []
@@ -135,12 +119,16 @@ def citeline_lines(root: Path, pattern: str, mode: str, case_sensitive: bool) ->
 
 
 @pytest.mark.parametrize(
-    ("corpus", "case"), CORPUS_CASES, ids=[f"{n}:{c[0]}:{c[1]}:{c[2]}" for n, c in CORPUS_CASES]
+    ("corpus_name", "case"),
+    CORPUS_CASES,
+    ids=[f"{n}:{c[0]}:{c[1]}:{c[2]}" for n, c in CORPUS_CASES],
 )
-def test_agrees_with_ripgrep(corpus: str, case: Case) -> None:
-    root = corpus_dir(corpus)
+def test_agrees_with_ripgrep(corpus_name: str, case: Case) -> None:
+    rg = tool("rg")  # first: a missing rg must fail under CITELINE_REQUIRE_TOOLS, never skip
+    root = corpus(corpus_name)
     mode, pattern, case_sensitive = case
-    expected = rg_lines(root, pattern, mode, case_sensitive)
+    expected = rg_lines(rg, root, pattern, mode, case_sensitive)
+    assert expected or pattern == "中文", "the comparison must compare something"
     result = citeline_lines(root, pattern, mode, case_sensitive)
     got = [(m["path"], m["line"]) for m in result["matches"]]
     assert got == sorted(got), "matches are in path order, then line order"
@@ -166,7 +154,7 @@ def test_pattern_sets_are_large_enough() -> None:
 def test_default_settings_suffice_for_line_search() -> None:
     """powershell-docs: invalid YAML front matter and more tokens than the default limit
     block a section search, not a line search (it indexes no tokens, parses no YAML)."""
-    root = corpus_dir("powershell-docs")
+    root = corpus("powershell-docs")
     with pytest.raises(CitelineError) as info:
         Engine(reread=True, hold_bytes=0).search(root, {"query": "ForEach"})
     assert info.value.code == "parse_error"

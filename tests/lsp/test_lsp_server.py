@@ -4,7 +4,6 @@ multi-root, edits on disk, shutdown."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient, client_capabilities
 
-from citeline.engine import Engine
+from citeline.engine import Engine, SectionHit
 from citeline.engine.contracts import validate
 
 BROKEN = "---\ntitle: [unclosed\n---\n# Broken\n\ntext\n"
@@ -284,17 +283,19 @@ async def test_work_done_progress(tmp_path: Path) -> None:
         await eventually(warmed)
 
         client.progress_reports["sym-1"] = []
-        await client.workspace_symbol_async(
+        found = await client.workspace_symbol_async(
             types.WorkspaceSymbolParams(query="hashtable", work_done_token="sym-1")
         )
+        assert [s.name for s in found or []] == ["Ordered hashtable"]  # reported, and right
         client.progress_reports["cmd-1"] = []
-        await client.workspace_execute_command_async(
+        result = await client.workspace_execute_command_async(
             types.ExecuteCommandParams(
                 command="citeline.search",
                 arguments=[{"query": "hashtable"}],
                 work_done_token="cmd-1",
             )
         )
+        assert [h["heading"] for h in result["hits"]] == ["Ordered hashtable"]
         for token in ("sym-1", "cmd-1"):
             await eventually(
                 lambda t=token: (
@@ -309,7 +310,7 @@ async def test_work_done_progress(tmp_path: Path) -> None:
 
 async def test_no_progress_without_client_support(tmp_path: Path) -> None:
     async with serve([docs(tmp_path)]) as client:
-        await symbols(client, "hashtable")
+        assert [s.name for s in await symbols(client, "hashtable")] == ["Ordered hashtable"]
         await asyncio.sleep(0.3)
         assert client.progress_reports == {}
 
@@ -317,22 +318,73 @@ async def test_no_progress_without_client_support(tmp_path: Path) -> None:
 # -- workspace -----------------------------------------------------------------------------
 
 
+def folder_hits(folders: list[Path], query: str) -> list[tuple[Path, SectionHit]]:
+    """The engine's own symbol hits of each folder, merged by score as docs/lsp.md promises:
+    best first; equal scores keep folder order, and each folder's own order is kept."""
+    engine = Engine()
+    concatenated = [(f, h) for f in folders for h in engine.symbols(f, query)]
+    return sorted(concatenated, key=lambda fh: -fh[1].score)  # sorted() is stable
+
+
+def located(found: list[types.SymbolInformation]) -> list[tuple[str, int, int, str]]:
+    return [
+        (s.location.uri, s.location.range.start.line, s.location.range.end.line, s.name)
+        for s in found
+    ]
+
+
+def as_symbols(hits: list[tuple[Path, SectionHit]]) -> list[tuple[str, int, int, str]]:
+    return [(uri_of(f / h.path), h.line_start - 1, h.line_end, h.heading) for f, h in hits]
+
+
 async def test_multi_root(tmp_path: Path) -> None:
-    first = docs(tmp_path, "first")
-    second = write_files(tmp_path / "second", {"b.md": "# Hashtable in B\n\nhashtable\n"})
-    async with serve([first, second]) as client:
-        found = await symbols(client, "hashtable")
-        uris = {s.location.uri for s in found}
-        assert uri_of(second / "b.md") in uris
-        assert uri_of(first / "algo" / "hashing.md") in uris
-        scores_sorted = [s.name for s in found]
-        assert "Hashtable in B" in scores_sorted
+    # The second folder's best hit scores between the first folder's two hits, so a merge
+    # by score and a concatenation of the folders' lists give different orders.
+    first = write_files(
+        tmp_path / "first",
+        {**DOCS, "appendix.md": "# Appendix\n\n" + "filler words " * 30 + "hashtable\n"},
+    )
+    second = write_files(
+        tmp_path / "second",
+        {"b.md": "# Hashtable in B\n\nhashtable hashtable\n", "other.md": "# Other\n\nno\n"},
+    )
+    folders = [first, second]
+    merged = folder_hits(folders, "hashtable")
+    concatenated = [(f, h) for f in folders for f2, h in merged if f2 == f]
+    assert [h.path for _, h in merged] == ["algo/hashing.md", "b.md", "appendix.md"]
+    assert merged != concatenated
+    async with serve(folders) as client:
+        assert located(await symbols(client, "hashtable")) == as_symbols(merged)
+        # As you type: the prefix expands in each folder, and the folders still merge.
+        assert located(await symbols(client, "hasht")) == as_symbols(folder_hits(folders, "hasht"))
+        # The cap applies to the merged list: the best two of all folders.
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"symbols": {"cap": 2, "list_cap": 3}})
+        )
+        assert located(await symbols(client, "hashtable")) == as_symbols(merged[:2])
+        # An empty query lists every folder's headings, folder by folder, up to list_cap.
+        listing = [(s.container_name, s.name) for s in await symbols(client, "")]
+        assert listing == [
+            ("algo/hashing.md", "Ordered hashtable"),
+            ("algo/hashing.md", "Buckets"),
+            ("algo/hashing.md", "Deep detail"),
+        ]
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"symbols": {"list_cap": 100}})
+        )
+        listing = [(s.container_name, s.name) for s in await symbols(client, "")]
+        engine = Engine()
+        assert listing == [
+            (h.path, h.heading) for f in folders for h in engine.symbols(f, "", list_cap=100)
+        ]
+        assert listing[-2:] == [("b.md", "Hashtable in B"), ("other.md", "Other")]
 
-        listing = await symbols(client, "")
-        assert {s.container_name for s in listing} >= {"b.md", "algo/hashing.md"}
-
+        # Commands search one folder: the first by default, another by `root`.
         default = await command(client, "citeline.search", {"query": "hashtable"})
-        assert {h["path"] for h in default["hits"]} == {"algo/hashing.md"}
+        assert [h["path"] for h in default["hits"]] == ["algo/hashing.md", "appendix.md"]
+        direct = Engine().search(first, {"query": "hashtable"})
+        assert default["hits"] == direct["hits"]
+        assert default["snapshot_revision"] == direct["snapshot_revision"]
         chosen = await command(
             client, "citeline.search", {"query": "hashtable", "root": uri_of(second)}
         )
@@ -428,6 +480,8 @@ async def test_shutdown_and_exit(tmp_path: Path) -> None:
 
 
 async def test_exits_when_stdin_closes(tmp_path: Path) -> None:
+    """stdin closed before anything was sent: the server leaves at once, cleanly (exit 0,
+    no traceback), and writes nothing on stdout (the protocol channel)."""
     proc = await asyncio.create_subprocess_exec(
         *SERVER,
         stdin=asyncio.subprocess.PIPE,
@@ -436,6 +490,47 @@ async def test_exits_when_stdin_closes(tmp_path: Path) -> None:
     )
     assert proc.stdin is not None
     proc.stdin.close()
-    code = await asyncio.wait_for(proc.wait(), timeout=20)
-    assert code == 0, (await proc.stderr.read()).decode() if proc.stderr else ""
-    assert sys.executable  # the server ran under this interpreter
+    started = time.monotonic()
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=20)
+    assert proc.returncode == 0, stderr.decode()
+    assert stdout == b""
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert time.monotonic() - started < 10
+
+
+# -- names ---------------------------------------------------------------------------------
+
+
+async def test_a_heading_without_text_is_named_empty_heading(tmp_path: Path) -> None:
+    """docs/lsp.md: a heading with no text is named `(empty heading)`, in workspace symbols
+    and in the outline alike; a body section is named by its title or path, never so."""
+    folder = write_files(
+        tmp_path / "ws",
+        {
+            "empty.md": (
+                "#\n\nthe quetzal nests here\n\n## Named quetzal\n\ntext\n\n### #\n\nquetzal\n"
+            ),
+            "body.md": "quetzal in a file without headings\n",
+        },
+    )
+    async with serve([folder]) as client:
+        found = await symbols(client, "quetzal")
+        assert sorted((s.container_name, s.location.range.start.line, s.name) for s in found) == [
+            ("body.md", 0, "body.md"),
+            ("empty.md", 0, "(empty heading)"),
+            ("empty.md", 4, "Named quetzal"),
+            ("empty.md", 8, "(empty heading)"),
+        ]
+        outline = await client.text_document_document_symbol_async(
+            types.DocumentSymbolParams(
+                text_document=types.TextDocumentIdentifier(uri=uri_of(folder / "empty.md"))
+            )
+        )
+        assert outline is not None
+
+        def shape(syms: list) -> list:
+            return [(s.name, s.detail, shape(s.children or [])) for s in syms]
+
+        assert shape(outline) == [
+            ("(empty heading)", "#", [("Named quetzal", "##", [("(empty heading)", "###", [])])])
+        ]

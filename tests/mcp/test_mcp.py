@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
@@ -235,15 +234,6 @@ async def test_search_sections_relevance_options(bundle: Path) -> None:
     assert recall["hits"][0]["path"] == "notes/zh.md"
     assert "outline" in recall["hits"][0]
     assert len(limited["hits"]) == 1 and limited["truncated"] is True
-
-
-async def test_parallel_calls_share_one_engine(bundle: Path) -> None:
-    async with mcp_session(bundle) as session:
-        results = await asyncio.gather(
-            *(session.call_tool("search_sections", {"query": "hashtable"}) for _ in range(6))
-        )
-    texts = {text_of(r) for r in results}
-    assert len(texts) == 1
 
 
 # -- the text content ------------------------------------------------------------------------
@@ -652,17 +642,3 @@ async def test_progress_notifications_during_a_long_call(tmp_path: Path) -> None
     steps = [p for p, _, _ in seen]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
     assert all(m and m.split(":")[0] in ("capture", "analyse") for *_, m in seen)
-
-
-async def test_cancelled_call_leaves_the_server_serving(tmp_path: Path) -> None:
-    bundle = slow_bundle(tmp_path / "slow", files=600)
-    async with mcp_session(bundle) as session:
-        started = asyncio.get_running_loop().time()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(0.5):
-                await session.call_tool("search_sections", {"query": "hashtable"})
-        assert asyncio.get_running_loop().time() - started < 5
-        lines = structured(
-            await session.call_tool("search_lines", {"pattern": "word7 ", "limit": 1})
-        )
-    assert lines["total"] == 20 and lines["truncated"] is True

@@ -13,6 +13,7 @@ import pytest
 import snowballstemmer
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from needs import corpus
 
 from citeline.engine import Engine
 from citeline.engine.analysis import AnalysisOptions, analyse
@@ -21,8 +22,6 @@ from citeline.engine.snippets import MAX_SPANS, fold, snippet
 from citeline.engine.terms import Tokenizer, query_terms
 from citeline.engine.unicode_tables import CJK_RANGES
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
-APISIX = CORPORA / "apisix-zh" / "docs"
 DEFAULTS = {"match": "all", "context": "section", "cjk": "runs", "stemming": "none"}
 OPTION_VALUES: dict[str, tuple[str, ...]] = {
     "match": ("all", "any"),
@@ -68,10 +67,9 @@ def test_defaults_given_explicitly_are_the_contract_tmp(make_bundle: Any, query:
 
 
 @pytest.mark.corpus
-@pytest.mark.skipif(not APISIX.is_dir(), reason="apisix corpus absent")
 @pytest.mark.parametrize("query", ["限流", "插件", "upstream", "apisix 网关", "jwt-auth 配置"])
 def test_defaults_given_explicitly_are_the_contract_apisix(query: str) -> None:
-    explicit_defaults_identical(APISIX, query)
+    explicit_defaults_identical(corpus("apisix-zh"), query)
 
 
 @pytest.mark.parametrize("option", list(OPTION_VALUES))

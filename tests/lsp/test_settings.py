@@ -1,0 +1,148 @@
+"""Server settings (docs/lsp.md "Settings"): the parser keeps every documented key, and the
+server applies `reserved` and `use_ignore` to what it searches, from initializationOptions
+and from workspace/didChangeConfiguration alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_support import DOCS, command, serve, symbols, write_files
+from lsprotocol import types
+
+from citeline.engine import CitelineError, Engine, Settings
+from citeline.lsp.settings import parse_settings
+
+# -- the parser ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wrap", [False, True], ids=["bare", "under-citeline"])
+def test_reserved_and_use_ignore_are_parsed(wrap: bool) -> None:
+    raw: dict[str, Any] = {"reserved": ["guide.md", "notes/x.md"], "use_ignore": False}
+    parsed = parse_settings({"citeline": raw} if wrap else raw).engine
+    assert parsed.reserved == ("guide.md", "notes/x.md")
+    assert parsed.use_ignore is False
+    # Each key on its own changes only itself.
+    defaults = parse_settings(None).engine
+    only_reserved = parse_settings({"reserved": []}).engine
+    assert only_reserved.reserved == ()
+    assert only_reserved.use_ignore is defaults.use_ignore is True
+    only_ignore = parse_settings({"use_ignore": False}).engine
+    assert only_ignore.reserved == defaults.reserved == ("index.md", "log.md")
+    assert only_ignore.use_ignore is False
+    assert parse_settings({"use_ignore": True}).engine.use_ignore is True
+
+
+def test_every_documented_key_reaches_the_settings() -> None:
+    parsed = parse_settings(
+        {
+            "limits": {"max_files": 7, "max_tokens": 9},
+            "reserved": ["a.md"],
+            "use_ignore": False,
+            "skip_invalid": True,
+            "symbols": {"cap": 3, "list_cap": 4},
+            "profile": "recall",
+            "match": "all",
+        }
+    )
+    assert parsed.engine.limits.max_files == 7
+    assert parsed.engine.limits.max_tokens == 9
+    assert parsed.engine.reserved == ("a.md",)
+    assert parsed.engine.use_ignore is False
+    assert parsed.engine.skip_invalid is True
+    assert (parsed.symbol_cap, parsed.list_cap) == (3, 4)
+    assert dict(parsed.relevance) == {"profile": "recall", "match": "all"}
+    assert parsed.relevance_options.match == "all"
+    assert parsed.relevance_options.stemming == "english"  # the rest from the profile
+    assert parse_settings({"skip_invalid": False}).engine.skip_invalid is False
+
+
+@pytest.mark.parametrize(
+    ("raw", "setting"),
+    [
+        ({"reserved": "index.md"}, "reserved"),
+        ({"reserved": ["a.md", 3]}, "reserved"),
+        ({"reserved": {"a.md": True}}, "reserved"),
+        ({"use_ignore": "no"}, "use_ignore"),
+        ({"use_ignore": 0}, "use_ignore"),
+        ({"skip_invalid": "yes"}, "skip_invalid"),
+        ({"symbols": {"cap": 0}}, "symbols.cap"),
+        ({"symbols": {"list_cap": True}}, "symbols.list_cap"),
+        ({"symbols": {"caps": 1}}, "symbols"),
+        ({"symbols": []}, "symbols"),
+        ({"limits": [1]}, "limits"),
+        ({"limits": []}, "limits"),
+        ({"limits": 0}, "limits"),
+        ({"symbols": False}, "symbols"),
+        ({"limits": {"max_files": 0}}, "max_files"),
+        ({"colour": "red"}, "colour"),
+        ([1, 2], "citeline"),
+    ],
+)
+def test_invalid_settings_name_the_setting(raw: Any, setting: str) -> None:
+    with pytest.raises(CitelineError) as err:
+        parse_settings(raw)
+    assert err.value.code == "schema_validation"
+    assert err.value.details["setting"] == setting
+    assert err.value.message.startswith("Invalid citeline setting: ") or setting == "max_files"
+
+
+# -- the server applies them -----------------------------------------------------------------
+
+FILES = {
+    **DOCS,
+    ".gitignore": "drafts/\n",
+    "drafts/kumquat.md": "# Kumquat draft\n\nkumquat notes, ignored by git\n",
+}
+
+
+def paths(result: dict[str, Any]) -> list[str]:
+    return [h["path"] for h in result["hits"]]
+
+
+async def test_reserved_and_use_ignore_change_what_the_server_searches(tmp_path: Path) -> None:
+    folder = write_files(tmp_path / "ws", FILES)
+    custom = {"reserved": ["guide.md"], "use_ignore": False}
+    engine = Engine()
+    expected = engine.search(
+        folder, {"query": "kumquat"}, settings=Settings(reserved=("guide.md",), use_ignore=False)
+    )
+    assert paths(expected) == ["drafts/kumquat.md"]
+    async with serve([folder], {"citeline": custom}) as client:
+        # guide.md is now navigation: captured, never searched; index.md is searchable.
+        assert (await command(client, "citeline.search", {"query": "walrus"}))["hits"] == []
+        assert await symbols(client, "walrus") == []
+        navigation = await command(client, "citeline.search", {"query": "navigation"})
+        assert paths(navigation) == ["index.md"]
+        assert [s.container_name for s in await symbols(client, "navigation")] == ["index.md"]
+        # .gitignore is not honoured: the ignored draft is captured and searched.
+        found = await command(client, "citeline.search", {"query": "kumquat"})
+        assert paths(found) == ["drafts/kumquat.md"]
+        assert found["hits"] == expected["hits"]
+        assert found["snapshot_revision"] == expected["snapshot_revision"]
+        assert [s.name for s in await symbols(client, "kumquat")] == ["Kumquat draft"]
+        lines = await command(client, "citeline.lines", {"pattern": "kumquat", "mode": "exact"})
+        assert {m["path"] for m in lines["matches"]} == {"drafts/kumquat.md"}
+
+        # Back to the documented defaults by workspace/didChangeConfiguration.
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"citeline": {"reserved": ["index.md", "log.md"], "use_ignore": True}}
+            )
+        )
+        assert (await command(client, "citeline.search", {"query": "kumquat"}))["hits"] == []
+        assert await symbols(client, "kumquat") == []
+        assert paths(await command(client, "citeline.search", {"query": "walrus"})) == ["guide.md"]
+        assert (await command(client, "citeline.search", {"query": "navigation"}))["hits"] == []
+        default = await command(client, "citeline.search", {"query": "walrus"})
+        assert default["snapshot_revision"] == engine.capture(folder).revision
+
+        # And to the custom ones again, this time by didChangeConfiguration.
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=custom)
+        )
+        assert paths(await command(client, "citeline.search", {"query": "kumquat"})) == [
+            "drafts/kumquat.md"
+        ]
+        assert await symbols(client, "walrus") == []

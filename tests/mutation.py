@@ -1,0 +1,58 @@
+"""Mutation testing support (docs/testing.md): make `citeline.engine` and `citeline.lsp` the
+mutated copies mutmut writes to mutants/engine and mutants/lsp.
+
+mutmut names a module by its file path (engine/snippets.py is `engine.snippets`) and only
+switches a mutant on when the function's `__module__` is that name, while the package is
+installed as `citeline.engine` (pyproject.toml maps the folders). This finder makes
+`citeline.engine.X` the very module object `engine.X`, imported from mutants/ (first on
+sys.path under mutmut), so the tests' imports reach the mutants unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from types import ModuleType
+
+ALIASES = {"citeline.engine": "engine", "citeline.lsp": "lsp"}
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self) -> None:
+        self.specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        for alias, real in ALIASES.items():
+            if fullname == alias or fullname.startswith(alias + "."):
+                return importlib.util.spec_from_loader(
+                    fullname, self, origin=real + fullname[len(alias) :]
+                )
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        assert spec.origin is not None
+        module = importlib.import_module(spec.origin)  # keeps its own name and path
+        self.specs[module.__name__] = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # Already executed under its real name; the import system has just replaced its
+        # __spec__ by the alias's (always, unlike __name__), which is no package spec.
+        module.__spec__ = self.specs[module.__name__]
+
+
+def install() -> None:
+    """Route citeline.engine/citeline.lsp to the top-level engine/lsp packages (once: mutmut
+    runs pytest several times in one process, and conftest.py each time)."""
+    if any(isinstance(finder, _Alias) for finder in sys.meta_path):
+        return
+    loaded = [
+        n for n in sys.modules if n.split(".")[:2] in (["citeline", "engine"], ["citeline", "lsp"])
+    ]
+    assert not loaded, f"imported before the mutants could be routed: {loaded}"
+    sys.meta_path.insert(0, _Alias())
