@@ -249,14 +249,15 @@ class Index:
 
     def listing(self, cap: int) -> list[int]:
         """Sections that have headings, in concept_id/line order (pickers that filter
-        themselves), the first `cap` of them."""
+        themselves), the first `cap` of them. A heading with no text is a heading too (its
+        symbol is named "(empty heading)"); the preamble and a body section are not."""
         keys: Iterator[tuple[str, int, int]] = (
             (block.concept[doc], first, base + s)
             for block, base in zip(self.blocks, self.bases, strict=True)
-            for s, (doc, first, head) in enumerate(
-                zip(block.sec_doc, block.sec_first, block.heading, strict=True)
+            for s, (doc, first, level) in enumerate(
+                zip(block.sec_doc, block.sec_first, block.sec_level, strict=True)
             )
-            if head
+            if level
         )
         return [g for _, _, g in heapq.nsmallest(cap, keys)]
 

@@ -521,6 +521,13 @@ async def test_a_heading_without_text_is_named_empty_heading(tmp_path: Path) -> 
             ("empty.md", 4, "Named quetzal"),
             ("empty.md", 8, "(empty heading)"),
         ]
+        # the listing for an empty query holds the sections that have headings, text or not
+        listed = await symbols(client, "")
+        assert [(s.container_name, s.location.range.start.line, s.name) for s in listed] == [
+            ("empty.md", 0, "(empty heading)"),
+            ("empty.md", 4, "Named quetzal"),
+            ("empty.md", 8, "(empty heading)"),
+        ]
         outline = await client.text_document_document_symbol_async(
             types.DocumentSymbolParams(
                 text_document=types.TextDocumentIdentifier(uri=uri_of(folder / "empty.md"))

@@ -626,7 +626,8 @@ def slow_bundle(root: Path, files: int = 300) -> Path:
 
 
 async def test_progress_notifications_during_a_long_call(tmp_path: Path) -> None:
-    bundle = slow_bundle(tmp_path / "slow")
+    # big enough that analysing it takes well over one progress interval on a fast machine
+    bundle = slow_bundle(tmp_path / "slow", files=2000)
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -637,7 +638,7 @@ async def test_progress_notifications_during_a_long_call(tmp_path: Path) -> None
             "search_sections", {"query": "hashtable"}, progress_callback=on_progress
         )
     data = structured(result)
-    assert data["total"] == 300 * 20 and len(data["hits"]) == 20
+    assert data["total"] == 2000 * 20 and len(data["hits"]) == 20
     assert seen, "no progress notification during a multi-second call"
     steps = [p for p, _, _ in seen]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
