@@ -4,6 +4,8 @@ lines keeps its "\\n", a lone CR inside a heading stays a CR; fronts may show bo
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,7 +93,9 @@ def test_restored_crs_are_only_where_the_parser_saw_spaces(
     if not kind:
         source += "===\n"
     with_cr = texts(source)
-    with_spaces = texts(source.replace("\r", " "))
+    # Only a lone CR is text (a CR before an LF ends the line): that is what the parser saw
+    # as a space.
+    with_spaces = texts(re.sub("\r(?!\n)", " ", source))
     assert [t.replace("\r", " ") for t in with_cr] == with_spaces
     for text in with_cr:
         assert text.count("\r") <= source.count("\r")
