@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .analysis import FileAnalysis
+from .scoring import MATCH_ANY, AnyScoring, final_score, plan
 
 K1 = 1.2
 B = 0.75
@@ -114,12 +115,14 @@ def rank(
     match_any: bool = False,
     prefix_last: bool = False,
     limit: int | None = None,
+    scoring: AnyScoring = MATCH_ANY,
 ) -> Ranking:
     """The matching sections, best first (ties: concept_id, then line_start): how many
     there are, and the first `limit` of them.
 
     With `prefix_last`, the last term matches any indexed term it is a prefix of, each
-    expansion scored as its own term (as-you-type symbol search).
+    expansion scored as its own term (as-you-type symbol search). With `match_any`, the
+    score is engine/scoring.py's (SPEC §13); otherwise it is SPEC §5's BM25.
     """
     # groups[i]: the indexed terms that stand for query term i (one, or its expansions)
     groups = [[t] for t in terms]
@@ -127,6 +130,12 @@ def rank(
         groups[-1] = corpus.expand(terms[-1])
     where = [[(t, corpus.occurrences(t)) for t in group] for group in groups]
     idf = {t: corpus.idf(t) for group in groups for t in group}
+    k1, b = K1, B
+    weights = [[idf[t] for t in group] for group in groups]
+    if match_any:
+        query = plan(terms, [max((idf[t] for t in g), default=0.0) for g in groups], scoring)
+        k1, b = query.k1, query.b
+        weights = [[w * m for w in ws] for ws, m in zip(weights, query.multipliers, strict=True)]
     # Only documents that can match are visited: with match=all, those holding every group.
     per_group = [set().union(*(found.keys() for _t, found in group)) for group in where]
     if not per_group:
@@ -137,24 +146,23 @@ def rank(
         candidates = set.intersection(*sorted(per_group, key=len))
     avglen = corpus.avglen
     need = len(groups)
-    # (score, distinct groups matched, doc, section, bit mask of the groups matched)
-    found_sections: list[tuple[float, int, int, int, int]] = []
+    # (score, doc, section, bit mask of the groups matched)
+    found_sections: list[tuple[float, int, int, int]] = []
     for di in sorted(candidates):
         sections = corpus.docs[di].analysis.sections
         scores: dict[int, float] = {}
         masks: dict[int, int] = {}
         for gi, group in enumerate(where):
             bit = 1 << gi
-            for term, found in group:
+            for (_term, found), weight in zip(group, weights[gi], strict=True):
                 plist = found.get(di)
                 if plist is None:
                     continue
-                weight = idf[term]
                 for si, tf in plist:
                     # The formula exactly as SPEC §5 writes it: scores are part of the
                     # output, and a different rounding could reorder equal scores.
                     length = sections[si].length
-                    part = weight * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avglen))
+                    part = weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avglen))
                     if si in scores:
                         scores[si] += part
                         masks[si] |= bit
@@ -162,42 +170,36 @@ def rank(
                         scores[si] = part
                         masks[si] = bit
         for si, score in scores.items():
-            distinct = masks[si].bit_count()
-            if match_any or distinct == need:
-                found_sections.append((score, distinct, di, si, masks[si]))
+            mask = masks[si]
+            if match_any:
+                found_sections.append((final_score(score, mask, query), di, si, mask))
+            elif mask.bit_count() == need:
+                found_sections.append((score, di, si, mask))
     total = len(found_sections)
     chosen = found_sections
     if limit is not None and total > limit:
-        chosen = _cut(found_sections, limit, match_any)
+        chosen = _cut(found_sections, limit)
     docs = corpus.docs
 
-    def key(e: tuple[float, int, int, int, int]) -> tuple:
-        score, distinct, di, si, _ = e
-        base = (-score, docs[di].concept_id, docs[di].analysis.sections[si].first)
-        return (-distinct, *base) if match_any else base
+    def key(e: tuple[float, int, int, int]) -> tuple[float, str, int]:
+        score, di, si, _ = e
+        return (-score, docs[di].concept_id, docs[di].analysis.sections[si].first)
 
     chosen.sort(key=key)
     if limit is not None:
         chosen = chosen[:limit]
     best = [
         Scored(di, si, score, tuple(t for g, t in enumerate(terms) if mask >> g & 1))
-        for score, _, di, si, mask in chosen
+        for score, di, si, mask in chosen
     ]
     return Ranking(total, best)
 
 
-def _cut(
-    found: list[tuple[float, int, int, int, int]], limit: int, match_any: bool
-) -> list[tuple[float, int, int, int, int]]:
+def _cut(found: list[tuple[float, int, int, int]], limit: int) -> list[tuple[float, int, int, int]]:
     """The sections that can be among the best `limit`, with far fewer than all of them to
-    sort: the order starts with (distinct terms,) score, so every section ranked above the
-    limit-th one on that prefix is in, and those equal to it on the prefix are kept to be
-    ordered by the rest of the key."""
+    sort: the order starts with the score, so every section scoring above the limit-th one
+    is in, and those equal to it are kept to be ordered by the rest of the key."""
     if limit <= 0:
         return []
-    if match_any:
-        coarse = [(-e[1], -e[0]) for e in found]
-        cut = heapq.nsmallest(limit, coarse)[-1]
-        return [e for e, c in zip(found, coarse, strict=True) if c <= cut]
     lowest = heapq.nlargest(limit, (e[0] for e in found))[-1]
     return [e for e in found if e[0] >= lowest]

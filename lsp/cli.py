@@ -64,6 +64,7 @@ def _add_relevance(p: argparse.ArgumentParser) -> None:
     g.add_argument("--context", dest="context_mode", choices=("section", "outline"))
     g.add_argument("--cjk", choices=("runs", "bigrams"))
     g.add_argument("--stemming", choices=("none", "english"))
+    g.add_argument("--identifiers", choices=("whole", "split"))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -133,7 +134,7 @@ def request_from(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit is not None:
         req["limit"] = args.limit
     if args.command == "search":
-        for key in ("profile", "match", "cjk", "stemming"):
+        for key in ("profile", "match", "cjk", "stemming", "identifiers"):
             if getattr(args, key) is not None:
                 req[key] = getattr(args, key)
         if args.context_mode is not None:

@@ -82,8 +82,9 @@ def _search_description(bundle: str, settings: Settings) -> str:
             'options (defaults are the strict contract): match="any" (at least one word; more '
             'words matched ranks first), context="outline" (the headings above a section count '
             'too), cjk="bigrams" (Chinese/Japanese/Korean text matched by character pairs), '
-            'stemming="english" (search matches searching), profile="recall" (all four at '
-            'once). If a strict query finds nothing, retry with profile="recall".',
+            'stemming="english" (search matches searching), identifiers="split" (InlinePrediction '
+            'also matches inline and prediction), profile="recall" (all five at once). If a '
+            'strict query finds nothing, retry with profile="recall".',
             "Each hit: path (relative to the folder, '/' separated); locator "
             "(path percent-encoded as a URL path + '#L<line_start>-L<line_end>': cite it as is); "
             "line_start, line_end (1-based, inclusive; the heading line is line_start); heading "

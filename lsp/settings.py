@@ -8,7 +8,8 @@ Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
      "skip_invalid": false,
      "symbols": {"cap": 100, "list_cap": 1000},
      "profile": "contract" | "recall",          # relevance defaults (SPEC §13) for
-     "match": ..., "context": ..., "cjk": ..., "stemming": ...}   # symbols and commands
+     "match": ..., "context": ..., "cjk": ..., "stemming": ...,   # symbols and commands
+     "identifiers": ...}
 
 Every field is optional; a missing field takes the SPEC default. Invalid settings raise
 ``CitelineError("schema_validation")`` and the caller keeps its previous settings.
@@ -23,7 +24,7 @@ from typing import Any
 from citeline.engine import CitelineError, Limits, Relevance, Settings
 from citeline.engine.requests import CHOICES
 
-RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, cjk, stemming, profile
+RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
 TOP_KEYS = ("limits", "reserved", "use_ignore", "skip_invalid", "symbols", *RELEVANCE_KEYS)
 SYMBOL_KEYS = ("cap", "list_cap")
 DEFAULT_CAP = 100

@@ -1,0 +1,169 @@
+"""SPEC §13 `match=any` ranking (engine/scoring.py): BM25 scaled by a coordination factor."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from citeline.engine import Engine
+from citeline.engine.rank import rank
+from citeline.engine.requests import Relevance
+from citeline.engine.scoring import (
+    LUCENE_CLASSIC,
+    MATCH_ANY,
+    STOP_WORDS,
+    chains,
+    coordination,
+    final_score,
+    plan,
+    stop_terms,
+)
+from citeline.engine.terms import QueryTerms, Tokenizer, query_terms
+
+BIGRAMS = Tokenizer(cjk="bigrams")
+
+
+def test_query_terms_know_their_chains() -> None:
+    terms = query_terms("负载均衡 算法 jwt", BIGRAMS)
+    assert terms == ("负载", "载均", "均衡", "算法", "jwt")  # equal to the plain tuple
+    assert isinstance(terms, QueryTerms)
+    assert terms.chains == (3, 3, 3, 1, 1)
+    assert chains(terms) == [3, 3, 3, 1, 1]
+    # a chain never crosses the space between two typed words, even when they overlap
+    assert query_terms("网关 关键", BIGRAMS).chains == (1, 1)
+    # a bigram repeated later counts in the chain where it first occurs
+    assert query_terms("负载均衡 负载", BIGRAMS).chains == (3, 3, 3)
+    # the contract and other tokenisations have no chains
+    assert query_terms("负载均衡 x").chains == (1, 1)
+
+
+def test_bare_strings_read_chains_from_overlaps() -> None:
+    assert chains(["负载", "载均", "均衡", "算法", "法则"]) == [3, 3, 3, 2, 2]
+    assert chains(["a", "负载", "b"]) == [1, 1, 1]
+
+
+def test_plan_weights_chains_and_stop_words() -> None:
+    terms = QueryTerms(["how", "do", "负载", "载均", "均衡", "zebra"], [1, 1, 3, 3, 3, 1])
+    idfs = [1.0, 2.0, 3.0, 3.0, 6.0, 4.0]
+    p = plan(terms, idfs)
+    assert p.multipliers == (1.0, 1.0, 1 / 3, 1 / 3, 1 / 3, 1.0)
+    # stop words weigh 0 in the factor; a term's weight is idf × multiplier
+    assert p.weights == (0.0, 0.0, 1.0, 1.0, 2.0, 4.0)
+    assert p.total == 8.0
+    assert coordination(0b000011, p) == 0.0  # only "how do": nothing of the query's weight
+    assert coordination(0b100000, p) == 0.5
+    assert coordination(0b111111, p) == 1.0
+    counted = plan(terms, idfs, replace(MATCH_ANY, stop_words=False))
+    assert counted.weights[:2] == (1.0, 2.0)
+    flat = plan(terms, idfs, replace(MATCH_ANY, chains=False, idf_weighted=False))
+    assert flat.multipliers == (1.0,) * 6 and flat.weights == (0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
+
+
+def test_a_query_of_stop_words_only_counts_them() -> None:
+    p = plan(("how", "do", "i"), [1.0, 1.0, 2.0])
+    assert p.weights == (1.0, 1.0, 2.0)
+    assert coordination(0b100, p) == 0.5
+
+
+def test_stop_terms_cover_stems() -> None:
+    assert {"how", "do", "i", "the"} <= STOP_WORDS
+    assert "doe" in stop_terms()  # the English stem of "does"
+    assert "zebra" not in stop_terms()
+
+
+def test_final_score_never_exceeds_the_bm25_sum() -> None:
+    p = plan(("apple", "zebra"), [2.0, 3.0])
+    assert final_score(10.0, 0b11, p) == 10.0
+    partial = final_score(10.0, 0b01, p)
+    assert partial == pytest.approx(10.0 * 0.4**MATCH_ANY.exponent) and partial < 10.0
+    lucene = plan(("apple", "zebra"), [2.0, 3.0], LUCENE_CLASSIC)
+    assert final_score(10.0, 0b01, lucene) == 5.0  # matched ÷ distinct terms
+    off = plan(("apple", "zebra"), [2.0, 3.0], replace(MATCH_ANY, exponent=0.0))
+    assert final_score(10.0, 0b01, off) == 10.0
+
+
+FILES = {
+    "a.md": "# Zebra\nzebra apple here\n",
+    "b.md": "# Notes\nzebra only, and more words to make it longer than the others\n",
+    "c.md": "# Apple\napple\n",
+    "d.md": "# Other\nnothing\n",
+}
+
+
+def expected_scores(engine: Engine, bundle: Any, query: str) -> dict[str, float]:
+    """The §13 score computed from scratch: BM25 parts with match=any's k1 and b, then
+    the coordination factor over the terms each section holds."""
+    rel = Relevance.from_mapping({"match": "any"})
+    idx = engine.open_index(bundle, rel.analysis)
+    corpus = idx.corpus
+    terms = query_terms(query)
+    idfs = [corpus.idf(t) for t in terms]
+    p = plan(terms, idfs)
+    out = {}
+    for file, doc in zip(idx.files, corpus.docs, strict=True):
+        for si, sec in enumerate(doc.analysis.sections):
+            total, mask = 0.0, 0
+            for i, t in enumerate(terms):
+                tf = dict(doc.analysis.postings.get(t, ())).get(si)
+                if tf:
+                    norm = 1 - MATCH_ANY.b + MATCH_ANY.b * sec.length / corpus.avglen
+                    total += idfs[i] * tf * (MATCH_ANY.k1 + 1) / (tf + MATCH_ANY.k1 * norm)
+                    mask |= 1 << i
+            if mask:
+                share = sum(w for i, w in enumerate(p.weights) if mask >> i & 1) / p.total
+                out[file.path] = total * share**MATCH_ANY.exponent
+    return out
+
+
+def test_reported_score_is_the_formula_and_the_sort_key(make_bundle: Any) -> None:
+    bundle = make_bundle(FILES)
+    engine = Engine()
+    res = engine.search(bundle, {"query": "apple zebra", "match": "any"})
+    want = expected_scores(engine, bundle, "apple zebra")
+    got = {h["path"]: h["score"] for h in res["hits"]}
+    assert got.keys() == want.keys() == {"a.md", "b.md", "c.md"}
+    for path, value in want.items():
+        assert math.isclose(got[path], value, rel_tol=1e-12), path
+    assert res["hits"][0]["path"] == "a.md"  # both terms, short section
+    scores = [h["score"] for h in res["hits"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_chain_of_bigrams_weighs_as_one_word(make_bundle: Any) -> None:
+    # a.md holds a four-character word (three bigrams), b.md a two-character one (one
+    # bigram). Summed, the long word's three bigrams each add a BM25 part; as a chain they
+    # share one word's weight, a third each.
+    bundle = make_bundle({"a.md": "# x\n负载均衡\n", "b.md": "# y\n算法\n", "c.md": "# z\nw\n"})
+    engine = Engine()
+    idx = engine.open_index(bundle, Relevance.from_mapping({"cjk": "bigrams"}).analysis)
+    terms = query_terms("负载均衡 算法", BIGRAMS)
+
+    def scores(**change: Any) -> dict[str, float]:
+        scoring = replace(MATCH_ANY, exponent=0.0, **change)
+        ranked = rank(idx.corpus, terms, match_any=True, scoring=scoring)
+        return {idx.files[s.doc].path: s.score for s in ranked.best}
+
+    chained, summed = scores(), scores(chains=False)
+    assert chained.keys() == summed.keys() == {"a.md", "b.md"}
+    assert chained["a.md"] == pytest.approx(summed["a.md"] / 3, rel=1e-12)
+    assert chained["b.md"] == summed["b.md"]
+    # and through the engine, with the coordination factor: the reported scores
+    query = {"query": "负载均衡 算法", "match": "any", "cjk": "bigrams"}
+    hits = {h["path"]: h["score"] for h in engine.search(bundle, query)["hits"]}
+    assert hits["a.md"] < summed["a.md"] / 2
+
+
+def test_ranking_limit_keeps_the_full_order(make_bundle: Any) -> None:
+    files = {
+        f"n{i}.md": f"# n{i}\n" + "apple " * (i % 4 + 1) + "zebra " * (i % 3) for i in range(30)
+    }
+    bundle = make_bundle(files)
+    engine = Engine()
+    full = engine.search(bundle, {"query": "apple zebra", "match": "any", "limit": 100})
+    for limit in (1, 3, 7, 20):
+        part = engine.search(bundle, {"query": "apple zebra", "match": "any", "limit": limit})
+        assert part["hits"] == full["hits"][:limit]
+        assert part["total"] == full["total"] == 30
