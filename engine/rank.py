@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .analysis import FileAnalysis
-from .scoring import MATCH_ANY, AnyScoring, final_score, plan
+from .scoring import MATCH_ANY, AnyScoring, factor, heading_bonus, plan, rescore_bounded
 
 K1 = 1.2
 B = 0.75
@@ -132,10 +132,16 @@ def rank(
     idf = {t: corpus.idf(t) for group in groups for t in group}
     k1, b = K1, B
     weights = [[idf[t] for t in group] for group in groups]
+    factors: dict[int, float] = {}  # coordination factor by mask: few masks, many sections
     if match_any:
         query = plan(terms, [max((idf[t] for t in g), default=0.0) for g in groups], scoring)
         k1, b = query.k1, query.b
         weights = [[w * m for w in ws] for ws, m in zip(weights, query.multipliers, strict=True)]
+    # per group: (doc -> postings, the weight its BM25 parts get), for each indexed term
+    weighted = [
+        [(found, w) for (_t, found), w in zip(group, ws, strict=True)]
+        for group, ws in zip(where, weights, strict=True)
+    ]
     # Only documents that can match are visited: with match=all, those holding every group.
     per_group = [set().union(*(found.keys() for _t, found in group)) for group in where]
     if not per_group:
@@ -152,9 +158,9 @@ def rank(
         sections = corpus.docs[di].analysis.sections
         scores: dict[int, float] = {}
         masks: dict[int, int] = {}
-        for gi, group in enumerate(where):
+        for gi, group in enumerate(weighted):
             bit = 1 << gi
-            for (_term, found), weight in zip(group, weights[gi], strict=True):
+            for found, weight in group:
                 plist = found.get(di)
                 if plist is None:
                     continue
@@ -172,14 +178,33 @@ def rank(
         for si, score in scores.items():
             mask = masks[si]
             if match_any:
-                found_sections.append((final_score(score, mask, query), di, si, mask))
+                f = factors.get(mask)
+                if f is None:
+                    f = factors[mask] = factor(mask, query)
+                # scoring.final_score(score, mask, query), with the factor remembered
+                found_sections.append((score * f, di, si, mask))
             elif mask.bit_count() == need:
                 found_sections.append((score, di, si, mask))
     total = len(found_sections)
     chosen = found_sections
-    if limit is not None and total > limit:
-        chosen = _cut(found_sections, limit)
     docs = corpus.docs
+    tokenizer = getattr(terms, "tokenizer", None)  # terms.QueryTerms know theirs
+    if match_any and query.heading and tokenizer is not None:
+        titles: dict[int, set[str]] = {}
+
+        def with_bonus(e: tuple[float, int, int, int]) -> tuple[float, int, int, int]:
+            score, di, si, mask = e
+            analysis = docs[di].analysis
+            if di not in titles:
+                titles[di] = set(tokenizer.tokens(analysis.title))
+            sec = analysis.sections[si]
+            words = titles[di].union(tokenizer.tokens(f"{sec.heading}\n{sec.outline}"))
+            held = sum(1 << g for g, group in enumerate(groups) if not words.isdisjoint(group))
+            return (score * heading_bonus(held & mask, query), di, si, mask)
+
+        chosen = rescore_bounded(found_sections, limit, 1 + query.heading, with_bonus)
+    if limit is not None and len(chosen) > limit:
+        chosen = _cut(chosen, limit)
 
     def key(e: tuple[float, int, int, int]) -> tuple[float, str, int]:
         score, di, si, _ = e

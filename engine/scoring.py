@@ -18,13 +18,22 @@ module's k1 and b):
   weight is its idf × multiplier and English stop words weigh 0 (`how do I …` then does
   not reward sections that merely say "do" and "I"). When every term is a stop word,
   they all count.
+
+The score is then multiplied by a heading bonus, 1 + heading × (the share of the query's
+weight found in the section's heading, outline and document title): a section whose
+heading names what was asked is likely about it. The bonus needs the heading's words,
+which a compact index does not keep per term; since it is at most 1 + heading, only the
+sections whose score times that bound reaches the k-th best score can change places, and
+only those are rescored (`rescore_bounded`, exact).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from .terms import CJK_RE
 
@@ -62,12 +71,13 @@ class AnyScoring:
     exponent: float = 0.1  # of the coordination factor; 0 switches it off
     idf_weighted: bool = True  # False: each term counts 1 (Lucene's matched ÷ terms)
     stop_words: bool = True  # English stop words stay out of the coordination factor
+    heading: float = 0.1  # the heading bonus reaches 1 + heading; 0 switches it off
 
 
 MATCH_ANY = AnyScoring()
 # Lucene's classic coordination (matched ÷ distinct terms) over §5's BM25, for comparison.
 LUCENE_CLASSIC = AnyScoring(
-    k1=1.2, b=0.75, chains=False, exponent=1.0, idf_weighted=False, stop_words=False
+    k1=1.2, b=0.75, chains=False, exponent=1.0, idf_weighted=False, stop_words=False, heading=0
 )
 
 
@@ -81,6 +91,7 @@ class QueryPlan:
     weights: tuple[float, ...]  # per query term, its weight in the coordination factor
     total: float  # sum of the weights
     exponent: float
+    heading: float
 
 
 def is_cjk_bigram(term: str) -> bool:
@@ -129,7 +140,9 @@ def plan(terms: Sequence[str], idfs: Sequence[float], scoring: AnyScoring = MATC
     total = 0.0
     for w in weights:
         total += w
-    return QueryPlan(scoring.k1, scoring.b, multipliers, weights, total, scoring.exponent)
+    return QueryPlan(
+        scoring.k1, scoring.b, multipliers, weights, total, scoring.exponent, scoring.heading
+    )
 
 
 def bm25_part(weight: float, tf: int, length: int, avglen: float, k1: float, b: float) -> float:
@@ -149,13 +162,51 @@ def coordination(mask: int, p: QueryPlan) -> float:
     return held / p.total
 
 
+def factor(mask: int, p: QueryPlan) -> float:
+    """The coordination factor raised to the plan's exponent: what a section's BM25 sum is
+    multiplied by. At most 1, and a function of the mask alone, so a ranker can compute it
+    once per distinct mask."""
+    if p.exponent == 0:
+        return 1.0
+    return coordination(mask, p) ** p.exponent
+
+
 def final_score(total: float, mask: int, p: QueryPlan) -> float:
     """The reported score and sort key: the weighted BM25 sum scaled by the coordination
-    factor. Never above `total` (the factor is at most 1), which lets a ranker skip
-    sections whose BM25 sum alone cannot reach the k-th best score."""
-    if p.exponent == 0 or total == 0:
-        return total
-    return total * coordination(mask, p) ** p.exponent
+    factor. Never above `total`, which lets a ranker skip sections whose BM25 sum alone
+    cannot reach the k-th best score."""
+    return total * factor(mask, p)
+
+
+def heading_bonus(held: int, p: QueryPlan) -> float:
+    """1 + heading × the share of the query's weight held by the terms in `held` (those
+    found in the section's heading, outline or title): between 1 and 1 + heading."""
+    if p.heading == 0:
+        return 1.0
+    return 1 + p.heading * coordination(held, p)
+
+
+Entry = TypeVar("Entry", bound=tuple[Any, ...])
+
+
+def rescore_bounded(
+    found: list[Entry], limit: int | None, ceiling: float, rescore: Callable[[Entry], Entry]
+) -> list[Entry]:
+    """The entries (score, ...) that can end among the best `limit` once rescored, each
+    rescored; `rescore` may only multiply a score by a factor from 1 to `ceiling`.
+
+    Let T be the limit-th largest score before rescoring. The `limit` entries holding the
+    largest scores end at T or above, so the limit-th best final score is at least T; an
+    entry with score × ceiling < T ends strictly below it and cannot be among the best
+    `limit`, whatever the tie-break. Floating point keeps this: multiplying by a factor
+    no greater than `ceiling` never gives more than multiplying by `ceiling`. The caller
+    sorts what is returned (all entries, rescored, when `limit` is None)."""
+    if limit is None or len(found) <= limit:
+        return [rescore(e) for e in found]
+    if limit <= 0:
+        return []
+    lowest = heapq.nlargest(limit, (e[0] for e in found))[-1]
+    return [rescore(e) for e in found if e[0] * ceiling >= lowest]
 
 
 __all__ = [
@@ -167,7 +218,10 @@ __all__ = [
     "bm25_part",
     "chains",
     "coordination",
+    "factor",
     "final_score",
+    "heading_bonus",
     "plan",
+    "rescore_bounded",
     "stop_terms",
 ]

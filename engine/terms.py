@@ -234,14 +234,22 @@ class QueryTerms(tuple[str, ...]):
     A chain is the run of overlapping bigrams one typed word's CJK stretch became
     (`负载均衡` → `负载` `载均` `均衡`: 3 each); `match=any` scoring lets a chain weigh as
     one word (engine/scoring.py). Only the query's text tells where typed words end, which
-    is why the terms carry it.
+    is why the terms carry it, with the tokenizer that made them (scoring reads a
+    section's heading with it).
     """
 
     chains: tuple[int, ...]
+    tokenizer: Tokenizer | None  # the tokenisation that made them, to read headings alike
 
-    def __new__(cls, terms: Iterable[str], chains: Iterable[int] | None = None) -> QueryTerms:
+    def __new__(
+        cls,
+        terms: Iterable[str],
+        chains: Iterable[int] | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> QueryTerms:
         self = super().__new__(cls, terms)
         self.chains = tuple(chains) if chains is not None else (1,) * len(self)
+        self.tokenizer = tokenizer
         return self
 
 
@@ -278,11 +286,11 @@ def query_terms(query: str, tokenizer: Tokenizer = CONTRACT) -> QueryTerms:
     words = list(dict.fromkeys(CONTRACT.tokens(query)))
     check_term_limits(words)
     if tokenizer.is_plain:
-        return QueryTerms(words)
+        return QueryTerms(words, None, tokenizer)
     terms = tuple(dict.fromkeys(tokenizer.tokens(query)))
     if tokenizer.cjk != "bigrams":
-        return QueryTerms(terms)
-    return QueryTerms(terms, _chains(query, terms, tokenizer))
+        return QueryTerms(terms, None, tokenizer)
+    return QueryTerms(terms, _chains(query, terms, tokenizer), tokenizer)
 
 
 def check_term_limits(words: list[str]) -> None:

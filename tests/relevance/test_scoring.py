@@ -7,6 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citeline.engine import Engine
 from citeline.engine.rank import rank
@@ -18,7 +20,9 @@ from citeline.engine.scoring import (
     chains,
     coordination,
     final_score,
+    heading_bonus,
     plan,
+    rescore_bounded,
     stop_terms,
 )
 from citeline.engine.terms import QueryTerms, Tokenizer, query_terms
@@ -94,8 +98,9 @@ FILES = {
 
 
 def expected_scores(engine: Engine, bundle: Any, query: str) -> dict[str, float]:
-    """The §13 score computed from scratch: BM25 parts with match=any's k1 and b, then
-    the coordination factor over the terms each section holds."""
+    """The §13 score computed from scratch: BM25 parts with match=any's k1 and b, the
+    coordination factor over the terms each section holds, the heading bonus over the
+    terms its heading holds."""
     rel = Relevance.from_mapping({"match": "any"})
     idx = engine.open_index(bundle, rel.analysis)
     corpus = idx.corpus
@@ -114,7 +119,10 @@ def expected_scores(engine: Engine, bundle: Any, query: str) -> dict[str, float]
                     mask |= 1 << i
             if mask:
                 share = sum(w for i, w in enumerate(p.weights) if mask >> i & 1) / p.total
-                out[file.path] = total * share**MATCH_ANY.exponent
+                heading = set(Tokenizer().tokens(sec.heading))
+                named = sum(w for t, w in zip(terms, p.weights, strict=True) if t in heading)
+                bonus = 1 + MATCH_ANY.heading * named / p.total
+                out[file.path] = total * share**MATCH_ANY.exponent * bonus
     return out
 
 
@@ -167,3 +175,69 @@ def test_ranking_limit_keeps_the_full_order(make_bundle: Any) -> None:
         part = engine.search(bundle, {"query": "apple zebra", "match": "any", "limit": limit})
         assert part["hits"] == full["hits"][:limit]
         assert part["total"] == full["total"] == 30
+
+
+def test_heading_bonus() -> None:
+    p = plan(("apple", "zebra"), [1.0, 3.0])
+    assert heading_bonus(0, p) == 1.0
+    assert heading_bonus(0b10, p) == pytest.approx(1 + MATCH_ANY.heading * 0.75)
+    assert heading_bonus(0b11, p) == 1 + MATCH_ANY.heading
+    off = plan(("apple", "zebra"), [1.0, 3.0], replace(MATCH_ANY, heading=0.0))
+    assert heading_bonus(0b11, off) == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([1.0, 2.0, 2.5, 3.0, 4.0]), st.floats(0, 1)),
+        max_size=40,
+    ),
+    st.integers(0, 12),
+    st.sampled_from([1.0, 1.1, 1.5, 2.0]),
+)
+def test_rescore_bounded_is_exact(
+    entries: list[tuple[float, float]], limit: int, ceiling: float
+) -> None:
+    # (score, id); the rescore multiplies by a factor in [1, ceiling] drawn per entry
+    found = [(score, i) for i, (score, _) in enumerate(entries)]
+    bonus = {i: 1 + (ceiling - 1) * x for i, (_, x) in enumerate(entries)}
+
+    def rescore(e: tuple[float, int]) -> tuple[float, int]:
+        return (e[0] * bonus[e[1]], e[1])
+
+    def best(items: list[tuple[float, int]]) -> list[tuple[float, int]]:
+        return sorted(items, key=lambda e: (-e[0], e[1]))[:limit]
+
+    kept = rescore_bounded(found, limit, ceiling, rescore)
+    assert best(kept) == best([rescore(e) for e in found])
+    assert len(kept) <= len(found)
+
+
+def test_heading_bonus_in_the_engine_keeps_limits_exact(make_bundle: Any) -> None:
+    # some headings name a query word, most do not: the bonus reorders near ties
+    files = {
+        f"n{i:02}.md": (f"# apple notes {i}\n" if i % 5 == 0 else f"# n{i}\n")
+        + "apple " * (i % 4 + 1)
+        + "zebra " * (i % 3)
+        + "filler " * (i % 7)
+        for i in range(40)
+    }
+    bundle = make_bundle(files)
+    engine = Engine()
+    request = {"query": "apple zebra", "match": "any"}
+    full = engine.search(bundle, {**request, "limit": 100})["hits"]
+    for limit in (1, 2, 5, 9, 30):
+        assert engine.search(bundle, {**request, "limit": limit})["hits"] == full[:limit]
+    # the bonus is at work: the same ranking without it differs
+    idx = engine.open_index(bundle)
+    terms = query_terms("apple zebra")
+    plain = rank(idx.corpus, terms, match_any=True, scoring=replace(MATCH_ANY, heading=0.0))
+    named = rank(idx.corpus, terms, match_any=True)
+    before = {(s.doc, s.section): s.score for s in plain.best}
+    for s in named.best:
+        heading = idx.corpus.docs[s.doc].analysis.sections[s.section].heading
+        if heading.startswith("apple"):  # "apple" holds part of the query's weight
+            low = before[s.doc, s.section]
+            assert low < s.score <= low * (1 + MATCH_ANY.heading)
+        else:
+            assert s.score == before[s.doc, s.section]

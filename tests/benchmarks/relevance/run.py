@@ -99,6 +99,7 @@ SYSTEMS: tuple[System, ...] = (
     ),  # the factor at full strength (Lucene's exponent)
     System("recall scoring:terms count 1", RECALL, replace(MATCH_ANY, idf_weighted=False)),
     System("recall scoring:stop words count", RECALL, replace(MATCH_ANY, stop_words=False)),
+    System("recall scoring:heading bonus off", RECALL, replace(MATCH_ANY, heading=0.0)),
     System("recall scoring:k1=1.2 b=0.75", RECALL, replace(MATCH_ANY, k1=1.2, b=0.75)),
     System("recall scoring:Lucene classic", RECALL, LUCENE_CLASSIC),
 )
