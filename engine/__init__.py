@@ -1,11 +1,49 @@
-"""citeline.engine: cited section search over a folder of Markdown. Pure: no LSP, no printing."""
+"""citeline.engine: cited section search over a folder of Markdown. Pure: no LSP, no printing.
 
-from .cancel import CancelToken
-from .capture import CapturedFile, Snapshot
-from .core import Engine, Index, Problem, SectionHit
-from .errors import CODES, CitelineError
-from .limits import Limits, Settings
-from .requests import ConceptsRequest, Relevance, SearchRequest
+Names are imported on first use, so that a process that only needs part of the engine
+(the command line's cached path, say) does not pay for the rest.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "CODES": "errors",
+    "CitelineError": "errors",
+    "CancelToken": "cancel",
+    "CapturedFile": "capture",
+    "Snapshot": "capture",
+    "Engine": "core",
+    "SectionHit": "core",
+    "Index": "index",
+    "Problem": "index",
+    "Limits": "limits",
+    "Settings": "limits",
+    "ConceptsRequest": "requests",
+    "Relevance": "requests",
+    "SearchRequest": "requests",
+}
+
+if TYPE_CHECKING:
+    from .cancel import CancelToken
+    from .capture import CapturedFile, Snapshot
+    from .core import Engine, SectionHit
+    from .errors import CODES, CitelineError
+    from .index import Index, Problem
+    from .limits import Limits, Settings
+    from .requests import ConceptsRequest, Relevance, SearchRequest
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CODES",

@@ -11,17 +11,11 @@ from sys import intern
 
 from .layout import Layout, ParseIssue, decode, layout, line_index
 from .limits import MAX_HEADING_BYTES
+from .options import AnalysisOptions
 from .sections import Heading, Structure, cut, headings
-from .terms import Tokenizer
 
 # Field weights of SPEC §5 (and §13's outline field).
 W_RAW, W_HEADING, W_TITLE, W_OUTLINE = 1, 3, 2, 2
-
-
-@dataclass(frozen=True, slots=True)
-class AnalysisOptions:
-    tokenizer: Tokenizer = Tokenizer()
-    outline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,3 +184,54 @@ def outline_tree(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
     if isinstance(lay, ParseIssue):
         return lay
     return lay, headings(lay)
+
+
+# -- the structure's codec (cache and worker processes) ---------------------------------
+
+
+def encode_structure(found: Structure | ParseIssue) -> bytes:
+    """A structure (or parse issue) as a blob; only the front-matter fields used are kept."""
+    from .codec import Writer
+
+    w = Writer()
+    if isinstance(found, ParseIssue):
+        return w.ints([found.line]).text(found.reason).finish(b"P")
+    front_id = found.front.get("id")
+    title = found.front.get("title")
+    present = [isinstance(front_id, str), isinstance(title, str)]
+    w.ints([found.body_line, *map(int, present)])
+    w.strs([front_id if present[0] else "", title if present[1] else ""])
+    heads = found.headings
+    w.ints([h.line for h in heads]).ints([h.level for h in heads])
+    w.ints([h.end_line for h in heads]).strs([h.text for h in heads])
+    return w.finish(b"S")
+
+
+def decode_structure(blob: bytes) -> Structure | ParseIssue:
+    from .codec import Corrupt, Reader, expect
+
+    if blob[3:4] == b"P":
+        r = Reader(blob, b"P")
+        (line,) = r.ints()
+        issue = ParseIssue(line, r.text())
+        r.end()
+        return issue
+    r = Reader(blob, b"S")
+    head = r.ints()
+    expect(len(head) == 3, "structure header")
+    body_line, has_id, has_title = head
+    front_id, title = r.strs()
+    lines, levels, ends, texts = r.ints(), r.ints(), r.ints(), r.strs()
+    r.end()
+    expect(len(lines) == len(levels) == len(ends) == len(texts), "headings")
+    if not all(1 <= lv <= 6 for lv in levels):
+        raise Corrupt("heading level")
+    front: dict = {}
+    if has_id:
+        front["id"] = front_id
+    if has_title:
+        front["title"] = title
+    heads = tuple(
+        Heading(a, b, t, e) for a, b, e, t in zip(lines, levels, ends, texts, strict=True)
+    )
+    return Structure(front, body_line, heads)

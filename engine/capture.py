@@ -6,20 +6,28 @@ import errno
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
-
-from pathspec import GitIgnoreSpec
+from sys import intern
+from typing import TYPE_CHECKING, Protocol
 
 from .cancel import CancelToken
-from .errors import CitelineError
+from .errors import CitelineError, printable, quoted
 from .limits import Limits, Settings, limit_error
+from .reuse import stats
+from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
 from .revision import snapshot_revision
 
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
+
+S_ISREG = stat.S_ISREG
+
 Progress = Callable[[str, int, int], None]
-_SUFFIXES = (".md", ".markdown")
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = (
     os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -30,13 +38,13 @@ _CHUNK = 1 << 20
 @dataclass(frozen=True, slots=True)
 class CapturedFile:
     path: str  # bundle-relative, "/" separators
-    data: bytes
+    size: int
     sha256: str
     reserved: bool  # navigation file: captured, never searched
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
+    # The bytes, when this capture read them (or took them from the editor); None for a
+    # file whose bytes were proven unchanged by its stat fingerprint (SPEC §2).
+    data: bytes | None = None
+    unsaved: bool = False  # the editor's text, not the disk's (SPEC §11 "Unsaved text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,8 @@ class Snapshot:
     root: str
     files: tuple[CapturedFile, ...]  # sorted by path (code point order)
     revision: str
+    known: Known | None = None  # the stat index after this capture
+    read: int = 0  # files this capture read from disk
 
     @property
     def searchable(self) -> tuple[CapturedFile, ...]:
@@ -57,6 +67,12 @@ def check_bundle(bundle: str | os.PathLike[str]) -> str:
     bare = path.rstrip(os.sep) or path
     try:
         st = os.lstat(bare)
+    except ValueError:  # a NUL byte: no such path can exist (a client can still send one)
+        raise CitelineError(
+            "bundle_not_found",
+            f"Bundle {quoted(path)} cannot exist: it holds a NUL character.",
+            {"bundle": printable(path)},
+        ) from None
     except FileNotFoundError:
         raise CitelineError(
             "bundle_not_found",
@@ -108,10 +124,36 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            lines = fh.read(16 * 1024 * 1024).decode("utf-8", "surrogateescape").splitlines()
+            raw = fh.read(16 * 1024 * 1024)
     finally:
         os.close(fd)
-    return GitIgnoreSpec.from_lines(lines)
+    # git splits at LF only (a CR before it is dropped by the pattern parser); str.splitlines
+    # would also split at form feeds and U+2028.
+    lines = raw.decode("utf-8", "surrogateescape").split("\n")
+    return _gitignore_spec(lines)
+
+
+def _gitignore_spec(lines: list[str]) -> GitIgnoreSpec:
+    """The patterns of a .gitignore; like git, a line that is not a valid pattern is skipped
+    and the others still apply."""
+    import warnings
+
+    from pathspec import GitIgnoreSpec  # only for bundles that have a .gitignore
+
+    with warnings.catch_warnings():  # re's FutureWarnings about odd patterns: not the user's
+        warnings.simplefilter("ignore")
+        try:
+            return GitIgnoreSpec.from_lines(lines)
+        except Exception:  # pathspec's own errors, re.error, UnicodeEncodeError, …
+            pass
+        kept = []
+        for line in lines:
+            try:
+                GitIgnoreSpec.from_lines([line])
+            except Exception:
+                continue
+            kept.append(line)
+        return GitIgnoreSpec.from_lines(kept)
 
 
 def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
@@ -119,18 +161,20 @@ def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return CitelineError(
             "bundle_invalid",
-            f"{what} {path!r} in the bundle cannot be read (permission denied). Fix its "
+            f"{what} {quoted(path)} in the bundle cannot be read (permission denied). Fix its "
             "permissions, or add it to .gitignore.",
             {"path": path, "reason": "permission_denied"},
         )
     return CitelineError(
         "bundle_invalid",
-        f"{what} {path!r} in the bundle cannot be read: {exc.strerror}.",
+        f"{what} {quoted(path)} in the bundle cannot be read: {exc.strerror}.",
         {"path": path},
     )
 
 
-def _open_dir(name: str | bytes, dir_fd: int | None, rel_dir: str, limits: Limits) -> int | None:
+def _open_dir(
+    name: str | bytes, dir_fd: int | None, rel_dir: str, limits: Limits, advice: str = "cli"
+) -> int | None:
     """A directory opened without following a link (None when it vanished or became one).
 
     Directories are opened relative to their parent's descriptor, so neither a path longer
@@ -147,13 +191,28 @@ def _open_dir(name: str | bytes, dir_fd: int | None, rel_dir: str, limits: Limit
             if depth >= limits.max_path_components:
                 # Every file this deep is over the limit; the walk cannot go deeper anyway.
                 raise limit_error(
-                    "max_path_components", depth + 1, limits.max_path_components, path=shown
+                    "max_path_components",
+                    depth + 1,
+                    limits.max_path_components,
+                    path=shown,
+                    advice=advice,
                 ) from None
         raise _unreadable("Folder", shown, exc) from None
 
 
-def _entries(dir_fd: int) -> list[tuple[str, bool]]:
-    """(name, is folder) of the folders and Markdown files in a directory, sorted by name.
+def is_markdown(name: str) -> bool:
+    """Ends in .md or .markdown, ASCII case-insensitively (SPEC §2): Unicode case folding
+    would also take the KELVIN SIGN for a k."""
+    short = name[-3:]
+    if short.isascii() and short.lower() == ".md":
+        return True
+    long = name[-9:]
+    return long.isascii() and long.lower() == ".markdown"
+
+
+def _entries(dir_fd: int) -> list[tuple[str, bool, os.DirEntry[str]]]:
+    """(name, is folder, entry) of the folders and Markdown files in a directory, sorted by
+    name (the entry stats without following links, relative to the folder's descriptor).
 
     Dot entries, links and anything else are left out (is_dir and is_file do not follow links).
     """
@@ -165,13 +224,22 @@ def _entries(dir_fd: int) -> list[tuple[str, bool]]:
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    out.append((name, True))
-                elif name.lower().endswith(_SUFFIXES) and entry.is_file(follow_symlinks=False):
-                    out.append((name, False))
+                    out.append((name, True, entry))
+                elif (name.endswith(".md") or is_markdown(name)) and entry.is_file(
+                    follow_symlinks=False
+                ):
+                    out.append((name, False, entry))
             except OSError:
                 continue  # vanished
-    out.sort()
+    # Name order: reads (and what a limit stops at) do not depend on the directory's order.
+    out.sort(key=_first)
     return out
+
+
+class Held(Protocol):
+    """Bytes already in memory, by SHA-256 (reuse.Held)."""
+
+    def get(self, sha256: str) -> bytes | None: ...
 
 
 class _Prefetch:
@@ -186,43 +254,66 @@ class _Prefetch:
 
     __slots__ = ("budget", "held", "read")
 
-    def __init__(self, budget: int, held: Mapping[str, bytes] | None) -> None:
+    def __init__(self, budget: int, held: Held | None) -> None:
         self.budget = budget
-        self.held = held or {}
+        self.held = held
         self.read = 0
 
     def keep(self, data: bytes) -> tuple[bytes, str]:
         """The bytes to keep for a file just read, and their SHA-256."""
         self.read += len(data)
         digest = hashlib.sha256(data).hexdigest()
-        # An unchanged file's bytes are already in memory (same SHA-256, same bytes): keep
-        # that copy and let this read's buffer go at once, so the next read reuses it while
-        # it is still in the CPU cache instead of growing the heap by the whole bundle.
-        return self.held.get(digest, data), digest
+        # An unchanged file's bytes may already be in memory (same SHA-256, same bytes):
+        # keep that copy and let this read's buffer go at once.
+        kept = self.held.get(digest) if self.held is not None else None
+        return (data if kept is None else kept), digest
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What reading one file gave: its bytes, their SHA-256, and the fingerprint and time
+    of the read (for the stat index)."""
+
+    data: bytes
+    sha256: str
+    stat: Fingerprint
+    read_ns: int
 
 
 _UNREAD = object()  # a file the walk left for the path-order pass
 
 
 def list_markdown(
-    root: str, settings: Settings, cancel: CancelToken | None, prefetch: _Prefetch | None = None
+    root: str,
+    settings: Settings,
+    cancel: CancelToken | None,
+    prefetch: _Prefetch | None = None,
+    known: Mapping[str, FileState] | None = None,
+    marked: frozenset[str] = frozenset(),
 ) -> list[tuple[str, object]]:
-    """(relative path, content) of every capturable file, sorted by path.
+    """(relative path, content) of every capturable file, in the walk's order.
 
-    The content is what the walk read ((bytes, SHA-256), None for a file that is gone or no
-    longer a regular file, or the CitelineError reading it raised), or _UNREAD. The walk is
-    iterative (no recursion limit) and holds one descriptor per level.
+    The content is the FileState from `known` when the file's stat fingerprint still equals
+    it, its read was not racy and the path is not `marked` (bytes unchanged: nothing read);
+    else what the walk read (a _Read, None for a file that is gone or no longer a regular
+    file, or the CitelineError reading it raised), or _UNREAD. The walk is iterative (no
+    recursion limit) and holds one descriptor per level.
     """
     limits = settings.limits
     max_bytes = limits.max_file_bytes
+    max_files = limits.max_files
     found: list[tuple[str, object]] = []
     ignores = _Ignores()
     root_fs = os.fsencode(root).rstrip(b"/") or b"/"
-    # Each frame: (descriptor, bundle-relative folder "a/b/", pending entries, pushed ignores).
-    stack: list[tuple[int, str, list[tuple[str, bool]], bool]] = []
+    previous = known or {}
+    check_stat = bool(previous)
+    get = previous.get
+    budget = prefetch.budget if prefetch is not None else 0
+    # Each frame: (descriptor, bundle-relative folder "a/b/", folders left, pushed ignores).
+    stack: list[tuple[int, str, list[str], bool]] = []
 
     def enter(name: str | bytes, parent: int | None, rel_dir: str) -> None:
-        fd = _open_dir(name, parent, rel_dir, limits)
+        fd = _open_dir(name, parent, rel_dir, limits, settings.advice)
         if fd is None:
             return
         try:
@@ -240,70 +331,112 @@ def list_markdown(
                 raise _unreadable("Folder", rel_dir.rstrip("/") or ".", exc) from None
             except (FileNotFoundError, NotADirectoryError):
                 entries = []  # vanished during the walk
+            folders = []
+            for name, is_folder, entry in entries:
+                if is_folder:
+                    folders.append(name)
+                    continue
+                rel = rel_dir + name
+                if ignores.stack and ignores.ignored(rel):
+                    continue
+                if not rel.isascii():
+                    _check_utf8(rel, rel_dir)
+                content: object = _UNREAD
+                # The stat index (SPEC §2): reused when the fingerprint is the one recorded
+                # at a read that was not racy, and no editor marked the file since.
+                state = get(rel) if check_stat else None
+                if (
+                    state is not None
+                    and state.reuse_if is not None
+                    and (not marked or rel not in marked)
+                ):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # vanished since the listing
+                    if not S_ISREG(st.st_mode):
+                        continue  # swapped for a link or a special file since the listing
+                    if stats.COARSE_NS:
+                        fp = fingerprint(st)
+                    else:
+                        fp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    if state.reuse_if == fp:
+                        content = state
+                if content is _UNREAD and prefetch is not None and prefetch.read <= budget:
+                    if cancel is not None:
+                        cancel.check()
+                    content = _read(fd, name, rel, max_bytes, prefetch)
+                found.append((rel, content))
+                if len(found) > max_files:
+                    raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
         except BaseException:
             os.close(fd)
             raise
-        entries.reverse()  # popped from the end: name order
-        stack.append((fd, rel_dir, entries, pushed))
+        folders.sort(reverse=True)  # popped from the end: name order
+        stack.append((fd, rel_dir, folders, pushed))
 
     try:
         enter(root_fs, None, "")
         while stack:
-            fd, rel_dir, entries, pushed = stack[-1]
-            if not entries:
+            fd, rel_dir, folders, pushed = stack[-1]
+            if not folders:
                 stack.pop()
                 os.close(fd)
                 if pushed:
                     ignores.stack.pop()
                 continue
-            name, is_folder = entries.pop()
-            if is_folder:
-                rel = rel_dir + name + "/"
-                if not ignores.stack or not ignores.ignored(rel):
-                    enter(name, fd, rel)
-            else:
-                rel = rel_dir + name
-                if ignores.stack and ignores.ignored(rel):
-                    continue
-                if not rel.isascii():
-                    try:
-                        rel.encode("utf-8")
-                    except UnicodeEncodeError:
-                        shown = rel_dir.rstrip("/") or "."
-                        raise CitelineError(
-                            "bundle_invalid",
-                            f"A Markdown file in folder {shown!r} has a path that is not valid "
-                            "UTF-8; rename it.",
-                            {"path": shown, "reason": "path_not_utf8"},
-                        ) from None
-                content: object = _UNREAD
-                if prefetch is not None and prefetch.read <= prefetch.budget:
-                    if cancel is not None:
-                        cancel.check()
-                    try:
-                        data = read_file(fd, name, rel, max_bytes)
-                    except CitelineError as exc:
-                        content = exc
-                    else:
-                        content = None if data is None else prefetch.keep(data)
-                found.append((rel, content))
-                if len(found) > limits.max_files:
-                    raise limit_error("max_files", len(found), limits.max_files)
+            name = folders.pop()
+            rel = rel_dir + name + "/"
+            if not ignores.stack or not ignores.ignored(rel):
+                enter(name, fd, rel)
     finally:
         for fd, *_ in stack:
             os.close(fd)
-    found.sort(key=lambda item: item[0])
     return found
 
 
-def _check_paths(found: list[tuple[str, object]], limits: Limits) -> None:
+_first = _path = itemgetter(0)
+
+
+def _check_utf8(rel: str, rel_dir: str) -> None:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = rel_dir.rstrip("/") or "."
+        raise CitelineError(
+            "bundle_invalid",
+            f"A Markdown file in folder {quoted(shown)} has a path that is not valid UTF-8; "
+            "rename it.",
+            {"path": shown, "reason": "path_not_utf8"},
+        ) from None
+
+
+def _read(dir_fd: int, name: str | bytes, rel: str, max_bytes: int, prefetch: _Prefetch) -> object:
+    """A _Read of one file, None when it is gone, or the CitelineError reading it raised."""
+    started = time.time_ns()
+    try:
+        got = read_file(dir_fd, name, rel, max_bytes)
+    except CitelineError as exc:
+        return exc
+    if got is None:
+        return None
+    data, stat = got
+    kept, digest = prefetch.keep(data)
+    return _Read(kept, digest, stat, started)
+
+
+def _check_paths(found: list[tuple[str, object]], limits: Limits, advice: str) -> None:
     for rel, _ in found:
         size = len(rel.encode("utf-8"))
         if size > limits.max_path_bytes:
-            raise limit_error("max_path_bytes", size, limits.max_path_bytes, path=rel)
+            raise limit_error(
+                "max_path_bytes", size, limits.max_path_bytes, path=rel, advice=advice
+            )
         parts = rel.count("/") + 1
         if parts > limits.max_path_components:
-            raise limit_error("max_path_components", parts, limits.max_path_components, path=rel)
+            raise limit_error(
+                "max_path_components", parts, limits.max_path_components, path=rel, advice=advice
+            )
 
 
 class _Folders:
@@ -350,7 +483,7 @@ class _Folders:
             self.names.append(part)
         return self.fds[-1]
 
-    def read(self, rel: str, max_bytes: int) -> bytes | None:
+    def read(self, rel: str, max_bytes: int) -> tuple[bytes, Fingerprint] | None:
         *dirs, name = os.fsencode(rel).split(b"/")
         try:
             dir_fd = self.folder(dirs)
@@ -364,9 +497,12 @@ class _Folders:
 _GONE = (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO)
 
 
-def read_file(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes | None:
-    """The bytes of file `name` in folder `dir_fd` (at most max_bytes + 1 of them), or None
-    when it is gone, is a link or is no regular file (a FIFO, a socket, a device)."""
+def read_file(
+    dir_fd: int, name: str | bytes, rel: str, max_bytes: int
+) -> tuple[bytes, Fingerprint] | None:
+    """The bytes of file `name` in folder `dir_fd` (at most max_bytes + 1 of them) and its
+    fingerprint when opened, or None when it is gone, is a link or is no regular file (a
+    FIFO, a socket, a device)."""
     try:
         fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -375,14 +511,15 @@ def read_file(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes
         raise _unreadable("File", rel, exc) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not S_ISREG(info.st_mode):
             return None
         # One byte past the size, so a file that grew is noticed, and one past the limit,
         # so a file that grew past it is caught.
         want = min(info.st_size, max_bytes) + 1
         data = os.read(fd, want)
         if len(data) < want:
-            return data  # a short read of a regular file is its end: no extra read for EOF
+            # a short read of a regular file is its end: no extra read for EOF
+            return data, fingerprint(info)
         chunks = [data]
         got = len(data)
         while got <= max_bytes:
@@ -391,7 +528,7 @@ def read_file(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes
                 break
             chunks.append(chunk)
             got += len(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), fingerprint(info)
     except OSError as exc:
         raise _unreadable("File", rel, exc) from None
     finally:
@@ -403,22 +540,46 @@ def capture(
     settings: Settings,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
-    held: Mapping[str, bytes] | None = None,
+    held: Held | None = None,
+    *,
+    known: Known | None = None,
+    marked: frozenset[str] = frozenset(),
+    overlay: Mapping[str, bytes] | None = None,
 ) -> Snapshot:
-    """Read and hash every Markdown file of the bundle.
+    """Every Markdown file of the bundle: its record, and its bytes when they were read.
 
-    `held` maps SHA-256s to bytes already in memory (an earlier snapshot's): a file read
-    with one of those digests keeps the held bytes, which are equal, instead of a new copy.
-    Every file is still read and hashed.
+    With `known` (the stat index of an earlier capture), a file whose fingerprint is
+    unchanged and whose last read was not racy is not read again; paths in `marked`
+    (editor notifications; "*" for all) are read whatever their stat. `overlay` maps paths
+    to the editor's unsaved text, used instead of the disk's bytes. `held` maps SHA-256s to
+    bytes already in memory: a file read with one of those digests keeps the held bytes.
     """
     root = check_bundle(bundle)
     limits = settings.limits
     reads = _Prefetch(limits.max_total_bytes, held)
-    found = list_markdown(root, settings, cancel, reads)
-    _check_paths(found, limits)
+    overlay = overlay or {}
+    previous = known.files if known is not None and "*" not in marked else None
+    found = list_markdown(root, settings, cancel, reads, previous, marked)
+    if (
+        known is not None
+        and previous is not None
+        and not overlay
+        and len(found) == len(previous)
+        and known.captured is not None
+        and known.captured.settings == (settings.reserved, settings.limits)
+        and all(type(content) is FileState for _, content in found)
+    ):
+        # Nothing read, nothing added, nothing removed (every path found was in `known`, and
+        # as many): the snapshot of the capture that made `known`, already checked against
+        # these same limits.
+        return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0)
+    found.sort(key=_path)
+    _check_paths(found, limits, settings.advice)
     reserved = set(settings.reserved)
     files = []
+    states: dict[str, FileState] = {}
     total = 0
+    read = 0
     with ExitStack() as later:
         folders: _Folders | None = None
         for i, (rel, content) in enumerate(found):
@@ -427,19 +588,109 @@ def capture(
             if content is _UNREAD:
                 if folders is None:
                     folders = later.enter_context(_Folders(os.fsencode(root).rstrip(b"/") or b"/"))
+                started = time.time_ns()
                 late = folders.read(rel, limits.max_file_bytes)
-                content = None if late is None else reads.keep(late)
+                if late is None:
+                    content = None
+                else:
+                    data, digest = reads.keep(late[0])
+                    content = _Read(data, digest, late[1], started)
             elif isinstance(content, CitelineError):
                 raise content
             if content is None:
                 continue
-            data, digest = content  # type: ignore[misc]
-            if len(data) > limits.max_file_bytes:
-                raise limit_error("max_file_bytes", len(data), limits.max_file_bytes, path=rel)
-            total += len(data)
+            if isinstance(content, FileState):
+                size, digest, data = content.size, content.sha256, None
+                states[rel] = content
+            else:
+                assert isinstance(content, _Read)
+                size, digest, data = len(content.data), content.sha256, content.data
+                states[rel] = FileState(content.stat, digest, content.read_ns)
+                read += 1
+            unsaved = False
+            if rel in overlay:
+                data = overlay[rel]
+                size, digest, unsaved = len(data), hashlib.sha256(data).hexdigest(), True
+            if size > limits.max_file_bytes:
+                raise limit_error(
+                    "max_file_bytes", size, limits.max_file_bytes, path=rel, advice=settings.advice
+                )
+            total += size
             if total > limits.max_total_bytes:
-                raise limit_error("max_total_bytes", total, limits.max_total_bytes)
-            files.append(CapturedFile(rel, data, digest, rel in reserved))
+                raise limit_error(
+                    "max_total_bytes", total, limits.max_total_bytes, advice=settings.advice
+                )
+            files.append(
+                CapturedFile(intern(rel), size, intern(digest), rel in reserved, data, unsaved)
+            )
             if progress is not None:
                 progress("capture", i + 1, len(found))
-    return Snapshot(str(Path(root)), tuple(files), snapshot_revision(files))
+    revision = snapshot_revision(files)
+    # With unsaved text the revision describes the editor's text, not the disk's.
+    disk = snapshot_revision(_disk_records(files, states)) if overlay else revision
+    captured = None
+    if not overlay:
+        records = tuple(
+            f if f.data is None else CapturedFile(f.path, f.size, f.sha256, f.reserved)
+            for f in files
+        )
+        captured = Captured(records, (settings.reserved, settings.limits))
+    after = Known(states, disk, captured)
+    return Snapshot(str(Path(root)), tuple(files), revision, after, read)
+
+
+def _disk_records(files: list[CapturedFile], states: Mapping[str, FileState]) -> list[CapturedFile]:
+    return [
+        f
+        if not f.unsaved
+        else CapturedFile(f.path, states[f.path].size, states[f.path].sha256, f.reserved)
+        for f in files
+    ]
+
+
+class Changed(Exception):
+    """A file's bytes differ from its record: it changed during the request."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class Fetcher:
+    """The bytes of a snapshot's files when a stage needs them: those the capture read,
+    else bytes held in memory with the same SHA-256, else read again (without following
+    links) and checked against the record's SHA-256 — a mismatch raises Changed, and the
+    request captures again (SPEC §2: every snippet comes from bytes with the recorded digest).
+    """
+
+    def __init__(self, snapshot: Snapshot, held: Callable[[str], bytes | None] | None = None):
+        self.snapshot = snapshot
+        self.held = held
+        self.read: list[tuple[str, bytes]] = []  # (sha256, bytes) read here, to hold
+        self._stack = ExitStack()
+        self._folders: _Folders | None = None
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stack.close()
+
+    def __call__(self, file: CapturedFile) -> bytes:
+        if file.data is not None:
+            return file.data
+        if self.held is not None:
+            data = self.held(file.sha256)
+            if data is not None:
+                return data
+        if self._folders is None:
+            root = os.fsencode(self.snapshot.root).rstrip(b"/") or b"/"
+            self._folders = self._stack.enter_context(_Folders(root))
+        got = self._folders.read(file.path, file.size)
+        if got is None or len(got[0]) != file.size:
+            raise Changed(file.path)
+        data = got[0]
+        if hashlib.sha256(data).hexdigest() != file.sha256:
+            raise Changed(file.path)
+        self.read.append((file.sha256, data))
+        return data

@@ -1,57 +1,44 @@
 """The Engine: one object per server, a fresh snapshot per request.
 
-capture → analyse (memoised per file SHA-256) → index checks → rank → snippets → JSON.
+capture → reuse → analysis → rank → snippets → JSON. Each request captures the bundle
+(reading only what its stat index cannot prove unchanged), brings the bundle's index up to
+date (rebuilding only the blocks that hold changed files), checks the SPEC §2 limits in
+order, ranks and presents. If a file turns out to have changed during the request, the
+request captures again.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .analysis import (
-    AnalysisOptions,
-    FileAnalysis,
-    analyse,
-    analyse_with_structure,
-    outline_tree,
-)
+from .blocks import options_key
 from .cancel import CancelToken
-from .capture import CapturedFile, Progress, Snapshot, capture
-from .errors import CitelineError, parse_error
-from .layout import Layout, ParseIssue, decode
-from .limits import MAX_HEADING_BYTES, Settings, limit_error
-from .parallel import Pending, Workers
+from .capture import CapturedFile, Changed, Fetcher, Progress, Snapshot, capture
+from .errors import CitelineError
+from .index import Index, Problem, Section
+from .limits import Settings
+from .options import AnalysisOptions
+from .parallel import Workers
 from .present import check_size, locator
-from .rank import Corpus, Doc, rank
-from .requests import ConceptsRequest, SearchRequest
-from .sections import Heading, Structure
+from .rank import rank
+from .requests import ConceptsRequest, Relevance, SearchRequest
+from .reuse import Reuse, bundle_key
+from .reuse.store import Store, default_folder
 from .snippets import snippet
 from .terms import WORD_RE, Tokenizer, normalise, query_terms
 
+if TYPE_CHECKING:
+    from .layout import Layout, ParseIssue
+    from .sections import Heading
+
 Bundle = str | os.PathLike[str]
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    path: str
-    line: int
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class Index:
-    """The searchable part of one snapshot, with every §2/§3 check passed."""
-
-    snapshot: Snapshot
-    files: tuple[CapturedFile, ...]  # parallel to corpus.docs
-    corpus: Corpus
-    skipped: tuple[Problem, ...]
+T = TypeVar("T")
+ATTEMPTS = 3  # captures per request when files keep changing under it
+HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and line search
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,95 +56,59 @@ class SectionHit:
     matched: tuple[str, ...]
 
 
-INDEXES_KEPT = 2  # e.g. the contract's and the recall profile's index of one workspace
-BUNDLES_HELD = 4  # bundles whose last snapshot's bytes are kept for the next capture
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request's snapshot and its checked index."""
 
-# An analysis (postings, sections) costs about nine times its file's size in memory
-# (measured on the PowerShell docs); the memo budgets with this factor, rounded up.
-ANALYSIS_COST = 12
-
-
-class Memo:
-    """Per-file analyses and structures keyed by SHA-256; LRU, bounded by estimated memory.
-
-    An analysis is keyed by (SHA-256, options); the options-independent structure (front
-    matter and headings) by (SHA-256, None), so one markdown-it parse serves every option set.
-    """
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, AnalysisOptions | None], tuple[int, Any]] = (
-            OrderedDict()
-        )
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0  # analyses found
-        self.misses = 0  # analyses computed
-
-    def lookup(self, key: tuple[str, AnalysisOptions | None]) -> Any:
-        with self._lock:
-            found = self._items.get(key)
-            if found is None:
-                return None
-            self._items.move_to_end(key)
-            if key[1] is not None:
-                self.hits += 1
-            return found[1]
-
-    def store(self, key: tuple[str, AnalysisOptions | None], value: Any, cost: int) -> None:
-        with self._lock:
-            if key[1] is not None:
-                self.misses += 1
-            if key in self._items or cost > self.max_bytes:
-                return
-            self._items[key] = (cost, value)
-            self._bytes += cost
-            while self._bytes > self.max_bytes:
-                _, (old, _) = self._items.popitem(last=False)
-                self._bytes -= old
-
-    def __contains__(self, key: tuple[str, AnalysisOptions | None]) -> bool:
-        with self._lock:
-            return key in self._items
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._bytes = 0
-
-
-def concept_id_of(path: str, analysis: FileAnalysis) -> str:
-    if analysis.front_id is not None:
-        return analysis.front_id
-    base, dot, _ext = path.rpartition(".")
-    return base if dot else path
+    snapshot: Snapshot
+    index: Index
+    fetch: Fetcher
 
 
 class Engine:
-    """Pure search over a bundle: bytes in, JSON-ready results out. Thread-safe."""
+    """Pure search over a bundle: bytes in, JSON-ready results out. Thread-safe.
+
+    `cache`: a folder for the persistent cache, True for the default one
+    (CITELINE_CACHE_DIR or the user cache folder), or None/False for none. `reread`: read
+    every file on every request (no reuse by stat). `workers`: processes for big cold
+    builds (parallel.default_workers()).
+    """
 
     def __init__(
         self,
         settings: Settings | None = None,
         *,
-        memo_bytes: int = 1 << 30,
         workers: int = 0,
+        cache: str | os.PathLike[str] | bool | None = None,
+        cache_bytes: int | None = None,
+        hold_bytes: int = HOLD_BYTES,
+        reread: bool = False,
     ) -> None:
         self.settings = settings or Settings()
-        self.memo = Memo(memo_bytes) if memo_bytes > 0 else None
-        # Worker processes are opt-in (see parallel.Workers); pass parallel.default_workers().
         self.workers = Workers(workers)
-        # The last indexes built, by (snapshot_revision, options, settings): the same bytes
-        # give the same index, so an unchanged workspace skips straight to ranking.
-        self._indexes: OrderedDict[tuple[str, AnalysisOptions, Settings], Index] = OrderedDict()
-        self._lock = threading.Lock()  # guards _indexes and _held
-        # The bytes of the last snapshot of each bundle, by SHA-256: the next capture keeps
-        # these for unchanged files instead of holding a second copy (see capture()).
-        self._held: OrderedDict[str, dict[str, bytes]] = OrderedDict()
+        self.reuse = Reuse(Store(None), hold_bytes)
+        self.use_cache(cache, cache_bytes)
+        self.reread = reread
+
+    def use_cache(
+        self, cache: str | os.PathLike[str] | bool | None, cache_bytes: int | None = None
+    ) -> None:
+        """Switch the persistent cache: a folder, True for the default one, None for none."""
+        folder = default_folder() if cache is True else (cache or None)
+        current = self.reuse.store
+        if folder != current.folder or (cache_bytes or current.max_bytes) != current.max_bytes:
+            store = Store(folder) if cache_bytes is None else Store(folder, cache_bytes)
+            self.reuse.use_store(store)
 
     def close(self) -> None:
-        """Stop the worker processes, if any were started."""
+        """Stop the worker processes, if any were started, and close the cache."""
         self.workers.close()
+        self.reuse.store.close()
+
+    def changed(self, bundle: Bundle, paths: Sequence[str] | None = None) -> None:
+        """Editor notifications: these bundle-relative paths (None: all) are read again at
+        the next capture, whatever their stat says."""
+        self.reuse.marks.mark(bundle_key(bundle), paths)
 
     # -- stages ---------------------------------------------------------------------------
 
@@ -168,164 +119,119 @@ class Engine:
         settings: Settings | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
+        overlay: Mapping[str, bytes] | None = None,
     ) -> Snapshot:
-        if self.memo is None:
-            return capture(bundle, settings or self.settings, cancel, progress)
-        key = os.fspath(bundle)
-        with self._lock:
-            held = self._held.get(key)
-        snap = capture(bundle, settings or self.settings, cancel, progress, held)
-        with self._lock:
-            _keep_newest(self._held, key, {f.sha256: f.data for f in snap.files}, BUNDLES_HELD)
+        settings = settings or self.settings
+        key = bundle_key(bundle)
+        reuse = self.reuse
+        known = None if self.reread else reuse.known(key)
+        clock, marked = reuse.marks.current(key)
+        held = reuse.held if reuse.held.max_bytes > 0 else None
+        snap = capture(
+            bundle, settings, cancel, progress, held, known=known, marked=marked, overlay=overlay
+        )
+        reuse.marks.clear(key, clock)
+        reuse.remember(key, snap.known)
+        if snap.read or overlay:
+            reuse.held.put([(f.sha256, f.data) for f in snap.files if f.data is not None])
         return snap
-
-    def analyse(
-        self,
-        file: CapturedFile,
-        options: AnalysisOptions,
-        known: Structure | ParseIssue | None = None,
-    ) -> FileAnalysis:
-        memo = self.memo
-        if memo is None:
-            return analyse(file.data, options, known)
-        found = memo.lookup((file.sha256, options))
-        if found is not None:
-            return found
-        if known is None:
-            known = memo.lookup((file.sha256, None))
-        if known is None:
-            result, known = analyse_with_structure(file.data, options)
-            memo.store((file.sha256, None), known, max(file.size, 1))
-        else:
-            result = analyse(file.data, options, known)
-        memo.store((file.sha256, options), result, max(file.size, 1) * ANALYSIS_COST)
-        return result
-
-    def _parse_ahead(
-        self, files: tuple[CapturedFile, ...], options: AnalysisOptions
-    ) -> Pending | None:
-        """Start parsing, on other cores, the files nothing is remembered for."""
-        memo = self.memo
-        todo = {
-            f.sha256: f.data
-            for f in files
-            if memo is None or ((f.sha256, options) not in memo and (f.sha256, None) not in memo)
-        }
-        return self.workers.parse(todo)
 
     def index(
         self,
         snapshot: Snapshot,
         options: AnalysisOptions = AnalysisOptions(),
         *,
+        bundle: Bundle | None = None,
         settings: Settings | None = None,
+        fetch: Fetcher | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
     ) -> Index:
-        """Analyse every searchable file and run the checks in SPEC §2's order."""
+        """The index of the snapshot's searchable files (not yet checked against limits)."""
         settings = settings or self.settings
-        key = (snapshot.revision, options, settings)
-        if self.memo is not None:
-            with self._lock:
-                cached = self._indexes.get(key)
-                if cached is not None:
-                    self._indexes.move_to_end(key)
-                    return replace(cached, snapshot=snapshot)
-        built = self._build_index(snapshot, options, settings, cancel, progress)
-        if self.memo is not None:
-            with self._lock:
-                _keep_newest(self._indexes, key, built, INDEXES_KEPT)
-        return built
+        key = (bundle_key(bundle or snapshot.root), options_key(options), settings.reserved)
+        live = self.reuse.index(key)
+        if live is not None and live.revision == snapshot.revision:
+            return live.index
+        from .build import update  # the parser and tokenizer: only when something changed
 
-    def _build_index(
+        own = fetch is None
+        fetch = fetch or Fetcher(snapshot, self.reuse.held.get)
+        try:
+            built = update(
+                live.index if live is not None else None,
+                snapshot.searchable,
+                options,
+                fetch=fetch,
+                structures=self.reuse.structures,
+                workers=self.workers,
+                cancel=cancel,
+                progress=progress,
+            )
+        finally:
+            if own:
+                fetch.__exit__()
+        self.reuse.remember_index(key, snapshot.revision, built.index, built.new_blocks)
+        return built.index
+
+    def _prepared(
         self,
-        snapshot: Snapshot,
+        bundle: Bundle,
         options: AnalysisOptions,
         settings: Settings,
         cancel: CancelToken | None,
         progress: Progress | None,
-    ) -> Index:
-        limits = settings.limits
-        searchable = snapshot.searchable
-        ahead = self._parse_ahead(searchable, options)
-        analysed: list[tuple[CapturedFile, FileAnalysis]] = []
-        try:
-            for i, file in enumerate(searchable):
-                if cancel is not None:
-                    cancel.check()
-                known = ahead.get(file.sha256, cancel) if ahead is not None else None
-                analysed.append((file, self.analyse(file, options, known)))
-                if progress is not None:
-                    progress("analyse", i + 1, len(searchable))
-        finally:
-            if ahead is not None:
-                ahead.cancel()
-        problems = tuple(
-            Problem(f.path, a.issue.line, a.issue.reason) for f, a in analysed if a.issue
-        )
-        if problems and not settings.skip_invalid:
-            raise parse_error(
-                [p.to_json() for p in problems],
-                "cannot be parsed",
-                "Fix them, or skip unparsable files with --skip-invalid.",
-            )
-        good = [(f, a) for f, a in analysed if a.issue is None]
-        owners: dict[str, str] = {}
-        docs = []
-        for f, a in good:
-            cid = concept_id_of(f.path, a)
-            if cid in owners:
-                raise CitelineError(
-                    "bundle_invalid",
-                    f"Concept id {cid!r} is used by both {owners[cid]!r} and {f.path!r}; "
-                    "give one of them another front-matter id.",
-                    {
-                        "reason": "duplicate_concept_id",
-                        "concept_id": cid,
-                        "paths": [owners[cid], f.path],
-                    },
-                )
-            owners[cid] = f.path
-            docs.append(Doc(cid, a))
-        for f, a in good:
-            if a.too_long is not None:
-                t = a.too_long
-                raise CitelineError(
-                    "resource_limit",
-                    f"The {t.what} at {f.path}:{t.line} is {t.size} UTF-8 bytes; at most "
-                    f"{MAX_HEADING_BYTES} are allowed. Shorten it.",
-                    {
-                        "limit": f"{t.what}_bytes",
-                        "value": t.size,
-                        "max": MAX_HEADING_BYTES,
-                        "path": f.path,
-                        "line": t.line,
-                    },
-                )
-        sections = sum(len(a.sections) for _, a in good)
-        if sections > limits.max_sections:
-            raise limit_error("max_sections", sections, limits.max_sections)
-        tokens = sum(a.tokens for _, a in good)
-        if tokens > limits.max_tokens:
-            raise limit_error("max_tokens", tokens, limits.max_tokens)
-        return Index(
-            snapshot,
-            tuple(f for f, _ in good),
-            Corpus.of(docs),
-            problems if settings.skip_invalid else (),
-        )
+        overlay: Mapping[str, bytes] | None,
+        then: Callable[[Prepared], T],
+        check: bool = True,
+    ) -> T:
+        """Capture, index, check and run `then` (see _captured)."""
 
-    def open_index(
+        def indexed(snap: Snapshot, fetch: Fetcher) -> T:
+            idx = self.index(
+                snap,
+                options,
+                bundle=bundle,
+                settings=settings,
+                fetch=fetch,
+                cancel=cancel,
+                progress=progress,
+            )
+            if check:
+                idx.check(settings)
+            return then(Prepared(snap, idx, fetch))
+
+        return self._captured(bundle, settings, cancel, progress, overlay, indexed)
+
+    def _captured(
         self,
         bundle: Bundle,
-        options: AnalysisOptions = AnalysisOptions(),
-        *,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-        progress: Progress | None = None,
-    ) -> Index:
-        snap = self.capture(bundle, settings=settings, cancel=cancel, progress=progress)
-        return self.index(snap, options, settings=settings, cancel=cancel, progress=progress)
+        settings: Settings,
+        cancel: CancelToken | None,
+        progress: Progress | None,
+        overlay: Mapping[str, bytes] | None,
+        then: Callable[[Snapshot, Fetcher], T],
+    ) -> T:
+        """Capture and run `then` with the snapshot and a Fetcher of its files' bytes; again
+        if a file changed meanwhile (the Fetcher found other bytes than the records name).
+
+        The last attempt reads every file, so all its bytes are at hand and it cannot fail so.
+        What the request leaves for the cache is written in one transaction at its end.
+        """
+        with self.reuse.store.batch():
+            for attempt in range(ATTEMPTS):
+                snap = self.capture(
+                    bundle, settings=settings, cancel=cancel, progress=progress, overlay=overlay
+                )
+                with Fetcher(snap, self.reuse.held.get) as fetch:
+                    try:
+                        return then(snap, fetch)
+                    except Changed as changed:
+                        again = None if attempt >= ATTEMPTS - 2 else [changed.path]
+                        self.changed(bundle, again)
+                    finally:
+                        self.reuse.held.put(fetch.read)
+        raise AssertionError("unreachable: the last attempt read every file")
 
     # -- section search (SPEC §6) ---------------------------------------------------------
 
@@ -337,60 +243,63 @@ class Engine:
         settings: Settings | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
+        overlay: Mapping[str, bytes] | None = None,
     ) -> dict[str, Any]:
         req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
         rel = req.relevance
         terms = query_terms(req.query, rel.tokenizer)
         settings = settings or self.settings
-        idx = self.open_index(
-            bundle, rel.analysis, settings=settings, cancel=cancel, progress=progress
-        )
-        ranked = rank(idx.corpus, terms, match_any=rel.match == "any", limit=req.limit)
-        if cancel is not None:
-            cancel.check()
-        texts: dict[int, str] = {}  # decoded once per file, however many hits it has
-        hits = [
-            self._hit(idx, s, terms, rel.tokenizer, rel.context == "outline", texts)
-            for s in ranked.best
-        ]
-        result: dict[str, Any] = {
-            "query": req.query,
-            "terms": list(terms),
-            "snapshot_revision": idx.snapshot.revision,
-            "total": ranked.total,
-            "truncated": ranked.total > len(hits),
-            "hits": hits,
-        }
-        if not rel.is_default:
-            result["options"] = rel.to_json()
-        if settings.skip_invalid:
-            result["skipped"] = [p.to_json() for p in idx.skipped]
-        return check_size(result, settings.limits)
+
+        def answer(p: Prepared) -> dict[str, Any]:
+            ranked = rank(p.index, terms, match_any=rel.match == "any", limit=req.limit)
+            if cancel is not None:
+                cancel.check()
+            texts: dict[str, str] = {}  # decoded once per file, however many hits it has
+            outline = rel.context == "outline"
+            hits = [
+                self._hit(p, p.index.section(s.section), s, terms, rel.tokenizer, outline, texts)
+                for s in ranked.best
+            ]
+            result: dict[str, Any] = {
+                "query": req.query,
+                "terms": list(terms),
+                "snapshot_revision": p.snapshot.revision,
+                "total": ranked.total,
+                "truncated": ranked.total > len(hits),
+                "hits": hits,
+            }
+            if not rel.is_default:
+                result["options"] = rel.to_json()
+            if settings.skip_invalid:
+                result["skipped"] = [x.to_json() for x in p.index.problems]
+            return result
+
+        result = self._prepared(bundle, rel.analysis, settings, cancel, progress, overlay, answer)
+        return check_size(result, settings.limits, settings.advice)
 
     def _hit(
         self,
-        idx: Index,
+        p: Prepared,
+        sec: Section,
         s: Any,
         terms: tuple[str, ...],
         tokenizer: Tokenizer,
         with_outline: bool,
-        texts: dict[int, str],
+        texts: dict[str, str],
     ) -> dict[str, Any]:
-        file = idx.files[s.doc]
-        doc = idx.corpus.docs[s.doc]
-        sec = doc.analysis.sections[s.section]
-        text = texts.get(s.doc)
+        file = _file(p.snapshot, sec.path)
+        text = texts.get(sec.path)
         if text is None:
-            text = texts[s.doc] = _text(file)
+            text = texts[sec.path] = _text(p.fetch(file))
         shown = snippet(text[sec.start : sec.end], s.matched, tokenizer)
         hit: dict[str, Any] = {
-            "concept_id": doc.concept_id,
-            "path": file.path,
+            "concept_id": sec.concept_id,
+            "path": sec.path,
             "heading": sec.heading,
-            "locator": locator(file.path, sec.first + 1, sec.last + 1),
+            "locator": locator(sec.path, sec.first + 1, sec.last + 1),
             "line_start": sec.first + 1,
             "line_end": sec.last + 1,
-            "content_sha256": file.sha256,
+            "content_sha256": sec.sha256,
             "snippet": shown.text,
             "score": s.score,
             "matched_terms": list(s.matched),
@@ -398,6 +307,8 @@ class Engine:
         }
         if with_outline:
             hit["outline"] = sec.outline
+        if file.unsaved:
+            hit["unsaved"] = True
         return hit
 
     # -- sections as editor symbols (SPEC §11) --------------------------------------------
@@ -413,55 +324,30 @@ class Engine:
         settings: Settings | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
+        overlay: Mapping[str, bytes] | None = None,
     ) -> list[SectionHit]:
         """As-you-type section search: the last term also matches as a prefix.
 
         A query with no terms lists the sections that have headings, in concept_id/line order.
         """
-        from .requests import Relevance
-
         rel = (
             relevance
             if isinstance(relevance, Relevance)
             else Relevance.from_mapping(relevance or {})
         )
-        base_terms = [t for t in WORD_RE.findall(normalise(query))]
-        idx = self.open_index(
-            bundle, rel.analysis, settings=settings, cancel=cancel, progress=progress
-        )
-        docs = idx.corpus.docs
-        if not base_terms:
-            listing = [
-                (doc.concept_id, sec.first, di, si)
-                for di, doc in enumerate(docs)
-                for si, sec in enumerate(doc.analysis.sections)
-                if sec.heading
-            ]
-            listing.sort()
-            return [self._section_hit(idx, di, si, 0.0, ()) for _, _, di, si in listing[:list_cap]]
-        terms = query_terms(query, rel.tokenizer)
-        prefix = bool(WORD_RE.fullmatch(query[-1:]))
-        ranked = rank(
-            idx.corpus, terms, match_any=rel.match == "any", prefix_last=prefix, limit=cap
-        )
-        return [self._section_hit(idx, s.doc, s.section, s.score, s.matched) for s in ranked.best]
+        settings = settings or self.settings
+        base_terms = WORD_RE.findall(normalise(query))
 
-    def _section_hit(
-        self, idx: Index, di: int, si: int, score: float, matched: tuple[str, ...]
-    ) -> SectionHit:
-        doc = idx.corpus.docs[di]
-        sec = doc.analysis.sections[si]
-        return SectionHit(
-            idx.files[di].path,
-            doc.concept_id,
-            doc.analysis.title,
-            sec.heading,
-            sec.level,
-            sec.first + 1,
-            sec.last + 1,
-            score,
-            matched,
-        )
+        def answer(p: Prepared) -> list[SectionHit]:
+            idx = p.index
+            if not base_terms:
+                return [_section_hit(idx.section(g), 0.0, ()) for g in idx.listing(list_cap)]
+            terms = query_terms(query, rel.tokenizer)
+            prefix = bool(WORD_RE.fullmatch(query[-1:]))
+            ranked = rank(idx, terms, match_any=rel.match == "any", prefix_last=prefix, limit=cap)
+            return [_section_hit(idx.section(s.section), s.score, s.matched) for s in ranked.best]
+
+        return self._prepared(bundle, rel.analysis, settings, cancel, progress, overlay, answer)
 
     # -- concept search (SPEC §9) ---------------------------------------------------------
 
@@ -478,31 +364,35 @@ class Engine:
             request if isinstance(request, ConceptsRequest) else ConceptsRequest.from_json(request)
         )
         settings = settings or self.settings
-        idx = self.open_index(bundle, settings=settings, cancel=cancel, progress=progress)
         needle = normalise(req.query)
-        found = []
-        for file, doc in zip(idx.files, idx.corpus.docs, strict=True):
-            title = doc.analysis.title
-            if needle in normalise(doc.concept_id) or needle in normalise(title):
-                found.append(
-                    {
-                        "concept_id": doc.concept_id,
-                        "path": file.path,
-                        "title": title,
-                        "content_sha256": file.sha256,
-                    }
-                )
-        found.sort(key=lambda c: c["concept_id"])
-        result: dict[str, Any] = {
-            "query": req.query,
-            "snapshot_revision": idx.snapshot.revision,
-            "total": len(found),
-            "truncated": len(found) > req.limit,
-            "concepts": found[: req.limit],
-        }
-        if settings.skip_invalid:
-            result["skipped"] = [p.to_json() for p in idx.skipped]
-        return check_size(result, settings.limits)
+
+        def answer(p: Prepared) -> dict[str, Any]:
+            found = []
+            for block in p.index.blocks:
+                for cid, title, i in zip(block.concept, block.title, block.doc_input, strict=True):
+                    if needle in normalise(cid) or needle in normalise(title):
+                        found.append(
+                            {
+                                "concept_id": cid,
+                                "path": block.paths[i],
+                                "title": title,
+                                "content_sha256": block.shas[i],
+                            }
+                        )
+            found.sort(key=lambda c: c["concept_id"])
+            result: dict[str, Any] = {
+                "query": req.query,
+                "snapshot_revision": p.snapshot.revision,
+                "total": len(found),
+                "truncated": len(found) > req.limit,
+                "concepts": found[: req.limit],
+            }
+            if settings.skip_invalid:
+                result["skipped"] = [x.to_json() for x in p.index.problems]
+            return result
+
+        result = self._prepared(bundle, AnalysisOptions(), settings, cancel, progress, None, answer)
+        return check_size(result, settings.limits, settings.advice)
 
     # -- line search (SPEC §8) ------------------------------------------------------------
 
@@ -514,46 +404,88 @@ class Engine:
         settings: Settings | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
+        overlay: Mapping[str, bytes] | None = None,
     ) -> dict[str, Any]:
         from .lines import LinesRequest, search_lines
 
         req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
         settings = settings or self.settings
-        snap = self.capture(bundle, settings=settings, cancel=cancel, progress=progress)
-        return check_size(
-            search_lines(snap, req, cancel=cancel, skip_invalid=settings.skip_invalid),
-            settings.limits,
-        )
+
+        def answer(snap: Snapshot, fetch: Fetcher) -> dict[str, Any]:
+            return search_lines(snap, req, fetch, cancel=cancel, skip_invalid=settings.skip_invalid)
+
+        result = self._captured(bundle, settings, cancel, progress, overlay, answer)
+        return check_size(result, settings.limits, settings.advice)
 
     # -- editor helpers -------------------------------------------------------------------
 
     def problems(
-        self, bundle: Bundle, *, settings: Settings | None = None, cancel: CancelToken | None = None
+        self,
+        bundle: Bundle,
+        options: AnalysisOptions = AnalysisOptions(),
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
     ) -> list[Problem]:
         """Parse errors of every searchable file (for diagnostics); capture errors raise."""
-        snap = self.capture(bundle, settings=settings, cancel=cancel)
-        out = []
-        for file in snap.searchable:
-            a = self.analyse(file, AnalysisOptions())
-            if a.issue is not None:
-                out.append(Problem(file.path, a.issue.line, a.issue.reason))
-        return out
+        settings = settings or self.settings
+        return self._prepared(
+            bundle,
+            options,
+            settings,
+            cancel,
+            None,
+            None,
+            lambda p: list(p.index.problems),
+            check=False,
+        )
+
+    def prepare(
+        self,
+        bundle: Bundle,
+        options: AnalysisOptions = AnalysisOptions(),
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+    ) -> Index:
+        """Capture and index the bundle (a warm-up); the limits are checked."""
+        settings = settings or self.settings
+        return self._prepared(bundle, options, settings, cancel, progress, None, lambda p: p.index)
 
     @staticmethod
     def outline(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
+        from .analysis import outline_tree
+
         return outline_tree(data)
 
 
-def _keep_newest(items: OrderedDict[Any, Any], key: Any, value: Any, count: int) -> None:
-    """Store `value` as the newest item, dropping the oldest beyond `count`."""
-    items[key] = value
-    items.move_to_end(key)
-    while len(items) > count:
-        items.popitem(last=False)
+def _section_hit(sec: Section, score: float, matched: tuple[str, ...]) -> SectionHit:
+    return SectionHit(
+        sec.path,
+        sec.concept_id,
+        sec.title,
+        sec.heading,
+        sec.level,
+        sec.first + 1,
+        sec.last + 1,
+        score,
+        matched,
+    )
 
 
-def _text(file: CapturedFile) -> str:
-    text = decode(file.data)
+def _file(snapshot: Snapshot, path: str) -> CapturedFile:
+    files = snapshot.files
+    i = bisect.bisect_left(files, path, key=lambda f: f.path)
+    if i == len(files) or files[i].path != path:  # pragma: no cover - the index is the snapshot's
+        raise CitelineError("bundle_invalid", f"{path!r} is not in the snapshot.", {"path": path})
+    return files[i]
+
+
+def _text(data: bytes) -> str:
+    from .layout import decode
+
+    text = decode(data)
     assert isinstance(text, str)  # only analysed, parseable files reach here
     return text
 

@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 _LF = re.compile("\n")
 
 
@@ -81,15 +79,9 @@ def layout(data: bytes) -> Layout | ParseIssue:
     if close is None:
         return ParseIssue(1, "front matter opened by '---' on line 1 is never closed")
     source = "\n".join(lay.line(i) for i in range(1, close))
-    try:
-        value = yaml.safe_load(source) if source.strip() else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return ParseIssue(line, f"invalid YAML in front matter: {problem}")
-    if value is None:
-        value = {}
-    if not isinstance(value, dict):
-        return ParseIssue(1, f"front matter is not a mapping (it is a {type(value).__name__})")
+    from .frontmatter import load_front_matter  # PyYAML: only for files that have some
+
+    value = load_front_matter(source)
+    if isinstance(value, ParseIssue):
+        return value
     return Layout(text, starts, ends, value, close + 1)

@@ -73,13 +73,21 @@ LIMIT_INFO: dict[str, tuple[str, str]] = {
 }
 
 
-def limit_error(name: str, value: int, maximum: int, **extra: Any) -> CitelineError:
+def limit_error(
+    name: str, value: int, maximum: int, *, advice: str = "cli", **extra: Any
+) -> CitelineError:
+    """resource_limit naming the limit, the value reached and how to raise it: a CLI flag
+    for the command line and MCP (`advice="cli"`), the setting for an editor."""
     what, flag = LIMIT_INFO[name]
     where = f" ({extra['path']})" if "path" in extra else ""
+    how = (
+        f"Raise it with the citeline setting limits.{name}."
+        if advice == "editor"
+        else f"Raise it with {flag} (setting limits.{name})."
+    )
     return CitelineError(
         "resource_limit",
-        f"Limit exceeded: {what}{where} reached {value}, over the maximum of {maximum}. "
-        f"Raise it with {flag} (setting limits.{name}).",
+        f"Limit exceeded: {what}{where} reached {value}, over the maximum of {maximum}. {how}",
         {"limit": name, "value": value, "max": maximum, "setting": name, "flag": flag, **extra},
     )
 
@@ -92,3 +100,5 @@ class Settings:
     reserved: tuple[str, ...] = ("index.md", "log.md")
     use_ignore: bool = True
     skip_invalid: bool = False
+    # How error messages say what to change: CLI flags ("cli") or editor settings ("editor").
+    advice: str = "cli"

@@ -29,7 +29,7 @@ from typing import Any
 import re2
 
 from .cancel import CancelToken
-from .capture import Snapshot
+from .capture import CapturedFile, Snapshot
 from .errors import CitelineError, parse_error, schema_error
 from .layout import ParseIssue, decode
 from .requests import bool_field, check_keys, check_text, int_field
@@ -269,11 +269,15 @@ def _parse_error(errors: list[dict[str, Any]]) -> CitelineError:
 def search_lines(
     snapshot: Snapshot,
     req: LinesRequest,
+    fetch: Callable[[CapturedFile], bytes] | None = None,
     cancel: CancelToken | None = None,
     *,
     skip_invalid: bool = False,
 ) -> dict[str, Any]:
     """SPEC §8 over a captured snapshot: matches in path order, then line order.
+
+    `fetch` gives each file's bytes (capture.Fetcher: those read, held or read again and
+    checked); without it, every file's bytes must be in the snapshot.
 
     Any file that is not valid UTF-8 blocks the search (all of them are listed), unless
     `skip_invalid`: then those files are left out and listed under `skipped`.
@@ -285,7 +289,9 @@ def search_lines(
     for file in snapshot.searchable:
         if cancel is not None:
             cancel.check()
-        text = decode(file.data)
+        raw = fetch(file) if fetch is not None else file.data
+        assert raw is not None
+        text = decode(raw)
         if isinstance(text, ParseIssue):
             errors.append({"path": file.path, "line": text.line, "reason": text.reason})
             continue
@@ -294,8 +300,8 @@ def search_lines(
         norm = _normalise(text)
         data = b""
         if find.needs_bytes:
-            plain = b"\r" not in file.data and not file.data.startswith(BOM)
-            data = file.data if plain else norm.encode("utf-8")
+            plain = b"\r" not in raw and not raw.startswith(BOM)
+            data = raw if plain else norm.encode("utf-8")
         hits = find.find(norm, data)
         if not hits:
             continue
@@ -303,7 +309,10 @@ def search_lines(
         if room > 0:
             lines = split_lines(norm)
             for line, column in hits[:room]:
-                matches.append(_match(file.path, lines, line, column, req.context))
+                found = _match(file.path, lines, line, column, req.context)
+                if file.unsaved:
+                    found["x-unsaved"] = True  # SPEC §8: extra fields only as x- keys
+                matches.append(found)
         total += len(hits)
     if errors and not skip_invalid:
         raise _parse_error(errors)

@@ -1,8 +1,8 @@
-"""Parsing many files on several cores.
+"""Analysing many files on several cores.
 
-markdown-it's block parse is most of a cold request's cost and is a pure function of a
-file's bytes, so it runs in worker processes; only the small Structure comes back.
-Everything that depends on the relevance options stays in the calling process.
+Parsing and tokenising are most of a cold request's cost and a pure function of the files'
+bytes, so whole blocks are built in worker processes (build.build_chunk) and come back
+encoded, as the cache stores them.
 """
 
 from __future__ import annotations
@@ -10,18 +10,16 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
-from .layout import ParseIssue
-from .sections import Structure, structure
 
-# Below this much unparsed Markdown, starting and feeding workers costs more than it saves.
-PARALLEL_MIN_BYTES = 2 << 20
-_CHUNK_BYTES = 256 << 10
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+# Process pools are imported when first started: most requests never need one, and the
+# command line's start-up time is part of every call.
 
 
 def default_workers() -> int:
@@ -56,45 +54,33 @@ def _init_worker(owner: int) -> None:
     threading.Thread(target=watch, name="citeline-owner-watch", daemon=True).start()
 
 
-def _structures(chunk: list[bytes]) -> list[Structure | ParseIssue]:
-    return [structure(data) for data in chunk]
+class Result:
+    """One job's result, fetched with cancellation checks; None if the pool broke."""
 
-
-class Pending:
-    """Structures being parsed by the pool, fetched one file at a time."""
-
-    def __init__(
-        self,
-        owner: Workers,
-        futures: list[Future[list[Structure | ParseIssue]]],
-        where: dict[str, tuple[int, int]],
-    ) -> None:
+    def __init__(self, owner: Workers, future: Future[Any] | None) -> None:
         self.owner = owner
-        self.futures = futures
-        self.where = where
-        self.failed = False
+        self.future = future
 
-    def get(self, key: str, cancel: CancelToken | None = None) -> Structure | ParseIssue | None:
-        """The structure of `key`, waiting for its chunk; None if the pool broke."""
-        place = self.where.get(key)
-        if place is None or self.failed:
+    def get(self, cancel: CancelToken | None = None) -> Any:
+        if self.future is None:
             return None
-        future = self.futures[place[0]]
+        from concurrent.futures import TimeoutError as FutureTimeout
+        from concurrent.futures.process import BrokenProcessPool
+
         while True:
             if cancel is not None:
                 cancel.check()
             try:
-                return future.result(timeout=0.05)[place[1]]
+                return self.future.result(timeout=0.05)
             except FutureTimeout:
                 continue
             except BrokenProcessPool:
-                self.failed = True
                 self.owner._discard()
                 return None
 
     def cancel(self) -> None:
-        for future in self.futures:
-            future.cancel()
+        if self.future is not None:
+            self.future.cancel()
 
 
 class Workers:
@@ -106,6 +92,9 @@ class Workers:
         self._lock = threading.Lock()
 
     def _get(self) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+
         with self._lock:
             if self._pool is None:
                 # forkserver, not fork: a forked child inherits locks that other threads
@@ -121,30 +110,16 @@ class Workers:
                 )
             return self._pool
 
-    def parse(self, datas: dict[str, bytes]) -> Pending | None:
-        """Start parsing `datas` (key → bytes) in the pool; None when not worth a pool.
+    def run(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Result]:
+        """Start `fn(*job)` for each job, in order; results that cannot start are None."""
+        from concurrent.futures.process import BrokenProcessPool
 
-        Chunks are submitted in the given order, so a caller walking the files in that order
-        can analyse each one while the workers parse the files after it.
-        """
-        if self.count < 2 or sum(len(d) for d in datas.values()) < PARALLEL_MIN_BYTES:
-            return None
-        chunks: list[list[str]] = [[]]
-        size = 0
-        for key, data in datas.items():
-            if size >= _CHUNK_BYTES:
-                chunks.append([])
-                size = 0
-            chunks[-1].append(key)
-            size += len(data)
         try:
             pool = self._get()
-            futures = [pool.submit(_structures, [datas[k] for k in chunk]) for chunk in chunks]
+            return [Result(self, pool.submit(fn, *job)) for job in jobs]
         except (OSError, RuntimeError, BrokenProcessPool):
             self._discard()
-            return None
-        where = {key: (i, j) for i, chunk in enumerate(chunks) for j, key in enumerate(chunk)}
-        return Pending(self, futures, where)
+            return [Result(self, None) for _ in jobs]
 
     def _discard(self) -> None:
         with self._lock:

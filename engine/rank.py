@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
+import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .analysis import FileAnalysis
+from .index import K1, Index
 from .scoring import MATCH_ANY, AnyScoring, factor, heading_bonus, plan, rescore_bounded
 
-K1 = 1.2
-B = 0.75
-MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
-
-
-@dataclass(frozen=True, slots=True)
-class Doc:
-    """One searchable file as the ranker sees it."""
-
-    concept_id: str
-    analysis: FileAnalysis
+_K1P = K1 + 1
 
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    doc: int  # index into the docs sequence
-    section: int  # index into that doc's sections
+    section: int  # global section number in the index
     score: float
     matched: tuple[str, ...]  # query terms present, in query order
 
@@ -38,78 +27,32 @@ class Ranking:
     best: list[Scored]  # the first `limit` of them (all, without a limit), best first
 
 
-Postings = tuple[tuple[int, int], ...]
-_REMEMBERED = 262_144  # (doc, postings) entries a corpus keeps for terms already looked up
+def idf(index: Index, term: str) -> float:
+    df = index.df(term)
+    return math.log(1 + (index.n - df + 0.5) / (df + 0.5))
 
 
-@dataclass(frozen=True, slots=True)
-class Corpus:
-    """Collection statistics: N sections, their mean weighted length.
+# The length part of BM25 with match=any's k1 and b (engine/scoring.py), per index.
+_ANY_DENOMINATORS: weakref.WeakKeyDictionary[Index, tuple[float, float, list[float]]] = (
+    weakref.WeakKeyDictionary()
+)
 
-    It also remembers, for each term a query has used, which documents contain it: a
-    corpus lives as long as its snapshot_revision, and as-you-type queries repeat terms.
-    """
 
-    docs: Sequence[Doc]
-    n: int
-    avglen: float
-    _seen: dict[str, dict[int, Postings]] = field(default_factory=dict, compare=False, repr=False)
-    _size: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
-
-    @classmethod
-    def of(cls, docs: Sequence[Doc]) -> Corpus:
-        n = sum(len(d.analysis.sections) for d in docs)
-        total = sum(d.analysis.total_length for d in docs)
-        mean = total / n if n else 0.0
-        return cls(docs, n, mean if mean > 0 else 1.0)
-
-    def occurrences(self, term: str) -> dict[int, Postings]:
-        """doc index -> the term's postings in that doc, for the docs that contain it."""
-        found = self._seen.get(term)
-        if found is None:
-            found = {}
-            for di, doc in enumerate(self.docs):
-                plist = doc.analysis.postings.get(term)
-                if plist is not None:
-                    found[di] = plist
-            # Bounded: a long-lived server sees many distinct terms. Dict operations are
-            # atomic, so concurrent requests at worst look a term up again.
-            cost = len(found) + 1
-            if self._size[0] + cost > _REMEMBERED:
-                self._seen.clear()
-                self._size[0] = 0
-            self._seen[term] = found
-            self._size[0] += cost
-        return found
-
-    def df(self, term: str) -> int:
-        return sum(map(len, self.occurrences(term).values()))
-
-    def idf(self, term: str) -> float:
-        df = self.df(term)
-        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
-
-    def expand(self, prefix: str) -> list[str]:
-        """Indexed terms that start with `prefix` (itself included), most frequent first.
-
-        At most MAX_EXPANSIONS of them: a one-letter prefix would otherwise stand for
-        thousands of terms and make every keystroke rank the whole vocabulary.
-        """
-        found: dict[str, int] = {}
-        for d in self.docs:
-            vocab = d.analysis.vocab
-            postings = d.analysis.postings
-            i = bisect.bisect_left(vocab, prefix)
-            while i < len(vocab) and vocab[i].startswith(prefix):
-                term = vocab[i]
-                found[term] = found.get(term, 0) + len(postings[term])
-                i += 1
-        ranked = sorted(found, key=lambda t: (-found[t], t))[:MAX_EXPANSIONS]
-        return sorted(ranked)
+def _denominators(index: Index, k1: float, b: float) -> list[float]:
+    """k1·(1 − b + b·len/avglen) of every section, once per index and (k1, b)."""
+    known = _ANY_DENOMINATORS.get(index)
+    if known is not None and known[:2] == (k1, b):
+        return known[2]
+    avglen = index.avglen
+    pre = [
+        k1 * (1 - b + b * length / avglen) for block in index.blocks for length in block.sec_length
+    ]
+    _ANY_DENOMINATORS[index] = (k1, b, pre)
+    return pre
 
 
 def rank(
-    corpus: Corpus,
+    index: Index,
     terms: Sequence[str],
     *,
     match_any: bool = False,
@@ -127,104 +70,94 @@ def rank(
     # groups[i]: the indexed terms that stand for query term i (one, or its expansions)
     groups = [[t] for t in terms]
     if prefix_last and terms:
-        groups[-1] = corpus.expand(terms[-1])
-    where = [[(t, corpus.occurrences(t)) for t in group] for group in groups]
-    idf = {t: corpus.idf(t) for group in groups for t in group}
-    k1, b = K1, B
-    weights = [[idf[t] for t in group] for group in groups]
-    factors: dict[int, float] = {}  # coordination factor by mask: few masks, many sections
-    if match_any:
-        query = plan(terms, [max((idf[t] for t in g), default=0.0) for g in groups], scoring)
-        k1, b = query.k1, query.b
-        weights = [[w * m for w in ws] for ws, m in zip(weights, query.multipliers, strict=True)]
-    # per group: (doc -> postings, the weight its BM25 parts get), for each indexed term
-    weighted = [
-        [(found, w) for (_t, found), w in zip(group, ws, strict=True)]
-        for group, ws in zip(where, weights, strict=True)
-    ]
-    # Only documents that can match are visited: with match=all, those holding every group.
-    per_group = [set().union(*(found.keys() for _t, found in group)) for group in where]
-    if not per_group:
-        candidates: set[int] = set()
-    elif match_any:
-        candidates = set().union(*per_group)
-    else:
-        candidates = set.intersection(*sorted(per_group, key=len))
-    avglen = corpus.avglen
+        groups[-1] = index.expand(terms[-1])
     need = len(groups)
-    # (score, doc, section, bit mask of the groups matched)
-    found_sections: list[tuple[float, int, int, int]] = []
-    for di in sorted(candidates):
-        sections = corpus.docs[di].analysis.sections
-        scores: dict[int, float] = {}
-        masks: dict[int, int] = {}
-        for gi, group in enumerate(weighted):
-            bit = 1 << gi
-            for found, weight in group:
-                plist = found.get(di)
-                if plist is None:
-                    continue
-                for si, tf in plist:
-                    # The formula exactly as SPEC §5 writes it: scores are part of the
-                    # output, and a different rounding could reorder equal scores.
-                    length = sections[si].length
-                    part = weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avglen))
-                    if si in scores:
-                        scores[si] += part
-                        masks[si] |= bit
-                    else:
-                        scores[si] = part
-                        masks[si] = bit
-        for si, score in scores.items():
-            mask = masks[si]
+    if match_any:
+        present = [g for g in range(need) if any(index.where(t) for t in groups[g])]
+    else:
+        present = list(range(need))
+        if not all(any(index.where(t) for t in group) for group in groups):
+            return Ranking(0, [])  # some term is nowhere: nothing can hold all of them
+    if match_any:
+        query = plan(terms, [max((idf(index, t) for t in g), default=0.0) for g in groups], scoring)
+        k1p = query.k1 + 1
+        pre = _denominators(index, query.k1, query.b)
+        multipliers = query.multipliers
+    else:
+        k1p = _K1P
+        pre = index.denominators()
+    scores = [0.0] * index.n
+    masks = [0] * index.n
+    touched: list[int] = []
+    for gi in present:
+        bit = 1 << gi
+        for term in groups[gi]:
+            weight = idf(index, term)
             if match_any:
-                f = factors.get(mask)
-                if f is None:
-                    f = factors[mask] = factor(mask, query)
-                # scoring.final_score(score, mask, query), with the factor remembered
-                found_sections.append((score * f, di, si, mask))
-            elif mask.bit_count() == need:
-                found_sections.append((score, di, si, mask))
-    total = len(found_sections)
-    chosen = found_sections
-    docs = corpus.docs
+                weight *= multipliers[gi]  # a CJK chain's bigrams share one word's weight
+            for block, base, lo, hi in index.where(term):
+                for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+                    g = base + s
+                    # The formula exactly as SPEC §5 writes it (the length part evaluated
+                    # once per index, in the same order): scores are part of the output,
+                    # and a different rounding could reorder equal scores.
+                    scores[g] += weight * tf * k1p / (tf + pre[g])
+                    mask = masks[g]
+                    if not mask:
+                        touched.append(g)
+                    masks[g] = mask | bit
+    if match_any:
+        factors: dict[int, float] = {}  # the coordination factor by mask: few masks
+        for g in touched:
+            mask = masks[g]
+            f = factors.get(mask)
+            if f is None:
+                f = factors[mask] = factor(mask, query)
+            scores[g] *= f  # scoring.final_score(score, mask, query)
+        found = touched
+    else:
+        full = (1 << need) - 1
+        found = [g for g in touched if masks[g] == full]
+    total = len(found)
+    chosen = found
     tokenizer = getattr(terms, "tokenizer", None)  # terms.QueryTerms know theirs
     if match_any and query.heading and tokenizer is not None:
-        titles: dict[int, set[str]] = {}
 
-        def with_bonus(e: tuple[float, int, int, int]) -> tuple[float, int, int, int]:
-            score, di, si, mask = e
-            analysis = docs[di].analysis
-            if di not in titles:
-                titles[di] = set(tokenizer.tokens(analysis.title))
-            sec = analysis.sections[si]
-            words = titles[di].union(tokenizer.tokens(f"{sec.heading}\n{sec.outline}"))
-            held = sum(1 << g for g, group in enumerate(groups) if not words.isdisjoint(group))
-            return (score * heading_bonus(held & mask, query), di, si, mask)
+        def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
+            score, g = e
+            sec = index.section(g)
+            words = set(tokenizer.tokens(sec.title))
+            words.update(tokenizer.tokens(f"{sec.heading}\n{sec.outline}"))
+            held = sum(1 << i for i, group in enumerate(groups) if not words.isdisjoint(group))
+            return (score * heading_bonus(held & masks[g], query), g)
 
-        chosen = rescore_bounded(found_sections, limit, 1 + query.heading, with_bonus)
+        kept = rescore_bounded(
+            [(scores[g], g) for g in found], limit, 1 + query.heading, with_bonus
+        )
+        for score, g in kept:
+            scores[g] = score
+        chosen = [g for _, g in kept]
     if limit is not None and len(chosen) > limit:
-        chosen = _cut(chosen, limit)
+        chosen = _cut(chosen, scores, limit)
 
-    def key(e: tuple[float, int, int, int]) -> tuple[float, str, int]:
-        score, di, si, _ = e
-        return (-score, docs[di].concept_id, docs[di].analysis.sections[si].first)
+    def key(g: int) -> tuple[float, str, int]:
+        return (-scores[g], *index.concept_and_line(g))
 
-    chosen.sort(key=key)
+    chosen = sorted(chosen, key=key)
     if limit is not None:
         chosen = chosen[:limit]
     best = [
-        Scored(di, si, score, tuple(t for g, t in enumerate(terms) if mask >> g & 1))
-        for score, di, si, mask in chosen
+        Scored(g, scores[g], tuple(t for i, t in enumerate(terms) if masks[g] >> i & 1))
+        for g in chosen
     ]
     return Ranking(total, best)
 
 
-def _cut(found: list[tuple[float, int, int, int]], limit: int) -> list[tuple[float, int, int, int]]:
+def _cut(found: list[int], scores: list[float], limit: int) -> list[int]:
     """The sections that can be among the best `limit`, with far fewer than all of them to
     sort: the order starts with the score, so every section scoring above the limit-th one
     is in, and those equal to it are kept to be ordered by the rest of the key."""
     if limit <= 0:
         return []
-    lowest = heapq.nlargest(limit, (e[0] for e in found))[-1]
-    return [e for e in found if e[0] >= lowest]
+    lowest = heapq.nlargest(limit, (scores[g] for g in found))[-1]
+    return [g for g in found if scores[g] >= lowest]

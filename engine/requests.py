@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .analysis import AnalysisOptions
 from .errors import schema_error
+from .options import AnalysisOptions
 from .terms import Tokenizer, check_query, check_text
 
 CHOICES: dict[str, tuple[str, ...]] = {

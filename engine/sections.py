@@ -12,9 +12,11 @@ from markdown_it.token import Token
 from .layout import Layout, ParseIssue, layout
 
 # Block structure is all that decides where headings are; inline parsing is only needed
-# for the heading texts themselves, so the block parser skips it.
+# for the heading texts themselves, so the block parser skips it. The inline parser keeps
+# escapes and entities as tokens of their own (no text_join), so that every text token is
+# a slice of the heading's source (see _original_text).
 _BLOCK = MarkdownIt("commonmark").disable(["inline", "text_join"])
-_INLINE = MarkdownIt("commonmark")
+_INLINE = MarkdownIt("commonmark").disable("text_join")
 _LONE_CR = re.compile("\r(?!\n)")
 _NOT_WHITE = re.compile(
     "[^\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
@@ -25,7 +27,7 @@ _NOT_WHITE = re.compile(
 class Heading:
     line: int  # 0-based line where the heading starts
     level: int
-    text: str  # plain text (markup removed)
+    text: str  # plain text (markup removed); "\n" where a Setext heading breaks its line
     end_line: int  # 0-based line after the heading's last line (Setext underline included)
 
 
@@ -54,35 +56,93 @@ def headings(lay: Layout) -> list[Heading]:
     found = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map is not None:
-            inline = tokens[i + 1]
-            found.append(
-                Heading(tok.map[0], int(tok.tag[1]), plain_text(inline.content, env), tok.map[1])
-            )
+            first, end = tok.map
+            pieces = inline_pieces(tokens[i + 1].content, env)
+            text = "".join(map(_piece_text, pieces))
+            if _LONE_CR.search(lay.text, lay.starts[first], lay.ends[end - 1]):
+                text = _original_text(lay, first, end, tok.markup.startswith("#"), pieces)
+            found.append(Heading(first, int(tok.tag[1]), text, end))
     return found
 
 
-def plain_text(content: str, env: dict | None = None) -> str:
-    """A heading's inline content with markup dropped and the text inside kept.
+_BREAKS = ("softbreak", "hardbreak")
+_TEXT = ("text", "text_special", "code_inline")
+
+
+def inline_pieces(content: str, env: dict | None = None) -> list[Token]:
+    """The tokens that make a heading's plain text, in order: text, escapes and entities
+    (text_special), code spans, and line breaks; markup, link destinations and raw HTML
+    are dropped, the text of links, emphasis and image alt text kept.
 
     `env` carries the document's link reference definitions (from the block pass).
     """
     if not content:
-        return ""
-    out: list[str] = []
+        return []
+    out: list[Token] = []
     for tok in _INLINE.parseInline(content, dict(env) if env else None):
         _collect(tok.children or [], out)
-    return "".join(out)
+    return out
 
 
-def _collect(children: list[Token], out: list[str]) -> None:
+def plain_text(content: str, env: dict | None = None) -> str:
+    """A heading's inline content with markup dropped and the text inside kept; a line
+    break (soft or hard) of a heading written over several lines stays "\n"."""
+    return "".join(map(_piece_text, inline_pieces(content, env)))
+
+
+def _piece_text(piece: Token) -> str:
+    kind = piece.type
+    if kind in _BREAKS:
+        return "\n"
+    return "" if kind == "html_inline" else piece.content
+
+
+def _collect(children: list[Token], out: list[Token]) -> None:
     for child in children:
         kind = child.type
-        if kind in ("text", "text_special", "code_inline"):
-            out.append(child.content)
-        elif kind in ("softbreak", "hardbreak"):
-            out.append(" ")
+        if kind in _TEXT or kind in _BREAKS or kind == "html_inline":
+            out.append(child)
         elif kind == "image":
             _collect(child.children or [], out)
+
+
+def _original_text(lay: Layout, first: int, end: int, atx: bool, pieces: list[Token]) -> str:
+    """The plain text of a heading whose lines hold a lone CR, with each CR kept.
+
+    The parser saw a space for each lone CR (parser_input); the heading is text of the
+    file, so the pieces are found again, in order, in the heading's lines as the parser saw
+    them, and taken from the original lines at the same offsets (the two differ only where
+    a CR became a space). A piece that is not a slice of the source (a decoded escape or
+    entity, a code span that crossed a line) keeps what the parser made of it; spaces the
+    parser dropped (trimmed around the text, around line breaks) are dropped with their CR.
+    """
+    start, stop = lay.starts[first], lay.ends[end - 1]
+    # As the parser saw them: CR → space, NUL → U+FFFD (CommonMark's replacement, kept).
+    original = lay.text[start:stop].replace("\0", "\ufffd")
+    seen = _LONE_CR.sub(" ", original)
+    cursor = 0
+    if atx:  # after the opening `#`s, so no piece is found in a container's markers
+        cursor = seen.find("#")
+        while cursor < len(seen) and seen[cursor] == "#":
+            cursor += 1
+    out = []
+    for piece in pieces:
+        kind = piece.type
+        if kind in _BREAKS:
+            out.append("\n")
+            needle = "\n"
+        elif kind == "html_inline":
+            needle = piece.content
+        else:
+            needle = piece.markup if kind == "text_special" else piece.content
+        at = seen.find(needle, cursor) if needle else -1
+        if kind in ("text", "code_inline"):
+            out.append(original[at : at + len(needle)] if at >= 0 else piece.content)
+        elif kind == "text_special":
+            out.append(piece.content)
+        if at >= 0:
+            cursor = at + len(needle)
+    return "".join(out)
 
 
 def cut(lay: Layout, heads: list[Heading]) -> list[Span]:

@@ -1,19 +1,17 @@
-"""`citeline search|concepts|lines|lsp|mcp`: the command-line front over citeline.engine."""
+"""`citeline search|concepts|lines|lsp|mcp`: the command-line front over citeline.engine.
+
+Start-up time is part of every call, so this module imports only the standard library; the
+engine, the renderer and the servers are imported inside the functions that need them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import fields
-from typing import Any
-
-from citeline.engine import CitelineError, Engine, Limits, Settings
-from citeline.engine.parallel import default_workers
-from citeline.engine.present import encode
-
-from . import render
+from typing import Any, NoReturn
 
 EXIT = {
     "schema_validation": 2,
@@ -24,24 +22,153 @@ EXIT = {
     "cancelled": 130,
 }
 NO_MATCH = 1  # like grep and ripgrep: success, but nothing matched
+NO_MCP = 1  # `citeline mcp` without the MCP SDK installed
+
+RAISE_LIMITS = "--raise-limits"
+
+# Options whose value is free text: a value starting with '-' (`-F -ComputerName`, `-q -x`,
+# `-F -- --amend`) is still their value, as grep and rg take `-e -x`. argparse would read it
+# as an option and fail with "expected one argument".
+TEXT_OPTIONS = {
+    "-q": "--query",
+    "--query": "--query",
+    "-F": "--exact",
+    "--exact": "--exact",
+    "-e": "--regex",
+    "--regex": "--regex",
+}
+
+# The relevance options of a search: (request key, flag, choices, help). The request key is
+# the contract's; `context` is spelled --scope on the command line because -C/--context
+# means lines of context, as in grep.
+RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    (
+        "profile",
+        "--profile",
+        ("contract", "recall"),
+        "contract (default): every word, whole words, as typed. recall: any word counts and "
+        "sections holding more of them rank first, English stemming, the headings above a "
+        "section count, CJK text matched by character pairs, identifiers split into their "
+        "parts; explicit options override it",
+    ),
+    (
+        "match",
+        "--match",
+        ("all", "any"),
+        "all (default): a section must hold every word; any: at least one",
+    ),
+    (
+        "context",
+        "--scope",
+        ("section", "outline"),
+        "section (default): a section's own text; outline: the headings above it count too",
+    ),
+    (
+        "cjk",
+        "--cjk",
+        ("runs", "bigrams"),
+        "runs (default): a run of Chinese/Japanese/Korean characters is one word; bigrams: "
+        "matched by overlapping character pairs",
+    ),
+    (
+        "stemming",
+        "--stemming",
+        ("none", "english"),
+        "none (default); english: 'searching' also matches 'search'",
+    ),
+    (
+        "identifiers",
+        "--identifiers",
+        ("whole", "split"),
+        "whole (default); split: CamelCase and letter-digit joins also match by their parts "
+        "('inline prediction' finds InlinePrediction)",
+    ),
+)
+
+CONTEXT_MAX = 10
+
+
+class UsageError(Exception):
+    """An argument the parser rejects; reported as schema_validation (exit 2)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
+
+
+class Version(argparse.Action):
+    """--version, looked up only when asked (importlib.metadata costs milliseconds)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("citeline")
+        except PackageNotFoundError:
+            number = "unknown"
+        sys.stdout.write(f"citeline {number}\n")
+        parser.exit()
+
+
+def context_lines(value: str) -> int:
+    if value in ("section", "outline"):
+        raise argparse.ArgumentTypeError(
+            f"a number of lines is expected (0-{CONTEXT_MAX}); the relevance option "
+            f"'context {value}' is spelled --scope {value}"
+        )
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a number of lines is expected (0-{CONTEXT_MAX}), not {value!r}"
+        ) from None
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("bundle", nargs="?", default=".", help="folder of Markdown files (default: .)")
     p.add_argument(
-        "--json", action="store_true", help="print the contract JSON (or error envelope)"
+        "bundle",
+        nargs="?",
+        default=None,
+        help="folder of Markdown files (default: the current directory)",
     )
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the contract's JSON result (or its error envelope), nothing else",
+    )
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the output: auto (default: on a terminal, unless NO_COLOR is set)",
+    )
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the summary line (counts, snapshot) on stderr even when it is not a terminal",
+    )
     _add_capture(p)
 
 
 def _add_capture(p: argparse.ArgumentParser) -> None:
     """What settings_from() reads: ignore handling, skipping, reserved files, limits."""
+    from citeline.engine.limits import Limits
+
     p.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files")
     p.add_argument(
         "--skip-invalid",
         action="store_true",
-        help="leave unparsable files out of the search (listed under 'skipped')",
+        help="leave unparsable files out of the search (each is named on stderr, and under "
+        "'skipped' with --json)",
     )
     p.add_argument(
         "--reserved",
@@ -50,68 +177,225 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
         help="root file that is captured but never searched (repeatable; default index.md, log.md)",
     )
     p.add_argument("--no-reserved", action="store_true", help="search index.md and log.md too")
-    group = p.add_argument_group("limits (each raises the SPEC default)")
-    for f in fields(Limits):
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither use nor fill the persistent cache (CITELINE_CACHE_DIR, else the user "
+        "cache folder); results are the same, only slower",
+    )
+    p.add_argument(
+        "--reread",
+        action="store_true",
+        help="read every file again, even those whose size, times and inode show them "
+        "unchanged since an earlier call",
+    )
+    group = p.add_argument_group(
+        "limits", "what a bundle may hold before the request fails; see docs/limits.md"
+    )
+    editor = Limits.editor()
+    group.add_argument(
+        RAISE_LIMITS,
+        action="store_true",
+        help="raise every limit at once to the editor limits (those marked below); a limit "
+        "flag given with it still wins",
+    )
+    for name, default in _limit_defaults(Limits()):
+        what = LIMIT_NAMES.get(name, name.replace("_", " "))
+        raised = getattr(editor, name)
+        more = f"; {RAISE_LIMITS}: {_amount(name, raised)}" if raised != default else ""
         group.add_argument(
-            "--" + f.name.replace("_", "-"), type=int, metavar="N", help=f"default {f.default:,}"
+            "--" + name.replace("_", "-"),
+            type=int,
+            metavar="N",
+            help=f"most {what} (default {_amount(name, default)}{more})",
         )
 
 
+LIMIT_NAMES = {
+    "max_files": "files captured",
+    "max_total_bytes": "bytes captured, all files",
+    "max_file_bytes": "bytes of one file",
+    "max_sections": "sections",
+    "max_tokens": "indexed tokens",
+    "max_path_components": "components of a path",
+    "max_path_bytes": "UTF-8 bytes of a path",
+    "max_response_bytes": "bytes of one JSON response",
+}
+
+
+def _amount(name: str, value: int) -> str:
+    mib = 1024 * 1024
+    if name.endswith("_bytes") and value >= mib and value % mib == 0:
+        return f"{value // mib} MiB"
+    return f"{value:,}"
+
+
+def _limit_defaults(limits: Any) -> list[tuple[str, int]]:
+    from dataclasses import fields
+
+    return [(f.name, getattr(limits, f.name)) for f in fields(limits)]
+
+
 def _add_relevance(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("relevance options (SPEC §13; defaults are the contract)")
-    g.add_argument("--profile", choices=("contract", "recall"))
-    g.add_argument("--match", choices=("all", "any"))
-    g.add_argument("--context", dest="context_mode", choices=("section", "outline"))
-    g.add_argument("--cjk", choices=("runs", "bigrams"))
-    g.add_argument("--stemming", choices=("none", "english"))
-    g.add_argument("--identifiers", choices=("whole", "split"))
+    g = p.add_argument_group(
+        "relevance",
+        "looser matching for questions in plain words; the defaults are the strict contract. "
+        "See docs/relevance.md",
+    )
+    for key, flag, choices, text in RELEVANCE:
+        g.add_argument(flag, dest=f"rel_{key}", choices=choices, help=text)
+
+
+def _add_count(p: argparse.ArgumentParser, most: int, default: int, what: str) -> None:
+    p.add_argument(
+        "-m",
+        "--max-count",
+        "--limit",
+        dest="limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"{what} to return, 1-{most} (default {default})",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    top = Parser(
         prog="citeline",
         description="Find the Markdown section that answers a query, and cite it exactly.",
+        epilog="Each command has its own --help. Guides: docs/cli.md, docs/relevance.md, "
+        "docs/limits.md.",
+        allow_abbrev=False,
     )
-    sub = top.add_subparsers(dest="command", required=True)
+    top.add_argument("--version", action=Version)
+    sub = top.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="search, concepts or lines (each has its own --help), lsp or mcp",
+    )
 
-    s = sub.add_parser("search", help="ranked sections (BM25) with cited snippets")
+    s = sub.add_parser(
+        "search", help="ranked sections (BM25) with cited snippets", allow_abbrev=False
+    )
+    s.add_argument(
+        "-q",
+        "--query",
+        required=True,
+        metavar="TEXT",
+        help="the words to find (1-512 characters); by default a section must hold every one",
+    )
+    _add_count(s, 100, 20, "hits")
+    s.add_argument(
+        "-C",
+        "--context",
+        dest="context_lines",
+        type=context_lines,
+        default=0,
+        metavar="N",
+        help=f"lines shown around each matching line (0-{CONTEXT_MAX}, default 0)",
+    )
     _add_common(s)
-    s.add_argument("-q", "--query", required=True)
-    s.add_argument("-n", "--limit", type=int, default=None, help="hits to show (1-100, default 20)")
     _add_relevance(s)
 
-    c = sub.add_parser("concepts", help="files whose concept id or title contains the query")
+    c = sub.add_parser(
+        "concepts",
+        help="files whose concept id or title contains the query",
+        allow_abbrev=False,
+    )
+    c.add_argument(
+        "-q",
+        "--query",
+        required=True,
+        metavar="TEXT",
+        help="text the concept id or title contains (case-insensitive)",
+    )
+    _add_count(c, 100, 20, "concepts")
     _add_common(c)
-    c.add_argument("-q", "--query", required=True)
-    c.add_argument("-n", "--limit", type=int, default=None, help="1-100, default 20")
 
-    ln = sub.add_parser("lines", help="grep-like line search (exact or RE2 regex)")
-    _add_common(ln)
+    ln = sub.add_parser(
+        "lines", help="grep-like line search (exact text or RE2 regex)", allow_abbrev=False
+    )
     what = ln.add_mutually_exclusive_group(required=True)
-    what.add_argument("-F", "--exact", metavar="TEXT")
-    what.add_argument("-e", "--regex", metavar="PATTERN")
-    ln.add_argument("-i", "--ignore-case", action="store_true")
-    ln.add_argument("-n", "--limit", type=int, default=None, help="1-1000, default 100")
-    ln.add_argument("-C", "--context", type=int, default=None, help="0-10, default 2")
+    what.add_argument(
+        "-F", "--exact", metavar="TEXT", help="literal text to find (may start with '-')"
+    )
+    what.add_argument(
+        "-e",
+        "--regex",
+        metavar="PATTERN",
+        help="RE2 regular expression (linear time; no backreferences or look-around)",
+    )
+    ln.add_argument("-i", "--ignore-case", action="store_true", help="match case-insensitively")
+    _add_count(ln, 1000, 100, "matching lines")
+    ln.add_argument(
+        "-C",
+        "--context",
+        type=context_lines,
+        default=None,
+        metavar="N",
+        help=f"lines shown before and after each match (0-{CONTEXT_MAX}; default 0, and 2 "
+        "in --json as the contract says)",
+    )
+    ln.add_argument(
+        "-n",
+        "--line-number",
+        action="store_true",
+        help="accepted for grep habits: line numbers are always shown",
+    )
+    _add_common(ln)
 
-    sub.add_parser("lsp", help="run the language server on stdio")
-    m = sub.add_parser("mcp", help="run the MCP server on stdio")
+    sub.add_parser("lsp", help="run the language server on stdio", allow_abbrev=False)
+    m = sub.add_parser(
+        "mcp",
+        help="run the MCP server on stdio (needs: pip install 'citeline[mcp]')",
+        allow_abbrev=False,
+    )
     m.add_argument("bundle", nargs="?", default=".", help="folder of Markdown files (default: .)")
     _add_capture(m)
     return top
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
+def bind_text_values(argv: Sequence[str]) -> list[str]:
+    """`-F -x` → `--exact=-x` and `-F -- --amend` → `--exact=--amend`, so that a query or
+    pattern may start with '-'. Nothing after a bare `--` is touched."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            out.extend(argv[i:])
+            break
+        flag = TEXT_OPTIONS.get(token)
+        if flag is not None and i + 1 < len(argv):
+            value, step = argv[i + 1], 2
+            if value == "--" and i + 2 < len(argv):
+                value, step = argv[i + 2], 3
+            out.append(f"{flag}={value}")
+            i += step
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def settings_from(args: argparse.Namespace) -> Any:
+    from dataclasses import fields, replace
+
+    from citeline.engine.limits import Limits, Settings
+
     raised = {
         f.name: getattr(args, f.name) for f in fields(Limits) if getattr(args, f.name) is not None
     }
+    checked = Limits.from_mapping(raised)  # every value validated
+    base = Limits.editor() if args.raise_limits else Limits()
     reserved: tuple[str, ...] = ("index.md", "log.md")
     if args.no_reserved:
         reserved = ()
     if args.reserved:
         reserved = tuple(args.reserved)
     return Settings(
-        limits=Limits.from_mapping(raised),
+        limits=replace(base, **{name: getattr(checked, name) for name in raised}),
         reserved=reserved,
         use_ignore=not args.no_ignore,
         skip_invalid=args.skip_invalid,
@@ -129,70 +413,318 @@ def request_from(args: argparse.Namespace) -> dict[str, Any]:
         }
         if args.context is not None:
             req["context"] = args.context
+        elif not args.json:
+            req["context"] = 0  # people see no context unless they ask, as with grep
     else:
         req["query"] = args.query
     if args.limit is not None:
         req["limit"] = args.limit
     if args.command == "search":
-        for key in ("profile", "match", "cjk", "stemming", "identifiers"):
-            if getattr(args, key) is not None:
-                req[key] = getattr(args, key)
-        if args.context_mode is not None:
-            req["context"] = args.context_mode
+        for key, *_ in RELEVANCE:
+            value = getattr(args, f"rel_{key}")
+            if value is not None:
+                req[key] = value
+        if not 0 <= args.context_lines <= CONTEXT_MAX:
+            from citeline.engine import CitelineError
+
+            raise CitelineError(
+                "schema_validation",
+                f"-C/--context must be from 0 to {CONTEXT_MAX} lines; got {args.context_lines}.",
+                {"field": "context_lines", "flag": "-C"},
+            )
     return req
 
 
+def recall_request(request: dict[str, Any]) -> dict[str, Any]:
+    """The search to suggest when no section holds every word: `recall`, keeping the
+    options the user chose except `match` (recall's point is to accept any word)."""
+    from . import render
+
+    again = {k: v for k, v in request.items() if k != "match"}
+    again["profile"] = "recall"
+    again["limit"] = min(request.get("limit", render.RECALL_SHOWN), render.RECALL_SHOWN)
+    return again
+
+
+def flag_of(args: argparse.Namespace, field: str) -> str | None:
+    """The command-line flag that sets a request field."""
+    if field == "pattern":
+        return "-F/--exact" if args.exact is not None else "-e/--regex"
+    if args.command == "search":
+        relevance = {key: flag for key, flag, *_ in RELEVANCE}
+        if field in relevance:
+            return relevance[field]
+    return {"query": "-q/--query", "limit": "-m/--max-count", "context": "-C/--context"}.get(field)
+
+
+def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
+    """The engine's error with the command line's words: flags instead of request fields,
+    and the one flag that raises every limit."""
+    from citeline.engine import CitelineError
+
+    message = err.message
+    details = err.details or {}
+    if err.code == "schema_validation" and args is not None:
+        field = details.get("field")
+        flag = flag_of(args, field) if isinstance(field, str) else None
+        if flag and message.startswith(f"{field} "):
+            message = flag + message[len(field) :]
+        message = message.replace("search with mode 'exact'", "search the literal text with -F")
+    if message != err.message:
+        err = CitelineError(err.code, message, details)
+    if args is not None and args.raise_limits:
+        return err
+    return with_limit_advice(err, f"Or raise every limit at once with {RAISE_LIMITS}.")
+
+
+def with_limit_advice(err: Any, advice: str) -> Any:
+    """A resource_limit error that the editor limits would lift says so, naming
+    --raise-limits: the flag raises that limit at all, the limit in force is below its editor
+    value, and the value reached is within it."""
+    from citeline.engine import CitelineError
+    from citeline.engine.limits import Limits
+
+    details = err.details or {}
+    name, value, maximum = details.get("limit"), details.get("value"), details.get("max")
+    if err.code != "resource_limit" or not isinstance(name, str):
+        return err
+    editor = getattr(Limits.editor(), name, None)
+    default = getattr(Limits(), name, None)
+    if not all(isinstance(n, int) for n in (editor, default, value, maximum)):
+        return err
+    if editor <= default or maximum >= editor or value > editor:
+        return err
+    return CitelineError(err.code, f"{err.message} {advice}", details)
+
+
 def run_query(args: argparse.Namespace) -> int:
+    from citeline.engine import CitelineError, Engine
+    from citeline.engine.parallel import default_workers
+
+    from . import render
+
+    bundle = args.bundle if args.bundle is not None else "."
     color = render.use_color(args.color, sys.stdout)
     progress = render.ProgressBar()
+    recall: dict[str, Any] | None = None
+    recall_error: Any = None
     try:
         settings = settings_from(args)
         request = request_from(args)
-        # One request: nothing to remember; big cold parses use the other cores.
-        engine = Engine(settings, memo_bytes=0, workers=default_workers())
+        # One request: no bytes worth holding; big cold parses use the other cores; the
+        # persistent cache carries what an earlier call learnt.
+        engine = Engine(
+            settings,
+            workers=default_workers(),
+            cache=not args.no_cache,
+            reread=args.reread,
+            hold_bytes=0,
+        )
         method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
-        result = method[args.command](args.bundle, request, progress=progress)
+        result = method[args.command](bundle, request, progress=progress)
+        if wants_recall(args, result):
+            try:
+                recall = engine.search(bundle, recall_request(request), progress=progress)
+            except CitelineError as err:
+                recall_error = err
     except CitelineError as err:
         progress.clear()
-        return report(err, args.json)
+        return report(worded_for_cli(err, args), args.json)
     except KeyboardInterrupt:
         progress.clear()
         return report(CitelineError("cancelled", "Interrupted; nothing was returned."), args.json)
     progress.clear()
     if args.json:
+        from citeline.engine.present import encode
+
         sys.stdout.write(encode(result) + "\n")
-    else:
-        draw = {
-            "search": render.render_search,
-            "concepts": render.render_concepts,
-            "lines": render.render_lines,
-        }[args.command]
-        sys.stdout.write(draw(result, color) + "\n")
+        return 0 if result["total"] else NO_MATCH
+    sys.stdout.write(draw(args, result, recall, color))
+    sys.stdout.flush()
+    notes = render.skipped_notes(result, args.bundle)
+    if recall_error is not None:
+        err = worded_for_cli(recall_error, args)
+        notes.append(f"citeline: the --profile recall search failed: {err.code}: {err.message}")
+    if args.stats or sys.stderr.isatty():
+        summary = {
+            "search": render.search_summary,
+            "concepts": render.concepts_summary,
+            "lines": render.lines_summary,
+        }[args.command](result)
+        reserved = render.reserved_note(bundle, settings.reserved)
+        notes.append(summary + (f" · {reserved}" if reserved else ""))
+    if notes:
+        sys.stderr.write("\n".join(notes) + "\n")
     return 0 if result["total"] else NO_MATCH
 
 
-def report(err: CitelineError, as_json: bool) -> int:
+def wants_recall(args: argparse.Namespace, result: dict[str, Any]) -> bool:
+    """Human search output that found nothing because not every word was in one section."""
+    if args.json or args.command != "search" or result["total"]:
+        return False
+    return (result.get("options") or {}).get("match", "all") == "all"
+
+
+def draw(
+    args: argparse.Namespace,
+    result: dict[str, Any],
+    recall: dict[str, Any] | None,
+    color: bool,
+) -> str:
+    from . import render
+
+    bundle = args.bundle if args.bundle is not None else "."
+    if args.command == "concepts":
+        body = render.render_concepts(result, color, bundle=args.bundle)
+    elif args.command == "lines":
+        find = None
+        if color:
+            find = render.line_finder(result["pattern"], result["mode"], not args.ignore_case)
+        body = render.render_lines(
+            result, color, bundle=args.bundle, context=args.context or 0, find=find
+        )
+    else:
+        sources = render.Sources(bundle)
+        body = render.render_search(
+            result, color, bundle=args.bundle, sources=sources, context=args.context_lines
+        )
+        if not result["total"] and (recall is not None or wants_recall(args, result)):
+            notice = render.no_hit_notice(recall["total"] if recall is not None else None)
+            hits = ""
+            if recall is not None and recall["hits"]:
+                hits = "\n\n" + render.render_search(
+                    recall, color, bundle=args.bundle, sources=sources, context=args.context_lines
+                )
+            body = notice + hits
+    return body + "\n" if body else ""
+
+
+def report(err: Any, as_json: bool) -> int:
     if as_json:
+        from citeline.engine.present import encode
+
         sys.stdout.write(encode(err.to_json()) + "\n")
     else:
         sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
     return EXIT[err.code]
 
 
+def usage_error(err: UsageError, argv: Sequence[str]) -> int:
+    """A rejected argument: the §10 envelope on stdout with --json, else argparse's usage."""
+    wants_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+    culprit = err.parser
+    # "unrecognized arguments" comes from the top parser: show the command's own usage.
+    commands = next(
+        (a.choices for a in culprit._actions if isinstance(a, argparse._SubParsersAction)), {}
+    )
+    named = next((commands[t] for t in argv if t in commands), None)
+    if named is not None:
+        culprit = named
+    usage = culprit.format_usage().strip()
+    if wants_json:
+        import json
+
+        envelope = {
+            "error": {
+                "code": "schema_validation",
+                "message": f"{err.message} (see {culprit.prog} --help)",
+                "details": {"usage": usage},
+            }
+        }
+        sys.stdout.write(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        sys.stderr.write(f"{usage}\n{culprit.prog}: error: {err.message}\n")
+    return EXIT["schema_validation"]
+
+
+MCP_SDK = ("mcp", "mcp_types", "anyio")  # what lsp/mcp.py needs beyond citeline's own
+
+
+def serve_mcp(args: argparse.Namespace) -> int:
+    try:
+        from .mcp import main as serve
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in MCP_SDK:
+            raise
+        sys.stderr.write(
+            "citeline: the MCP server needs the MCP SDK, which is not installed "
+            f"(no module {exc.name!r}). Install it with: pip install 'citeline[mcp]' "
+            "(from a checkout: pip install '.[mcp]').\n"
+        )
+        return NO_MCP
+    from citeline.engine import CitelineError
+
+    try:
+        settings = settings_from(args)
+    except CitelineError as err:
+        return report(err, False)
+    return (
+        serve(os.path.abspath(args.bundle), settings, cache=not args.no_cache, reread=args.reread)
+        or 0
+    )
+
+
+INTERNAL_EXIT = 70  # a bug in citeline (EX_SOFTWARE); = citeline.engine.errors.INTERNAL_EXIT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    """The console script: _main, with UTF-8 output and no traceback for a bug.
+
+    An exception that is not a CitelineError is a bug in citeline: it is reported as one
+    line (the internal_error envelope on stdout with --json), with exit code INTERNAL_EXIT;
+    the traceback goes to stderr only when CITELINE_LOG=debug.
+    """
+    _utf8_output()
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(words)
+    except Exception as exc:
+        options = words[: words.index("--")] if "--" in words else words
+        return report_bug(exc, "--json" in options)
+
+
+def report_bug(exc: BaseException, as_json: bool) -> int:
+    with contextlib.suppress(Exception):  # nothing more can be done if this fails too
+        from citeline.engine.errors import INTERNAL, internal_error
+
+        envelope = internal_error(exc)
+        if os.environ.get("CITELINE_LOG", "").lower() == "debug":
+            import traceback
+
+            traceback.print_exception(exc, file=sys.stderr)
+        if as_json:
+            from citeline.engine.present import encode
+
+            sys.stdout.write(encode(envelope) + "\n")
+            sys.stdout.flush()
+        else:
+            sys.stderr.write(f"citeline: {INTERNAL}: {envelope['error']['message']}\n")
+    return INTERNAL_EXIT
+
+
+def _utf8_output() -> None:
+    """stdout in UTF-8 whatever the locale or PYTHONIOENCODING (--json is UTF-8 JSON, and a
+    pipe's reader cannot guess another encoding); stderr keeps the terminal's encoding, and
+    both escape what they cannot encode (backslashreplace) instead of failing."""
+    for stream, encoding in ((sys.stdout, "utf-8"), (sys.stderr, None)):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            # A stream that cannot change (already read from, or closed) stays as it is.
+            with contextlib.suppress(ValueError, OSError, LookupError):
+                reconfigure(encoding=encoding or stream.encoding, errors="backslashreplace")
+
+
+def _main(argv: list[str]) -> int:
+    try:
+        args = parser().parse_args(bind_text_values(argv))
+    except UsageError as err:
+        return usage_error(err, argv)
     if args.command == "lsp":
         from .server import main as serve
 
         return serve() or 0
     if args.command == "mcp":
-        from .mcp import main as serve_mcp
-
-        try:
-            settings = settings_from(args)
-        except CitelineError as err:
-            return report(err, False)
-        return serve_mcp(os.path.abspath(args.bundle), settings) or 0
+        return serve_mcp(args)
     try:
         return run_query(args)
     except BrokenPipeError:

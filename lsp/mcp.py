@@ -2,11 +2,13 @@
 
 Three tools, one per engine call: `search_sections` (SPEC §6/§13), `search_concepts` (§9) and
 `search_lines` (§8). Their inputSchema/outputSchema are the JSON Schemas of engine/contracts,
-served as they are except for the two document-identity keys `$schema` and `$id` (see
-`wire_schema`). A result is returned twice, as MCP structured output (structuredContent) and as
-one text block holding the compact JSON every front writes (byte-identical to `citeline search
---json`). An engine error is a tool error (isError) whose only content is the §10 envelope as
-compact JSON text.
+served as they are except for the two document-identity keys `$schema` and `$id` and a
+description added to every input parameter (see `wire_schema`). A result is returned once in
+full, as MCP structured output (structuredContent, the contract's result byte for byte), and
+once as a compact text rendering (`render_text`) that still lets an agent verify every
+citation (SPEC §14): per hit the path, line range, content_sha256 and the snippet verbatim,
+and the snapshot_revision once. An engine error is a tool error (isError) whose only content
+is the §10 envelope as compact JSON text.
 
 Built on the SDK's low-level `mcp.server.lowlevel.Server`: the high-level MCPServer derives
 schemas from Python signatures and cannot serve a given JSON Schema as it is.
@@ -15,6 +17,9 @@ schemas from Python signatures and cannot serve a given JSON Schema as it is.
 from __future__ import annotations
 
 import copy
+import json
+import logging
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,8 +36,13 @@ from mcp.shared.exceptions import MCPError
 from citeline.engine import CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
+from citeline.engine.errors import internal_error, printable
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
+
+from .cli import with_limit_advice
+
+log = logging.getLogger("citeline.mcp")
 
 SERVER_NAME = "citeline"
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one call
@@ -41,6 +51,8 @@ PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one ca
 EXIT_CODES = {"bundle_not_found": 4, "bundle_invalid": 4}
 
 EngineCall = Callable[..., dict[str, Any]]
+
+RESTART_ADVICE = "Or restart the server (citeline mcp) with --raise-limits to raise every limit."
 
 
 # -- descriptions an agent reads ------------------------------------------------------------
@@ -62,6 +74,35 @@ REVISION = (
     "and SHA-256 of each); two answers with the same revision searched the same bytes, whatever "
     "front (CLI, editor, MCP) computed them. Every call reads the folder afresh from disk."
 )
+WHEN_RECALL = (
+    'When to use profile="recall": the query is a question or a description in plain words, '
+    "it is in Chinese, Japanese or Korean, or a first try found nothing. The default "
+    '(profile="contract") needs every word, whole and as written, in one section: best for a '
+    "few exact keywords."
+)
+NO_HIT_HINT = (
+    'No section holds every word of the query. Ask again with profile="recall": a section '
+    "then needs only some of the words (those holding more rank first), and stemming, the "
+    "headings above a section and CJK character pairs count. Or drop a word, or use "
+    "search_lines for an exact string."
+)
+NO_HIT_ANY = (
+    "No section holds any word of the query under these options. Try other words, or "
+    "search_lines for an exact string."
+)
+TEXT_FORMAT = (
+    "The text content is a compact rendering: a first line with the counts and the "
+    "snapshot_revision, then per hit `[rank] <path> lines <line_start>-<line_end> · sha256 "
+    "<content_sha256> · <heading>` and the snippet verbatim in a fenced block (with "
+    "matched/missing query words when an option is not the default). structuredContent holds "
+    "the full result described below (match_spans, locator, score, matched_terms)."
+)
+
+
+def _recall_options() -> str:
+    from citeline.engine.requests import RECALL
+
+    return ", ".join(f"{k}={v}" for k, v in RECALL.items())
 
 
 def _reserved_note(settings: Settings) -> str:
@@ -76,15 +117,10 @@ def _search_description(bundle: str, settings: Settings) -> str:
         [
             "Find the Markdown sections that answer a question, in the document folder "
             f"{bundle}, ranked by BM25, each with an exact citation. A section is a heading "
-            "through the line before the next heading (or the text before the first heading).",
-            "Arguments: query (words; by default every word must occur in the section, as a "
-            "whole word, case-insensitive, no stemming), limit (1-100, default 20). Relevance "
-            'options (defaults are the strict contract): match="any" (at least one word; more '
-            'words matched ranks first), context="outline" (the headings above a section count '
-            'too), cjk="bigrams" (Chinese/Japanese/Korean text matched by character pairs), '
-            'stemming="english" (search matches searching), identifiers="split" (InlinePrediction '
-            'also matches inline and prediction), profile="recall" (all five at once). If a '
-            'strict query finds nothing, retry with profile="recall".',
+            "through the line before the next heading (or the text before the first heading)"
+            f"{_reserved_note(settings)}.",
+            WHEN_RECALL + " Each argument is described in the input schema.",
+            TEXT_FORMAT,
             "Each hit: path (relative to the folder, '/' separated); locator "
             "(path percent-encoded as a URL path + '#L<line_start>-L<line_end>': cite it as is); "
             "line_start, line_end (1-based, inclusive; the heading line is line_start); heading "
@@ -92,10 +128,11 @@ def _search_description(bundle: str, settings: Settings) -> str:
             "lines, at most 512 characters, starting near the first match); match_spans "
             "([{start,end}] UTF-8 byte offsets into the snippet, end exclusive: not character "
             "offsets); content_sha256 (SHA-256 hex of the whole file as it was read); score "
-            "(lexical relevance only, not trust); matched_terms (the query terms found); "
-            "concept_id (front-matter id, or the path without extension). Result: terms (the "
-            "normalised query words), total (all matching sections), truncated (total > hits "
-            "returned), options (present when a relevance option is not the default).",
+            "(lexical relevance only, not trust); matched_terms (the query terms found, as "
+            "normalised: stems under stemming); concept_id (front-matter id, or the path "
+            "without extension). Result: terms (the normalised query terms), total (all "
+            "matching sections), truncated (total > hits returned), options (present when a "
+            "relevance option is not the default).",
             REVISION,
             VERIFY,
             ERRORS,
@@ -109,12 +146,14 @@ def _concepts_description(bundle: str, settings: Settings) -> str:
             f"List the documents (concepts) of the Markdown folder {bundle} whose concept_id "
             "or title contains the query (case-insensitive substring), sorted by concept_id. "
             "Use it to find which files exist on a topic; use search_sections to find the "
-            "passage.",
+            'passage (with profile="recall" for a question in plain words).',
+            "The text content lists one concept per line: `<concept_id> · <path> · "
+            '"<title>" · sha256 <content_sha256>`; structuredContent holds the full result.',
             "Each concept: concept_id (front-matter id, or the path without its extension), "
             'path (relative to the folder), title (front-matter title, or ""), '
             "content_sha256 (SHA-256 hex of the whole file: hash the file and compare before "
             "relying on it). Result: total (all matches), truncated (total > concepts "
-            "returned); limit 1-100, default 20.",
+            "returned).",
             REVISION,
             ERRORS,
         ]
@@ -125,10 +164,14 @@ def _lines_description(bundle: str, settings: Settings) -> str:
     return "\n\n".join(
         [
             f"grep the Markdown files of the folder {bundle} line by line (front matter "
-            f"included{_reserved_note(settings)}). "
-            'mode "exact" (literal substring, default) or "regex" (RE2 syntax: linear time, no '
-            "backreferences); case_sensitive (default true); limit 1-1000 (default 100); "
-            "context 0-10 lines before and after (default 2).",
+            f"included{_reserved_note(settings)}). Use it for an exact string: a command, "
+            "flag, identifier or error message; every matching line is found. To find the "
+            "passage that answers a question, use search_sections instead, with "
+            'profile="recall" when the question is in plain words.',
+            "The text content is grep-like: a first line with the counts and the "
+            "snapshot_revision, then for each file `file: <path>` and its lines as "
+            "`<line>:<column>:<text>` for a match and `<line>-<text>` for a context line, "
+            "`--` between groups that do not touch. structuredContent holds the full result.",
             "Each match: path (relative to the folder), line (1-based), column (1-based, in "
             "characters, first match on the line), text (the line, or a 256-character window "
             "around the match marked with … where cut), context.before / context.after (the "
@@ -139,6 +182,98 @@ def _lines_description(bundle: str, settings: Settings) -> str:
             ERRORS,
         ]
     )
+
+
+# What each input parameter means for an agent, added to the served copy of the contract's
+# request schema (see wire_schema). A parameter the contract gains without an entry here keeps
+# the contract's own description; tests/mcp require every served parameter to have one.
+PARAMETERS: dict[str, dict[str, str]] = {
+    "search": {
+        "query": (
+            "The words to look for, 1-512 characters with at least one letter or digit. By "
+            "default every word must occur in a section, as a whole word, case-insensitive "
+            "and unstemmed: give the few words the answer must contain, or use "
+            'profile="recall" for a question in plain words.'
+        ),
+        "limit": (
+            "Hits to return, 1-100 (default 20). Cost grows with it: each hit adds about "
+            "{search_text} bytes of text and {search_structured} bytes of structuredContent "
+            "(its snippet is up to 512 characters). Ask for 3-5 when the best answer is "
+            "enough; total tells how many sections matched."
+        ),
+        "match": (
+            '"all" (default): a section must hold every query word. "any": at least one; '
+            'sections holding more of the words rank first. Use it (or profile="recall") '
+            "when an all-words query finds nothing."
+        ),
+        "context": (
+            '"section" (default): a section\'s own text and heading. "outline": the headings '
+            "above it count too (a '### Cons' under '## CredSSP' matches 'credssp cons'); "
+            "hits then carry an outline field."
+        ),
+        "cjk": (
+            '"runs" (default): a run of Chinese, Japanese or Korean characters is one word, '
+            'so 网关 does not match 网关配置. "bigrams": such runs match by overlapping '
+            'character pairs. Use bigrams (or profile="recall") for any CJK query.'
+        ),
+        "stemming": (
+            '"none" (default): words match as written. "english": Snowball English stems, so '
+            "searching matches search and searches; matched_terms then lists stems."
+        ),
+        "identifiers": (
+            '"whole" (default): an identifier is one word. "split": CamelCase and letter-digit '
+            "joins also match by their parts (InlinePrediction: inline, prediction)."
+        ),
+        "profile": (
+            '"contract" (default): the strict options above. "recall": {recall}, for '
+            "questions in plain words, CJK queries, or when the contract finds nothing; an "
+            "option given explicitly overrides the profile's value."
+        ),
+    },
+    "concepts": {
+        "query": (
+            "Text that the concept id (front-matter id, or the path without its extension) or "
+            "the title contains, case-insensitive; 1-512 characters. '/' lists every concept "
+            "in a folder."
+        ),
+        "limit": (
+            "Concepts to return, 1-100 (default 20); each costs about 150 bytes of text and "
+            "as much of structuredContent."
+        ),
+    },
+    "lines": {
+        "pattern": (
+            "What to find on a line: literal text (mode exact) or an RE2 regular expression "
+            "(mode regex). A line never holds its line break."
+        ),
+        "mode": (
+            '"exact" (default): the pattern is literal text. "regex": RE2 syntax (linear '
+            'time; no backreferences or look-around). Not offered: "semantic".'
+        ),
+        "case_sensitive": (
+            "true (default). false: Unicode simple case folding in both modes (ß does not "
+            "match ss)."
+        ),
+        "limit": (
+            "Matching lines to return, 1-1000 (default 100). Cost grows with it: each match "
+            "adds about {lines_text} bytes of text and {lines_structured} bytes of "
+            "structuredContent with the default context of 2; total tells how many lines "
+            "matched."
+        ),
+        "context": (
+            "Lines before and after each match, 0-10 (default 2). Use 0 when the matching "
+            "line is enough: it roughly halves the cost of each match."
+        ),
+    },
+}
+
+# Bytes per hit or match, measured by tests/mcp/sizes.py on the PowerShell docs (docs/mcp.md).
+COSTS = {
+    "search_text": "650",
+    "search_structured": "1,000",
+    "lines_text": "250",
+    "lines_structured": "370",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,14 +295,22 @@ TOOL_BY_NAME = {t.name: t for t in TOOLS}
 def wire_schema(name: str) -> dict[str, Any]:
     """The contract schema `name` as served in tools/list.
 
-    Identical to engine/contracts/<name>.json but for `$schema` and `$id`. MCP already defines
-    JSON Schema 2020-12 as the dialect of a schema without `$schema`, and common clients
-    (Ajv-based TypeScript SDKs) reject a 2020-12 `$schema` or a second compile of one `$id`.
-    Local `$ref`s ("#/$defs/...") resolve the same without `$id`.
+    The contract's JSON Schema but for `$schema` and `$id`, and with a description for each
+    request parameter. MCP already defines JSON Schema 2020-12 as the dialect of a schema
+    without `$schema`, and common clients (Ajv-based TypeScript SDKs) reject a 2020-12
+    `$schema` or a second compile of one `$id`. Local `$ref`s ("#/$defs/...") resolve the same
+    without `$id`. The descriptions are added here, not in engine/contracts: they speak to an
+    agent about MCP costs and retries, and a description changes no validation.
     """
     served = copy.deepcopy(schema(name))
     served.pop("$schema", None)
     served.pop("$id", None)
+    contract, _, kind = name.partition(".")
+    if kind == "request":
+        texts = PARAMETERS.get(contract, {})
+        for key, prop in served.get("properties", {}).items():
+            if key in texts:
+                prop["description"] = texts[key].format(recall=_recall_options(), **COSTS)
     return served
 
 
@@ -192,9 +335,147 @@ def tool_list(bundle: str, settings: Settings | None = None) -> list[types.Tool]
     ]
 
 
-def success(result: dict[str, Any]) -> types.CallToolResult:
+# -- the text content: compact, and enough to verify every citation -------------------------
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def fenced(text: str) -> str:
+    """`text` in a Markdown code fence that nothing inside it can close (CommonMark: a
+    closing fence is at least as long as the opening one)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}\n{body}{fence}"
+
+
+def _count(shown: int, total: int, noun: str, plural: str) -> str:
+    words = f"{shown} of {total} {noun if total == 1 else plural}"
+    return words + (" (more with a higher limit)" if total > shown else "")
+
+
+def _skipped(result: dict[str, Any]) -> list[str]:
+    skipped = result.get("skipped") or []
+    if not skipped:
+        return []
+    listed = "; ".join(f"{s['path']}:{s['line']} ({s['reason']})" for s in skipped)
+    return [f"skipped, cannot be parsed: {listed}"]
+
+
+def _options(result: dict[str, Any]) -> list[str]:
+    options = result.get("options")
+    if not options:
+        return []
+    from citeline.engine.requests import Relevance
+
+    default = Relevance().to_json()
+    changed = [f"{k}={v}" for k, v in options.items() if default.get(k) != v]
+    return [f"options: {', '.join(changed)}"] if changed else []
+
+
+def search_text(result: dict[str, Any]) -> str:
+    from .render import matched_words, query_words
+
+    hits = result["hits"]
+    out = [
+        f"{_count(len(hits), result['total'], 'section', 'sections')} for "
+        f"{_quoted(result['query'])}; snapshot_revision {result['snapshot_revision']}",
+        *_options(result),
+        *_skipped(result),
+    ]
+    if not hits:
+        match = (result.get("options") or {}).get("match", "all")
+        out.append(NO_HIT_HINT if match == "all" else NO_HIT_ANY)
+        return "\n".join(out)
+    words = query_words(result) if "options" in result else []
+    for rank, hit in enumerate(hits, 1):
+        heading = _quoted(hit["heading"]) if hit["heading"] else "(text before the first heading)"
+        line = (
+            f"[{rank}] {hit['path']} lines {hit['line_start']}-{hit['line_end']} · "
+            f"sha256 {hit['content_sha256']} · {heading}"
+        )
+        if hit.get("outline"):
+            line += f" · under {_quoted(hit['outline'])}"
+        out.append("")
+        out.append(line)
+        if words:
+            found, missing = matched_words(words, hit["matched_terms"])
+            said = f"matched: {', '.join(found) or '(title or outline only)'}"
+            out.append(said + (f"; missing: {', '.join(missing)}" if missing else ""))
+        out.append(fenced(hit["snippet"]))
+    return "\n".join(out)
+
+
+def concepts_text(result: dict[str, Any]) -> str:
+    concepts = result["concepts"]
+    out = [
+        f"{_count(len(concepts), result['total'], 'concept', 'concepts')} for "
+        f"{_quoted(result['query'])}; snapshot_revision {result['snapshot_revision']}",
+        *_skipped(result),
+    ]
+    for c in concepts:
+        # The concept id is said only when it is not the path minus its extension.
+        base, dot, _ = c["path"].rpartition(".")
+        derived = base if dot else c["path"]
+        named = "" if c["concept_id"] == derived else f" · id {c['concept_id']}"
+        title = f" · {_quoted(c['title'])}" if c["title"] else ""
+        out.append(f"{c['path']}{named}{title} · sha256 {c['content_sha256']}")
+    return "\n".join(out)
+
+
+def lines_text(result: dict[str, Any]) -> str:
+    matches = result["matches"]
+    out = [
+        f"{_count(len(matches), result['total'], 'matching line', 'matching lines')} for "
+        f"{result['mode']} {_quoted(result['pattern'])}; "
+        f"snapshot_revision {result['snapshot_revision']}",
+        *_skipped(result),
+    ]
+    by_file: dict[str, dict[int, tuple[bool, str, int]]] = {}
+    for m in matches:
+        lines = by_file.setdefault(m["path"], {})
+        before = m["context"]["before"]
+        for k, text in enumerate(before):
+            lines.setdefault(m["line"] - len(before) + k, (False, text, 0))
+        for k, text in enumerate(m["context"]["after"]):
+            lines.setdefault(m["line"] + 1 + k, (False, text, 0))
+        lines[m["line"]] = (True, m["text"], m["column"])
+    for path, lines in by_file.items():
+        out.append(f"file: {path}")
+        previous: int | None = None
+        for number in sorted(lines):
+            if previous is not None and number > previous + 1:
+                out.append("--")
+            previous = number
+            is_match, text, column = lines[number]
+            out.append(f"{number}:{column}:{text}" if is_match else f"{number}-{text}")
+    return "\n".join(out)
+
+
+TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
+    "search_sections": search_text,
+    "search_concepts": concepts_text,
+    "search_lines": lines_text,
+}
+
+
+def render_text(tool: str, result: dict[str, Any]) -> str:
+    return TEXT[tool](result)
+
+
+def success(tool: str, result: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(text=encode(result))], structured_content=result
+        content=[types.TextContent(text=render_text(tool, result))], structured_content=result
+    )
+
+
+def bug(exc: BaseException) -> types.CallToolResult:
+    """The tool error for an exception that is not a CitelineError: the internal_error
+    envelope (one line, no traceback) as text, like failure()."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=encode(internal_error(exc)))], is_error=True
     )
 
 
@@ -220,20 +501,33 @@ class _Progress:
 class CitelineMCP:
     """The MCP front: one engine for the server's lifetime, one fixed bundle."""
 
-    def __init__(self, bundle: str, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        bundle: str,
+        settings: Settings | None = None,
+        *,
+        cache: bool = True,
+        reread: bool = False,
+    ) -> None:
         self.bundle = bundle
-        self.engine = Engine(settings or Settings(), workers=default_workers())
-        self.tools = tool_list(bundle, self.engine.settings)
+        self.engine = Engine(
+            settings or Settings(), workers=default_workers(), cache=cache, reread=reread
+        )
+        # Descriptions name the bundle as printable text: a path that is not valid UTF-8
+        # would make every message carrying it unencodable (the engine keeps the real path).
+        shown = printable(bundle)
+        self.tools = tool_list(shown, self.engine.settings)
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=_version(),
             title="citeline",
             description="Cited section search over a folder of Markdown files.",
             instructions=(
-                f"citeline searches the Markdown files under {bundle} and cites sections "
+                f"citeline searches the Markdown files under {shown} and cites sections "
                 "exactly (path, 1-based line range, verbatim snippet, file SHA-256). Use "
-                "search_sections for questions, search_concepts to list documents by id/title, "
-                "search_lines for exact strings or regexes. " + VERIFY
+                'search_sections for questions (profile="recall" for a question in plain '
+                "words, a CJK query, or when no section holds every word), search_concepts to "
+                "list documents by id/title, search_lines for exact strings or regexes. " + VERIFY
             ),
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
@@ -265,9 +559,12 @@ class CitelineMCP:
         token = _progress_token(ctx)
         try:
             result = await self._run(self._method(spec.contract), request, ctx, token)
+            return success(spec.name, result)
         except CitelineError as err:
-            return failure(err)
-        return success(result)
+            return failure(with_limit_advice(err, RESTART_ADVICE))
+        except Exception as exc:  # a bug: a tool error saying so, the traceback in the log
+            log.error("internal error in tool %s", params.name, exc_info=exc)
+            return bug(exc)
 
     async def _run(
         self,
@@ -320,7 +617,7 @@ async def _with_progress(
         tg.start_soon(_report_progress, ctx, token, progress)
         try:
             outcome["result"] = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-        except CitelineError as err:
+        except Exception as err:  # a CitelineError, or a bug: call_tool answers either
             outcome["error"] = err
         finally:
             tg.cancel_scope.cancel()
@@ -360,14 +657,16 @@ def _version() -> str:
         return "0"
 
 
-def main(bundle: str, settings: Settings | None = None) -> int:
+def main(
+    bundle: str, settings: Settings | None = None, *, cache: bool = True, reread: bool = False
+) -> int:
     """Serve MCP on stdio for `bundle` (an absolute path) until the client closes stdin."""
     try:
         check_bundle(bundle)  # fail fast; every call still captures a fresh snapshot
     except CitelineError as err:
         sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
         return EXIT_CODES.get(err.code, 1)
-    front = CitelineMCP(bundle, settings)
+    front = CitelineMCP(bundle, settings, cache=cache, reread=reread)
     try:
         anyio.run(front.serve)
     except KeyboardInterrupt:
@@ -375,4 +674,4 @@ def main(bundle: str, settings: Settings | None = None) -> int:
     return 0
 
 
-__all__ = ["TOOLS", "CitelineMCP", "failure", "main", "success", "tool_list", "wire_schema"]
+__all__ = ["TOOLS", "CitelineMCP", "bug", "failure", "main", "success", "tool_list", "wire_schema"]

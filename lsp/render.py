@@ -1,10 +1,22 @@
-"""Human output for the terminal: hits with highlighted spans, summaries, a progress bar."""
+"""Human output for the terminal, with ripgrep's habits.
+
+Paths as the user would open them from where the command ran, `path:line:` first on a hit so
+terminals and editors jump to it, the lines that hold the matches (numbered, with elisions),
+colour only on a terminal and never a marker in plain text, the summary apart from the
+results (on stderr). `--json` does not come through here: it prints the contract.
+
+Imports stay light at module level: the engine's tokenizer is imported when a hit is drawn.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 BOLD_RED = "\x1b[1;31m"
@@ -13,7 +25,15 @@ GREEN = "\x1b[32m"
 DIM = "\x1b[2m"
 BOLD = "\x1b[1m"
 RESET = "\x1b[0m"
-SNIPPET_LINES = 6  # of the snippet shown per hit; --json has all of it
+ELLIPSIS = "…"
+
+MATCH_LINES = 4  # matching lines shown per hit, beyond the first line of each matched word
+WIDTH = 160  # code points of one displayed line; a longer line is cut at word boundaries
+LEAD = 40  # code points kept before a cut line's first match
+SNIPPET_LEAD = 80  # the contract's lead before a snippet's first match (SPEC §6)
+RECALL_SHOWN = 5  # best `recall` hits shown when the contract finds nothing
+
+Spans = tuple[tuple[int, int], ...]  # code-point ranges of a displayed text
 
 
 def use_color(choice: str, stream: IO[str]) -> bool:
@@ -28,76 +48,503 @@ def paint(text: str, style: str, color: bool) -> str:
     return f"{style}{text}{RESET}" if color and text else text
 
 
-def highlight(snippet: str, spans: list[dict[str, int]], color: bool) -> str:
-    """The snippet with its byte-offset spans marked (colour, or [brackets] without)."""
-    raw = snippet.encode("utf-8")
+def marked(text: str, spans: Iterable[tuple[int, int]], color: bool) -> str:
+    """`text` with its code-point spans in bold red; without colour, the text unchanged."""
+    if not color:
+        return text
     out = []
     pos = 0
-    for span in spans:
-        out.append(raw[pos : span["start"]].decode("utf-8"))
-        word = raw[span["start"] : span["end"]].decode("utf-8")
-        out.append(paint(word, BOLD_RED, True) if color else f"[{word}]")
-        pos = span["end"]
-    out.append(raw[pos:].decode("utf-8"))
+    for start, end in spans:
+        out.append(text[pos:start])
+        out.append(paint(text[start:end], BOLD_RED, True))
+        pos = end
+    out.append(text[pos:])
     return "".join(out)
 
 
+def display_path(bundle: str | None, path: str) -> str:
+    """The hit's path as the user opens it from the working directory (as rg prints it).
+
+    `path` is bundle-relative with '/' separators; a bundle given on the command line is
+    prefixed as typed, so `citeline search docs` prints `docs/limits.md`.
+    """
+    if bundle is None or os.path.normpath(bundle) == ".":
+        return path
+    return os.path.join(bundle, *path.split("/"))
+
+
 def short(revision: str) -> str:
-    return revision[:6] + "…"
+    return revision[:6] + ELLIPSIS
 
 
-def render_search(result: dict[str, Any], color: bool) -> str:
+# -- words of the query, as typed -----------------------------------------------------------
+
+
+def tokenizer_of(result: dict[str, Any]) -> Any:
+    """The engine's tokenizer for a result: the contract's, or the one its `options` chose
+    (through the engine's Relevance, so that every option that refines tokens is honoured)."""
+    options = result.get("options")
+    if not options:
+        from citeline.engine.terms import CONTRACT
+
+        return CONTRACT
+    from citeline.engine.requests import Relevance
+
+    return Relevance.from_mapping(options).tokenizer
+
+
+def query_words(result: dict[str, Any]) -> list[tuple[str, frozenset[str]]]:
+    """Each distinct word of the query as typed, with the terms it becomes.
+
+    Under stemming or CJK bigrams the terms (and so matched_terms) are stems or pairs
+    (`remot`, `comput`); a word counts as matched when one of its terms did.
+    """
+    from citeline.engine.terms import normalise, word_re
+
+    tokenizer = tokenizer_of(result)
+    seen: dict[str, tuple[str, frozenset[str]]] = {}
+    query = result["query"]
+    for m in word_re(query).finditer(query):
+        word = m.group()
+        key = normalise(word)
+        if key not in seen:
+            seen[key] = (word, frozenset(tokenizer.tokens(word)))
+    return list(seen.values())
+
+
+def matched_words(
+    words: Sequence[tuple[str, frozenset[str]]], matched_terms: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """(query words matched, query words missing) for one hit."""
+    terms = set(matched_terms)
+    found = [w for w, ts in words if ts & terms]
+    missing = [w for w, ts in words if ts and not ts & terms]
+    return found, missing
+
+
+# -- reading a hit's lines back ---------------------------------------------------------------
+
+
+class Sources:
+    """Hit files read back to number the lines shown, trusted only when their SHA-256 is the
+    one the engine cited (SPEC §2: bytes "read and checked against that SHA-256"). A file
+    changed since the search gives None, and the hit is drawn from its snippet alone."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._lines: dict[tuple[str, str], list[str] | None] = {}
+
+    def lines(self, path: str, sha256: str) -> list[str] | None:
+        key = (path, sha256)
+        if key not in self._lines:
+            self._lines[key] = self._read(path, sha256)
+        return self._lines[key]
+
+    def _read(self, path: str, sha256: str) -> list[str] | None:
+        full = os.path.join(self.root, *path.split("/"))
+        try:
+            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != sha256:
+            return None
+        text = data.decode("utf-8", "replace")  # it decoded for the engine: same bytes
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+# -- one displayed line -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    number: int | None  # 1-based line of the file; None when it cannot be known
+    text: str
+    spans: Spans  # code-point ranges of matches in text
+    match: bool  # a line holding a match (":" as grep writes it) or context ("-")
+
+
+def _word(c: str) -> bool:
+    return unicodedata.category(c)[0] in "LNM"
+
+
+def _cjk(c: str) -> bool:
+    from citeline.engine.terms import CJK_RE
+
+    return CJK_RE.match(c) is not None
+
+
+def _inside_word(text: str, pos: int) -> bool:
+    """True when pos falls between two characters of one word (CJK characters stand alone)."""
+    if pos <= 0 or pos >= len(text):
+        return False
+    a, b = text[pos - 1], text[pos]
+    return _word(a) and _word(b) and not (_cjk(a) or _cjk(b))
+
+
+def word_start(text: str, pos: int, limit: int) -> int:
+    """pos moved forward past a cut word and the spaces after it, never beyond limit."""
+    while pos < limit and _inside_word(text, pos):
+        pos += 1
+    while pos < limit and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def word_end(text: str, end: int, floor: int) -> int:
+    """end moved back before a cut word and the spaces before it, never below floor."""
+    while end > floor and _inside_word(text, end):
+        end -= 1
+    while end > floor and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def clip(text: str, spans: Spans, width: int = WIDTH, lead: int = LEAD) -> tuple[str, Spans]:
+    """At most `width` code points of a line around its first match, cut at word boundaries
+    and marked with … where cut; spans move with the text (or are dropped outside it)."""
+    if len(text) <= width:
+        return text, spans
+    anchor = spans[0][0] if spans else 0
+    first_end = spans[0][1] if spans else 0
+    start = max(0, min(anchor - lead, len(text) - width))
+    if start > 0:
+        start = word_start(text, start, anchor)
+    end = min(len(text), start + width)
+    if end < len(text):
+        end = word_end(text, end, max(first_end, start + 1))
+    prefix = ELLIPSIS if start > 0 else ""
+    suffix = ELLIPSIS if end < len(text) else ""
+    shift = len(prefix) - start
+    kept = tuple(
+        (max(s, start) + shift, min(e, end) + shift) for s, e in spans if s < end and e > start
+    )
+    return prefix + text[start:end] + suffix, kept
+
+
+def trim_leading_word(text: str, spans: Spans) -> tuple[str, Spans]:
+    """A snippet cut mid-word (it starts 80 code points before its first match): start at
+    the next word boundary instead, marked with …."""
+    limit = spans[0][0] if spans else len(text)
+    start = word_start(text, 1, limit) if text and _word(text[0]) else 0
+    if start == 0:
+        return text, spans
+    shift = len(ELLIPSIS) - start
+    return ELLIPSIS + text[start:], tuple((s + shift, e + shift) for s, e in spans)
+
+
+# -- section search -----------------------------------------------------------------------------
+
+
+def _char_spans(snippet: str, byte_spans: list[dict[str, int]]) -> list[tuple[int, int]]:
+    """The contract's UTF-8 byte spans as code-point ranges of the snippet."""
+    raw = snippet.encode("utf-8")
+    return [
+        (len(raw[: s["start"]].decode("utf-8")), len(raw[: s["end"]].decode("utf-8")))
+        for s in byte_spans
+    ]
+
+
+def _with_context(chosen: Iterable[int], lo: int, hi: int, context: int) -> list[int | None]:
+    """Line indexes to show: the chosen ones and `context` lines around each within lo..hi,
+    in order, with None where lines are left out."""
+    wanted: set[int] = set()
+    for i in chosen:
+        wanted.update(range(max(lo, i - context), min(hi, i + context) + 1))
+    out: list[int | None] = []
+    previous: int | None = None
+    for i in sorted(wanted):
+        if previous is not None and i > previous + 1:
+            out.append(None)
+        out.append(i)
+        previous = i
+    return out
+
+
+def _choose(found: dict[int, set[str]]) -> list[int]:
+    """The first line holding each matched term (so a rarer word is never cut off), then
+    further matching lines in order, up to MATCH_LINES."""
+    chosen: list[int] = []
+    covered: set[str] = set()
+    for i in sorted(found):
+        if found[i] - covered:
+            chosen.append(i)
+            covered |= found[i]
+    for i in sorted(found):
+        if len(chosen) >= MATCH_LINES:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return chosen
+
+
+def hit_lines(
+    hit: dict[str, Any], file_lines: list[str], tokenizer: Any, context: int
+) -> tuple[int, list[Shown | None]]:
+    """(line of the first match, lines to show) for a hit whose file was read back."""
+    first, last = hit["line_start"] - 1, min(hit["line_end"], len(file_lines)) - 1
+    terms = frozenset(hit["matched_terms"])
+    spans: dict[int, list[tuple[int, int]]] = {}
+    found: dict[int, set[str]] = {}
+    for i in range(first, last + 1):
+        for token, start, end in tokenizer.located(file_lines[i]):
+            if token in terms:
+                spans.setdefault(i, []).append((start, end))
+                found.setdefault(i, set()).add(token)
+    if not found:  # matched through the title or the outline only: show where it starts
+        opening = next((i for i in range(first, last + 1) if file_lines[i].strip()), first)
+        chosen, jump = [opening], first
+    else:
+        chosen, jump = _choose(found), min(found)
+    shown: list[Shown | None] = []
+    for i in _with_context(chosen, first, last, context):
+        if i is None:
+            shown.append(None)
+            continue
+        text, kept = clip(file_lines[i], _fold(spans.get(i, [])))
+        shown.append(Shown(i + 1, text, kept, i in found))
+    return jump + 1, shown
+
+
+def _fold(ranges: list[tuple[int, int]]) -> Spans:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        else:
+            out.append((start, end))
+    return tuple(out)
+
+
+def snippet_lines(hit: dict[str, Any], context: int) -> tuple[int, list[Shown | None]]:
+    """The lines of the contract's snippet that hold spans, when the file cannot be read
+    back unchanged. Their line numbers are known only when the snippet starts at the
+    section's start (its first match lies within the contract's 80-code-point lead)."""
+    text = hit["snippet"]
+    spans = _char_spans(text, hit["match_spans"])
+    from_start = not spans or spans[0][0] < SNIPPET_LEAD
+    pieces: list[tuple[str, Spans]] = []
+    pos = 0
+    for line in text.split("\n"):
+        end = pos + len(line)
+        inside = tuple((s - pos, min(e, end) - pos) for s, e in spans if pos <= s < end)
+        pieces.append((line.removesuffix("\r"), inside))
+        pos = end + 1
+    if not from_start and pieces:
+        pieces[0] = trim_leading_word(*pieces[0])
+    holding = [i for i, (_, sp) in enumerate(pieces) if sp]
+    chosen = holding[:MATCH_LINES] or [0]
+    shown: list[Shown | None] = []
+    for i in _with_context(chosen, 0, len(pieces) - 1, context):
+        if i is None:
+            shown.append(None)
+            continue
+        line, inside = pieces[i]
+        clipped, kept = clip(line, inside)
+        number = hit["line_start"] + i if from_start else None
+        shown.append(Shown(number, clipped, kept, bool(inside)))
+    jump = hit["line_start"] + (holding[0] if holding and from_start else 0)
+    return jump, shown
+
+
+def _draw_lines(shown: Sequence[Shown | None], color: bool) -> list[str]:
+    width = max((len(str(s.number)) for s in shown if s and s.number), default=1)
+    out = []
+    for s in shown:
+        if s is None:
+            out.append("  " + ELLIPSIS.rjust(width))
+            continue
+        number = str(s.number) if s.number else ""
+        mark = ":" if s.match else "-"
+        gutter = paint(number.rjust(width), GREEN, color) + mark if number else " " * width + mark
+        out.append(f"  {gutter} {marked(s.text, s.spans, color)}".rstrip())
+    return out
+
+
+def render_search(
+    result: dict[str, Any],
+    color: bool,
+    *,
+    bundle: str | None = None,
+    sources: Sources | None = None,
+    context: int = 0,
+) -> str:
+    """One block per hit: `path:line: heading  (lines a-b, score s)` and its matching lines."""
+    tokenizer = tokenizer_of(result)
+    words = query_words(result) if "options" in result else []
     blocks = []
     for hit in result["hits"]:
-        where = paint(f"{hit['path']}:{hit['line_start']}-{hit['line_end']}", MAGENTA, color)
-        heading = paint(hit["heading"] or "(no heading)", BOLD, color)
-        score = paint(f"{hit['score']:.3f}", DIM, color)
-        body = highlight(hit["snippet"], hit["match_spans"], color).split("\n")
-        if len(body) > SNIPPET_LINES:
-            body = [*body[:SNIPPET_LINES], "…"]
-        indented = "\n".join("    " + line for line in body)
-        blocks.append(f"{where}  {heading}  {score}\n{indented}\n")
+        file_lines = sources.lines(hit["path"], hit["content_sha256"]) if sources else None
+        if file_lines is not None and hit["line_end"] <= len(file_lines):
+            jump, shown = hit_lines(hit, file_lines, tokenizer, context)
+            changed = ""
+        else:
+            jump, shown = snippet_lines(hit, context)
+            changed = ", changed since the search" if sources else ""
+        where = paint(display_path(bundle, hit["path"]), MAGENTA, color)
+        heading = paint(one_line(hit["heading"]) or "(no heading)", BOLD, color)
+        about = f"lines {hit['line_start']}-{hit['line_end']}, score {hit['score']:.3f}{changed}"
+        if words:
+            found, missing = matched_words(words, hit["matched_terms"])
+            about += f"; matched: {', '.join(found)}" if found else ""
+            about += f"; missing: {', '.join(missing)}" if missing else ""
+        line = paint(str(jump), GREEN, color)
+        head = f"{where}:{line}: {heading}  {paint(f'({about})', DIM, color)}"
+        blocks.append("\n".join([head, *_draw_lines(shown, color)]))
+    return "\n\n".join(blocks)
+
+
+# A heading is text of the file (SPEC §3): a Setext heading over two lines holds "\n", a lone
+# CR stays a CR, and a YAML title can hold line breaks. Each is shown as a space so that a
+# hit's header stays one line (and a CR cannot overwrite it on a terminal).
+_ONE_LINE = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def one_line(text: str) -> str:
+    return text.translate(_ONE_LINE)
+
+
+def no_hit_notice(recall_total: int | None) -> str:
+    """Said when the contract finds no section holding every word of the query."""
+    first = "No section holds every word of the query."
+    if recall_total is None:
+        return first
+    if recall_total == 0:
+        return first + " None holds any of them either (--profile recall)."
+    return f"{first}\nBest sections with --profile recall, which accepts any of the words:"
+
+
+def search_summary(result: dict[str, Any]) -> str:
     noun = "section" if result["total"] == 1 else "sections"
-    summary = (
+    return (
         f"{len(result['hits'])} of {result['total']} {noun} · "
         f"snapshot {short(result['snapshot_revision'])}"
     )
-    return "\n".join([*blocks, skipped_note(result) + summary])
 
 
-def render_concepts(result: dict[str, Any], color: bool) -> str:
+# -- concepts -----------------------------------------------------------------------------------
+
+
+def render_concepts(result: dict[str, Any], color: bool, *, bundle: str | None = None) -> str:
     lines = []
     for c in result["concepts"]:
-        title = f"  {c['title']}" if c["title"] else ""
-        lines.append(
-            f"{paint(c['concept_id'], GREEN, color)}  {paint(c['path'], MAGENTA, color)}{title}"
-        )
-    noun = "concept" if result["total"] == 1 else "concepts"
-    lines.append(
-        f"{skipped_note(result)}{len(result['concepts'])} of {result['total']} {noun} · "
-        f"snapshot {short(result['snapshot_revision'])}"
-    )
+        title = f"  {one_line(c['title'])}" if c["title"] else ""
+        path = paint(display_path(bundle, c["path"]), MAGENTA, color)
+        lines.append(f"{paint(c['concept_id'], GREEN, color)}  {path}{title}")
     return "\n".join(lines)
 
 
-def render_lines(result: dict[str, Any], color: bool) -> str:
-    """ripgrep-like: path:line:column: text."""
-    lines = []
+def concepts_summary(result: dict[str, Any]) -> str:
+    noun = "concept" if result["total"] == 1 else "concepts"
+    return (
+        f"{len(result['concepts'])} of {result['total']} {noun} · "
+        f"snapshot {short(result['snapshot_revision'])}"
+    )
+
+
+# -- lines ----------------------------------------------------------------------------------------
+
+
+def line_finder(
+    pattern: str, mode: str, case_sensitive: bool
+) -> Callable[[str], list[tuple[int, int]]]:
+    """Where the pattern matches in a displayed line (for highlighting only: the line and
+    column come from the engine)."""
+    import re2
+
+    opts = re2.Options()
+    opts.case_sensitive = case_sensitive
+    opts.never_nl = True
+    opts.log_errors = False
+    try:
+        rx = re2.compile(re2.escape(pattern) if mode == "exact" else pattern, opts)
+    except re2.error:
+        return lambda _text: []
+
+    def find(text: str) -> list[tuple[int, int]]:
+        return [m.span() for m in rx.finditer(text) if m.end() > m.start()]
+
+    return find
+
+
+def render_lines(
+    result: dict[str, Any],
+    color: bool,
+    *,
+    bundle: str | None = None,
+    context: int = 0,
+    find: Callable[[str], list[tuple[int, int]]] | None = None,
+) -> str:
+    """ripgrep's --column format: `path:line:column:text`; with context, `path-line-text`
+    for the lines around, and `--` between groups that do not touch."""
+    out: list[str] = []
+    by_file: dict[str, dict[int, tuple[bool, str, int]]] = {}
     for m in result["matches"]:
-        path = paint(m["path"], MAGENTA, color)
-        where = f"{path}:{paint(str(m['line']), GREEN, color)}:{m['column']}"
-        lines.append(f"{where}: {m['text']}")
+        lines = by_file.setdefault(m["path"], {})
+        if context:
+            before = m["context"]["before"][-context:] if context else []
+            for k, text in enumerate(before):
+                lines.setdefault(m["line"] - len(before) + k, (False, text, 0))
+            for k, text in enumerate(m["context"]["after"][:context]):
+                lines.setdefault(m["line"] + 1 + k, (False, text, 0))
+        lines[m["line"]] = (True, m["text"], m["column"])
+    previous: tuple[str, int] | None = None
+    for path, lines in by_file.items():
+        shown = paint(display_path(bundle, path), MAGENTA, color)
+        for number in sorted(lines):
+            is_match, text, column = lines[number]
+            if context and previous is not None and previous != (path, number - 1):
+                out.append(paint("--", DIM, color))
+            previous = (path, number)
+            line_no = paint(str(number), GREEN, color)
+            if is_match:
+                spans = find(text) if (color and find) else []
+                out.append(f"{shown}:{line_no}:{column}:{marked(text, spans, color)}")
+            else:
+                out.append(f"{shown}-{line_no}-{text}")
+    return "\n".join(out)
+
+
+def lines_summary(result: dict[str, Any]) -> str:
     noun = "match" if result["total"] == 1 else "matches"
-    lines.append(
+    return (
         f"{len(result['matches'])} of {result['total']} {noun} · "
         f"snapshot {short(result['snapshot_revision'])}"
     )
-    return "\n".join(lines)
 
 
-def skipped_note(result: dict[str, Any]) -> str:
-    skipped = result.get("skipped") or []
-    return "".join(f"skipped {s['path']}:{s['line']}: {s['reason']}\n" for s in skipped)
+# -- notes on stderr ----------------------------------------------------------------------------
+
+
+def skipped_notes(result: dict[str, Any], bundle: str | None = None) -> list[str]:
+    """One line per file left out by --skip-invalid (every command)."""
+    return [
+        f"citeline: skipped {display_path(bundle, s['path'])}:{s['line']}: {s['reason']}"
+        for s in result.get("skipped") or []
+    ]
+
+
+def reserved_note(root: str, reserved: Sequence[str]) -> str | None:
+    """Said once when reserved navigation files at the root were left out of the search."""
+    import stat
+
+    present = []
+    for name in reserved:
+        try:
+            if stat.S_ISREG(os.lstat(os.path.join(root, name)).st_mode):
+                present.append(name)
+        except OSError:
+            continue
+    if not present:
+        return None
+    names = " and ".join(present)
+    verb = "is" if len(present) == 1 else "are"
+    return (
+        f"{names} at the root {verb} not searched (navigation files); --no-reserved includes them"
+    )
 
 
 class ProgressBar:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
 import json
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, TypeVar
 
@@ -41,6 +42,7 @@ import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
@@ -53,8 +55,8 @@ from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, 
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
-from citeline.engine import CancelToken, CitelineError, Engine, Problem, SectionHit
-from citeline.engine.analysis import AnalysisOptions
+from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevance, SectionHit
+from citeline.engine.errors import INTERNAL, internal_error
 from citeline.engine.layout import ParseIssue
 from citeline.engine.parallel import default_workers
 
@@ -90,6 +92,32 @@ def rpc_error(err: CitelineError) -> JsonRpcException:
     if err.code == "cancelled":
         return JsonRpcRequestCancelled(err.message, data=data)
     return JsonRpcRequestFailed(err.message, data=data)
+
+
+def bug_error(exc: BaseException, where: str) -> JsonRpcInternalError:
+    """JSON-RPC -32603 for a bug (an exception that is not a CitelineError): one line for
+    the user, the internal_error envelope's error object as data, the traceback in the log."""
+    log.error("internal error in %s", where, exc_info=exc)
+    data = internal_error(exc)["error"]
+    return JsonRpcInternalError(data["message"], data=data)
+
+
+def guarded(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """A request handler whose unexpected exceptions are answered by bug_error, not by
+    pygls (which would send the traceback to the client as the error's data)."""
+
+    @functools.wraps(handler)
+    async def run(*args: Any, **kwargs: Any) -> T:
+        try:
+            return await handler(*args, **kwargs)
+        except CitelineError as err:
+            raise rpc_error(err) from None
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            raise bug_error(exc, getattr(handler, "__name__", "a request")) from None
+
+    return run
 
 
 def schema(message: str, **details: Any) -> CitelineError:
@@ -131,7 +159,7 @@ class CitelineProtocol(LanguageServerProtocol):
             raise JsonRpcInvalidParams(
                 f"Unknown command {params.command!r}; citeline offers {', '.join(COMMANDS)}."
             )
-        return await self._server.run_command(params)
+        return await guarded(self._server.run_command)(params)
 
     # -- reading messages (instead of pygls' run_async, see CitelineServer.start_io) ------
 
@@ -270,7 +298,9 @@ class CitelineServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
         self.options = ServerSettings()
-        self.engine = Engine(self.options.engine, workers=default_workers())
+        self.engine = Engine(
+            self.options.engine, workers=default_workers(), cache=self.options.cache
+        )
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-engine")
         self.tokens: set[CancelToken] = set()  # running engine jobs, cancelled at shutdown
         self.tokens_lock = threading.Lock()
@@ -280,6 +310,7 @@ class CitelineServer(LanguageServer):
         self.exit_requested = False
         self.warming: asyncio.Future[Any] | None = None  # the warm-up's engine job
         self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
+        self.told: dict[str, str] = {}  # folder -> the last situation the user was told of
 
     # -- workspace -----------------------------------------------------------------------
 
@@ -379,6 +410,9 @@ class CitelineServer(LanguageServer):
         except CitelineError as err:
             ended = err.code
             raise rpc_error(err) from None
+        except Exception as exc:
+            ended = INTERNAL
+            raise bug_error(exc, title) from None
         finally:
             with self.tokens_lock:
                 self.tokens.discard(token)
@@ -510,12 +544,21 @@ class CitelineServer(LanguageServer):
             "citeline.lines": engine.lines,
         }[params.command]
 
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
-            return method(bundle, request, settings=settings, cancel=cancel, progress=progress)
+        overlay = self.overlay(bundle) if params.command != "citeline.concepts" else None
+        extra = {"overlay": overlay} if overlay else {}
 
-        return await self.run_engine(
-            job, work_done_token=params.work_done_token, title=params.command
-        )
+        def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
+            return method(
+                bundle, request, settings=settings, cancel=cancel, progress=progress, **extra
+            )
+
+        try:
+            return await self.run_engine(
+                job, work_done_token=params.work_done_token, title=params.command
+            )
+        except JsonRpcException as exc:
+            self.tell_failure(bundle, exc)
+            raise
 
     async def workspace_symbols(
         self, params: types.WorkspaceSymbolParams
@@ -524,6 +567,7 @@ class CitelineServer(LanguageServer):
         opts = self.options
         engine = self.engine
         query = params.query
+        overlays = {path: self.overlay(path) for path in folders}
 
         def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
             per_folder = []
@@ -537,6 +581,7 @@ class CitelineServer(LanguageServer):
                     settings=opts.engine,
                     cancel=cancel,
                     progress=progress,
+                    overlay=overlays[path],
                 )
                 per_folder.append([(path, h) for h in hits])
             if len(per_folder) == 1:
@@ -586,24 +631,46 @@ class CitelineServer(LanguageServer):
 
     # -- diagnostics ---------------------------------------------------------------------
 
+    def open_texts(self, folder: str) -> dict[str, str]:
+        """Bundle-relative path -> editor text of the open Markdown documents in `folder`."""
+        prefix = folder.rstrip(os.sep) + os.sep
+        out = {}
+        for doc in self.workspace.text_documents.values():
+            path = doc.path
+            if path and path.startswith(prefix) and path.lower().endswith(MARKDOWN_SUFFIXES):
+                out[path[len(prefix) :].replace(os.sep, "/")] = doc.source
+        return out
+
+    def overlay(self, folder: str) -> dict[str, bytes] | None:
+        """With the setting `unsaved`, the open documents' text to search instead of the
+        disk's (SPEC §11 "Unsaved text")."""
+        if not self.options.unsaved:
+            return None
+        texts = self.open_texts(folder)
+        return {p: t.encode("utf-8", "surrogatepass") for p, t in texts.items()} or None
+
     def problems_of(self, folder: str, cancel: CancelToken) -> list[Problem]:
         """Parse errors of the folder's searchable files; open documents use the editor text."""
-        snap = self.engine.capture(folder, settings=self.options.engine, cancel=cancel)
-        open_docs = {
-            d.path: d.source for d in self.workspace.text_documents.values() if d.path is not None
-        }
-        out = []
-        for file in snap.searchable:
-            cancel.check()
-            full = os.path.join(folder, *file.path.split("/"))
-            if full in open_docs:
-                found = Engine.outline(open_docs[full].encode("utf-8", "surrogatepass"))
-                issue = found if isinstance(found, ParseIssue) else None
-            else:
-                issue = self.engine.analyse(file, AnalysisOptions()).issue
-            if issue is not None:
-                out.append(Problem(file.path, issue.line, issue.reason))
+        opts = self.options
+        found = self.engine.problems(
+            folder, opts.relevance_options.analysis, settings=opts.engine, cancel=cancel
+        )
+        open_docs = self.open_texts(folder)
+        out = [p for p in found if p.path not in open_docs]
+        for rel, text in open_docs.items():
+            if not any(p.path == rel for p in found) and not self.captured(folder, rel):
+                continue
+            outline = Engine.outline(text.encode("utf-8", "surrogatepass"))
+            if isinstance(outline, ParseIssue):
+                out.append(Problem(rel, outline.line, outline.reason))
+        out.sort(key=lambda p: p.path)
         return out
+
+    def captured(self, folder: str, rel: str) -> bool:
+        """Whether the last capture of `folder` holds `rel` (a searchable file)."""
+        known = self.engine.reuse.known(os.path.abspath(folder))
+        reserved = rel in self.options.engine.reserved
+        return known is not None and rel in known.files and not reserved
 
     async def check_folder(self, folder: str, after_warm_up: bool = True) -> None:
         def job(cancel: CancelToken, progress: ProgressFn | None) -> list[Problem]:
@@ -613,7 +680,19 @@ class CitelineServer(LanguageServer):
             problems = await self.run_engine(job, after_warm_up=after_warm_up)
         except JsonRpcException as exc:
             log.warning("diagnostics for %s: %s", folder, exc.message)
+            self.tell_failure(folder, exc)
             return
+        if problems and self.options.engine.skip_invalid:
+            n = len(problems)
+            self.tell(
+                folder,
+                f"citeline: {n} file{'s' if n != 1 else ''} in {folder} cannot be parsed and "
+                f"{'are' if n != 1 else 'is'} left out of search (see the diagnostics). The "
+                "setting citeline.skip_invalid decides whether such files block search.",
+                key="skipped:" + "\n".join(p.path for p in problems),
+            )
+        else:
+            self.tell(folder, None)
         by_uri: dict[str, list[Problem]] = {}
         for p in problems:
             by_uri.setdefault(conv.file_uri(folder, p.path), []).append(p)
@@ -627,6 +706,23 @@ class CitelineServer(LanguageServer):
                 types.PublishDiagnosticsParams(uri=uri, diagnostics=conv.diagnostics(found))
             )
         self.published[folder] = set(by_uri)
+
+    def tell(self, folder: str, message: str | None, key: str | None = None) -> None:
+        """Show `message` once per change of the folder's situation (None: all is well)."""
+        situation = key or message or ""
+        if self.told.get(folder, "") == situation:
+            return
+        self.told[folder] = situation
+        if message:
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+            )
+
+    def tell_failure(self, folder: str, exc: JsonRpcException) -> None:
+        """A request failed on the workspace itself (a limit, a parse error): say so once."""
+        data = exc.data if isinstance(exc.data, dict) else {}
+        if data.get("code") in ("resource_limit", "parse_error", "bundle_invalid"):
+            self.tell(folder, f"citeline: {exc.message}")
 
     def schedule_check(self, folder: str, delay: float = DIAGNOSTIC_DELAY) -> None:
         """Debounced re-check of one folder's diagnostics."""
@@ -643,12 +739,19 @@ class CitelineServer(LanguageServer):
         self.background.add(task)
         task.add_done_callback(self.background.discard)
 
-    def document_changed(self, uri: str) -> None:
+    def document_changed(self, uri: str, on_disk: bool = True) -> None:
+        """A document changed: on disk (saved, closed, watched-file event), it is read again
+        at the next capture whatever its stat; its folder's diagnostics are re-checked."""
         path = to_fs_path(uri)
-        if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
+        if not path:
             return
         folder = self.folder_of(path)
-        if folder is not None:
+        if folder is None:
+            return
+        if on_disk:
+            rel = os.path.relpath(path, folder).replace(os.sep, "/")
+            self.engine.changed(folder, [rel])
+        if path.lower().endswith(MARKDOWN_SUFFIXES) or not on_disk:
             self.schedule_check(folder)
 
     # -- settings and warm-up ------------------------------------------------------------
@@ -666,6 +769,8 @@ class CitelineServer(LanguageServer):
             )
             return False
         self.options = new
+        self.engine.use_cache(new.cache)
+        self.engine.reread = new.reread
         return True
 
     def client_has_progress(self) -> bool:
@@ -690,19 +795,22 @@ class CitelineServer(LanguageServer):
                 log.info("no warm-up progress: %s", exc)
                 token = None
         opts = self.options
-        analysis = {AnalysisOptions(), opts.relevance_options.analysis}
+        # What the editors ask first: their searches use `recall`, symbols the settings'.
+        recall = Relevance.from_mapping({"profile": "recall"}).analysis
+        wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
 
         def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
             for folder in folders:
-                for options in analysis:
+                for options in wanted:
                     try:
-                        self.engine.open_index(
+                        self.engine.prepare(
                             folder, options, settings=opts.engine, cancel=cancel, progress=progress
                         )
                     except CitelineError as err:
                         if err.code == "cancelled":
                             raise
                         log.info("warm-up of %s: %s", folder, err.message)
+                        break
 
         started = time.monotonic()
         self.warming = asyncio.ensure_future(
@@ -776,24 +884,24 @@ def on_workspace_folders(ls: CitelineServer, params: types.DidChangeWorkspaceFol
 async def on_workspace_symbol(
     ls: CitelineServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
-    return await ls.workspace_symbols(params)
+    return await guarded(ls.workspace_symbols)(params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 async def on_document_symbol(
     ls: CitelineServer, params: types.DocumentSymbolParams
 ) -> list[types.DocumentSymbol]:
-    return await ls.document_symbols(params)
+    return await guarded(ls.document_symbols)(params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def on_did_open(ls: CitelineServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.document_changed(params.text_document.uri)
+    ls.document_changed(params.text_document.uri, on_disk=False)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def on_did_change(ls: CitelineServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.document_changed(params.text_document.uri)
+    ls.document_changed(params.text_document.uri, on_disk=False)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)

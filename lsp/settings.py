@@ -5,27 +5,41 @@ Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
     {"limits": {"max_files": N, ...},          # any field of citeline.engine.Limits
      "reserved": ["index.md", "log.md"],
      "use_ignore": true,
-     "skip_invalid": false,
+     "skip_invalid": true,                      # editors skip unparsable files (SPEC §11)
+     "cache": true,                             # the persistent cache (SPEC §2)
+     "reread": false,                           # read every file on every request
+     "unsaved": false,                          # search open documents' unsaved text
      "symbols": {"cap": 100, "list_cap": 1000},
      "profile": "contract" | "recall",          # relevance defaults (SPEC §13) for
      "match": ..., "context": ..., "cjk": ..., "stemming": ...,   # symbols and commands
      "identifiers": ...}
 
-Every field is optional; a missing field takes the SPEC default. Invalid settings raise
+Every field is optional; a missing field takes the editor default of SPEC §11 (the editor
+limits, unparsable files skipped). Invalid settings raise
 ``CitelineError("schema_validation")`` and the caller keeps its previous settings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from citeline.engine import CitelineError, Limits, Relevance, Settings
 from citeline.engine.requests import CHOICES
 
 RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
-TOP_KEYS = ("limits", "reserved", "use_ignore", "skip_invalid", "symbols", *RELEVANCE_KEYS)
+TOP_KEYS = (
+    "limits",
+    "reserved",
+    "use_ignore",
+    "skip_invalid",
+    "cache",
+    "reread",
+    "unsaved",
+    "symbols",
+    *RELEVANCE_KEYS,
+)
 SYMBOL_KEYS = ("cap", "list_cap")
 DEFAULT_CAP = 100
 DEFAULT_LIST_CAP = 1000
@@ -49,9 +63,17 @@ def _bool(value: Any, name: str) -> bool:
     return value
 
 
+def editor_defaults() -> Settings:
+    """SPEC §11: a language server serves whole repositories out of the box."""
+    return Settings(limits=Limits.editor(), skip_invalid=True, advice="editor")
+
+
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
-    engine: Settings = field(default_factory=Settings)
+    engine: Settings = field(default_factory=editor_defaults)
+    cache: bool = True
+    reread: bool = False
+    unsaved: bool = False
     symbol_cap: int = DEFAULT_CAP
     list_cap: int = DEFAULT_LIST_CAP
     # Relevance keys given in the settings (only those given), e.g. {"profile": "recall"}.
@@ -73,6 +95,11 @@ class ServerSettings:
         for key, value in self.relevance.items():
             merged.setdefault(key, value)
         return merged
+
+
+def vars_of(limits: Limits, given: Mapping[str, Any]) -> dict[str, int]:
+    """The limits named in `given` (by setting name, - or _), as `limits` holds them."""
+    return {key.replace("-", "_"): getattr(limits, key.replace("-", "_")) for key in given}
 
 
 def unwrap(raw: Any) -> Any:
@@ -99,7 +126,8 @@ def parse_settings(raw: Any) -> ServerSettings:
     limits_raw = raw.get("limits") or {}
     if not isinstance(limits_raw, Mapping):
         raise _bad('limits must be an object such as {"max_files": 20000}.', "limits")
-    limits = Limits.from_mapping(dict(limits_raw))  # raises schema_validation itself
+    # Limits not given keep the editor defaults; a given one must be a positive integer.
+    limits = replace(Limits.editor(), **vars_of(Limits.from_mapping(dict(limits_raw)), limits_raw))
 
     reserved: tuple[str, ...] = ("index.md", "log.md")
     if raw.get("reserved") is not None:
@@ -109,7 +137,10 @@ def parse_settings(raw: Any) -> ServerSettings:
         reserved = tuple(value)
 
     use_ignore = _bool(raw.get("use_ignore", True), "use_ignore")
-    skip_invalid = _bool(raw.get("skip_invalid", False), "skip_invalid")
+    skip_invalid = _bool(raw.get("skip_invalid", True), "skip_invalid")
+    cache = _bool(raw.get("cache", True), "cache")
+    reread = _bool(raw.get("reread", False), "reread")
+    unsaved = _bool(raw.get("unsaved", False), "unsaved")
 
     symbols = raw.get("symbols") or {}
     if not isinstance(symbols, Mapping):
@@ -128,8 +159,15 @@ def parse_settings(raw: Any) -> ServerSettings:
 
     return ServerSettings(
         Settings(
-            limits=limits, reserved=reserved, use_ignore=use_ignore, skip_invalid=skip_invalid
+            limits=limits,
+            reserved=reserved,
+            use_ignore=use_ignore,
+            skip_invalid=skip_invalid,
+            advice="editor",
         ),
+        cache,
+        reread,
+        unsaved,
         cap,
         list_cap,
         relevance,

@@ -22,6 +22,15 @@ from citeline.engine.sections import Heading
 
 SOURCE = "citeline"
 EMPTY_HEADING = "(empty heading)"
+# A heading is text of the file: a Setext heading written over two lines holds "\n", and a
+# lone CR stays a CR (SPEC §3). A symbol's name is one line in every client's list, so each
+# character str.splitlines() would break a line at is shown as a space (SPEC §3 allows it).
+_ONE_LINE = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def display(text: str) -> str:
+    """A heading or title as a symbol's name: on one line."""
+    return text.translate(_ONE_LINE)
 
 
 def file_uri(folder: str, rel_path: str) -> str:
@@ -33,10 +42,10 @@ def file_uri(folder: str, rel_path: str) -> str:
 def symbol_name(hit: SectionHit) -> str:
     """The heading; for a preamble/body section the concept title, else the path."""
     if hit.heading:
-        return hit.heading
+        return display(hit.heading)
     if hit.level > 0:  # a heading whose text is empty (`#` alone)
         return EMPTY_HEADING
-    return hit.title or hit.path
+    return display(hit.title) if hit.title else hit.path
 
 
 def workspace_symbol(folder: str, hit: SectionHit) -> types.SymbolInformation:
@@ -81,7 +90,7 @@ def document_symbols(
                 break
         head_end = max(h.line, min(h.end_line - 1, end))  # a Setext underline included
         symbol = types.DocumentSymbol(
-            name=h.text or EMPTY_HEADING,
+            name=display(h.text) if h.text else EMPTY_HEADING,
             detail="#" * h.level,
             kind=types.SymbolKind.String,
             range=types.Range(start=types.Position(line=h.line, character=0), end=end_of(end)),
@@ -121,4 +130,4 @@ def diagnostics(problems: Iterable[Problem]) -> list[types.Diagnostic]:
     return [diagnostic(p) for p in problems]
 
 
-__all__ = ["document_symbols", "file_uri", "symbol_name", "workspace_symbol"]
+__all__ = ["display", "document_symbols", "file_uri", "symbol_name", "workspace_symbol"]

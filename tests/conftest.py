@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from bundles import Files, write_bundle
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Servers and CLI calls started by the tests use a cache of the test session's own
+    (CITELINE_CACHE_DIR), never the user's."""
+    folder = tmp_path_factory.mktemp("citeline-cache")
+    os.environ["CITELINE_CACHE_DIR"] = str(folder)
+    return folder
 
 
 @pytest.fixture

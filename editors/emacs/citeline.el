@@ -61,9 +61,30 @@
   "Server settings: a plist sent as initializationOptions and configuration.
 Keys: :limits (plist, e.g. (:max_files 20000)), :reserved (a vector of
 file names), :use_ignore, :skip_invalid (t or :json-false), :symbols
-\(plist with :cap and :list_cap) and :profile (\"contract\" or \"recall\").
+\(plist with :cap and :list_cap), :profile (\"contract\" or \"recall\")
+and :unsaved (see `citeline-unsaved').
 Example: (:profile \"recall\" :symbols (:cap 50) :reserved [\"index.md\"])."
   :type '(plist :key-type symbol :value-type sexp))
+
+(defun citeline--set-unsaved (symbol value)
+  "Set SYMBOL to VALUE and tell the running citeline servers."
+  (let ((changed (and (boundp symbol)
+                      (not (eq (and (symbol-value symbol) t) (and value t))))))
+    (set-default symbol value)
+    (when (and changed (fboundp 'citeline--servers))
+      (dolist (server (citeline--servers))
+        (citeline--push-settings server t)))))
+
+(defcustom citeline-unsaved nil
+  "Non-nil: searches and symbols read open buffers, unsaved edits included.
+The server then searches what the Markdown buffers it manages hold
+instead of the files on disk, and hits from such buffers are marked
+\"[unsaved]\".  nil (the default): every search reads the files on
+disk.  Sent as the server setting `unsaved'; setting it with
+`customize' or `setopt' tells running servers at once.  An :unsaved key
+in `citeline-settings' takes precedence."
+  :type 'boolean
+  :set #'citeline--set-unsaved)
 
 (defcustom citeline-profile "recall"
   "Relevance profile sent by `citeline-search': \"recall\" or \"contract\".
@@ -120,22 +141,34 @@ uses your `xref-show-xrefs-function'."
 (defclass citeline-eglot-server (eglot-lsp-server) ()
   :documentation "An Eglot connection to `citeline lsp'.")
 
-(cl-defmethod eglot-initialization-options ((_server citeline-eglot-server))
-  "Send `citeline-settings' as initializationOptions."
-  (or citeline-settings (make-hash-table)))
+(defun citeline-server-settings (&optional explicit)
+  "The server settings: `citeline-settings' with `citeline-unsaved' added.
+The :unsaved key is sent when `citeline-unsaved' is on, or with EXPLICIT
+\(then as :json-false when off, to switch it off in a running server);
+it is left out otherwise, which means off."
+  (if (plist-member citeline-settings :unsaved)
+      citeline-settings
+    (append citeline-settings
+            (cond (citeline-unsaved (list :unsaved t))
+                  (explicit (list :unsaved :json-false))))))
 
-(defun citeline--push-settings (server)
-  "Send `citeline-settings' to SERVER in workspace/didChangeConfiguration.
+(cl-defmethod eglot-initialization-options ((_server citeline-eglot-server))
+  "Send `citeline-server-settings' as initializationOptions."
+  (or (citeline-server-settings) (make-hash-table)))
+
+(defun citeline--push-settings (server &optional explicit)
+  "Send `citeline-server-settings' to SERVER in workspace/didChangeConfiguration.
 Eglot sends `eglot-workspace-configuration' (usually empty) right after
 connecting, which would reset the settings given at initialization;
 this runs after it.  A :citeline section in `eglot-workspace-configuration'
-takes precedence and is left alone."
-  (when (and (cl-typep server 'citeline-eglot-server)
-             citeline-settings
-             (not (plist-member (ignore-errors (eglot--workspace-configuration-plist server))
-                                :citeline)))
-    (jsonrpc-notify server :workspace/didChangeConfiguration
-                    (list :settings (list :citeline citeline-settings)))))
+takes precedence and is left alone.  EXPLICIT: see `citeline-server-settings'."
+  (let ((settings (citeline-server-settings explicit)))
+    (when (and (cl-typep server 'citeline-eglot-server)
+               settings
+               (not (plist-member (ignore-errors (eglot--workspace-configuration-plist server))
+                                  :citeline)))
+      (jsonrpc-notify server :workspace/didChangeConfiguration
+                      (list :settings (list :citeline settings))))))
 
 (add-hook 'eglot-connect-hook #'citeline--push-settings t)
 
@@ -218,6 +251,18 @@ For `project-find-functions': looks for `citeline-project-markers'."
           (rpc-message (format "%s" rpc-message))
           (t (error-message-string err)))))
 
+(defun citeline--flush-changes (server)
+  "Send SERVER the edits Eglot still holds back for its buffers.
+Eglot sends didChange after an idle delay, and before its own requests
+only; a citeline command must see the text as it is now
+\(`citeline-unsaved', diagnostics)."
+  (when (fboundp 'eglot--signal-textDocument/didChange)
+    (dolist (buffer (ignore-errors (eglot--managed-buffers server)))
+      (when (buffer-live-p buffer)
+        (with-current-buffer buffer
+          (when (bound-and-true-p eglot--recent-changes)
+            (ignore-errors (eglot--signal-textDocument/didChange))))))))
+
 (defun citeline-execute (command args &optional server)
   "Run citeline COMMAND with request plist ARGS on SERVER; return the result.
 The result is a plist.  The workspace folder of SERVER is sent as
@@ -227,6 +272,7 @@ error envelope."
          (args (if (plist-member args :root)
                    args
                  (append args (list :root (eglot--path-to-uri (citeline--server-root server)))))))
+    (citeline--flush-changes server)
     (condition-case err
         (setq citeline-last-result
               (jsonrpc-request server :workspace/executeCommand
@@ -267,12 +313,14 @@ after another gets a new label \"path (2)\", so grouping keeps the order."
     (length (decode-coding-string (substring bytes 0 (min byte (length bytes))) 'utf-8 t))))
 
 (defun citeline--heading-line-p (line heading)
-  "Non-nil when LINE is the section's heading line.
-That is an ATX heading, a Setext underline, or the text HEADING itself."
+  "Non-nil when LINE is a line of the section's heading.
+That is an ATX heading, a Setext underline, or one of the lines of
+HEADING (a Setext heading may span several lines)."
   (let ((s (string-trim line)))
     (or (string-match-p "\\`#+\\([ \t]\\|\\'\\)" s)
         (string-match-p "\\`\\(=+\\|-+\\)\\'" s)
-        (and (not (string-empty-p heading)) (string= s heading)))))
+        (and (not (string-empty-p s))
+             (member s (mapcar #'string-trim (split-string heading "\r?\n")))))))
 
 (defun citeline--snippet-line (snippet heading spans)
   "The snippet line shown next to HEADING, highlighted from SPANS.
@@ -297,7 +345,26 @@ are the hit's match_spans (UTF-8 byte offsets into SNIPPET)."
             (setq b (max b 0) e (min e (length text)))
             (when (< b e)
               (add-face-text-property b e 'xref-match t text))))
-        text))))
+        (citeline-display text)))))
+
+(defun citeline-display (text)
+  "TEXT on one line: each line break (CRLF, LF or a lone CR) becomes a space.
+Headings may hold them (a Setext heading over two lines), and so may
+titles and line texts."
+  (replace-regexp-in-string "\r\n\\|[\r\n]" " " (or text "") t t))
+
+(defconst citeline-unsaved-mark "[unsaved]"
+  "Shown before a hit that comes from a buffer's unsaved text.")
+
+(defun citeline--unsaved-p (hit)
+  "Non-nil when HIT (a plist) comes from unsaved buffer text."
+  (or (eq (plist-get hit :unsaved) t) (eq (plist-get hit :x-unsaved) t)))
+
+(defun citeline--mark-unsaved (hit text)
+  "TEXT, preceded by `citeline-unsaved-mark' when HIT comes from unsaved text."
+  (if (citeline--unsaved-p hit)
+      (concat (propertize citeline-unsaved-mark 'face 'warning) " " text)
+    text))
 
 (defun citeline--file (root path)
   "Absolute file name of the bundle-relative PATH under ROOT."
@@ -310,7 +377,9 @@ are the hit's match_spans (UTF-8 byte offsets into SNIPPET)."
     (cl-mapcar
      (lambda (hit group)
        (let* ((heading (or (plist-get hit :heading) ""))
-              (title (if (string-empty-p heading) (plist-get hit :path) heading))
+              (title (if (string-empty-p heading)
+                         (plist-get hit :path)
+                       (citeline-display heading)))
               (line (citeline--snippet-line (or (plist-get hit :snippet) "") heading
                                             (plist-get hit :match_spans)))
               (summary (concat (propertize title 'face 'bold)
@@ -318,7 +387,7 @@ are the hit's match_spans (UTF-8 byte offsets into SNIPPET)."
                                (propertize (format "  (L%d-L%d)" (plist-get hit :line_start)
                                                    (plist-get hit :line_end))
                                            'face 'shadow))))
-         (xref-make summary
+         (xref-make (citeline--mark-unsaved hit summary)
                     (citeline--make-location (citeline--file root (plist-get hit :path))
                                              (plist-get hit :line_start) 0 group))))
      hits groups)))
@@ -329,7 +398,7 @@ are the hit's match_spans (UTF-8 byte offsets into SNIPPET)."
          (groups (citeline--groups (mapcar (lambda (m) (plist-get m :path)) matches))))
     (cl-mapcar
      (lambda (m group)
-       (xref-make (plist-get m :text)
+       (xref-make (citeline--mark-unsaved m (citeline-display (plist-get m :text)))
                   (citeline--make-location (citeline--file root (plist-get m :path))
                                            (plist-get m :line)
                                            ;; 1-based code points → 0-based characters
@@ -346,7 +415,7 @@ are the hit's match_spans (UTF-8 byte offsets into SNIPPET)."
        (let ((title (plist-get c :title)))
          (xref-make (concat (plist-get c :concept_id)
                             (if (and (stringp title) (not (string-empty-p title)))
-                                (concat " — " title) ""))
+                                (concat " — " (citeline-display title)) ""))
                     (citeline--make-location (citeline--file root (plist-get c :path))
                                              1 0 group))))
      concepts groups)))

@@ -1,4 +1,5 @@
-"""The command line: output formats, --json byte-identity, exit codes, limit flags."""
+"""The command line: output formats, --json byte-identity, exit codes, limit flags, and the
+habits of grep and ripgrep users (see also test_habits.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
         [sys.executable, "-m", "citeline.lsp.cli", *args],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         cwd=cwd,
         env={**os.environ, "NO_COLOR": "1"},
         timeout=120,
@@ -44,27 +46,70 @@ def bundle(tmp_path: Path) -> Path:
     return write(tmp_path / "b", FILES)
 
 
-def test_human_output_blocks_and_summary(bundle: Path) -> None:
-    out = run("search", str(bundle), "--query", "ordered hashtable")
+def test_human_output_blocks(bundle: Path) -> None:
+    """rg's habits: path:line: of the first matching line, the lines holding matches with
+    their numbers, no marker in plain text, no summary on stdout."""
+    out = run("search", "b", "--query", "ordered hashtable", cwd=bundle.parent)
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    assert lines[0].startswith("guide.md:6-9  Ordered hashtables  ")
-    assert float(lines[0].rsplit("  ", 1)[1]) > 0
-    assert "    # [Ordered] [hashtables]" not in out.stdout  # 'hashtables' is not 'hashtable'
-    assert "An [ordered] [hashtable] keeps insertion order." in out.stdout
+    scores = {
+        h["path"]: h["score"]
+        for h in Engine().search(bundle, {"query": "ordered hashtable"})["hits"]
+    }
+    assert out.stdout == (
+        f"b/guide.md:6: Ordered hashtables  (lines 6-9, score {scores['guide.md']:.3f})\n"
+        "  6: # Ordered hashtables\n"
+        "  …\n"
+        "  8: An ordered hashtable keeps insertion order.\n"
+        "\n"
+        f"b/notes/b.md:1: Hashtable basics  (lines 1-3, score {scores['notes/b.md']:.3f})\n"
+        "  1: # Hashtable basics\n"
+        "  …\n"
+        "  3: A hashtable maps keys to values. Ordered ones too.\n"
+    )
+    assert out.stderr == ""  # not a terminal and no --stats: no summary
+
+
+def test_summary_on_stderr_with_stats(bundle: Path) -> None:
+    out = run("search", str(bundle), "-q", "ordered hashtable", "--stats")
+    assert out.returncode == 0
     revision = Engine().search(bundle, {"query": "ordered hashtable"})["snapshot_revision"]
-    assert lines[-1] == f"2 of 2 sections · snapshot {revision[:6]}…"
-    assert out.stderr == ""
+    assert out.stderr == (
+        f"2 of 2 sections · snapshot {revision[:6]}… · index.md at the root is not searched "
+        "(navigation files); --no-reserved includes them\n"
+    )
+    assert "sections" not in out.stdout
+    # Said only when such a file is there, and not when it is searched.
+    assert (
+        "index.md" not in run("search", str(bundle), "-q", "x", "--stats", "--no-reserved").stderr
+    )
+    (bundle / "index.md").unlink()
+    assert "not searched" not in run("search", str(bundle), "-q", "hashtable", "--stats").stderr
+
+
+def test_paths_open_from_where_the_command_ran(bundle: Path) -> None:
+    inside = run("search", "-q", "insertion", cwd=bundle)
+    assert inside.stdout.startswith("guide.md:8: Ordered hashtables  ")
+    absolute = run("search", str(bundle), "-q", "insertion")
+    assert absolute.stdout.startswith(f"{bundle / 'guide.md'}:8: ")
+    target, line = absolute.stdout.split(":")[:2]
+    assert "insertion" in Path(target).read_text(encoding="utf-8").split("\n")[int(line) - 1]
+    relative = run("concepts", "b", "-q", "b", cwd=bundle.parent)
+    assert relative.stdout == f"notes/b  {os.path.join('b', 'notes', 'b.md')}\n"
+    # --json keeps the contract's bundle-relative paths.
+    js = json.loads(run("search", "b", "-q", "insertion", "--json", cwd=bundle.parent).stdout)
+    assert [h["path"] for h in js["hits"]] == ["guide.md"]
 
 
 def test_color_always_marks_spans(bundle: Path) -> None:
     out = run("search", str(bundle), "-q", "hashtable", "--color", "always")
     assert out.returncode == 0
     assert f"{render.BOLD_RED}hashtable{render.RESET}" in out.stdout
+    plain = run("search", str(bundle), "-q", "hashtable")
+    assert "\x1b[" not in plain.stdout and "[hashtable]" not in plain.stdout
 
 
 def test_json_is_byte_identical_to_the_engine(bundle: Path) -> None:
-    out = run("search", str(bundle), "-q", "ordered hashtable", "--json", "-n", "1")
+    out = run("search", str(bundle), "-q", "ordered hashtable", "--json", "-m", "1")
     assert out.returncode == 0
     expected = Engine().search(bundle, {"query": "ordered hashtable", "limit": 1})
     assert out.stdout == encode(expected) + "\n"
@@ -98,7 +143,8 @@ def test_no_match_exits_1_with_an_empty_result(bundle: Path) -> None:
     ("args", "code", "exit_code"),
     [
         (["-q", "x", "--limit", "0"], "schema_validation", 2),
-        (["-q", "x", "--limit", "101"], "schema_validation", 2),
+        (["-q", "x", "-m", "101"], "schema_validation", 2),
+        (["-q", "x", "-C", "11"], "schema_validation", 2),
         (["-q", "!!!"], "schema_validation", 2),
         (["-q", "x", "--max-files", "2"], "resource_limit", 3),
         (["-q", "x" * 513], "schema_validation", 2),
@@ -146,7 +192,12 @@ def test_parse_error_and_skip_invalid(bundle: Path) -> None:
     assert [s["path"] for s in result["skipped"]] == ["broken.md"]
     assert all(h["path"] != "broken.md" for h in result["hits"])
     human = run("search", str(bundle), "-q", "ordered hashtable", "--skip-invalid")
-    assert "skipped broken.md:" in human.stdout
+    assert human.returncode == 0
+    assert (
+        human.stderr
+        == f"citeline: skipped {bundle / 'broken.md'}:2: {result['skipped'][0]['reason']}\n"
+    )
+    assert "broken" not in human.stdout
 
 
 def test_no_ignore_flag(bundle: Path) -> None:
@@ -167,8 +218,8 @@ def _needed(bundle: Path) -> dict[str, int]:
         "max_files": len(paths),
         "max_total_bytes": sum(f.size for f in snap.files),
         "max_file_bytes": max(f.size for f in snap.files),
-        "max_sections": idx.corpus.n,
-        "max_tokens": sum(d.analysis.tokens for d in idx.corpus.docs),
+        "max_sections": idx.n,
+        "max_tokens": idx.tokens,
         "max_path_components": max(p.count("/") + 1 for p in paths),
         "max_path_bytes": max(len(p.encode()) for p in paths),
         "max_response_bytes": len(encode(result).encode()),
@@ -187,12 +238,23 @@ def test_every_limit_has_a_flag_at_and_over(bundle: Path, name: str) -> None:
     assert err["code"] == "resource_limit"
     assert err["details"]["limit"] == name and err["details"]["flag"] == flag
     assert flag in err["message"]
+    # The one flag that lifts every limit is named where it would help.
+    raised_by_it = getattr(Limits.editor(), name) > getattr(Limits(), name)
+    assert ("--raise-limits" in err["message"]) == raised_by_it
+    plain = run("search", str(bundle), "-q", "hashtable", flag, str(need - 1))
+    assert plain.stderr == f"citeline: resource_limit: {err['message']}\n"
+    # Given --raise-limits, the explicit flag still wins, and the advice is not repeated.
+    both = run(
+        "search", str(bundle), "-q", "hashtable", "--json", "--raise-limits", flag, str(need - 1)
+    )
+    assert both.returncode == 3
+    assert "--raise-limits" not in json.loads(both.stdout)["error"]["message"]
 
 
 def test_concepts_human_and_json(bundle: Path) -> None:
-    out = run("concepts", str(bundle), "-q", "GUIDE")
+    out = run("concepts", "-q", "GUIDE", cwd=bundle)
     assert out.returncode == 0
-    assert out.stdout.splitlines()[0] == "guide  guide.md  Guide"
+    assert out.stdout == "guide  guide.md  Guide\n"
     js = json.loads(run("concepts", str(bundle), "-q", "b", "--json").stdout)
     validate("concepts.result", js)
     assert [c["concept_id"] for c in js["concepts"]] == ["notes/b"]
@@ -215,6 +277,9 @@ def test_keyboard_interrupt_is_cancelled(
     monkeypatch.setattr(Engine, "search", interrupted)
     assert cli.main(["search", str(bundle), "-q", "x", "--json"]) == 130
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "cancelled"
+    assert cli.main(["search", str(bundle), "-q", "x"]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("citeline: cancelled: ")
 
 
 def test_progress_bar_only_after_delay_on_a_terminal() -> None:
@@ -242,6 +307,8 @@ def test_readme_first_command_searches_the_docs() -> None:
     result = json.loads(out.stdout)
     assert result["hits"], "the user guide must answer the README's example query"
     assert any(h["path"] == "limits.md" for h in result["hits"])
+    human = run("search", "docs", "--query", "raise a limit", cwd=REPO)
+    assert any(line.startswith("docs/limits.md:") for line in human.stdout.splitlines())
     for hit in result["hits"]:
         lines = (REPO / "docs" / hit["path"]).read_text(encoding="utf-8").split("\n")
         section = "\n".join(lines[hit["line_start"] - 1 : hit["line_end"]])
@@ -256,3 +323,10 @@ def test_settings_from_flags() -> None:
     assert settings == Settings(
         limits=Limits(max_tokens=5), reserved=("a.md",), use_ignore=False, skip_invalid=False
     )
+
+
+def test_raise_limits_flag_gives_the_editor_limits() -> None:
+    raised = cli.settings_from(cli.parser().parse_args(["search", "-q", "x", "--raise-limits"]))
+    assert raised.limits == Limits.editor() != Limits()
+    both = cli.parser().parse_args(["search", "-q", "x", "--raise-limits", "--max-files", "7"])
+    assert cli.settings_from(both).limits == replace(Limits.editor(), max_files=7)

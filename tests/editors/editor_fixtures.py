@@ -44,14 +44,46 @@ FILES: dict[str, str] = {
 }
 
 
+def require_editors() -> bool:
+    return os.environ.get("CITELINE_REQUIRE_EDITORS") == "1"
+
+
 def editor_or_skip(name: str) -> str:
     """Path of the editor binary; skip when missing unless CITELINE_REQUIRE_EDITORS=1."""
     path = shutil.which(name)
     if path is None:
-        if os.environ.get("CITELINE_REQUIRE_EDITORS") == "1":
+        if require_editors():
             pytest.fail(f"{name} is not installed and CITELINE_REQUIRE_EDITORS=1")
         pytest.skip(f"{name} is not installed")
     return path
+
+
+NVIM_BUILDS_FILE = Path(__file__).with_name("nvim-builds.txt")
+NVIM_CACHE = REPO / ".cache" / "nvim"
+
+
+def nvim_builds() -> list[str]:
+    """Labels of the Neovim builds to test: "path" (the `nvim` on PATH, Debian's 0.7.2 in
+    CI), then each build of nvim-builds.txt (installed by scripts/test)."""
+    labels = ["path"]
+    for line in NVIM_BUILDS_FILE.read_text("utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            labels.append(line.split()[0])
+    return labels
+
+
+def nvim_binary(label: str) -> str:
+    """The binary of one Neovim build; a missing build skips, or fails when
+    CITELINE_REQUIRE_EDITORS=1."""
+    if label == "path":
+        return editor_or_skip("nvim")
+    found = sorted(NVIM_CACHE.glob(f"{label}/*/install/bin/nvim"))
+    if found and os.access(found[0], os.X_OK):
+        return str(found[0])
+    why = f"Neovim {label} is not installed in {NVIM_CACHE / label} (scripts/test installs it)"
+    if require_editors():
+        pytest.fail(f"{why} and CITELINE_REQUIRE_EDITORS=1")
+    pytest.skip(why)
 
 
 def lsp_command() -> list[str]:

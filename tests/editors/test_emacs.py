@@ -20,6 +20,7 @@ PACKAGE = REPO / "editors" / "emacs"
 
 
 def run_ert(env: dict[str, str], selector: str = "t") -> tuple[str, dict]:
+    """Run the ERT tests chosen by `selector` (an ERT selector, as Lisp)."""
     emacs = editor_or_skip("emacs")
     cmd = [
         "timeout",
@@ -31,7 +32,7 @@ def run_ert(env: dict[str, str], selector: str = "t") -> tuple[str, dict]:
         "-l",
         str(PACKAGE / "test" / "citeline-test.el"),
         "--eval",
-        f"(ert-run-tests-batch-and-exit {json.dumps(selector)})",
+        f"(ert-run-tests-batch-and-exit '{selector})",
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=env["CITELINE_WS"])
     output = proc.stdout + proc.stderr
@@ -45,7 +46,7 @@ def run_ert(env: dict[str, str], selector: str = "t") -> tuple[str, dict]:
 
 
 def test_ert_suite_against_real_server(workspace, editor_env):
-    output, results = run_ert(editor_env)
+    output, results = run_ert(editor_env, '(not "citeline-e2e-unsaved-text")')
     assert "0 unexpected" in output
     assert "skipped" not in output.split("Ran ", 1)[1], output  # e2e tests really ran
     assert "[eglot] Connected! Server `citeline'" in output
@@ -89,6 +90,22 @@ def test_ert_suite_against_real_server(workspace, editor_env):
         ("Troubleshooting", 12),
     ]
     assert results["settings"] == [2, 1]
+
+
+def test_unsaved_text_is_searched_and_marked(workspace, editor_env):
+    # citeline-unsaved: the word typed into guide.md (not saved) is found and marked.
+    _, results = run_ert(editor_env, '"citeline-e2e-unsaved-text"')
+    unsaved = results["unsaved"]
+    if unsaved["unsupported"]:
+        pytest.skip("this server does not accept the `unsaved` setting yet (SPEC §11)")
+    assert len(unsaved["search"]) == 1
+    assert unsaved["search"][0].startswith("[unsaved] Troubleshooting — ")
+    # Line matches carry no flag (SPEC §8); the line typed but not saved is found.
+    assert [t.removeprefix("[unsaved] ") for t in unsaved["lines"]] == [
+        "The zebrafish setting is new."
+    ]
+    assert unsaved["lines_at"] == [["guide.md", 16, 4]]
+    assert (workspace / "guide.md").read_text("utf-8").count("zebrafish") == 0
 
 
 def test_package_byte_compiles_cleanly(tmp_path, editor_env):

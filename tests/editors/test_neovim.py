@@ -3,6 +3,10 @@
 Each test runs headless Neovim (`-u NONE`, plugin on the runtimepath) with a Lua
 script from tests/editors/nvim/ that writes its observations as one JSON object on
 stdout; the assertions here check them against the fixture workspace.
+
+Every test runs on each Neovim build: the `nvim` on PATH (Debian's 0.7.2 in CI:
+vim.lsp.start_client) and the pinned recent builds of nvim-builds.txt (0.11 and
+0.12-dev: vim.lsp.config + vim.lsp.enable), which scripts/test installs.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from editor_fixtures import REPO, cli_search, editor_or_skip, expected_column
+from editor_fixtures import REPO, cli_search, expected_column, nvim_binary, nvim_builds
 
 pytestmark = pytest.mark.editor
 
@@ -20,8 +24,29 @@ PLUGIN = REPO / "editors" / "neovim"
 SCRIPTS = Path(__file__).parent / "nvim"
 
 
-def run_nvim(script: str, env: dict[str, str]) -> dict:
-    nvim = editor_or_skip("nvim")
+@pytest.fixture(params=nvim_builds())
+def nvim(request: pytest.FixtureRequest) -> str:
+    """The Neovim binary of one build (see nvim-builds.txt)."""
+    return nvim_binary(request.param)
+
+
+def nvim_version(nvim: str) -> tuple[int, int]:
+    first = subprocess.run([nvim, "--version"], capture_output=True, text=True).stdout
+    major, minor = first.split()[1].lstrip("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+def test_builds_are_the_pinned_versions(nvim: str) -> None:
+    # A label of nvim-builds.txt starts with the version its build must report.
+    label = next((b for b in nvim_builds() if b != "path" and f"/.cache/nvim/{b}/" in nvim), "path")
+    if label == "path":
+        assert nvim_version(nvim) >= (0, 7)
+    else:
+        want = tuple(int(x) for x in label.split("-")[0].split("."))
+        assert nvim_version(nvim) == want
+
+
+def run_nvim(script: str, env: dict[str, str], nvim: str) -> dict:
     cmd = [
         "timeout",
         "60",
@@ -43,8 +68,8 @@ def run_nvim(script: str, env: dict[str, str]) -> dict:
     return json.loads(lines[-1])
 
 
-def test_unit_conversions(editor_env):
-    out = run_nvim("unit.lua", editor_env)
+def test_unit_conversions(editor_env, nvim):
+    out = run_nvim("unit.lua", editor_env, nvim)
     assert out["search_items"] == [
         {
             "filename": "/ws/b.md",
@@ -75,9 +100,25 @@ def test_unit_conversions(editor_env):
     }
     assert out["telescope_display"][0] == "b.md:9-12  Second — body of b"
 
+    # Line breaks in headings, snippets, line text and titles show as one space each;
+    # the heading's own lines are not repeated as the snippet line.
+    assert [i["text"] for i in out["odd_items"]] == [
+        "[unsaved] Two lines — body text",
+        "Car riage — next",
+        "lone CR",
+        "Flag",
+    ]
+    assert [i["text"] for i in out["odd_lines"]] == ["[unsaved] a b", "[unsaved] plain", "disk"]
+    assert [i["text"] for i in out["odd_concepts"]] == ["t — multi line"]
+    assert out["display"] == ["a b", "a  b", "a b", ""]
+    # JSON nulls do not break the conversion.
+    assert [(i["filename"], i["text"]) for i in out["null_heading"]] == [("/ws/n.md", "n.md")]
+    # Code point 202 of the buffer's line ("é" is 2 bytes) is byte column 402.
+    assert [(i["lnum"], i["col"]) for i in out["unsaved_window"]] == [(2, 402)]
 
-def test_attach_search_symbols_outline(workspace, editor_env):
-    out = run_nvim("search.lua", editor_env)
+
+def test_attach_search_symbols_outline(workspace, editor_env, nvim):
+    out = run_nvim("search.lua", editor_env, nvim)
     ws = str(workspace)
 
     # setup() attached one client, rooted at the marker folder, to both buffers.
@@ -86,6 +127,15 @@ def test_attach_search_symbols_outline(workspace, editor_env):
     assert out["same_client"] is True
     assert out["commands"] == ["citeline.search", "citeline.lines", "citeline.concepts"]
     assert out["server_alive"] is True
+    # 0.11+ starts through vim.lsp.config + vim.lsp.enable, 0.8-0.10 vim.lsp.start.
+    version = nvim_version(nvim)
+    assert out["nvim_version"] == f"{version[0]}.{version[1]}"
+    if version >= (0, 11):
+        assert out["start_path"] == "enable"
+    elif version >= (0, 8):
+        assert out["start_path"] == "start"
+    else:
+        assert out["start_path"] == "start_client"
 
     # :CitelineSearch → quickfix in server order, with resolved file names.
     search = out["search"]
@@ -160,8 +210,8 @@ def test_attach_search_symbols_outline(workspace, editor_env):
     ]
 
 
-def test_lines_grep_concepts_and_errors(workspace, editor_env):
-    out = run_nvim("lines.lua", editor_env)
+def test_lines_grep_concepts_and_errors(workspace, editor_env, nvim):
+    out = run_nvim("lines.lua", editor_env, nvim)
     ws = str(workspace)
 
     lines = out["lines"]
@@ -207,9 +257,78 @@ def test_lines_grep_concepts_and_errors(workspace, editor_env):
     assert out["server_alive"] is True
 
 
-def test_settings_reach_the_server(editor_env):
-    out = run_nvim("settings.lua", editor_env)
+def test_settings_reach_the_server(editor_env, nvim):
+    out = run_nvim("settings.lua", editor_env, nvim)
     # symbols.list_cap = 2 caps the empty-query listing, symbols.cap = 1 a query.
     assert out["all"] == ["Installation", "Configuration"]
     assert len(out["some"]) == 1
+    assert out["all_after"] == ["Installation", "Configuration", "Troubleshooting"]
     assert out["warnings"] == []
+
+
+def test_late_setup_attaches_open_buffers_and_checkhealth(workspace, editor_env, nvim):
+    out = run_nvim("health.lua", editor_env, nvim)
+    assert out["attached"] is True
+    assert out["server_alive"] is True
+    text = "\n".join(out["health"])
+    major, minor = nvim_version(nvim)
+    assert f"Neovim {major}.{minor}" in text, text
+    assert "executable: " in text
+    client_lines = [
+        line for line in out["health"] if "client " in line and " running, root " in line
+    ]
+    assert len(client_lines) == 1, text
+    assert (
+        f"root {workspace}, commands: citeline.search, citeline.lines, citeline.concepts"
+        in (client_lines[0])
+    )
+    assert "search profile: recall" in text
+    assert "unsaved text: not searched (files on disk)" in text
+    assert "ERROR" not in text and "WARNING" not in text, text
+
+
+def test_commands_start_a_detached_client_without_autostart(workspace, editor_env, nvim):
+    out = run_nvim("detached.lua", editor_env, nvim)
+    assert out["clients_before"] == 0
+    assert out["clients_after"] == 1
+    assert out["root"] == str(workspace)  # an unnamed buffer: the working directory
+    assert out["attached_to_scratch"] is False
+    assert [i["filename"] for i in out["search"]["items"]] == [
+        f"{workspace}/notes/hashing.md",
+        f"{workspace}/notes/hashing.md",
+        f"{workspace}/notes/unicode.md",
+    ]
+    assert out["server_alive"] is True
+
+
+BROKEN = "---\ntitle: Broken\n# Heading\n\nThe front matter is never closed.\n"
+
+
+def test_diagnostics_follow_the_buffer(workspace, editor_env, nvim):
+    (workspace / "broken.md").write_text(BROKEN, "utf-8")
+    out = run_nvim("diagnostics.lua", editor_env, nvim)
+    (diag,) = out["before"]
+    assert diag["lnum"] == 0  # the unclosed `---`
+    assert diag["severity"] == 1  # Error
+    assert "front matter" in diag["message"].lower()
+    # Closed in the buffer, not on disk: the diagnostic goes.
+    assert out["after"] == []
+    assert out["modified"] is True
+    assert (workspace / "broken.md").read_text("utf-8") == BROKEN
+    assert out["server_alive"] is True
+
+
+def test_unsaved_text_is_searched_and_marked(workspace, editor_env, nvim):
+    out = run_nvim("unsaved.lua", editor_env, nvim)
+    if any("unknown key(s) unsaved" in n for n in out["notes"]):
+        pytest.skip("this server does not accept the `unsaved` setting yet (SPEC §11)")
+    assert out["modified"] is True
+    (hit,) = out["search"]["items"]
+    assert hit["filename"] == f"{workspace}/guide.md"
+    assert hit["text"].startswith("[unsaved] Troubleshooting")
+    # Line search reads the same text; its matches carry no flag (SPEC §8 allows
+    # extra fields only as x- keys; the marker shows if the server ever sends one).
+    (line,) = out["lines"]["items"]
+    assert (line["lnum"], line["col"]) == (16, 5)
+    assert line["text"].endswith("The zebrafish setting is new.")
+    assert out["server_alive"] is True

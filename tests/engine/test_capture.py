@@ -279,9 +279,9 @@ def test_gitignore_agrees_with_git(make_bundle) -> None:
 
 
 def test_unchanged_files_keep_the_bytes_already_held(make_bundle) -> None:
-    """A new capture still reads and hashes every file; a file whose SHA-256 the engine
-    already holds keeps those (equal) bytes rather than a second copy, and a changed file
-    gets its new bytes."""
+    """Files just written are racy (SPEC §2), so each capture reads them again; a file read
+    with a SHA-256 the engine already holds keeps those (equal) bytes rather than a second
+    copy, and a changed file gets its new bytes."""
     bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "beta\n"})
     engine = Engine()
     first = {f.path: f for f in engine.capture(bundle).files}
@@ -293,6 +293,6 @@ def test_unchanged_files_keep_the_bytes_already_held(make_bundle) -> None:
     (Path(bundle) / "b.md").write_text("# A\nalpha\n")  # now equal to a.md
     third = {f.path: f for f in engine.capture(bundle).files}
     assert third["b.md"].data == b"# A\nalpha\n" and third["b.md"].sha256 == first["a.md"].sha256
-    # Without a memo nothing is remembered between requests, bytes included.
-    plain = Engine(memo_bytes=0)
+    # Holding no bytes, every read is a new buffer.
+    plain = Engine(hold_bytes=0)
     assert plain.capture(bundle).files[0].data is not plain.capture(bundle).files[0].data

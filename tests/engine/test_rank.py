@@ -166,29 +166,34 @@ def test_reserved_files_do_not_count_in_statistics(make_bundle) -> None:
     assert more["hits"][0]["score"] == plain["hits"][0]["score"]
 
 
-def test_terms_remembered_per_corpus_are_bounded_and_change_nothing(
+def test_terms_remembered_per_index_are_bounded_and_change_nothing(
     make_bundle, monkeypatch
 ) -> None:
-    """The corpus remembers which documents hold each looked-up term; the memory is bounded
-    (cleared past _REMEMBERED entries) and answers are the same with or without it."""
-    from citeline.engine import rank as rank_mod
+    """The index remembers where each looked-up term's postings are; the memory is bounded
+    (least recently used dropped past _REMEMBERED_TERMS) and answers are the same with or
+    without it."""
+    from citeline.engine import index as index_mod
 
     bundle = make_bundle(BUNDLE)
     engine = Engine()
     queries = ["beta", "gamma delta", "beta guide", "alpha gamma", "nothing"]
     first = [engine.search(bundle, {"query": q}) for q in queries]
-    corpus = engine.index(engine.capture(bundle)).corpus
-    assert set(corpus._seen) >= {"beta", "gamma", "delta", "guide", "alpha", "nothing"}
-    assert corpus.occurrences("beta") == {0: corpus.docs[0].analysis.postings["beta"]} | {
-        1: corpus.docs[1].analysis.postings["beta"]
-    }
-    monkeypatch.setattr(rank_mod, "_REMEMBERED", 3)
+    idx = engine.index(engine.capture(bundle))
+    assert set(idx._where) >= {"beta", "gamma", "delta", "guide", "alpha", "nothing"}
+    (block,) = idx.blocks
+    lo, hi = block.find("beta")
+    assert idx.where("beta") == ((block, 0, lo, hi),)
+    # beta is in a.md's first section (tf 2 + 3 heading) and b.md's body (1 + 2 title)
+    assert sorted(block.p_tf[lo:hi]) == [3, 5]
+    assert idx.where("absent") == ()
+    monkeypatch.setattr(index_mod, "_REMEMBERED_TERMS", 3)
     fresh = engine.search(bundle, {"query": "intro here"})  # new terms: past the bound
     assert [h["path"] for h in fresh["hits"]] == []  # no section holds both
-    assert "beta" not in corpus._seen and corpus._size[0] <= 3
+    assert len(idx._where) <= 3
+    assert list(idx._where)[-2:] == ["intro", "here"]  # the most recent ones stay
     again = [engine.search(bundle, {"query": q}) for q in queries]
     assert again == first
-    assert corpus._size[0] <= 3
+    assert len(idx._where) <= 3
 
 
 @pytest.mark.parametrize("match_any", [False, True])
@@ -204,13 +209,13 @@ def test_best_k_equals_the_first_k_of_the_full_order(make_bundle, match_any: boo
         files[f"mixed{i:02}.md"] = "alpha " * (i % 4 + 1) + "\n\n# Gamma\ngamma beta alpha\n"
     bundle = make_bundle(files)
     engine = Engine()
-    corpus = engine.index(engine.capture(bundle)).corpus
+    index = engine.index(engine.capture(bundle))
     for terms in (["alpha"], ["beta"], ["alpha", "beta"], ["gamma", "alpha", "beta"]):
-        full = rank(corpus, terms, match_any=match_any)
+        full = rank(index, terms, match_any=match_any)
         assert full.total == len(full.best) >= 12
         scores = [s.score for s in full.best]
         assert len(set(scores)) < len(scores)  # ties, which the cut must keep together
         for k in (0, 1, 2, 5, 11, 12, 13, 24, full.total - 1, full.total, full.total + 3):
-            part = rank(corpus, terms, match_any=match_any, limit=k)
+            part = rank(index, terms, match_any=match_any, limit=k)
             assert part.total == full.total
             assert part.best == full.best[:k]

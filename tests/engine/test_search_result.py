@@ -86,5 +86,5 @@ def test_fresh_snapshot_every_request(make_bundle) -> None:
 def test_same_bytes_same_result_across_engines(make_bundle) -> None:
     bundle = make_bundle({"a.md": "# A\nalpha beta\n", "b.md": "alpha\n"})
     one = Engine().search(bundle, {"query": "alpha"})
-    two = Engine(memo_bytes=0).search(bundle, {"query": "alpha"})
+    two = Engine(reread=True, hold_bytes=0).search(bundle, {"query": "alpha"})
     assert one == two

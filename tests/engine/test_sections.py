@@ -44,7 +44,7 @@ def test_setext_headings() -> None:
 def test_multiline_setext_heading_starts_at_its_first_line() -> None:
     assert sections("para\n\nline one\nline two\n===\nbody\n") == [
         (1, 2, ""),
-        (3, 6, "line one line two"),
+        (3, 6, "line one\nline two"),  # SPEC §3: the heading's line break stays
     ]
 
 
@@ -64,8 +64,8 @@ def test_lone_cr_snippet_keeps_original_text(make_bundle) -> None:
 
 
 def test_lone_cr_inside_atx_heading_keeps_heading() -> None:
-    # lone CR becomes a space only for the parser; the heading is one line
-    assert heads("# one\rtwo\nbody\n") == [(1, "one two")]
+    # lone CR becomes a space only for the parser; the heading keeps the CR (SPEC §3)
+    assert heads("# one\rtwo\nbody\n") == [(1, "one\rtwo")]
 
 
 def test_form_feed_does_not_start_a_new_line() -> None:

@@ -115,10 +115,10 @@ def swap_after_listing(monkeypatch: pytest.MonkeyPatch, folder: Path, swap: Any)
     real = cap._entries
     folder_id = os.stat(folder).st_ino
 
-    def listing_then_swap(dir_fd: int) -> list[tuple[str, bool]]:
+    def listing_then_swap(dir_fd: int) -> list[tuple[str, bool, Any]]:
         entries = real(dir_fd)
         if os.fstat(dir_fd).st_ino == folder_id:
-            swap(entries)
+            swap([(name, is_folder) for name, is_folder, _ in entries])
         return entries
 
     monkeypatch.setattr(cap, "_entries", listing_then_swap)
@@ -243,7 +243,9 @@ PROBE = textwrap.dedent(
     """
     import json, os, sys
     from citeline.engine import CitelineError, Engine
-    import citeline.engine.lines  # every lazy import before dropping privileges
+    # every lazy import before dropping privileges (the parser, PyYAML, pathspec, …)
+    import citeline.engine.build, citeline.engine.core, citeline.engine.lines, pathspec
+    import citeline.engine.frontmatter
     os.setgid({uid}); os.setuid({uid})
     try:
         Engine().search(sys.argv[1], {{"query": "alpha"}})

@@ -21,6 +21,7 @@ import pytest
 from rpc import RawServer, frame, uri_of
 
 from citeline.engine import Engine
+from citeline.lsp.settings import editor_defaults
 
 CANCELLED = -32800
 METHOD_NOT_FOUND = -32601
@@ -96,8 +97,9 @@ def send(srv: RawServer, kind: str, params: Any) -> Any:
 
 
 def expected(folder: Path, kind: str, params: Any) -> Any:
-    """The engine's own answer for commands (errors as their §10 code)."""
-    engine = Engine()
+    """The engine's own answer for commands (errors as their §10 code), with the server's
+    editor defaults (SPEC §11)."""
+    engine = Engine(editor_defaults())
     method = {"citeline.search": engine.search, "citeline.concepts": engine.concepts}.get(
         kind, engine.lines
     )

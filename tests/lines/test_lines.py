@@ -17,7 +17,7 @@ from citeline.engine.contracts import validate
 from citeline.engine.layout import decode, line_index
 from citeline.engine.lines import LinesRequest, clip, window
 
-ENGINE = Engine(memo_bytes=0)
+ENGINE = Engine(reread=True, hold_bytes=0)
 
 
 def run(root: Path, pattern: str, **request: Any) -> dict[str, Any]:

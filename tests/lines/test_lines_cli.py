@@ -1,8 +1,9 @@
-"""`citeline lines`: human output, --json, exit codes (SPEC §8, §10)."""
+"""`citeline lines`: human output (rg's --column format), --json, exit codes (SPEC §8, §10)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,13 +14,15 @@ from bundles import write_bundle as bundle
 from citeline.engine.contracts import validate
 
 
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "citeline.lsp.cli", "lines", *map(str, args)],
         capture_output=True,
         text=True,
         encoding="utf-8",
         timeout=120,
+        cwd=cwd,
+        env={k: v for k, v in os.environ.items() if k != "NO_COLOR"},
     )
 
 
@@ -36,34 +39,78 @@ def docs(tmp_path: Path) -> Path:
 
 
 def test_human_output_is_path_line_column_text(docs: Path) -> None:
-    out = cli(docs, "-F", "Get-Process", "--color", "never")
+    """As `rg --column`: path (as typed) : line : column : text, one line per match."""
+    out = cli("docs", "-F", "Get-Process", cwd=docs.parent)
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    assert lines[0] == "guide.md:3:5: Use Get-Process here."
-    assert lines[-1].startswith("1 of 1 match · snapshot ")
-    assert len(lines) == 2
+    assert out.stdout == "docs/guide.md:3:5:Use Get-Process here.\n"
+    assert out.stderr == ""  # the summary is not mixed into what pipes read
+    inside = cli("-F", "Get-Process", "--stats", cwd=docs)
+    assert inside.stdout == "guide.md:3:5:Use Get-Process here.\n"
+    assert inside.stderr.startswith("1 of 1 match · snapshot ")
+    assert "index.md at the root is not searched" in inside.stderr
 
 
 def test_human_output_case_insensitive_and_regex(docs: Path) -> None:
-    out = cli(docs, "-F", "get-process", "-i", "--color", "never")
+    out = cli("-F", "get-process", "-i", cwd=docs)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[:2] == [
-        "guide.md:3:5: Use Get-Process here.",
-        "guide.md:4:1: get-process again",
-    ]
-    out = cli(docs, "-e", r"启用\s+插件", "--color", "never")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[0] == "sub/zh.md:3:1: 启用 插件 配置"
-    out = cli(docs, "-e", "插件", "--color", "never", "-n", "1")
     assert out.stdout.splitlines() == [
-        "sub/zh.md:1:3: # 插件",
-        out.stdout.splitlines()[1],
+        "guide.md:3:5:Use Get-Process here.",
+        "guide.md:4:1:get-process again",
     ]
-    assert out.stdout.splitlines()[1].startswith("1 of 2 matches · snapshot ")
+    out = cli("-e", r"启用\s+插件", cwd=docs)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "sub/zh.md:3:1:启用 插件 配置\n"
+    out = cli("-e", "插件", "-m", "1", "--stats", cwd=docs)
+    assert out.stdout == "sub/zh.md:1:3:# 插件\n"
+    assert out.stderr.startswith("1 of 2 matches · snapshot ")
+
+
+def test_one_stdout_line_per_match_when_piped(docs: Path) -> None:
+    out = cli(docs, "-F", "e", "-i")
+    total = json.loads(cli(docs, "-F", "e", "-i", "--json").stdout)["total"]
+    assert total == 3 and len(out.stdout.splitlines()) == total
+
+
+def test_context_lines_like_grep(tmp_path: Path) -> None:
+    root = bundle(tmp_path / "c", {"a.md": "".join(f"line {i}\n" for i in range(1, 13))})
+    out = cli("-e", "line (3|5|11)$", "-C", "1", cwd=root)
+    assert out.stdout.splitlines() == [
+        "a.md-2-line 2",
+        "a.md:3:1:line 3",
+        "a.md-4-line 4",
+        "a.md:5:1:line 5",
+        "a.md-6-line 6",
+        "--",
+        "a.md-10-line 10",
+        "a.md:11:1:line 11",
+        "a.md-12-line 12",
+    ]
+    # Without -C no context is shown, as with grep and rg.
+    assert cli("-e", "line 3$", cwd=root).stdout == "a.md:3:1:line 3\n"
+
+
+def test_color_always_highlights_each_match(docs: Path) -> None:
+    out = cli("-F", "get-process", "-i", "--color", "always", cwd=docs)
+    red, reset = "\x1b[1;31m", "\x1b[0m"
+    assert f"{red}Get-Process{reset}" in out.stdout
+    assert f"{red}get-process{reset}" in out.stdout
+    regex = cli("-e", "[a-z]+-process", "--color", "always", cwd=docs)
+    assert f"{red}get-process{reset} again" in regex.stdout
+    assert "\x1b[" not in cli("-F", "Get", cwd=docs).stdout
+
+
+def test_skip_invalid_names_the_skipped_files(tmp_path: Path) -> None:
+    """The skipped files are said in human output too (they were dropped: issue 18)."""
+    root = bundle(tmp_path / "b", {"ok.md": "hit\n", "bad.md": b"hit\n\xfe\n"})
+    out = cli("-F", "hit", "--skip-invalid", cwd=root)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "ok.md:1:1:hit\n"
+    reason = json.loads(cli("-F", "hit", "--skip-invalid", "--json", cwd=root).stdout)["skipped"][0]
+    assert out.stderr == f"citeline: skipped bad.md:2: {reason['reason']}\n"
 
 
 def test_json_output_is_the_contract(docs: Path) -> None:
-    out = cli(docs, "-e", r"(?i)get-\w+", "--json", "-C", "1", "-n", "5")
+    out = cli(docs, "-e", r"(?i)get-\w+", "--json", "-C", "1", "-m", "5")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     validate("lines.result", result)
@@ -87,9 +134,10 @@ def test_json_output_is_the_contract(docs: Path) -> None:
 
 
 def test_nothing_found_exits_1(docs: Path) -> None:
-    out = cli(docs, "-F", "no such text")
+    out = cli(docs, "-F", "no such text", "--stats")
     assert out.returncode == 1
-    assert out.stdout.splitlines()[-1].startswith("0 of 0 matches")
+    assert out.stdout == ""
+    assert out.stderr.startswith("0 of 0 matches")
     out = cli(docs, "-F", "no such text", "--json")
     assert out.returncode == 1
     result = json.loads(out.stdout)
@@ -102,8 +150,8 @@ def test_nothing_found_exits_1(docs: Path) -> None:
     [
         ("-e", "(a)\\1"),
         ("-e", "(unclosed"),
-        ("-F", "x", "-n", "0"),
-        ("-F", "x", "-n", "1001"),
+        ("-F", "x", "-m", "0"),
+        ("-F", "x", "--max-count", "1001"),
         ("-F", "x", "-C", "11"),
         ("-F", "x", "-C", "-1"),
         ("-F", ""),
@@ -125,10 +173,11 @@ def test_schema_validation_exits_2(docs: Path, args: tuple[str, ...]) -> None:
 def test_invalid_regex_message_reaches_the_user(docs: Path) -> None:
     out = cli(docs, "-e", "(a)\\1")
     assert "invalid escape sequence: \\1" in out.stderr
+    assert "-e/--regex is not a valid RE2 regular expression" in out.stderr
 
 
 def test_limits_at_the_bounds_pass(docs: Path) -> None:
-    for args in (("-n", "1"), ("-n", "1000"), ("-C", "0"), ("-C", "10")):
+    for args in (("-m", "1"), ("--limit", "1000"), ("-C", "0"), ("-C", "10")):
         out = cli(docs, "-F", "Get", *args, "--json")
         assert out.returncode == 0, out.stdout
         validate("lines.result", json.loads(out.stdout))

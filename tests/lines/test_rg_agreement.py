@@ -126,7 +126,7 @@ def rg_lines(root: Path, pattern: str, mode: str, case_sensitive: bool) -> list[
 
 
 def citeline_lines(root: Path, pattern: str, mode: str, case_sensitive: bool) -> dict[str, Any]:
-    result = Engine(memo_bytes=0).lines(
+    result = Engine(reread=True, hold_bytes=0).lines(
         root,
         {"pattern": pattern, "mode": mode, "case_sensitive": case_sensitive, "limit": LIMIT},
     )
@@ -168,7 +168,7 @@ def test_default_settings_suffice_for_line_search() -> None:
     block a section search, not a line search (it indexes no tokens, parses no YAML)."""
     root = corpus_dir("powershell-docs")
     with pytest.raises(CitelineError) as info:
-        Engine(memo_bytes=0).search(root, {"query": "ForEach"})
+        Engine(reread=True, hold_bytes=0).search(root, {"query": "ForEach"})
     assert info.value.code == "parse_error"
     result = citeline_lines(root, "title: ForEach-Object", "exact", True)
     assert ("reference/7.6/Microsoft.PowerShell.Core/ForEach-Object.md", 11) in [

@@ -61,12 +61,31 @@ async def test_parse_errors_become_diagnostics_and_clear(tmp_path: Path) -> None
         assert expected.reason in diag.message
         assert uri_of(folder / "good.md") not in client.diagnostics
 
-        # the parse error blocks search: -32803 with the envelope as data
+        # editor default (SPEC §11): the file is skipped and listed, and the user is told
+        # once, naming the setting
+        result = await command(client, "citeline.search", {"query": "good"})
+        assert result["total"] == 1
+        assert result["skipped"] == [
+            {"path": "bad.md", "line": expected.line, "reason": expected.reason}
+        ]
+        await eventually(lambda: any("skip_invalid" in m.message for m in client.messages))
+        await command(client, "citeline.search", {"query": "fine"})
+        told = [m.message for m in client.messages if "cannot be parsed" in m.message]
+        assert len(told) == 1 and "citeline.skip_invalid" in told[0]
+        assert "--skip-invalid" not in told[0]
+
+        # with skip_invalid off the parse error blocks search: -32803, the envelope as data,
+        # the advice naming the setting rather than a command-line flag
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"skip_invalid": False})
+        )
         with pytest.raises(JsonRpcException) as err:
             await command(client, "citeline.search", {"query": "good"})
         assert err.value.code == -32803
         assert err.value.data["code"] == "parse_error"
         assert err.value.data["details"]["errors"][0]["path"] == "bad.md"
+        assert "skip_invalid" in err.value.data["message"]
+        assert "--skip-invalid" not in err.value.data["message"]
 
         # fixed on disk and saved: the diagnostic is cleared
         (folder / "bad.md").write_text(FIXED)
@@ -171,13 +190,16 @@ async def test_did_change_configuration(tmp_path: Path) -> None:
             await command(client, "citeline.search", {"query": "walrus"})
         assert err.value.data["code"] == "resource_limit"
         assert err.value.data["details"]["max"] == 1
+        # the user is told once (a warning naming the setting, never a CLI flag)
+        await eventually(lambda: bool(client.messages))
+        (told,) = [m for m in client.messages if "limits.max_files" in m.message]
+        assert told.type == types.MessageType.Warning and "--max-files" not in told.message
 
         # invalid settings: an error message, and the previous settings stay
         client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(settings={"limits": {"max_files": -3}})
         )
-        await eventually(lambda: bool(client.messages))
-        assert client.messages[-1].type == types.MessageType.Error
+        await eventually(lambda: client.messages[-1].type == types.MessageType.Error)
         assert "max_files" in client.messages[-1].message
         with pytest.raises(JsonRpcException) as err:
             await command(client, "citeline.search", {"query": "walrus"})

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,15 @@ from mcp.shared.exceptions import MCPError
 from citeline.engine import Engine
 from citeline.engine.contracts import schema, validate
 from citeline.engine.present import encode
-from citeline.lsp.mcp import wire_schema
+from citeline.lsp.mcp import (
+    NO_HIT_ANY,
+    NO_HIT_HINT,
+    PARAMETERS,
+    fenced,
+    render_text,
+    success,
+    wire_schema,
+)
 
 CLI = [sys.executable, "-m", "citeline.lsp.cli"]
 TOOLS = {
@@ -36,6 +45,8 @@ TOOLS = {
     "search_concepts": "concepts",
     "search_lines": "lines",
 }
+
+RESULT_KEYS = {"hits": "search_sections", "concepts": "search_concepts", "matches": "search_lines"}
 
 FILES: dict[str, str | bytes] = {
     "guide.md": (
@@ -77,13 +88,15 @@ def text_of(result: types.CallToolResult) -> str:
     return block.text
 
 
-def structured(result: types.CallToolResult) -> dict[str, Any]:
+def structured(result: types.CallToolResult, tool: str | None = None) -> dict[str, Any]:
     assert not result.is_error, text_of(result)
     data = result.structured_content
     assert isinstance(data, dict)
-    # The text block is the compact JSON every front writes, byte for byte.
-    assert text_of(result) == encode(data)
-    assert json.loads(text_of(result)) == data
+    if tool is None:
+        (tool,) = [t for key, t in RESULT_KEYS.items() if key in data]
+    # The text block is the compact rendering of that very result.
+    assert text_of(result) == render_text(tool, data)
+    assert data["snapshot_revision"] in text_of(result)
     return data
 
 
@@ -100,6 +113,16 @@ def without_identity(contract: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in contract.items() if k not in ("$schema", "$id")}
 
 
+def without_descriptions(served: dict[str, Any], contract: dict[str, Any]) -> dict[str, Any]:
+    """The served schema with each parameter's description put back as the contract has it."""
+    out = json.loads(json.dumps(served))
+    for key, prop in out.get("properties", {}).items():
+        prop.pop("description", None)
+        if "description" in contract["properties"][key]:
+            prop["description"] = contract["properties"][key]["description"]
+    return out
+
+
 # -- tools/list ------------------------------------------------------------------------------
 
 
@@ -110,11 +133,26 @@ async def test_list_tools_serves_the_contract_schemas(bundle: Path) -> None:
     assert set(tools) == set(TOOLS)
     for name, contract in TOOLS.items():
         tool = tools[name]
-        assert tool.input_schema == without_identity(schema(f"{contract}.request"))
+        request = without_identity(schema(f"{contract}.request"))
+        assert without_descriptions(tool.input_schema, request) == request
         assert tool.output_schema == without_identity(schema(f"{contract}.result"))
         assert tool.input_schema == wire_schema(f"{contract}.request")
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         assert tool.description and str(bundle) in tool.description
+        # Every parameter is described for an agent (SPEC §14), from PARAMETERS.
+        for key, prop in tool.input_schema["properties"].items():
+            assert key in PARAMETERS[contract], (name, key)
+            assert prop["description"].startswith(PARAMETERS[contract][key][:20]), (name, key)
+        assert "{" not in json.dumps(
+            [p["description"] for p in tool.input_schema["properties"].values()]
+        ).replace("{start,end}", ""), "an unfilled placeholder"
+    search_params = tools["search_sections"].input_schema["properties"]
+    assert 'profile="recall"' in search_params["query"]["description"]
+    assert "bytes" in search_params["limit"]["description"]
+    assert "match=any" in search_params["profile"]["description"]
+    assert "bytes" in tools["search_lines"].input_schema["properties"]["limit"]["description"]
+    for name in TOOLS:  # each tool tells when to ask for recall
+        assert "recall" in (tools[name].description or ""), name
     search = tools["search_sections"].description or ""
     for word in (
         "locator",
@@ -128,6 +166,7 @@ async def test_list_tools_serves_the_contract_schemas(bundle: Path) -> None:
         "verbatim",
         "verify",
         'profile="recall"',
+        "When to use",
         "isError",
     ):
         assert word in search, word
@@ -209,13 +248,119 @@ async def test_parallel_calls_share_one_engine(bundle: Path) -> None:
     assert len(texts) == 1
 
 
+# -- the text content ------------------------------------------------------------------------
+
+HIT_LINE = re.compile(r"^\[(\d+)\] (.+) lines (\d+)-(\d+) · sha256 ([0-9a-f]{64}) · ")
+
+
+def cited_from_text(text: str) -> list[tuple[str, int, int, str, str]]:
+    """(path, line_start, line_end, sha256, snippet) of each hit, read from the text alone."""
+    lines = text.split("\n")
+    cited = []
+    i = 0
+    while i < len(lines):
+        m = HIT_LINE.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        while not lines[i].startswith("```"):  # an optional matched/missing line
+            i += 1
+        fence = lines[i]
+        end = lines.index(fence, i + 1)
+        snippet = "\n".join(lines[i + 1 : end])
+        cited.append((m[2], int(m[3]), int(m[4]), m[5], snippet))
+        i = end + 1
+    return cited
+
+
+async def test_text_lets_an_agent_verify_every_citation(bundle: Path) -> None:
+    """SPEC §14: from the text content alone, each hit's file, lines, SHA-256 and snippet."""
+    async with mcp_session(bundle) as session:
+        result = await session.call_tool("search_sections", {"query": "hashtable"})
+    data = structured(result)
+    text = text_of(result)
+    assert text.count(data["snapshot_revision"]) == 1
+    cited = cited_from_text(text)
+    assert len(cited) == len(data["hits"]) == 2
+    for (path, start, end, sha, snippet), hit in zip(cited, data["hits"], strict=True):
+        raw = (bundle / path).read_bytes()
+        assert hashlib.sha256(raw).hexdigest() == sha
+        section = "\n".join(raw.decode("utf-8").split("\n")[start - 1 : end])
+        assert snippet.rstrip("\n") in section
+        assert snippet.rstrip("\n") == hit["snippet"].rstrip("\n")
+    assert any("\r\n" in s for *_, s in cited)  # CRLF travels as it is
+    assert "match_spans" not in text and "locator" not in text  # those are structured only
+
+
+def test_fence_outlasts_backticks_in_the_snippet() -> None:
+    snippet = "Use ```` to fence ``` code\n```\nmore"
+    block = fenced(snippet)
+    first, *body, last = block.split("\n")
+    assert first == last == "`````"
+    assert "\n".join(body) == snippet
+    assert fenced("plain\n") == "```\nplain\n```"
+
+
+async def test_no_hit_text_says_to_ask_for_recall(bundle: Path) -> None:
+    async with mcp_session(bundle) as session:
+        strict = await session.call_tool("search_sections", {"query": "hashtable walrus"})
+        loose = await session.call_tool("search_sections", {"query": "walrus", "match": "any"})
+    data = structured(strict)
+    assert data["hits"] == [] and data["total"] == 0 and "options" not in data
+    assert data == Engine().search(bundle, {"query": "hashtable walrus"})  # unchanged
+    assert NO_HIT_HINT in text_of(strict) and 'profile="recall"' in text_of(strict)
+    assert NO_HIT_ANY in text_of(loose) and NO_HIT_HINT not in text_of(loose)
+
+
+async def test_text_shows_which_words_typed_matched(bundle: Path) -> None:
+    request = {"query": "Ordering hashtables walrus", "stemming": "english", "match": "any"}
+    async with mcp_session(bundle) as session:
+        result = await session.call_tool("search_sections", request)
+    data = structured(result)
+    assert data["terms"] == ["order", "hashtabl", "walrus"]  # the contract's stems stay
+    top = data["hits"][0]
+    assert top["matched_terms"] == ["order", "hashtabl"]
+    lines = text_of(result).split("\n")
+    assert lines[1] == "options: match=any, stemming=english"
+    assert lines[4] == "matched: Ordering, hashtables; missing: walrus"
+
+
+def test_compact_text_costs_an_agent_less(tmp_path: Path) -> None:
+    """What an agent reads (text + structuredContent as sent) shrinks; docs/mcp.md has the
+    figures on real corpora (tests/mcp/sizes.py)."""
+    files = {
+        f"d/f{i}.md": f"# Topic {i}\n\nA hashtable keeps keys; note {i} on ordered "
+        f"hashtable use.\n\n## More {i}\n\nNothing.\n"
+        for i in range(25)
+    }
+    root = write(tmp_path / "many", files)
+    for tool, call, args in (
+        ("search_sections", Engine().search, {"query": "ordered hashtable"}),
+        ("search_lines", Engine().lines, {"pattern": "hashtable"}),
+        ("search_concepts", Engine().concepts, {"query": "f"}),
+    ):
+        data = call(root, args)
+        before = types.CallToolResult(
+            content=[types.TextContent(text=encode(data))], structured_content=data
+        )
+        after = success(tool, data)
+        size = [
+            len(r.model_dump_json(by_alias=True, exclude_none=True).encode())
+            for r in (before, after)
+        ]
+        assert size[1] < size[0] * 0.9, (tool, size)
+
+
 # -- search_concepts and search_lines -------------------------------------------------------
 
 
 async def test_search_concepts(bundle: Path) -> None:
     async with mcp_session(bundle) as session:
-        data = structured(await session.call_tool("search_concepts", {"query": "INSTALL"}))
-        everything = structured(await session.call_tool("search_concepts", {"query": "/"}))
+        found = await session.call_tool("search_concepts", {"query": "INSTALL"})
+        data = structured(found, "search_concepts")
+        everything = structured(
+            await session.call_tool("search_concepts", {"query": "/"}), "search_concepts"
+        )
     validate("concepts.result", data)
     sha = hashlib.sha256((bundle / "guide.md").read_bytes()).hexdigest()
     assert data["concepts"] == [
@@ -228,20 +373,31 @@ async def test_search_concepts(bundle: Path) -> None:
     ]
     assert [c["concept_id"] for c in everything["concepts"]] == ["notes/hash tables", "notes/zh"]
     assert data["snapshot_revision"] == everything["snapshot_revision"]
+    assert text_of(found).splitlines() == [
+        f'1 of 1 concept for "INSTALL"; snapshot_revision {data["snapshot_revision"]}',
+        f'guide.md · "Installation guide" · sha256 {sha}',  # id guide = path minus .md
+    ]
+    renamed = {**data, "concepts": [{**data["concepts"][0], "concept_id": "install"}]}
+    assert render_text("search_concepts", renamed).splitlines()[1] == (
+        f'guide.md · id install · "Installation guide" · sha256 {sha}'
+    )
 
 
 async def test_search_lines(bundle: Path) -> None:
     pytest.importorskip("citeline.engine.lines")
     async with mcp_session(bundle) as session:
         exact = structured(
-            await session.call_tool("search_lines", {"pattern": "hashtable", "context": 0})
+            await session.call_tool("search_lines", {"pattern": "hashtable", "context": 0}),
+            "search_lines",
         )
         regex = structured(
             await session.call_tool(
                 "search_lines",
                 {"pattern": "^#+ (upgrading|ordered)", "mode": "regex", "case_sensitive": False},
-            )
+            ),
+            "search_lines",
         )
+        grep = await session.call_tool("search_lines", {"pattern": "Upgrade", "context": 1})
     for data in (exact, regex):
         validate("lines.result", data)
     assert [(m["path"], m["line"]) for m in exact["matches"]] == [
@@ -256,6 +412,13 @@ async def test_search_lines(bundle: Path) -> None:
         ("notes/hash tables.md", 1),
     ]
     assert exact["snapshot_revision"] == regex["snapshot_revision"]
+    # grep-like text: the path once, line:column:text for a match, line-text for context.
+    assert text_of(grep).splitlines() == [
+        f'1 of 1 matching line for exact "Upgrade"; snapshot_revision {exact["snapshot_revision"]}',
+        "file: guide.md",
+        "12-",
+        "13:1:Upgrade with pip.",
+    ]
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -314,9 +477,11 @@ async def test_parse_error_and_skip_invalid_flag(bundle: Path) -> None:
     assert err["code"] == "parse_error"
     assert err["details"]["errors"][0]["path"] == "broken.md"
     async with mcp_session(bundle, "--skip-invalid") as session:
-        data = structured(await session.call_tool("search_sections", {"query": "hashtable"}))
+        result = await session.call_tool("search_sections", {"query": "hashtable"})
+    data = structured(result)
     validate("search.result", data)
     assert [s["path"] for s in data["skipped"]] == ["broken.md"]
+    assert "skipped, cannot be parsed: broken.md:3 (" in text_of(result)
 
 
 async def test_limit_flags_reach_the_engine(bundle: Path) -> None:
@@ -324,6 +489,11 @@ async def test_limit_flags_reach_the_engine(bundle: Path) -> None:
         err = envelope(await session.call_tool("search_sections", {"query": "hashtable"}))
     assert err["code"] == "resource_limit"
     assert err["details"]["limit"] == "max_files"
+    assert "--max-files" in err["message"] and "--raise-limits" in err["message"]
+    async with mcp_session(bundle, "--max-path-bytes", "5") as session:
+        path = envelope(await session.call_tool("search_sections", {"query": "hashtable"}))
+    assert path["details"]["limit"] == "max_path_bytes"
+    assert "--raise-limits" not in path["message"]  # the editor limits keep it as it is
 
 
 def test_server_refuses_to_start_without_a_bundle(tmp_path: Path) -> None:
@@ -361,7 +531,9 @@ async def test_every_call_captures_a_fresh_snapshot(bundle: Path) -> None:
         target = bundle / "guide.md"
         target.write_bytes(target.read_bytes() + b"\n## Walrus\n\nA walrus appears.\n")
         edited = structured(await session.call_tool("search_sections", {"query": "walrus"}))
-        concepts = structured(await session.call_tool("search_concepts", {"query": "guide"}))
+        concepts = structured(
+            await session.call_tool("search_concepts", {"query": "guide"}), "search_concepts"
+        )
     assert first["total"] == 0
     assert again["snapshot_revision"] == first["snapshot_revision"]
     assert edited["snapshot_revision"] != first["snapshot_revision"]
@@ -407,6 +579,9 @@ async def lsp_search(bundle: Path, requests: list[dict[str, Any]]) -> list[Any]:
                 capabilities=pytest_lsp.client_capabilities("neovim@v0.7.0"),
                 root_uri=uri,
                 workspace_folders=[lsp.WorkspaceFolder(uri=uri, name=bundle.name)],
+                # The CLI's and MCP's setting: the server's own default skips unparsable
+                # files and lists them (SPEC §11), which adds `skipped` to every result.
+                initialization_options={"skip_invalid": False},
             )
         )
         for request in requests:
@@ -438,9 +613,7 @@ async def test_cli_mcp_and_lsp_agree_byte_for_byte(
     async with mcp_session(bundle) as session:
         result = await session.call_tool("search_sections", request_)
     data = structured(result)
-    from_mcp = text_of(result)
     assert data["total"] >= 1
-    assert from_mcp == from_cli
     assert encode(data) == from_cli
     if not (Path(__file__).resolve().parents[2] / "lsp" / "server.py").exists():
         pytest.skip("lsp/server.py (citeline lsp) does not exist yet")

@@ -162,7 +162,7 @@ def test_cli_flag_travels() -> None:
     assert cli.request_from(args)["identifiers"] == "split"
     args = cli.parser().parse_args(["search", ".", "-q", "x"])
     assert "identifiers" not in cli.request_from(args)
-    with pytest.raises(SystemExit):
+    with pytest.raises(cli.UsageError):  # reported as schema_validation (exit 2)
         cli.parser().parse_args(["search", ".", "-q", "x", "--identifiers", "camel"])
 
 
@@ -176,4 +176,5 @@ def test_lsp_setting_and_mcp_input() -> None:
     (search,) = [t for t in tool_list("/docs") if t.name == "search_sections"]
     prop = search.input_schema["properties"]["identifiers"]
     assert prop["enum"] == ["whole", "split"] and prop["default"] == "whole"
-    assert 'identifiers="split"' in (search.description or "")
+    assert "identifiers=split" in search.input_schema["properties"]["profile"]["description"]
+    assert "InlinePrediction" in prop["description"]

@@ -246,8 +246,10 @@ def test_outline_counts_in_search_with_weight_two(make_bundle: Any) -> None:
 WORDS = ["run", "runs", "Running", "ran", "gateway", "gateways", "数据库", "网关", "数"]
 WORDS += ["apisix网关", "カタカナ", "한국어", "々", "x1", "é", "e\u0301", "ß", "ﬁ", "Σ", "𠀀𠀁"]
 PIECES = [*WORDS, " ", "\n", "\r\n", ".", ",", "-", "#", "\u3000", "。", "😀"]
+# Text decoded from a file never holds a lone surrogate.
+CHARS = st.characters(exclude_categories=["Cs"])
 text_st = st.lists(
-    st.one_of(st.sampled_from(PIECES), st.characters(), st.text(max_size=3)), max_size=200
+    st.one_of(st.sampled_from(PIECES), CHARS, st.text(CHARS, max_size=3)), max_size=200
 ).map("".join)
 query_st = st.lists(
     st.one_of(st.sampled_from(WORDS), st.text(min_size=1, max_size=4)), min_size=1, max_size=6
@@ -410,7 +412,7 @@ def test_search_spans_under_every_option_combination(
     assume(len(set(query_terms(query, Tokenizer()))) <= 32)
     root = tmp_path_factory.mktemp("b")
     (root / "a.md").write_text(f"# Top {words[0]}\n## Sub\n{body}\n# {body[:20]}\n{body}\n")
-    engine = Engine(memo_bytes=0)
+    engine = Engine(reread=True, hold_bytes=0)
     res = engine.search(root, {"query": query, "limit": 100, **options})
     again = engine.search(root, {"query": " ".join(reversed(words)), "limit": 100, **options})
 

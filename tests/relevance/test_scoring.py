@@ -101,28 +101,38 @@ def expected_scores(engine: Engine, bundle: Any, query: str) -> dict[str, float]
     """The §13 score computed from scratch: BM25 parts with match=any's k1 and b, the
     coordination factor over the terms each section holds, the heading bonus over the
     terms its heading holds."""
-    rel = Relevance.from_mapping({"match": "any"})
-    idx = engine.open_index(bundle, rel.analysis)
-    corpus = idx.corpus
+    idx = engine.prepare(bundle, Relevance.from_mapping({"match": "any"}).analysis)
     terms = query_terms(query)
-    idfs = [corpus.idf(t) for t in terms]
+    n = idx.n
+    # term frequencies from the index's posting ranges: {term: {section: tf}}
+    tfs = {
+        t: {
+            base + s: tf
+            for block, base, lo, hi in idx.where(t)
+            for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True)
+        }
+        for t in terms
+    }
+    idfs = [math.log(1 + (n - len(tfs[t]) + 0.5) / (len(tfs[t]) + 0.5)) for t in terms]
     p = plan(terms, idfs)
     out = {}
-    for file, doc in zip(idx.files, corpus.docs, strict=True):
-        for si, sec in enumerate(doc.analysis.sections):
-            total, mask = 0.0, 0
-            for i, t in enumerate(terms):
-                tf = dict(doc.analysis.postings.get(t, ())).get(si)
-                if tf:
-                    norm = 1 - MATCH_ANY.b + MATCH_ANY.b * sec.length / corpus.avglen
-                    total += idfs[i] * tf * (MATCH_ANY.k1 + 1) / (tf + MATCH_ANY.k1 * norm)
-                    mask |= 1 << i
-            if mask:
-                share = sum(w for i, w in enumerate(p.weights) if mask >> i & 1) / p.total
-                heading = set(Tokenizer().tokens(sec.heading))
-                named = sum(w for t, w in zip(terms, p.weights, strict=True) if t in heading)
-                bonus = 1 + MATCH_ANY.heading * named / p.total
-                out[file.path] = total * share**MATCH_ANY.exponent * bonus
+    for g in range(n):
+        block, s = idx.locate(g)
+        length = block.sec_length[s]
+        total, mask = 0.0, 0
+        for i, t in enumerate(terms):
+            tf = tfs[t].get(g)
+            if tf:
+                norm = 1 - MATCH_ANY.b + MATCH_ANY.b * length / idx.avglen
+                total += idfs[i] * tf * (MATCH_ANY.k1 + 1) / (tf + MATCH_ANY.k1 * norm)
+                mask |= 1 << i
+        if mask:
+            sec = idx.section(g)
+            share = sum(w for i, w in enumerate(p.weights) if mask >> i & 1) / p.total
+            heading = set(Tokenizer().tokens(sec.heading))
+            named = sum(w for t, w in zip(terms, p.weights, strict=True) if t in heading)
+            bonus = 1 + MATCH_ANY.heading * named / p.total
+            out[sec.path] = total * share**MATCH_ANY.exponent * bonus
     return out
 
 
@@ -146,13 +156,13 @@ def test_chain_of_bigrams_weighs_as_one_word(make_bundle: Any) -> None:
     # share one word's weight, a third each.
     bundle = make_bundle({"a.md": "# x\n负载均衡\n", "b.md": "# y\n算法\n", "c.md": "# z\nw\n"})
     engine = Engine()
-    idx = engine.open_index(bundle, Relevance.from_mapping({"cjk": "bigrams"}).analysis)
+    idx = engine.prepare(bundle, Relevance.from_mapping({"cjk": "bigrams"}).analysis)
     terms = query_terms("负载均衡 算法", BIGRAMS)
 
     def scores(**change: Any) -> dict[str, float]:
         scoring = replace(MATCH_ANY, exponent=0.0, **change)
-        ranked = rank(idx.corpus, terms, match_any=True, scoring=scoring)
-        return {idx.files[s.doc].path: s.score for s in ranked.best}
+        ranked = rank(idx, terms, match_any=True, scoring=scoring)
+        return {idx.section(s.section).path: s.score for s in ranked.best}
 
     chained, summed = scores(), scores(chains=False)
     assert chained.keys() == summed.keys() == {"a.md", "b.md"}
@@ -229,15 +239,14 @@ def test_heading_bonus_in_the_engine_keeps_limits_exact(make_bundle: Any) -> Non
     for limit in (1, 2, 5, 9, 30):
         assert engine.search(bundle, {**request, "limit": limit})["hits"] == full[:limit]
     # the bonus is at work: the same ranking without it differs
-    idx = engine.open_index(bundle)
+    idx = engine.prepare(bundle)
     terms = query_terms("apple zebra")
-    plain = rank(idx.corpus, terms, match_any=True, scoring=replace(MATCH_ANY, heading=0.0))
-    named = rank(idx.corpus, terms, match_any=True)
-    before = {(s.doc, s.section): s.score for s in plain.best}
+    plain = rank(idx, terms, match_any=True, scoring=replace(MATCH_ANY, heading=0.0))
+    named = rank(idx, terms, match_any=True)
+    before = {s.section: s.score for s in plain.best}
     for s in named.best:
-        heading = idx.corpus.docs[s.doc].analysis.sections[s.section].heading
-        if heading.startswith("apple"):  # "apple" holds part of the query's weight
-            low = before[s.doc, s.section]
+        if idx.section(s.section).heading.startswith("apple"):  # "apple": part of the query
+            low = before[s.section]
             assert low < s.score <= low * (1 + MATCH_ANY.heading)
         else:
-            assert s.score == before[s.doc, s.section]
+            assert s.score == before[s.section]

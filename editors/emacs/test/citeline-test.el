@@ -112,6 +112,61 @@
   (should (equal (citeline--snippet-line "# Only\n" "Only" nil) nil))
   (should (equal (citeline--snippet-line "  indented text\r\n" "" nil) "indented text")))
 
+(ert-deftest citeline-test-line-breaks-show-as-spaces ()
+  ;; Headings may hold a line break (a Setext heading over two lines) or a lone CR.
+  (should (equal (citeline-display "a\r\nb") "a b"))
+  (should (equal (citeline-display "a\n\nb") "a  b"))
+  (should (equal (citeline-display "a\rb") "a b"))
+  (should (equal (citeline-display nil) ""))
+  (let ((xrefs (citeline-search-xrefs
+                '(:hits [(:path "m.md" :heading "Two\nlines" :line_start 1 :line_end 4
+                          :snippet "Two\nlines\n===\nbody\rtext" :match_spans [])
+                         (:path "c.md" :heading "Car\r\nriage" :line_start 2 :line_end 3
+                          :snippet "Car\r\nriage\r\n---\r\nnext" :match_spans [])
+                         (:path "r.md" :heading "lone\rCR" :line_start 5 :line_end 5
+                          :snippet "# lone\rCR" :match_spans [])])
+                "/ws/")))
+    (should (equal (mapcar (lambda (x) (substring-no-properties (xref-item-summary x))) xrefs)
+                   '("Two lines — body text  (L1-L4)"
+                     "Car riage — next  (L2-L3)"
+                     "lone CR  (L5-L5)"))))
+  (should (equal (mapcar #'xref-item-summary
+                         (citeline-concepts-xrefs
+                          '(:concepts [(:concept_id "t" :path "t.md" :title "multi\nline")])
+                          "/ws/"))
+                 '("t — multi line"))))
+
+(ert-deftest citeline-test-unsaved-marks ()
+  (let ((search (citeline-search-xrefs
+                 '(:hits [(:path "a.md" :heading "Typed" :line_start 1 :line_end 2
+                           :snippet "# Typed\nnew words" :match_spans [] :unsaved t)
+                          (:path "b.md" :heading "Disk" :line_start 1 :line_end 2
+                           :snippet "# Disk\nold words" :match_spans [] :unsaved :json-false)])
+                 "/ws/"))
+        (lines (citeline-lines-xrefs
+                '(:matches [(:path "a.md" :line 2 :column 1 :text "new\rwords" :unsaved t)
+                            (:path "a.md" :line 3 :column 1 :text "x" :x-unsaved t)
+                            (:path "b.md" :line 2 :column 1 :text "old words")])
+                "/ws/")))
+    (should (equal (mapcar (lambda (x) (substring-no-properties (xref-item-summary x))) search)
+                   '("[unsaved] Typed — new words  (L1-L2)" "Disk — old words  (L1-L2)")))
+    (should (eq (get-text-property 0 'face (xref-item-summary (car search))) 'warning))
+    (should (equal (mapcar (lambda (x) (substring-no-properties (xref-item-summary x))) lines)
+                   '("[unsaved] new words" "[unsaved] x" "old words")))))
+
+(ert-deftest citeline-test-server-settings-unsaved ()
+  ;; Off: no key (the server's default); on: t; switching off in a running server: false.
+  (let ((citeline-settings '(:symbols (:cap 5))) (citeline-unsaved nil))
+    (should (equal (citeline-server-settings) '(:symbols (:cap 5))))
+    (should (equal (citeline-server-settings t) '(:symbols (:cap 5) :unsaved :json-false))))
+  (let ((citeline-settings nil) (citeline-unsaved t))
+    (should (equal (citeline-server-settings) '(:unsaved t))))
+  (let ((citeline-settings nil) (citeline-unsaved nil))
+    (should (equal (citeline-server-settings) nil)))
+  ;; An explicit :unsaved in `citeline-settings' wins.
+  (let ((citeline-settings '(:unsaved :json-false)) (citeline-unsaved t))
+    (should (equal (citeline-server-settings) '(:unsaved :json-false)))))
+
 ;;;; End-to-end: a real Eglot session against `citeline lsp'
 
 (defvar citeline-test--ws (getenv "CITELINE_WS"))
@@ -287,6 +342,30 @@
                        '("Installation" "Configuration")))
         (should (= (length some) 1))
         (citeline-test--report "settings" (list (length all) (length some)))))))
+
+(ert-deftest citeline-e2e-unsaved-text ()
+  (skip-unless citeline-test--ws)
+  ;; A word typed into the buffer but not saved is found, and its hit is marked.
+  (let ((citeline-unsaved t))
+    (citeline-test--with-session "guide.md"
+      (goto-char (point-max))
+      (insert "\nThe zebrafish setting is new.\n")
+      (should (buffer-modified-p))
+      (let* ((search (condition-case nil (citeline-search "zebrafish") (user-error nil)))
+             (lines (condition-case nil (citeline-lines "zebrafish") (user-error nil)))
+             (messages (with-current-buffer "*Messages*" (buffer-string)))
+             (text (lambda (xs) (mapcar (lambda (x) (substring-no-properties (xref-item-summary x)))
+                                        xs))))
+        (citeline-test--report
+         "unsaved"
+         (list (cons 'unsupported (and (string-match-p "unknown key(s) unsaved" messages) t))
+               (cons 'search (funcall text search))
+               (cons 'lines (funcall text lines))
+               (cons 'lines_at (mapcar (lambda (x) (let ((l (citeline-test--loc x)))
+                                                     (list (citeline-test--rel (nth 0 l))
+                                                           (nth 1 l) (nth 2 l))))
+                                       lines))))
+        (set-buffer-modified-p nil)))))
 
 (provide 'citeline-test)
 ;;; citeline-test.el ends here

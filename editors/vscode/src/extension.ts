@@ -1,8 +1,10 @@
 /**
  * citeline for VS Code: starts `citeline lsp` for Markdown workspaces and adds
- * "citeline: Search Sections", "citeline: Search Lines" and "citeline: Restart
+ * "citeline: Search Sections", "citeline: Search Lines" (QuickPicks for quick
+ * jumps), the Citeline results view (resultsView.ts) and "citeline: Restart
  * Server". Everything that can be tested without VS Code lives in the pure
- * modules (offsets, mapping, latest, settings, errors); this file is the glue.
+ * modules (offsets, mapping, results, resultsTree, latest, settings, errors);
+ * this file is the glue.
  */
 
 import * as vscode from "vscode";
@@ -35,6 +37,10 @@ import {
   LineMatch,
 } from "./mapping";
 import { codePointColumnToUtf16 } from "./offsets";
+import type { LinesQuery } from "./results";
+import { lineRange } from "./results";
+import type { ResultNode } from "./resultsTree";
+import { ResultsView } from "./resultsView";
 import { ClientSettings, needsRestart, readSettings, serverSettingsChanged } from "./settings";
 
 const SECTION = "citeline";
@@ -42,6 +48,7 @@ const SECTION = "citeline";
 let output: vscode.LogOutputChannel;
 let settings: ClientSettings;
 let client: LanguageClient | undefined;
+let results: ResultsView | undefined;
 let starting: Promise<LanguageClient | undefined> | undefined;
 /** Last failed start: requests within RETRY_AFTER_MS fail fast instead of respawning (and re-toasting). */
 let lastFailure: { at: number; message: string } | undefined;
@@ -54,9 +61,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(output);
   settings = currentSettings();
 
+  const view = new ResultsView({
+    execute: (command, arg, signal) => executeServerCommand(command, arg, signal),
+    describe: (error) => {
+      const d = describeError(error);
+      if (d.cancelled) return undefined;
+      output.error(`${d.message}${d.details !== undefined ? ` ${JSON.stringify(d.details)}` : ""}`);
+      return d.message;
+    },
+  });
+  results = view;
   context.subscriptions.push(
+    view,
     vscode.commands.registerCommand("citeline.ui.searchSections", () => searchSections()),
     vscode.commands.registerCommand("citeline.ui.searchLines", () => searchLines()),
+    vscode.commands.registerCommand("citeline.ui.searchInView", () => searchInView()),
+    vscode.commands.registerCommand("citeline.ui.searchLinesInView", () => searchLinesInView()),
+    vscode.commands.registerCommand("citeline.ui.refreshResults", () => view.refresh()),
+    vscode.commands.registerCommand("citeline.ui.clearResults", () => view.clear()),
+    vscode.commands.registerCommand("citeline.ui.openResult", (node: ResultNode) => view.open(node)),
     vscode.commands.registerCommand("citeline.ui.restartServer", () => restartServer()),
     vscode.commands.registerCommand("citeline.ui.showOutput", () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -237,19 +260,25 @@ async function openRange(root: vscode.Uri, path: string, startLine: number, endL
   }
   try {
     const doc = await vscode.workspace.openTextDocument(uri);
-    const last = Math.max(0, Math.min(endLine, doc.lineCount - 1));
-    const first = Math.max(0, Math.min(startLine, last));
+    // Lines as the server counts them (LF only; the editor also breaks at a lone CR).
+    const text = doc.getText();
+    const end = doc.positionAt(text.length);
+    const firstLine = lineRange(text, Math.max(0, startLine));
+    const lastLine = lineRange(text, Math.max(startLine, endLine)) ?? firstLine;
+    const first = firstLine === undefined ? end : doc.positionAt(firstLine.start);
+    const last = lastLine === undefined ? end : doc.positionAt(lastLine.end);
     let selection: vscode.Selection;
     if (character !== undefined) {
-      const pos = new vscode.Position(first, character(doc.lineAt(first).text));
+      const lineText = firstLine === undefined ? "" : text.slice(firstLine.start, firstLine.end);
+      const pos = firstLine === undefined ? end : doc.positionAt(firstLine.start + character(lineText));
       selection = new vscode.Selection(pos, pos);
     } else {
       // Anchor at the section's end, cursor on its heading: the heading stays in view.
-      selection = new vscode.Selection(new vscode.Position(last, doc.lineAt(last).text.length), new vscode.Position(first, 0));
+      selection = new vscode.Selection(last, first);
     }
     const editor = await vscode.window.showTextDocument(doc, { selection, preview: false });
     editor.revealRange(
-      new vscode.Range(first, 0, last, 0),
+      new vscode.Range(first, last),
       character !== undefined ? vscode.TextEditorRevealType.InCenterIfOutsideViewport : vscode.TextEditorRevealType.AtTop,
     );
   } catch (error) {
@@ -311,7 +340,14 @@ async function searchSections(): Promise<void> {
   const qp = vscode.window.createQuickPick<HitItem | MessageItem>();
   qp.title = "citeline: Search Sections";
   qp.placeholder = `Search the Markdown sections of ${folder.name} (profile ${settings.server.profile})`;
+  qp.buttons = [VIEW_BUTTON()];
   keepServerOrder(qp as vscode.QuickPick<vscode.QuickPickItem>);
+  qp.onDidTriggerButton(() => {
+    if (isBlankQuery(qp.value)) return;
+    const query = qp.value;
+    qp.hide();
+    void showSearchInView(query, folder);
+  });
 
   const live = new LiveQuery<string, SearchResult>({
     fetch: (query, signal) =>
@@ -400,7 +436,7 @@ async function searchLines(): Promise<void> {
     const flags = `${mode}${caseSensitive ? "" : ", ignore case"}`;
     qp.title = `citeline: Search Lines (${flags})${summary ? ` — ${summary}` : ""}`;
     qp.placeholder = mode === "regex" ? "RE2 regular expression, matched line by line" : "Text to find, matched line by line";
-    qp.buttons = [regexButton(), caseButton()];
+    qp.buttons = [regexButton(), caseButton(), VIEW_BUTTON()];
   };
   refreshChrome();
 
@@ -429,6 +465,13 @@ async function searchLines(): Promise<void> {
   });
 
   qp.onDidTriggerButton((button) => {
+    if (button === VIEW_BUTTON()) {
+      if (qp.value.length === 0) return;
+      const query: LinesQuery = { pattern: qp.value, mode, caseSensitive };
+      qp.hide();
+      void showLinesInView(query, folder);
+      return;
+    }
     if (button.iconPath instanceof vscode.ThemeIcon && button.iconPath.id === "regex") {
       mode = mode === "exact" ? "regex" : "exact";
     } else {
@@ -462,4 +505,86 @@ function lineItem(m: LineMatch, root: vscode.Uri): LineItem {
     match: m,
     root,
   };
+}
+
+// ------------------------------------------------------------ results view
+
+let viewButton: vscode.QuickInputButton | undefined;
+
+/** The pickers' button that sends their query to the results view (one object: buttons are compared by identity). */
+function VIEW_BUTTON(): vscode.QuickInputButton {
+  viewButton ??= {
+    iconPath: new vscode.ThemeIcon("list-tree"),
+    tooltip: "Show the results in the Citeline view (stays open, highlights the matches)",
+  };
+  return viewButton;
+}
+
+function sectionRequest(query: string, root: string): object {
+  return buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root });
+}
+
+function linesRequest(query: LinesQuery, root: string): object {
+  return buildLinesRequest(query.pattern, { mode: query.mode, caseSensitive: query.caseSensitive, limit: settings.linesLimit, context: 0, root });
+}
+
+async function showSearchInView(query: string, folder: vscode.WorkspaceFolder): Promise<void> {
+  if (results === undefined) return;
+  await results.focus();
+  await results.search(query, folder, sectionRequest, settings.server.profile);
+}
+
+async function showLinesInView(query: LinesQuery, folder: vscode.WorkspaceFolder): Promise<void> {
+  if (results === undefined) return;
+  await results.focus();
+  await results.lines(query, folder, linesRequest);
+}
+
+/** Asks for a query and shows its sections in the results view. */
+async function searchInView(): Promise<void> {
+  const folder = requireRoot();
+  if (folder === undefined) return;
+  const query = await vscode.window.showInputBox({
+    title: "citeline: Search Sections (results view)",
+    prompt: `Search the Markdown sections of ${folder.name} (profile ${settings.server.profile})`,
+    value: results?.lastSearch,
+    validateInput: (v) => (isBlankQuery(v) ? "Type a question or a few words." : undefined),
+  });
+  if (query === undefined || isBlankQuery(query)) return;
+  void ensureClient();
+  await showSearchInView(query, folder);
+}
+
+/** Asks for a text (or, with the regex button, an RE2 pattern) and shows the matching lines in the view. */
+async function searchLinesInView(): Promise<void> {
+  const folder = requireRoot();
+  if (folder === undefined) return;
+  const previous = results?.lastLines;
+  let mode: LinesMode = previous?.mode ?? "exact";
+  let caseSensitive = previous?.caseSensitive ?? true;
+  const box = vscode.window.createInputBox();
+  box.value = previous?.pattern ?? "";
+  const chrome = () => {
+    box.title = `citeline: Search Lines (results view) — ${mode}${caseSensitive ? "" : ", ignore case"}`;
+    box.prompt = mode === "regex" ? "RE2 regular expression, matched line by line" : "Text to find, matched line by line";
+    box.buttons = [
+      { iconPath: new vscode.ThemeIcon("regex"), tooltip: mode === "regex" ? "Regular expression: on" : "Exact text — click for a regular expression" },
+      { iconPath: new vscode.ThemeIcon("case-sensitive"), tooltip: caseSensitive ? "Case sensitive: on" : "Ignoring case" },
+    ];
+  };
+  chrome();
+  box.onDidTriggerButton((button) => {
+    if (button.iconPath instanceof vscode.ThemeIcon && button.iconPath.id === "regex") mode = mode === "exact" ? "regex" : "exact";
+    else caseSensitive = !caseSensitive;
+    chrome();
+  });
+  box.onDidAccept(() => {
+    if (box.value.length === 0) return;
+    const query: LinesQuery = { pattern: box.value, mode, caseSensitive };
+    box.hide();
+    void ensureClient();
+    void showLinesInView(query, folder);
+  });
+  box.onDidHide(() => box.dispose());
+  box.show();
 }

@@ -19,6 +19,8 @@ export interface SearchHit {
   score: number;
   matched_terms: string[];
   match_spans: Span[];
+  /** From an open document's unsaved text (server setting `unsaved`, SPEC §11). */
+  unsaved?: boolean;
 }
 
 export interface SearchResult {
@@ -37,6 +39,9 @@ export interface LineMatch {
   column: number;
   text: string;
   context?: { before?: string[]; after?: string[] };
+  unsaved?: boolean;
+  /** Line matches may only carry extra fields as `x-…` keys (SPEC §8). */
+  "x-unsaved"?: boolean;
 }
 
 export interface LinesResult {
@@ -101,6 +106,41 @@ export function isBlankQuery(text: string): boolean {
 }
 
 // ------------------------------------------------------------- text helpers
+
+/** Shown with a hit or match that comes from an open document's unsaved text. */
+export const UNSAVED_MARK = "[unsaved]";
+
+/** Whether a hit or line match comes from unsaved editor text (setting `unsaved`). */
+export function isUnsaved(item: { unsaved?: unknown; "x-unsaved"?: unknown } | null | undefined): boolean {
+  return item !== null && typeof item === "object" && (item.unsaved === true || item["x-unsaved"] === true);
+}
+
+/**
+ * Text for a one-line display: each line break (CRLF, LF or a lone CR) becomes one
+ * space. Headings may hold them (a Setext heading over two lines, SPEC §3), and so
+ * may titles. UTF-16 `spans` over `text` are carried over (a CRLF shrinks to one unit).
+ */
+export function oneLine(text: string, spans: readonly Span[] = []): { text: string; spans: Span[] } {
+  // pos[i] = output index of input index i (i in [0, text.length]).
+  const pos: number[] = new Array(text.length + 1);
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    pos[i] = out.length;
+    const ch = text[i];
+    if (ch === "\r" && text[i + 1] === "\n") {
+      pos[i + 1] = out.length;
+      out += " ";
+      i += 1;
+    } else {
+      out += ch === "\r" || ch === "\n" ? " " : ch;
+    }
+  }
+  pos[text.length] = out.length;
+  const mapped = spans
+    .map((s) => ({ start: pos[Math.max(0, Math.min(s.start, text.length))], end: pos[Math.max(0, Math.min(s.end, text.length))] }))
+    .filter((s) => s.end > s.start);
+  return { text: out, spans: normalizeSpans(mapped) };
+}
 
 const ICON_SYNTAX = /\$\([a-z0-9-]+?(?:~[a-z0-9-]*?)?\)/gi;
 
@@ -198,15 +238,57 @@ export function flattenWithSpans(
   return { text: out, highlights: normalizeSpans(mapped), truncated };
 }
 
-/** Strips an ATX heading marker (`## `) and closing sequence from a line. */
-function headingText(line: string): string {
-  const m = /^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$/.exec(line);
-  return m ? m[1] : line.trim();
+export const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * Where `heading` stands at the start of `snippet`: after up to three spaces and
+ * an ATX marker (`## `), its words separated by any whitespace, followed by the
+ * line's end (or an ATX closing sequence). UTF-16 range, and whether it is ATX.
+ */
+function headingRegion(snippet: string, heading: string): { start: number; end: number; atx: boolean } | undefined {
+  const words = heading.split(/\s+/).filter((w) => w.length > 0);
+  if (words.length === 0) return undefined;
+  const body = words.map(escapeRegExp).join("\\s+");
+  const re = new RegExp(`^([ \\t]{0,3}(#{1,6}[ \\t]+)?)(${body})(?=[ \\t]*(?:#+[ \\t]*)?(?:\\r?\\n|$))`);
+  const m = re.exec(snippet);
+  if (m === null) return undefined;
+  return { start: m[1].length, end: m[1].length + m[3].length, atx: m[2] !== undefined };
+}
+
+/**
+ * Carries UTF-16 spans from `source[region]` over to `target`, which holds the same
+ * non-whitespace characters with possibly other whitespace runs between them.
+ */
+function alignSpans(source: string, region: Span, target: string, spans: readonly Span[]): Span[] {
+  const pos: number[] = new Array(region.end - region.start + 1);
+  const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
+  let i = region.start;
+  let j = 0;
+  while (i < region.end) {
+    if (isSpace(source[i])) {
+      const at = j;
+      for (; i < region.end && isSpace(source[i]); i++) pos[i - region.start] = at;
+      while (j < target.length && isSpace(target[j])) j++;
+    } else {
+      pos[i - region.start] = j;
+      i++;
+      j++;
+    }
+  }
+  pos[region.end - region.start] = Math.min(j, target.length);
+  const out: Span[] = [];
+  for (const s of spans) {
+    const a = Math.max(s.start, region.start);
+    const b = Math.min(s.end, region.end);
+    if (b > a) out.push({ start: pos[a - region.start], end: pos[b - region.start] });
+  }
+  return normalizeSpans(out);
 }
 
 // ------------------------------------------------------------ search → item
 
 export interface HitItemFields {
+  /** The heading on one line (the path for a body section without one). */
   label: string;
   description: string;
   detail: string;
@@ -218,15 +300,18 @@ export interface HitItemFields {
   snippetHighlights: Span[];
   /** Where accepting the item goes (0-based lines, inclusive). */
   target: { path: string; startLine: number; endLine: number };
+  /** The hit comes from unsaved editor text; the description starts with UNSAVED_MARK. */
+  unsaved: boolean;
 }
 
 export const DEFAULT_DETAIL_UNITS = 200;
 
 /**
- * Maps one search hit to QuickPick fields: label = heading (the path for a body
- * section without one), description = `path:start-end`, detail = the snippet
- * flattened to one line (without its first line when that line is the
- * heading already shown as label), highlights from match_spans.
+ * Maps one search hit to QuickPick fields: label = heading on one line (the path
+ * for a body section without one), description = `path:start-end` (after
+ * `[unsaved]` for a hit from unsaved text), detail = the snippet flattened to one
+ * line (without the heading's lines when the snippet starts with them), highlights
+ * from match_spans.
  */
 export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number } = {}): HitItemFields {
   const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
@@ -234,38 +319,34 @@ export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number 
   const heading = typeof hit.heading === "string" ? hit.heading.trim() : "";
   const label = heading.length > 0 ? heading : hit.path;
 
-  // Does the snippet start with the heading line? Then highlight it in the label.
-  const firstBreak = snippet.search(/\r\n|\n|\r/);
-  const firstLineEnd = firstBreak < 0 ? snippet.length : firstBreak;
-  const firstLine = snippet.slice(0, firstLineEnd);
+  // Does the snippet start with the heading? Then highlight it in the label. The
+  // heading's words are matched with any whitespace between them, so a Setext
+  // heading over two lines is found whether its lines come joined by LF (SPEC §3)
+  // or by a space, and a lone CR inside it is whitespace like any other.
+  const labelText = oneLine(label).text;
   let labelHighlights: Span[] = [];
   let detailFrom = 0;
-  if (heading.length > 0) {
-    const at = firstLine.indexOf(heading);
-    const isAtx = /^ {0,3}#{1,6}(?:[ \t]|$)/.test(firstLine);
-    const isHeadingLine = at >= 0 && isAtx && headingText(firstLine) === heading;
-    if (at >= 0 && (isHeadingLine || firstLine.trim() === heading)) {
-      labelHighlights = normalizeSpans(
-        spans
-          .map((s) => ({ start: Math.max(s.start, at) - at, end: Math.min(s.end, at + heading.length) - at }))
-          .filter((s) => s.end > s.start),
-      );
-      const rest = snippet.slice(firstLineEnd).replace(/^[\r\n]+/, "");
-      // Skip the heading line (and a setext underline) when there is more to show.
-      if (rest.trim().length > 0) {
-        detailFrom = snippet.length - rest.length;
-        const underline = /^ {0,3}(=+|-+)[ \t]*(\r\n|\n|\r|$)/.exec(rest);
-        if (underline && !isAtx) detailFrom += underline[0].length;
-      }
+  const region = heading.length > 0 ? headingRegion(snippet, heading) : undefined;
+  if (region !== undefined) {
+    labelHighlights = alignSpans(snippet, region, labelText, spans);
+    const lf = snippet.indexOf("\n", region.end);
+    const rest = snippet.slice(lf < 0 ? snippet.length : lf + 1).replace(/^[\r\n]+/, "");
+    // Skip the heading's line(s) (and a Setext underline) when there is more to show.
+    if (rest.trim().length > 0) {
+      detailFrom = snippet.length - rest.length;
+      const underline = /^ {0,3}(=+|-+)[ \t]*(\r?\n|$)/.exec(rest);
+      if (underline && !region.atx) detailFrom += underline[0].length;
     }
   }
   const flat = flattenWithSpans(snippet, spans, {
     from: detailFrom,
     maxUnits: opts.maxDetailUnits ?? DEFAULT_DETAIL_UNITS,
   });
+  const unsaved = isUnsaved(hit);
+  const where = `${hit.path}:${hit.line_start}-${hit.line_end}`;
   return {
-    label,
-    description: `${hit.path}:${hit.line_start}-${hit.line_end}`,
+    label: labelText,
+    description: unsaved ? `${UNSAVED_MARK} ${where}` : where,
     detail: flat.text,
     labelHighlights,
     detailHighlights: flat.highlights,
@@ -275,6 +356,7 @@ export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number 
       startLine: Math.max(0, hit.line_start - 1),
       endLine: Math.max(0, Math.max(hit.line_start, hit.line_end) - 1),
     },
+    unsaved,
   };
 }
 
@@ -295,15 +377,22 @@ export interface LineItemFields {
   detail?: string;
   /** 0-based line; the column is resolved against the document's real line text. */
   target: { path: string; line: number; codePointColumn: number };
+  unsaved: boolean;
 }
 
-/** Maps one line match to `path:line:column` (label) and the line text (description). */
+/**
+ * Maps one line match to `path:line:column` (label, after `[unsaved]` for a match in
+ * unsaved text) and the line text on one line (description).
+ */
 export function lineMatchToItemFields(m: LineMatch): LineItemFields {
   const column = Number.isInteger(m.column) && m.column >= 1 ? m.column : 1;
+  const unsaved = isUnsaved(m);
+  const where = `${m.path}:${m.line}:${column}`;
   return {
-    label: `${m.path}:${m.line}:${column}`,
-    description: (typeof m.text === "string" ? m.text : "").replace(/\t/g, "  ").trim(),
+    label: unsaved ? `${UNSAVED_MARK} ${where}` : where,
+    description: oneLine(typeof m.text === "string" ? m.text : "").text.replace(/\t/g, "  ").trim(),
     target: { path: m.path, line: Math.max(0, m.line - 1), codePointColumn: column },
+    unsaved,
   };
 }
 

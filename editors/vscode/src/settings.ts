@@ -3,7 +3,7 @@
  * initializationOptions and in workspace/didChangeConfiguration under the
  * section "citeline" (SPEC §11):
  *   { limits: {max_files, …}, reserved, use_ignore, skip_invalid,
- *     symbols: {cap, list_cap}, profile }
+ *     symbols: {cap, list_cap}, profile, unsaved }
  * Pure: this module must not import `vscode`; the extension passes a getter.
  */
 
@@ -27,6 +27,12 @@ export interface ServerSettings {
   skip_invalid: boolean;
   symbols: { cap: number; list_cap: number };
   profile: "recall" | "contract";
+  /**
+   * Search open documents' unsaved text (SPEC §11). Sent only when on: absent means
+   * off, and every settings object the extension sends is complete, so turning it
+   * off reaches the server too (a server without the setting keeps working).
+   */
+  unsaved?: true;
 }
 
 export interface ClientSettings {
@@ -88,10 +94,12 @@ export function readSettings(get: Getter): ClientSettings {
   const server: ServerSettings = {
     limits,
     use_ignore: bool("useIgnore", true),
-    skip_invalid: bool("skipInvalid", false),
+    // The server's editor default (SPEC §11): unparsable files are skipped, not fatal.
+    skip_invalid: bool("skipInvalid", true),
     symbols: { cap: int("symbols.cap", 100), list_cap: int("symbols.listCap", 1000) },
     profile,
   };
+  if (bool("unsaved", false)) server.unsaved = true;
   const rawReserved = get("reserved");
   if (Array.isArray(rawReserved) && rawReserved.every((r) => typeof r === "string")) server.reserved = rawReserved as string[];
   else if (rawReserved !== undefined && rawReserved !== null) problems.push(`citeline.reserved must be an array of paths; ignored.`);

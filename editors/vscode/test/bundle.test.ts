@@ -26,8 +26,39 @@ function anything(): unknown {
   });
 }
 
-function makeVscodeStub(registered: string[], errors: string[]) {
+interface CreatedView {
+  id: string;
+  options: { treeDataProvider: { getChildren(node?: unknown): unknown; getTreeItem(node: unknown): unknown } };
+  view: Record<string, unknown>;
+}
+
+function makeVscodeStub(registered: string[], errors: string[], views: CreatedView[] = []) {
   const disposable = { dispose() {} };
+  // esbuild's ESM interop copies the module's own properties, so the classes and
+  // enums the extension uses at activation must really be there.
+  class EventEmitter {
+    private listeners: ((v: unknown) => void)[] = [];
+    event = (listener: (v: unknown) => void) => {
+      this.listeners.push(listener);
+      return disposable;
+    };
+    fire(v: unknown) {
+      for (const l of this.listeners) l(v);
+    }
+    dispose() {}
+  }
+  class ThemeColor {
+    constructor(readonly id: string) {}
+  }
+  class ThemeIcon {
+    constructor(readonly id: string) {}
+  }
+  class TreeItem {
+    constructor(
+      readonly label: unknown,
+      readonly collapsibleState?: number,
+    ) {}
+  }
   const channel = {
     info() {},
     warn() {},
@@ -62,10 +93,19 @@ function makeVscodeStub(registered: string[], errors: string[]) {
       showWarningMessage: async () => undefined,
       showInformationMessage: async () => undefined,
       setStatusBarMessage: () => disposable,
+      createTreeView: (id: string, options: CreatedView["options"]) => {
+        const view: Record<string, unknown> = { dispose() {} };
+        views.push({ id, options, view });
+        return view;
+      },
+      createTextEditorDecorationType: () => disposable,
+      onDidChangeVisibleTextEditors: () => disposable,
+      visibleTextEditors: [],
     },
     workspace: {
       getConfiguration: () => ({ get: () => undefined, has: () => false }),
       onDidChangeConfiguration: () => disposable,
+      onDidChangeTextDocument: () => disposable,
       workspaceFolders: undefined,
     },
   };
@@ -75,6 +115,12 @@ function makeVscodeStub(registered: string[], errors: string[]) {
     commands: tolerant(stub.commands),
     window: tolerant(stub.window),
     workspace: tolerant(stub.workspace),
+    EventEmitter,
+    ThemeColor,
+    ThemeIcon,
+    TreeItem,
+    TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
+    OverviewRulerLane: { Left: 1, Center: 2, Right: 4, Full: 7 },
   });
 }
 
@@ -82,7 +128,8 @@ test("the bundle activates and registers exactly the contributed UI commands", a
   if (!existsSync(bundle)) return t.skip("dist/extension.js not built; run `npm run build`");
   const registered: string[] = [];
   const errors: string[] = [];
-  const stub = makeVscodeStub(registered, errors);
+  const views: CreatedView[] = [];
+  const stub = makeVscodeStub(registered, errors, views);
   const M = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
   const original = M._load;
   M._load = function (request: string, ...rest: unknown[]) {
@@ -100,6 +147,14 @@ test("the bundle activates and registers exactly the contributed UI commands", a
     for (const id of ["citeline.search", "citeline.lines", "citeline.concepts"]) {
       assert.ok(!registered.includes(id), `${id} is the server's command; the UI must not register it`);
     }
+    // The results view: one tree view, the one package.json contributes, empty at first.
+    assert.deepEqual(
+      views.map((v) => v.id),
+      ["citeline.results"],
+    );
+    const contributedViews = (manifest.contributes.views.citeline as { id: string }[]).map((v) => v.id);
+    assert.deepEqual(contributedViews, ["citeline.results"]);
+    assert.deepEqual(await views[0].options.treeDataProvider.getChildren(), []);
     // Activation starts the client in the background; with this stub it cannot
     // start, which must end in a readable message, not an unhandled rejection.
     for (let i = 0; i < 50 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -123,7 +178,17 @@ test("package.json: activation, engines and the pinned client agree", () => {
   assert.equal(props["citeline.server.command"].default, "citeline");
   assert.deepEqual(props["citeline.server.args"].default, ["lsp"]);
   assert.equal(props["citeline.profile"].default, "recall");
-  assert.equal(props["citeline.skipInvalid"].default, false);
+  assert.equal(props["citeline.skipInvalid"].default, true); // the server's editor default (SPEC §11)
+  assert.equal(props["citeline.unsaved"].default, false);
+  // The view container, its icon (shipped: not in .vscodeignore) and the view's toolbar.
+  const container = manifest.contributes.viewsContainers.activitybar[0];
+  assert.equal(container.id, "citeline");
+  assert.ok(existsSync(join(root, container.icon)), container.icon);
+  const titleMenu = (manifest.contributes.menus["view/title"] as { command: string; when: string }[]).map((m) => m.command);
+  assert.deepEqual(titleMenu, ["citeline.ui.searchInView", "citeline.ui.searchLinesInView", "citeline.ui.refreshResults", "citeline.ui.clearResults"]);
+  assert.ok(manifest.activationEvents.includes("onView:citeline.results"));
+  const ignored = readFileSync(join(root, ".vscodeignore"), "utf8");
+  assert.ok(!/^media/m.test(ignored));
   for (const name of ["max_files", "max_tokens", "max_sections", "max_total_bytes", "max_file_bytes"]) {
     assert.ok(props[`citeline.limits.${name}`], name);
   }

@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -18,6 +18,9 @@ import { pathToFileURL } from "node:url";
 
 import {
   DidChangeConfigurationNotification,
+  DidCloseTextDocumentNotification,
+  DidOpenTextDocumentNotification,
+  ShowMessageNotification,
   ExecuteCommandRequest,
   ExitNotification,
   InitializeRequest,
@@ -40,6 +43,9 @@ import {
   lineMatchToItemFields,
 } from "../src/mapping";
 import { codePointColumnToUtf16 } from "../src/offsets";
+import { hitDocumentSpans, matchDocumentRange, matcher } from "../src/results";
+import type { HitNode, MatchNode, SnippetLineNode } from "../src/results";
+import { ResultsTree } from "../src/resultsTree";
 import { readSettings } from "../src/settings";
 
 const REQUIRE = process.env.CITELINE_REQUIRE_EDITORS === "1";
@@ -58,6 +64,7 @@ const FILES: Record<string, string> = {
     "",
   ].join("\n"),
   "docs/网关.md": ["# 网关配置", "", "配置 apisix 网关 的路由 🚀 然后 重启 网关。", ""].join("\n"),
+  "setext.md": ["Preamble text.", "", "Gateway", "routing rules", "=============", "", "The café gateway routes 🚀 requests.", ""].join("\n"),
 };
 
 let dir = "";
@@ -66,6 +73,7 @@ let proc: ChildProcess | undefined;
 let conn: ProtocolConnection | undefined;
 let skipReason: string | undefined;
 const stderr: string[] = [];
+const shown: string[] = []; // window/showMessage texts
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -106,6 +114,9 @@ async function start(): Promise<void> {
   exited.catch(() => undefined);
 
   const c = createProtocolConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+  c.onNotification(ShowMessageNotification.method, (p: { message: string }) => {
+    shown.push(p.message);
+  });
   c.listen();
   conn = c;
   const settings = readSettings(() => undefined).server; // the extension's defaults
@@ -217,6 +228,62 @@ describe("integration with the real citeline lsp", () => {
     assert.equal(line.slice(codePointColumnToUtf16(line, f.target.codePointColumn)).startsWith("路由 🚀"), true);
   });
 
+  test("results view: real hits become tree nodes whose spans land on the words in the files", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const read = async (_root: string, path: string) => readFileSync(join(dir, ...path.split("/")), "utf8");
+    const tree = new ResultsTree(read);
+    const result = await command<SearchResult>("citeline.search", buildSearchRequest("gateway routing", { limit: 5, profile: "contract", root: rootUri }));
+    tree.showSearch("gateway routing", rootUri, result, "contract");
+    assert.match(tree.message ?? "", /ranked by the contract profile$/);
+    const hits = (await tree.children()) as HitNode[];
+    assert.deepEqual(
+      hits.map((h) => [h.hit.path, tree.item(h).label.label, tree.item(h).description]),
+      [["setext.md", "Gateway routing rules", "setext.md:3-7"]],
+    );
+    // The Setext heading over two lines is one label line, both words highlighted.
+    const label = tree.item(hits[0]).label;
+    assert.deepEqual(
+      label.highlights.map(([a, b]) => label.label.slice(a, b)),
+      ["Gateway", "routing"],
+    );
+    const lines = (await tree.children(hits[0])) as SnippetLineNode[];
+    assert.deepEqual(
+      lines.map((l) => [tree.item(l).description, l.label.label]),
+      [
+        ["L3", "Gateway"],
+        ["L4", "routing rules"],
+        ["L7", "The café gateway routes 🚀 requests."],
+      ],
+    );
+    const text = FILES["setext.md"];
+    const words = hitDocumentSpans(text, hits[0]).map((s) => text.slice(s.start, s.end).toLowerCase());
+    assert.deepEqual(words, ["gateway", "routing", "gateway"]);
+  });
+
+  test("results view: real line matches, highlighted in the label and found in the file", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const tree = new ResultsTree(async () => undefined);
+    const query = { pattern: "网关", mode: "exact" as const, caseSensitive: true };
+    const result = await command<LinesResult>("citeline.lines", buildLinesRequest(query.pattern, { mode: "exact", caseSensitive: true, context: 0, root: rootUri }));
+    tree.showLines(query, rootUri, result);
+    const [file] = await tree.children();
+    assert.equal(tree.item(file).label.label, "docs/网关.md");
+    const matches = (await tree.children(file)) as MatchNode[];
+    assert.deepEqual(
+      matches.map((m) => [tree.item(m).description, m.label.highlights.map(([a, b]) => m.label.label.slice(a, b))]),
+      [
+        ["1:3", ["网关"]],
+        ["3:11", ["网关"]],
+      ],
+    );
+    const text = FILES["docs/网关.md"];
+    for (const m of matches) {
+      const r = matchDocumentRange(text, m.match, matcher(query));
+      assert.ok(r);
+      assert.equal(text.slice(r.start, r.end), "网关");
+    }
+  });
+
   test("an invalid regex comes back as a readable schema_validation error", async (t) => {
     if (skipReason) return t.skip(skipReason);
     await assert.rejects(
@@ -231,6 +298,41 @@ describe("integration with the real citeline lsp", () => {
         return true;
       },
     );
+  });
+
+  test("citeline.unsaved: a word typed but not saved is found, and its hit is marked", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const on = readSettings((key) => (key === "unsaved" ? true : undefined)).server;
+    assert.equal(on.unsaved, true);
+    const before = shown.length;
+    await conn!.sendNotification(DidChangeConfigurationNotification.type, { settings: { citeline: on } });
+    const uri = pathToFileURL(join(dir, "guide.md")).href;
+    const edited = `${FILES["guide.md"]}\nThe zebrafish entry is new.\n`;
+    await conn!.sendNotification(DidOpenTextDocumentNotification.type, {
+      textDocument: { uri, languageId: "markdown", version: 2, text: edited },
+    });
+    try {
+      const result = await command<SearchResult>("citeline.search", buildSearchRequest("zebrafish", { profile: "contract", root: rootUri }));
+      if (shown.slice(before).some((m) => m.includes("unknown key(s) unsaved"))) {
+        return t.skip("this server does not accept the `unsaved` setting yet (SPEC §11)");
+      }
+      assert.equal(result.hits.length, 1, JSON.stringify(result));
+      const hit = result.hits[0];
+      assert.equal(hit.unsaved, true);
+      assert.equal(hitToItemFields(hit).description, `[unsaved] guide.md:${hit.line_start}-${hit.line_end}`);
+      const tree = new ResultsTree(async () => edited);
+      tree.showSearch("zebrafish", rootUri, result);
+      const [node] = (await tree.children()) as HitNode[];
+      assert.match(tree.item(node).description ?? "", /^\[unsaved\] guide\.md:/);
+      const words = hitDocumentSpans(edited, node).map((s) => edited.slice(s.start, s.end));
+      assert.deepEqual(words, ["zebrafish"]);
+    } finally {
+      await conn!.sendNotification(DidCloseTextDocumentNotification.type, { textDocument: { uri } });
+      await conn!.sendNotification(DidChangeConfigurationNotification.type, { settings: { citeline: readSettings(() => undefined).server } });
+    }
+    // Off again (the key left out): the disk's text, where the word is not.
+    const off = await command<SearchResult>("citeline.search", buildSearchRequest("zebrafish", { profile: "contract", root: rootUri }));
+    assert.equal(off.hits.length, 0);
   });
 
   test("settings changes reach the server (didChangeConfiguration, section citeline)", async (t) => {

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import {
+  isUnsaved,
+  oneLine,
   buildLinesRequest,
   buildSearchRequest,
   bundlePathSegments,
@@ -115,6 +117,51 @@ describe("hitToItemFields", () => {
     assert.deepEqual(g.snippetHighlights, []);
   });
 
+  test("a Setext heading over two lines: one label line, highlights, detail after the underline", () => {
+    const snippet = "Ordered\nhashtable\n=========\n\nThe hashtable keeps order.";
+    const f = hitToItemFields(makeHit({ heading: "Ordered\nhashtable", snippet, match_spans: byteSpans(snippet, ["hashtable"]) }));
+    assert.equal(f.label, "Ordered hashtable");
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["hashtable"]);
+    assert.equal(f.detail, "The hashtable keeps order.");
+    assert.deepEqual(cut(f.detail, f.detailHighlights), ["hashtable"]);
+  });
+
+  test("a two-line Setext heading the server joined with a space still finds its words", () => {
+    const snippet = "Gateway\nrouting rules\n=====\n\nThe gateway.";
+    const f = hitToItemFields(makeHit({ heading: "Gateway routing rules", snippet, match_spans: byteSpans(snippet, ["Gateway", "routing", "gateway"]) }));
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["Gateway", "routing"]);
+    assert.equal(f.detail, "The gateway.");
+  });
+
+  test("a heading that is only a prefix of the first line is not taken for it", () => {
+    const snippet = "# Introduction\n\nIntro text";
+    const f = hitToItemFields(makeHit({ heading: "Intro", snippet, match_spans: byteSpans(snippet, ["Intro"]) }));
+    assert.deepEqual(f.labelHighlights, []);
+    assert.equal(f.detail, "# Introduction Intro text");
+  });
+
+  test("CRLF inside a heading and a lone CR show as one space each", () => {
+    const crlf = "Two\r\nlines\r\n---\r\nbody lines";
+    const f = hitToItemFields(makeHit({ heading: "Two\r\nlines", snippet: crlf, match_spans: byteSpans(crlf, ["lines"]) }));
+    assert.equal(f.label, "Two lines");
+    assert.deepEqual(cut(f.label, f.labelHighlights), ["lines"]);
+    assert.equal(f.detail, "body lines");
+    const cr = "# lone\rCR title\n\nbody";
+    const g = hitToItemFields(makeHit({ heading: "lone\rCR title", snippet: cr, match_spans: byteSpans(cr, ["title"]) }));
+    assert.equal(g.label, "lone CR title");
+    assert.deepEqual(cut(g.label, g.labelHighlights), ["title"]);
+    assert.equal(g.detail, "body");
+  });
+
+  test("a hit from unsaved text says so in its description", () => {
+    const f = hitToItemFields(makeHit({ snippet: "x", line_start: 3, line_end: 4, unsaved: true }));
+    assert.equal(f.description, "[unsaved] docs/guide.md:3-4");
+    assert.equal(f.unsaved, true);
+    const g = hitToItemFields(makeHit({ snippet: "x", line_start: 3, line_end: 4, unsaved: "yes" as unknown as boolean }));
+    assert.equal(g.description, "docs/guide.md:3-4");
+    assert.equal(g.unsaved, false);
+  });
+
   test("one-line sections", () => {
     const f = hitToItemFields(makeHit({ snippet: "x", line_start: 7, line_end: 7 }));
     assert.equal(f.description, "docs/guide.md:7-7");
@@ -173,6 +220,14 @@ describe("line matches", () => {
     assert.deepEqual(f.target, { path: "docs/a.md", line: 41, codePointColumn: 7 });
   });
 
+  test("a match in unsaved text is marked; a lone CR in the line shows as a space", () => {
+    const f = lineMatchToItemFields({ path: "a.md", line: 2, column: 1, text: "one\rtwo", unsaved: true });
+    assert.equal(f.label, "[unsaved] a.md:2:1");
+    assert.equal(f.description, "one two");
+    assert.equal(f.unsaved, true);
+    assert.equal(lineMatchToItemFields({ path: "a.md", line: 2, column: 1, text: "x", "x-unsaved": true }).label, "[unsaved] a.md:2:1");
+  });
+
   test("bad columns fall back to 1", () => {
     assert.equal(lineMatchToItemFields({ path: "a.md", line: 1, column: 0, text: "" }).label, "a.md:1:1");
   });
@@ -227,5 +282,26 @@ describe("requests and paths", () => {
       searchSummary({ ...base, total: 57, truncated: true, hits: Array(20).fill(null) }),
       "57 sections (20 shown) · snapshot 0123456789ab",
     );
+  });
+});
+
+describe("oneLine", () => {
+  test("CRLF, LF and lone CR become one space each; spans follow", () => {
+    assert.deepEqual(oneLine("a\r\nb\nc\rd"), { text: "a b c d", spans: [] });
+    const r = oneLine("ab\r\ncd", [{ start: 1, end: 5 }, { start: 6, end: 6 }]);
+    assert.equal(r.text, "ab cd");
+    assert.deepEqual(cut(r.text, r.spans), ["b c"]);
+    assert.equal(oneLine("").text, "");
+  });
+});
+
+describe("isUnsaved", () => {
+  test("only a true `unsaved` (or `x-unsaved` on a line match) counts", () => {
+    assert.equal(isUnsaved({ unsaved: true }), true);
+    assert.equal(isUnsaved({ "x-unsaved": true }), true);
+    assert.equal(isUnsaved({ unsaved: false }), false);
+    assert.equal(isUnsaved({ unsaved: 1 }), false);
+    assert.equal(isUnsaved({}), false);
+    assert.equal(isUnsaved(null), false);
   });
 });

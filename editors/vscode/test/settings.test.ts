@@ -10,7 +10,8 @@ const DEFAULTS: Record<string, unknown> = {
   "server.command": "citeline",
   "server.args": ["lsp"],
   profile: "recall",
-  skipInvalid: false,
+  skipInvalid: true,
+  unsaved: false,
   useIgnore: true,
   reserved: null,
   "symbols.cap": 100,
@@ -29,7 +30,7 @@ describe("readSettings", () => {
     assert.deepEqual(s.server, {
       limits: {},
       use_ignore: true,
-      skip_invalid: false,
+      skip_invalid: true,
       symbols: { cap: 100, list_cap: 1000 },
       profile: "recall",
     });
@@ -52,7 +53,7 @@ describe("readSettings", () => {
         "limits.max_tokens": 5000000,
         reserved: ["AGENTS.md"],
         profile: "contract",
-        skipInvalid: true,
+        skipInvalid: false,
         useIgnore: false,
         "symbols.listCap": 20,
       }),
@@ -61,10 +62,25 @@ describe("readSettings", () => {
       limits: { max_files: 50000, max_tokens: 5000000 },
       reserved: ["AGENTS.md"],
       use_ignore: false,
-      skip_invalid: true,
+      skip_invalid: false,
       symbols: { cap: 100, list_cap: 20 },
       profile: "contract",
     });
+  });
+
+  test("unsaved: sent as true when on, left out when off (absent means off)", () => {
+    const on = readSettings(getter({ ...DEFAULTS, unsaved: true }));
+    assert.equal(on.server.unsaved, true);
+    const off = readSettings(getter({ ...DEFAULTS, unsaved: false }));
+    assert.equal("unsaved" in off.server, false);
+    assert.equal("unsaved" in readSettings(getter(DEFAULTS)).server, false);
+    // Turning it on or off changes the server settings, so they are sent again.
+    assert.equal(serverSettingsChanged(off, on), true);
+    assert.equal(serverSettingsChanged(on, off), true);
+    assert.equal(needsRestart(off, on), false);
+    const bad = readSettings(getter({ ...DEFAULTS, unsaved: "yes" }));
+    assert.equal("unsaved" in bad.server, false);
+    assert.deepEqual(bad.problems, ["citeline.unsaved must be true or false; using false."]);
   });
 
   test("bad values are ignored and reported", () => {
@@ -83,7 +99,7 @@ describe("readSettings", () => {
     assert.deepEqual(s.args, ["lsp"]);
     assert.deepEqual(s.server.limits, {});
     assert.equal(s.server.profile, "recall");
-    assert.equal(s.server.skip_invalid, false);
+    assert.equal(s.server.skip_invalid, true);
     assert.equal(s.searchLimit, 20);
     assert.equal(s.problems.length, 7);
   });

@@ -55,9 +55,10 @@ from typing import Any
 from locate import bundle_path
 
 from citeline.engine import Engine
-from citeline.engine.analysis import AnalysisOptions
-from citeline.engine.core import Index
+from citeline.engine.index import Index
+from citeline.engine.layout import decode
 from citeline.engine.limits import Limits, Settings
+from citeline.engine.options import AnalysisOptions
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import (
@@ -147,20 +148,35 @@ def load(name: str) -> tuple[Path, list[Query], str]:
 # -- the engine, straight to the ranker ----------------------------------------------------
 
 
-def engine_search(index: Index, system: System) -> Callable[[str], list[Hit]]:
+def where(index: Index, g: int) -> Hit:
+    sec = index.section(g)
+    return (sec.path, sec.first + 1)
+
+
+class Texts:
+    """The decoded text of the bundle's files, read from disk once each."""
+
+    def __init__(self, bundle: Path) -> None:
+        self.bundle = bundle
+        self.known: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        text = self.known.get(path)
+        if text is None:
+            decoded = decode((self.bundle / path).read_bytes())
+            assert isinstance(decoded, str)  # the engine parsed it
+            text = self.known[path] = decoded
+        return text
+
+
+def engine_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
     """What Engine.search ranks for this system, without capturing the bundle again."""
     rel = system.relevance
-    docs = index.corpus.docs
 
     def search(text: str) -> list[Hit]:
         terms = query_terms(text, rel.tokenizer)
-        ranked = rank(
-            index.corpus, terms, match_any=rel.match == "any", limit=K, scoring=system.scoring
-        )
-        return [
-            (index.files[s.doc].path, docs[s.doc].analysis.sections[s.section].first + 1)
-            for s in ranked.best
-        ]
+        ranked = rank(index, terms, match_any=rel.match == "any", limit=K, scoring=system.scoring)
+        return [where(index, s.section) for s in ranked.best]
 
     return search
 
@@ -238,33 +254,24 @@ def adjacent_share(
     return found / len(pairs)
 
 
-def adjacency_search(index: Index, system: System) -> Callable[[str], list[Hit]]:
+def adjacency_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
     rel = system.relevance
-    docs = index.corpus.docs
-    texts: dict[int, str] = {}
 
     def search(text: str) -> list[Hit]:
         terms = query_terms(text, rel.tokenizer)
         pairs = query_pairs(text, rel.tokenizer)
-        ranked = rank(index.corpus, terms, match_any=True, scoring=system.scoring)
-        found = [(s.score, s.doc, s.section) for s in ranked.best]
+        ranked = rank(index, terms, match_any=True, scoring=system.scoring)
+        found = [(s.score, s.section) for s in ranked.best]
 
-        def bonus(e: tuple[float, int, int]) -> tuple[float, int, int]:
-            score, di, si = e
-            if di not in texts:
-                texts[di] = index.files[di].data.decode("utf-8-sig")
-            sec = docs[di].analysis.sections[si]
-            share = adjacent_share(texts[di][sec.start : sec.end], pairs, rel.tokenizer)
-            return (score * (1 + system.adjacency * share), di, si)
+        def bonus(e: tuple[float, int]) -> tuple[float, int]:
+            score, g = e
+            sec = index.section(g)
+            share = adjacent_share(texts(sec.path)[sec.start : sec.end], pairs, rel.tokenizer)
+            return (score * (1 + system.adjacency * share), g)
 
         kept = rescore_bounded(found, K, 1 + system.adjacency, bonus) if pairs else found
-        kept.sort(
-            key=lambda e: (-e[0], docs[e[1]].concept_id, docs[e[1]].analysis.sections[e[2]].first)
-        )
-        return [
-            (index.files[di].path, docs[di].analysis.sections[si].first + 1)
-            for _, di, si in kept[:K]
-        ]
+        kept.sort(key=lambda e: (-e[0], *index.concept_and_line(e[1])))
+        return [where(index, g) for _, g in kept[:K]]
 
     return search
 
@@ -275,16 +282,19 @@ def adjacency_search(index: Index, system: System) -> Callable[[str], list[Hit]]
 class Fts5:
     """An in-memory FTS5 table with one row per section the engine sees."""
 
-    def __init__(self, index: Index, tokenizer: str) -> None:
+    def __init__(self, index: Index, tokenizer: str, texts: Texts) -> None:
         self.db = sqlite3.connect(":memory:")
         self.db.execute(f"CREATE VIRTUAL TABLE s USING fts5(body, tokenize='{tokenizer}')")
         self.where: list[Hit] = []
         rows = []
-        for file, doc in zip(index.files, index.corpus.docs, strict=True):
-            lines = _lines(file.data.decode("utf-8-sig"))
-            for sec in doc.analysis.sections:
-                self.where.append((file.path, sec.first + 1))
-                rows.append((len(self.where), "".join(lines[sec.first : sec.last + 1])))
+        lines: dict[str, list[str]] = {}
+        for g in range(index.n):
+            sec = index.section(g)
+            if sec.path not in lines:
+                lines[sec.path] = _lines(texts(sec.path))
+            self.where.append((sec.path, sec.first + 1))
+            body = "".join(lines[sec.path][sec.first : sec.last + 1])
+            rows.append((len(self.where), body))
         self.db.executemany("INSERT INTO s(rowid, body) VALUES (?, ?)", rows)
 
     def search(self, query: str, limit: int = K) -> list[Hit]:
@@ -352,10 +362,12 @@ def run_system(
     return out
 
 
-def crosscheck(engine: Engine, bundle: Path, queries: Sequence[Query], index: Index) -> int:
+def crosscheck(
+    engine: Engine, bundle: Path, queries: Sequence[Query], index: Index, texts: Texts
+) -> int:
     """The direct ranker agrees with Engine.search (recall) on the first queries."""
     system = next(s for s in SYSTEMS if s.name == "recall")
-    search = engine_search(index, system)
+    search = engine_search(index, system, texts)
     checked = 0
     for q in queries[:2]:
         result = engine.search(bundle, {"query": q.text, "limit": K, **system.options})
@@ -373,6 +385,7 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
     for name in only:
         bundle, queries, bundle_name = load(name)
         snapshot = engine.capture(bundle)
+        texts = Texts(bundle)
         systems: dict[str, dict[str, Result]] = {}
         seconds: dict[str, float] = {}
         rank_ms: dict[str, float] = {}
@@ -384,20 +397,20 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
         deep: dict[str, int | None] = {}
         for analysis, group in by_analysis.items():
             start = time.perf_counter()
-            index = engine.index(snapshot, analysis)
+            index = engine.index(snapshot, analysis, bundle=bundle)
             seconds[f"index for {group[0].name} (+{len(group) - 1} systems)"] = (
                 time.perf_counter() - start
             )
-            sections = index.corpus.n
-            skipped = len(index.skipped)
+            sections = index.n
+            skipped = len(index.problems)
             for system in group:
                 times: list[float] = []
                 make = adjacency_search if system.adjacency else engine_search
-                systems[system.name] = run_system(queries, make(index, system), times)
+                systems[system.name] = run_system(queries, make(index, system, texts), times)
                 if system.name == "recall":
                     deep = full_ranks(index, system, queries, systems["recall"])
                     # again, now that the corpus remembers each term's documents
-                    again = engine_search(index, system)
+                    again = engine_search(index, system, texts)
                     warm: list[float] = []
                     for q in queries:
                         start = time.perf_counter()
@@ -409,12 +422,12 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
                         "warm_median": round(1000 * statistics.median(warm), 1),
                         "warm_max": round(1000 * max(warm), 1),
                     }
-                    checked = crosscheck(engine, bundle, queries, index)
+                    checked = crosscheck(engine, bundle, queries, index, texts)
         assert index is not None
         fts_names = []
         for tokenizer in fts5_tokenizers():
             start = time.perf_counter()
-            fts = Fts5(index, tokenizer)
+            fts = Fts5(index, tokenizer, texts)
             system_name = f"fts5-{tokenizer}"
             systems[system_name] = run_system(queries, fts.search)
             seconds[system_name] = time.perf_counter() - start
@@ -473,18 +486,14 @@ def full_ranks(
     """For the dev queries not answered first: the rank of the first answer among every
     matching section (None: no answer matches a single term)."""
     rel = system.relevance
-    docs = index.corpus.docs
     out: dict[str, int | None] = {}
     for q in queries:
         if q.split != "dev" or results[q.id][0] == 1:
             continue
         terms = query_terms(q.text, rel.tokenizer)
-        ranked = rank(index.corpus, terms, match_any=True, scoring=system.scoring).best
-        where = (
-            (index.files[s.doc].path, docs[s.doc].analysis.sections[s.section].first + 1)
-            for s in ranked
-        )
-        out[q.id] = next((i for i, hit in enumerate(where, 1) if hit in q.answers), None)
+        ranked = rank(index, terms, match_any=True, scoring=system.scoring).best
+        hits = (where(index, s.section) for s in ranked)
+        out[q.id] = next((i for i, hit in enumerate(hits, 1) if hit in q.answers), None)
     return out
 
 
@@ -576,12 +585,8 @@ def headings(engine: Engine, names: Sequence[str]) -> dict[str, dict[Hit, str]]:
     out: dict[str, dict[Hit, str]] = {}
     for name in names:
         bundle, _, _ = load(name)
-        index = engine.open_index(bundle)
-        out[name] = {
-            (f.path, s.first + 1): s.heading
-            for f, d in zip(index.files, index.corpus.docs, strict=True)
-            for s in d.analysis.sections
-        }
+        index = engine.prepare(bundle)
+        out[name] = {where(index, g): index.section(g).heading for g in range(index.n)}
     return out
 
 

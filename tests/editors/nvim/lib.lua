@@ -59,10 +59,21 @@ function lib.wait(what, cond, ms)
   end
 end
 
-function lib.client_for(bufnr)
+--- Every running citeline client.
+function lib.clients()
   local get = vim.lsp.get_clients or vim.lsp.get_active_clients
+  local out = {}
   for _, c in ipairs(get()) do
-    if c.name == "citeline" and vim.lsp.buf_is_attached(bufnr, c.id) then
+    if c.name == "citeline" then
+      table.insert(out, c)
+    end
+  end
+  return out
+end
+
+function lib.client_for(bufnr)
+  for _, c in ipairs(lib.clients()) do
+    if vim.lsp.buf_is_attached(bufnr, c.id) then
       return c
     end
   end

@@ -13,6 +13,7 @@ lib.run(function()
   local caps = client.server_capabilities or {}
   lib.out.commands = (caps.executeCommandProvider or {}).commands or {}
   lib.out.nvim_version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
+  lib.out.start_path = require("citeline")._start_path
 
   -- A second markdown buffer shares the same client.
   local buf2, client2 = lib.open("guide.md")

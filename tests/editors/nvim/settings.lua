@@ -19,6 +19,9 @@ lib.run(function()
   end
   lib.out.all = names("")
   lib.out.some = names("o")
+  -- update_settings() sends new settings to the running server.
+  require("citeline").update_settings({ symbols = { cap = 1, list_cap = 3 } })
+  lib.out.all_after = names("")
   lib.out.warnings = {}
   for _, n in ipairs(lib.notes) do
     table.insert(lib.out.warnings, n.msg)

@@ -18,6 +18,47 @@ lib.run(function()
     },
   }
   lib.out.search_items = c.search_items(result, "/ws")
+  -- Headings may hold a line break (a Setext heading over two lines, CRLF or LF) or a
+  -- lone CR (SPEC §3); the quickfix text shows each as one space. Hits and matches from
+  -- unsaved buffer text (setting `unsaved`) are marked.
+  lib.out.odd_items = c.search_items({
+    hits = {
+      {
+        path = "m.md",
+        heading = "Two\nlines",
+        line_start = 1,
+        line_end = 4,
+        snippet = "Two\nlines\n===\nbody\rtext",
+        unsaved = true,
+      },
+      { path = "c.md", heading = "Car\r\nriage", line_start = 2, line_end = 3, snippet = "Car\r\nriage\r\n---\r\nnext" },
+      { path = "r.md", heading = "lone\rCR", line_start = 5, line_end = 5, snippet = "# lone\rCR" },
+      { path = "f.md", heading = "Flag", line_start = 1, line_end = 1, snippet = "# Flag", unsaved = false },
+    },
+  }, "/ws")
+  lib.out.odd_lines = c.lines_items({
+    matches = {
+      { path = "u.md", line = 1, column = 1, text = "a\rb", unsaved = true },
+      { path = "v.md", line = 2, column = 1, text = "plain", ["x-unsaved"] = true },
+      { path = "w.md", line = 3, column = 1, text = "disk" },
+    },
+  }, "/ws")
+  lib.out.odd_concepts = c.concepts_items({
+    concepts = { { concept_id = "t", path = "t.md", title = "multi\nline" } },
+  }, "/ws")
+  lib.out.null_heading = c.search_items({
+    hits = { { path = "n.md", heading = vim.NIL, line_start = 1, line_end = 2, snippet = vim.NIL } },
+  }, "/ws")
+  -- A windowed match (long line) in unsaved text: its byte column comes from the
+  -- buffer's line, not the file's (the file does not even exist).
+  local long = string.rep("é", 200) .. " needle " .. string.rep("x", 200)
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_name(buf, "/ws-unsaved/long.md")
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "first", long })
+  lib.out.unsaved_window = c.lines_items({
+    matches = { { path = "long.md", line = 2, column = 202, text = "…" .. string.rep("é", 127) .. " needle", unsaved = true } },
+  }, "/ws-unsaved")
+  lib.out.display = { c.display("a\r\nb"), c.display("a\n\nb"), c.display("a\rb"), c.display(nil) }
   lib.out.lines_items = c.lines_items({
     matches = {
       { path = "u.md", line = 3, column = 5, text = "café hashtable" },

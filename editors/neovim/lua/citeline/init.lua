@@ -21,7 +21,10 @@ local defaults = {
   root_markers = { ".git", ".citeline" },
   -- Server settings, sent as initializationOptions and through
   -- workspace/didChangeConfiguration: limits, reserved, use_ignore,
-  -- skip_invalid, symbols = { cap, list_cap }, profile.
+  -- skip_invalid, symbols = { cap, list_cap }, profile, and unsaved (true:
+  -- searches and symbols read the text of open buffers, unsaved edits included,
+  -- instead of the files on disk; such hits are marked "[unsaved]").
+  -- Change them while running with require("citeline").update_settings{...}.
   settings = {},
   -- Relevance profile sent with :CitelineSearch ("recall" or "contract").
   profile = "recall",
@@ -59,7 +62,7 @@ local function notify(msg, level)
   vim.notify("citeline: " .. msg, level or vim.log.levels.INFO)
 end
 
-local uv = vim.loop or vim.uv
+local uv = vim.uv or vim.loop
 
 ---------------------------------------------------------------------------
 -- Root detection
@@ -312,6 +315,30 @@ end
 -- Result → quickfix conversion (pure functions, unit tested)
 ---------------------------------------------------------------------------
 
+--- Text for a one-line display: every line break (CRLF, LF or a lone CR) becomes a
+--- space. Headings may hold them (a Setext heading over two lines, SPEC §3), and so may
+--- titles; the quickfix list would show them as ^M or cut the entry.
+function M.display(text)
+  if type(text) ~= "string" then
+    return "" -- nil, or vim.NIL for a JSON null
+  end
+  return (text:gsub("\r\n", " "):gsub("[\r\n]", " "))
+end
+
+M.UNSAVED_MARK = "[unsaved]"
+
+--- Whether a hit or match came from an open buffer's unsaved text (setting `unsaved`).
+function M.is_unsaved(hit)
+  return type(hit) == "table" and (hit.unsaved == true or hit["x-unsaved"] == true)
+end
+
+local function mark_unsaved(hit, text)
+  if M.is_unsaved(hit) then
+    return M.UNSAVED_MARK .. " " .. text
+  end
+  return text
+end
+
 local function resolve(root, path)
   if root == nil or path:sub(1, 1) == "/" then
     return path
@@ -324,16 +351,24 @@ local function trim(s)
 end
 
 --- The line of a snippet worth showing next to the heading: the first non-blank
---- line that is not the heading line itself (nor a Setext underline).
+--- line that is not a line of the heading itself (a Setext heading may span several
+--- lines) nor a Setext underline, shown on one line.
 function M.snippet_line(snippet, heading)
-  heading = heading or ""
-  for line in (snippet or ""):gmatch("[^\n]+") do
+  local heading_lines = {}
+  heading = type(heading) == "string" and heading or ""
+  for part in (heading:gsub("\r\n", "\n") .. "\n"):gmatch("([^\n]*)\n") do
+    part = trim(part)
+    if part ~= "" then
+      heading_lines[part] = true
+    end
+  end
+  snippet = type(snippet) == "string" and snippet or ""
+  for line in snippet:gmatch("[^\n]+") do
     local t = trim((line:gsub("\r$", "")))
     local atx = t:match("^#+$") or t:match("^#+%s")
     local underline = t:match("^=+$") or t:match("^%-+$")
-    local is_heading = atx or (heading ~= "" and t == heading)
-    if t ~= "" and not underline and not is_heading then
-      return t
+    if t ~= "" and not underline and not atx and not heading_lines[t] then
+      return M.display(t)
     end
   end
   return ""
@@ -343,7 +378,7 @@ end
 function M.search_items(result, root)
   local items = {}
   for _, hit in ipairs((result or {}).hits or {}) do
-    local heading = hit.heading or ""
+    local heading = M.display(hit.heading)
     if heading == "" then
       heading = hit.path
     end
@@ -356,7 +391,7 @@ function M.search_items(result, root)
       filename = resolve(root, hit.path),
       lnum = hit.line_start,
       end_lnum = hit.line_end,
-      text = text,
+      text = mark_unsaved(hit, text),
     })
   end
   return items
@@ -364,8 +399,18 @@ end
 
 local line_cache = {}
 
+--- The loaded buffer of the file `path` (an absolute name), if any.
+local function loaded_buffer(path)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr) == path then
+      return bufnr
+    end
+  end
+  return nil
+end
+
 local function byte_col(path, match)
-  local text = match.text or ""
+  local text = type(match.text) == "string" and match.text or ""
   local column = match.column or 1
   if text:sub(1, #"…") ~= "…" then
     local ok, idx = pcall(vim.str_byteindex, text, column - 1)
@@ -373,12 +418,19 @@ local function byte_col(path, match)
       return idx + 1
     end
   end
-  -- Windowed text: read the real line to convert code points into bytes.
-  local lines = line_cache[path]
+  -- Windowed text: read the real line to convert code points into bytes; for a match
+  -- in unsaved text that is the buffer's line, not the file's.
+  local key = (M.is_unsaved(match) and "buffer:" or "file:") .. path
+  local lines = line_cache[key]
   if lines == nil then
-    local ok, read = pcall(vim.fn.readfile, path)
-    lines = ok and read or {}
-    line_cache[path] = lines
+    local bufnr = M.is_unsaved(match) and loaded_buffer(path) or nil
+    if bufnr then
+      lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+    else
+      local ok, read = pcall(vim.fn.readfile, path)
+      lines = ok and read or {}
+    end
+    line_cache[key] = lines
   end
   local full = lines[match.line]
   if full then
@@ -400,7 +452,7 @@ function M.lines_items(result, root)
       filename = filename,
       lnum = m.line,
       col = byte_col(filename, m),
-      text = m.text,
+      text = mark_unsaved(m, M.display(m.text)),
     })
   end
   line_cache = {}
@@ -412,8 +464,8 @@ function M.concepts_items(result, root)
   local items = {}
   for _, c in ipairs((result or {}).concepts or {}) do
     local text = c.concept_id
-    if c.title and c.title ~= "" then
-      text = text .. " — " .. c.title
+    if type(c.title) == "string" and c.title ~= "" then
+      text = text .. " — " .. M.display(c.title)
     end
     table.insert(items, { filename = resolve(root, c.path), lnum = 1, col = 1, text = text })
   end
@@ -542,8 +594,30 @@ end
 -- Setup
 ---------------------------------------------------------------------------
 
+--- Replace the server settings (`settings` of setup) and send them to every running
+--- citeline client, e.g. update_settings{ unsaved = true }.
+function M.update_settings(settings)
+  M.config.settings = settings or {}
+  local payload = next(M.config.settings) and M.config.settings or vim.empty_dict()
+  for _, client in ipairs(citeline_clients()) do
+    -- The client answers workspace/configuration from these (0.7-0.9: config.settings).
+    client.config.settings = payload
+    if client.settings ~= nil then
+      client.settings = payload
+    end
+    if has("nvim-0.11") then
+      client:notify("workspace/didChangeConfiguration", { settings = payload })
+    else
+      client.notify("workspace/didChangeConfiguration", { settings = payload })
+    end
+  end
+  if has("nvim-0.11") and M._start_path == "enable" then
+    vim.lsp.config(M.name, { settings = payload, init_options = payload })
+  end
+end
+
 local function matches_filetype(bufnr)
-  local ft = vim.api.nvim_buf_get_option(bufnr, "filetype")
+  local ft = vim.bo[bufnr].filetype
   for _, f in ipairs(M.config.filetypes) do
     if f == ft then
       return true
@@ -578,8 +652,23 @@ function M.setup(opts)
     config.filetypes = M.config.filetypes
     vim.lsp.config(M.name, config)
     vim.lsp.enable(M.name)
+    M._start_path = "enable"
+    -- vim.lsp.enable attaches buffers that are already open only once Neovim has
+    -- entered (v:vim_did_enter); a setup() run from -c or a plugin file before that
+    -- attaches them here.
+    for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(bufnr) and matches_filetype(bufnr) then
+        local attached = citeline_clients(function(c)
+          return vim.lsp.buf_is_attached(bufnr, c.id)
+        end)[1]
+        if not attached then
+          M.attach(bufnr)
+        end
+      end
+    end
     return
   end
+  M._start_path = has("nvim-0.8") and "start" or "start_client"
 
   local group = vim.api.nvim_create_augroup("citeline", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {

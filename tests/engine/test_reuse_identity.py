@@ -1,13 +1,15 @@
-"""The per-file analysis memo never changes a result.
+"""Reuse (the stat index, live indexes, the persistent cache) never changes a result.
 
-A warmed ``Engine()`` (memo) and ``Engine(memo_bytes=0)`` (every request analyses every file
-again) must give byte-identical compact JSON for the same query set over the Apache APISIX
-documentation (Chinese and mixed queries, the contract and the recall profile, symbols), and
-the memoised engine must see an edit made between two requests (fresh snapshot, new revision).
+A warmed engine with a persistent cache, a second engine started on the same cache (as a
+new process would be) and engines that read and analyse everything afresh on every request
+(``reread=True``, no cache) must give byte-identical compact JSON for the same query set over
+the Apache APISIX documentation (Chinese and mixed queries, the contract and the recall
+profile, symbols), and the warm engine must see an edit made between two requests (fresh
+snapshot, new revision), analysing only the edited file.
 
-A memo-less search analyses the whole bundle, so to stay within ~30 s on a loaded machine the
-bundle is a fixed part of the corpus (getting started, terminology, tutorials, service
-discovery, FAQ and a few plugin pages), copied to a temporary folder so that it can be edited.
+To stay within ~30 s on a loaded machine the bundle is a fixed part of the corpus (getting
+started, terminology, tutorials, service discovery, FAQ and a few plugin pages), copied to a
+temporary folder so that it can be edited.
 """
 
 from __future__ import annotations
@@ -110,24 +112,47 @@ def run(engine: Engine, root: Path, case: Case) -> str:
     return encode({"query": query, "symbols": [asdict(h) for h in hits]})
 
 
-def test_memo_gives_the_same_bytes_as_no_memo(bundle: Path) -> None:
-    plain = Engine(SETTINGS, memo_bytes=0)
-    memo = Engine(SETTINGS)
-    assert plain.memo is None and memo.memo is not None
+@pytest.fixture
+def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SHA-256 of each file analysed from now on (one entry per analysis)."""
+    from citeline.engine import build
 
-    first = [run(memo, bundle, case) for case in CASES]  # fills the memo
-    misses = memo.memo.misses
-    files = len(memo.capture(bundle).searchable)
-    assert misses >= files  # every file analysed at least once (once per analysis option set)
-    second = [run(memo, bundle, case) for case in CASES]  # served from the memo
-    assert memo.memo.misses == misses, "warm runs over unchanged files must not re-analyse"
-    # (unchanged bytes reuse the whole index, so warm runs need not even look files up)
+    seen: list[str] = []
+    real = build._analysis
+
+    def counting(data: bytes, sha256: str, *args: Any) -> Any:
+        seen.append(sha256)
+        return real(data, sha256, *args)
+
+    monkeypatch.setattr(build, "_analysis", counting)
+    return seen
+
+
+def fresh() -> Engine:
+    """An engine that reads and analyses every file on every request, caching nothing."""
+    return Engine(SETTINGS, reread=True, hold_bytes=0)
+
+
+def test_reuse_gives_the_same_bytes_as_reading_everything(
+    bundle: Path, tmp_path: Path, analysed: list[str]
+) -> None:
+    warm = Engine(SETTINGS, cache=tmp_path / "cache")
+    first = [run(warm, bundle, case) for case in CASES]  # fills memory and the cache
+    files = len(warm.capture(bundle).searchable)
+    assert len(analysed) >= files  # every file analysed at least once
+    count = len(analysed)
+    second = [run(warm, bundle, case) for case in CASES]  # served from memory
+    assert len(analysed) == count, "warm runs over unchanged files must not re-analyse"
+    later = Engine(SETTINGS, cache=tmp_path / "cache")  # a new process on the same cache
+    third = [run(later, bundle, case) for case in CASES]
+    assert len(analysed) == count, "a new engine must find every analysis in the cache"
 
     nonempty = 0
-    for case, a, b in zip(CASES, first, second, strict=True):
-        reference = run(plain, bundle, case)
-        assert a == reference, f"memo (filling) differs from no memo for {case}"
-        assert b == reference, f"memo (warm) differs from no memo for {case}"
+    for case, a, b, c in zip(CASES, first, second, third, strict=True):
+        reference = run(fresh(), bundle, case)
+        assert a == reference, f"reuse (filling) differs from reading everything for {case}"
+        assert b == reference, f"reuse (warm) differs from reading everything for {case}"
+        assert c == reference, f"reuse (cache) differs from reading everything for {case}"
         nonempty += '"total":0,' not in reference and '"symbols":[]' not in reference
     assert nonempty >= len(CASES) - 3  # the set exercises real hits, not empty answers
 
@@ -136,7 +161,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_memo_sees_an_edit(tmp_path: Path) -> None:
+def test_reuse_sees_an_edit(tmp_path: Path, analysed: list[str]) -> None:
     if not (CORPUS / LATEST).is_dir():
         pytest.skip(f"corpus not found: {CORPUS}")
     root = _copy_subset(tmp_path / "bundle")
@@ -145,22 +170,22 @@ def test_memo_sees_an_edit(tmp_path: Path) -> None:
     request = {"query": "zebrafrobnicate 限流"}
 
     before = memo.search(root, request, settings=SETTINGS)
-    baseline = memo.search(root, {"query": "rate"}, settings=SETTINGS)  # memo warmed
+    baseline = memo.search(root, {"query": "rate"}, settings=SETTINGS)  # warmed
     assert before["total"] == 0
-    misses = memo.memo.misses if memo.memo else 0
+    analysed.clear()
 
     # 1. a new section appended (the file grows)
     original = target.read_bytes()
     target.write_bytes(original + "\n## 基准 zebrafrobnicate\n\nzebrafrobnicate 限流\n".encode())
     after = memo.search(root, request, settings=SETTINGS)
     assert after["snapshot_revision"] != before["snapshot_revision"]
-    assert after["snapshot_revision"] == Engine(memo_bytes=0).capture(root).revision
+    assert after["snapshot_revision"] == fresh().capture(root).revision
     assert after["total"] == 1
     hit = after["hits"][0]
     assert hit["path"] == EDITED and hit["heading"] == "基准 zebrafrobnicate"
     assert hit["content_sha256"] == _sha(target)
-    assert memo.memo is not None and memo.memo.misses == misses + 1  # only the edited file
-    plain = Engine(SETTINGS, memo_bytes=0)
+    assert analysed == [_sha(target)]  # only the edited file was analysed again
+    plain = fresh()
     assert encode(after) == encode(plain.search(root, request, settings=SETTINGS))
     symbols = memo.symbols(root, "zebrafrob", settings=SETTINGS)
     assert [(s.path, s.heading) for s in symbols] == [(EDITED, "基准 zebrafrobnicate")]

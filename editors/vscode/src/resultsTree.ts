@@ -1,0 +1,256 @@
+/**
+ * The Citeline results view's tree provider, without VS Code: what the view
+ * holds (the last query's result), its nodes, their parents and children, and a
+ * plain description of each tree item. `resultsView.ts` turns these into
+ * vscode.TreeItem objects; everything here is unit-tested under plain node.
+ *
+ * This module must not import `vscode`.
+ */
+
+import type { LinesResult, SearchResult } from "./mapping";
+import { oneLine } from "./mapping";
+import {
+  FileNode,
+  HitNode,
+  LinesQuery,
+  MatchNode,
+  NodeLabel,
+  SnippetLineNode,
+  linesMessage,
+  linesNodes,
+  rankingProfile,
+  searchMessage,
+  searchNodes,
+  snippetLineNumbers,
+} from "./results";
+
+export type ResultNode = HitNode | SnippetLineNode | FileNode | MatchNode;
+
+/** What the view shows: nothing yet, a section search, a line search, or an error. */
+export type TreeContent =
+  | { kind: "empty" }
+  | { kind: "search"; query: string; root: string; profile?: string; result: SearchResult; nodes: HitNode[] }
+  | { kind: "lines"; query: LinesQuery; root: string; result: LinesResult; nodes: FileNode[] }
+  | { kind: "error"; title: string; message: string };
+
+/** A tree item, described without VS Code types. */
+export interface ItemDescription {
+  id: string;
+  label: NodeLabel;
+  description?: string;
+  tooltip?: string;
+  collapsible: "none" | "collapsed" | "expanded";
+  /** `citeline.hit`, `citeline.snippetLine`, `citeline.file` or `citeline.match`. */
+  contextValue: string;
+  /** The workspace file the node is about (its icon), as root URI + bundle-relative path. */
+  resource?: { root: string; path: string };
+  /** Whether selecting the item opens it in an editor. */
+  opens: boolean;
+}
+
+/**
+ * Reads a workspace file's current text: the open document's text when there is
+ * one (what the editor shows), else the file's; undefined when it cannot be read.
+ */
+export type TextReader = (root: string, path: string) => Promise<string | undefined>;
+
+export class ResultsTree {
+  private generation = 0;
+  private content: TreeContent = { kind: "empty" };
+  private texts = new Map<string, Promise<string | undefined>>();
+  private readonly byId = new Map<string, ResultNode>();
+
+  constructor(
+    private readonly readText: TextReader,
+    /** Called after the content changed (the view refreshes from the root). */
+    private readonly changed: () => void = () => undefined,
+  ) {}
+
+  get state(): TreeContent {
+    return this.content;
+  }
+
+  /** Shows a section search's result: one node per hit in the server's order. */
+  showSearch(query: string, root: string, result: SearchResult, requestedProfile?: string): void {
+    const nodes = searchNodes(result, this.nextPrefix());
+    this.set({ kind: "search", query, root, profile: rankingProfile(result, requestedProfile), result, nodes });
+  }
+
+  /** Shows a line search's result: files, each with its matches. */
+  showLines(query: LinesQuery, root: string, result: LinesResult): void {
+    const nodes = linesNodes(result, query, this.nextPrefix());
+    this.set({ kind: "lines", query, root, result, nodes });
+  }
+
+  showError(title: string, message: string): void {
+    this.nextPrefix();
+    this.set({ kind: "error", title, message });
+  }
+
+  clear(): void {
+    this.nextPrefix();
+    this.set({ kind: "empty" });
+  }
+
+  /** The line above the tree: what was asked, how many results, which profile ranked them. */
+  get message(): string | undefined {
+    const c = this.content;
+    switch (c.kind) {
+      case "search": {
+        const base = searchMessage(c.query, c.result, c.profile);
+        return c.nodes.length === 0 ? `${base}. No section matches.` : base;
+      }
+      case "lines": {
+        const base = linesMessage(c.query, c.result);
+        return c.nodes.length === 0 ? `${base}. No line matches.` : base;
+      }
+      case "error":
+        return `${c.title}: ${c.message}`;
+      default:
+        return undefined;
+    }
+  }
+
+  /** Shown next to the view's title: the query. */
+  get description(): string | undefined {
+    const c = this.content;
+    if (c.kind === "search") return oneLine(c.query).text;
+    if (c.kind === "lines") return oneLine(c.query.pattern).text;
+    return undefined;
+  }
+
+  /** Number of hits or matches shown (the view's badge). */
+  get count(): number {
+    const c = this.content;
+    if (c.kind === "search") return c.nodes.length;
+    if (c.kind === "lines") return c.nodes.reduce((n, f) => n + f.matches.length, 0);
+    return 0;
+  }
+
+  /** The workspace root URI of the shown result. */
+  get root(): string | undefined {
+    const c = this.content;
+    return c.kind === "search" || c.kind === "lines" ? c.root : undefined;
+  }
+
+  /**
+   * Children in the server's order. A hit's children are its snippet lines that
+   * hold matched spans; reading the file gives each its line number.
+   */
+  async children(node?: ResultNode): Promise<ResultNode[]> {
+    const c = this.content;
+    if (node === undefined) {
+      if (c.kind === "search") return c.nodes;
+      if (c.kind === "lines") return c.nodes;
+      return [];
+    }
+    if (!this.isCurrent(node)) return [];
+    if (node.kind === "file") return node.matches;
+    if (node.kind !== "hit" || node.lines.length === 0) return [];
+    if (node.lines.every((l) => l.line === undefined) && c.kind === "search") {
+      const text = await this.text(c.root, node.hit.path);
+      const numbers = text === undefined ? undefined : snippetLineNumbers(text, node);
+      for (const l of node.lines) l.line = numbers?.get(l.index);
+    }
+    return node.lines;
+  }
+
+  parent(node: ResultNode): ResultNode | undefined {
+    if (node.kind === "snippetLine" || node.kind === "match") return this.byId.get(node.parentId);
+    return undefined;
+  }
+
+  /** Whether the node belongs to what the view shows now (not to an older query). */
+  isCurrent(node: ResultNode): boolean {
+    return this.byId.get(node.id) === node;
+  }
+
+  /** The hits (or the matches) of the shown result in one file, for the editor's decorations. */
+  inFile(path: string): (HitNode | MatchNode)[] {
+    const c = this.content;
+    if (c.kind === "search") return c.nodes.filter((n) => n.hit.path === path);
+    if (c.kind === "lines") return c.nodes.filter((f) => f.path === path).flatMap((f) => f.matches);
+    return [];
+  }
+
+  /** The current text of a file of the shown result (read once per query). */
+  text(root: string, path: string): Promise<string | undefined> {
+    const key = `${root}\n${path}`;
+    let found = this.texts.get(key);
+    if (found === undefined) {
+      found = this.readText(root, path).catch(() => undefined);
+      this.texts.set(key, found);
+    }
+    return found;
+  }
+
+  item(node: ResultNode): ItemDescription {
+    const root = this.root ?? "";
+    switch (node.kind) {
+      case "hit":
+        return {
+          id: node.id,
+          label: node.label,
+          description: node.description,
+          tooltip: node.tooltip,
+          collapsible: node.lines.length > 0 ? "expanded" : "none",
+          contextValue: "citeline.hit",
+          resource: { root, path: node.hit.path },
+          opens: true,
+        };
+      case "snippetLine":
+        return {
+          id: node.id,
+          label: node.label,
+          description: node.line !== undefined ? `L${node.line}` : undefined,
+          collapsible: "none",
+          contextValue: "citeline.snippetLine",
+          opens: true,
+        };
+      case "file":
+        return {
+          id: node.id,
+          label: node.label,
+          description: node.description,
+          tooltip: node.path,
+          collapsible: "expanded",
+          contextValue: "citeline.file",
+          resource: { root, path: node.path },
+          opens: false,
+        };
+      case "match":
+        return {
+          id: node.id,
+          label: node.label,
+          description: node.description,
+          tooltip: node.tooltip,
+          collapsible: "none",
+          contextValue: "citeline.match",
+          opens: true,
+        };
+    }
+  }
+
+  private nextPrefix(): string {
+    this.generation += 1;
+    return `q${this.generation}`;
+  }
+
+  private set(content: TreeContent): void {
+    this.content = content;
+    this.texts = new Map();
+    this.byId.clear();
+    if (content.kind === "search") {
+      for (const h of content.nodes) {
+        this.byId.set(h.id, h);
+        for (const l of h.lines) this.byId.set(l.id, l);
+      }
+    } else if (content.kind === "lines") {
+      for (const f of content.nodes) {
+        this.byId.set(f.id, f);
+        for (const m of f.matches) this.byId.set(m.id, m);
+      }
+    }
+    this.changed();
+  }
+}

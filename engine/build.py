@@ -1,0 +1,230 @@
+"""Analysis: from a snapshot's files to an Index, reusing every block that still holds.
+
+Given the index of an earlier snapshot (from memory or from the cache), only the files that
+changed are analysed: the blocks holding none of them are kept as they are, the blocks
+holding some are rebuilt from their own arrays without those files, and the new versions go
+into a new block. With no earlier index, or when most files changed, every file is analysed,
+in blocks of about TARGET_BYTES, on other cores when there is enough to do.
+
+Each file's *structure* (front matter and headings: what markdown-it decides) does not
+depend on the relevance options, so it is remembered by SHA-256 in the cache: a second
+option set, or a file seen before, costs tokenising only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from .analysis import (
+    AnalysisOptions,
+    FileAnalysis,
+    analyse,
+    analyse_with_structure,
+    decode_structure,
+    encode_structure,
+)
+from .blocks import ANALYSIS_VERSION, Block, Input, build
+from .cancel import CancelToken
+from .capture import CapturedFile
+from .codec import Corrupt
+from .index import Index
+
+TARGET_BYTES = 1 << 20  # Markdown per block: an edit rebuilds about this much
+REBUILD_SHARE = 0.5  # above this share of changed files, everything is analysed afresh
+PARALLEL_MIN_BYTES = 2 << 20  # below this much to analyse, other processes cost more
+
+Fetch = Callable[[CapturedFile], bytes]
+Progress = Callable[[str, int, int], None]
+
+
+class StructureCache:
+    """Structures by SHA-256: looked up before parsing, stored after (see reuse.Reuse)."""
+
+    def get_many(self, shas: Sequence[str]) -> dict[str, bytes]:
+        return {}
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    index: Index
+    new_blocks: tuple[Block, ...]  # blocks this update made (to store)
+
+
+def structure_key(sha256: str) -> str:
+    return f"{ANALYSIS_VERSION}:{sha256}"
+
+
+def update(
+    previous: Index | None,
+    files: Sequence[CapturedFile],
+    options: AnalysisOptions,
+    *,
+    fetch: Fetch,
+    structures: StructureCache,
+    workers: object = None,
+    cancel: CancelToken | None = None,
+    progress: Progress | None = None,
+) -> Built:
+    """The index of `files` (a snapshot's searchable files, in path order)."""
+    by_path = {f.path: f for f in files}
+    kept: list[Block] = []
+    partial: list[tuple[Block, list[int]]] = []
+    covered: set[str] = set()
+    for block in previous.blocks if previous is not None else ():
+        keep = []
+        for i, (path, sha) in enumerate(zip(block.paths, block.shas, strict=True)):
+            f = by_path.get(path)
+            if f is not None and f.sha256 == sha:
+                keep.append(i)
+        if len(keep) == len(block.paths):
+            kept.append(block)
+        elif keep:
+            partial.append((block, keep))
+        covered.update(block.paths[i] for i in keep)
+    todo = [f for f in files if f.path not in covered]
+    if previous is None or len(todo) > REBUILD_SHARE * len(files):
+        kept, partial, todo = [], [], list(files)
+    if not todo and not partial:
+        if previous is not None and len(kept) == len(previous.blocks):
+            return Built(previous, ())
+        return Built(Index(kept), ())
+
+    analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress)
+    new_blocks: list[Block] = []
+    # A block that lost most of its files is merged into the new one rather than kept small.
+    small = [(b, keep) for b, keep in partial if _bytes(b, keep) < TARGET_BYTES // 4]
+    large = [(b, keep) for b, keep in partial if _bytes(b, keep) >= TARGET_BYTES // 4]
+    for block, keep in large:
+        if cancel is not None:
+            cancel.check()
+        new_blocks.append(build((), options, [(block, keep)]))
+    pending: list[tuple[Input, FileAnalysis]] = []
+    size = 0
+    for item in analysed:
+        if isinstance(item, Block):
+            new_blocks.append(item)
+            continue
+        pending.append(item)
+        size += item[0].size
+        if size >= TARGET_BYTES:
+            new_blocks.append(build(pending, options))
+            pending, size = [], 0
+    if pending or small:
+        new_blocks.append(build(pending, options, small))
+    return Built(Index([*kept, *new_blocks]), tuple(new_blocks))
+
+
+def _bytes(block: Block, keep: Sequence[int]) -> int:
+    return sum(block.sizes[i] for i in keep)
+
+
+def chunks(files: Sequence[CapturedFile]) -> Iterator[list[CapturedFile]]:
+    """Consecutive runs of files of about TARGET_BYTES each."""
+    run: list[CapturedFile] = []
+    size = 0
+    for f in files:
+        run.append(f)
+        size += f.size
+        if size >= TARGET_BYTES:
+            yield run
+            run, size = [], 0
+    if run:
+        yield run
+
+
+def _analyse(
+    todo: Sequence[CapturedFile],
+    options: AnalysisOptions,
+    fetch: Fetch,
+    structures: StructureCache,
+    workers: object,
+    cancel: CancelToken | None,
+    progress: Progress | None,
+) -> Iterator[tuple[Input, FileAnalysis] | Block]:
+    """Each file's analysis, or whole blocks when worker processes built them."""
+    known = structures.get_many([f.sha256 for f in todo])
+    pool = workers if workers is not None and getattr(workers, "count", 0) >= 2 else None
+    if pool is not None and sum(f.size for f in todo) >= PARALLEL_MIN_BYTES:
+        yield from _in_workers(todo, options, fetch, known, structures, pool, cancel, progress)
+        return
+    fresh: list[tuple[str, bytes]] = []
+    for i, f in enumerate(todo):
+        if cancel is not None:
+            cancel.check()
+        data = fetch(f)
+        yield Input(f.path, f.sha256, f.size), _analysis(data, f.sha256, options, known, fresh)
+        if progress is not None:
+            progress("analyse", i + 1, len(todo))
+    structures.put_many(fresh)
+
+
+def _analysis(
+    data: bytes,
+    sha256: str,
+    options: AnalysisOptions,
+    known: dict[str, bytes],
+    fresh: list[tuple[str, bytes]],
+) -> FileAnalysis:
+    blob = known.get(sha256)
+    if blob is not None:
+        try:
+            return analyse(data, options, decode_structure(blob))
+        except Corrupt:
+            pass  # parse afresh
+    result, found = analyse_with_structure(data, options)
+    blob = encode_structure(found)
+    known[sha256] = blob
+    fresh.append((sha256, blob))
+    return result
+
+
+def build_chunk(
+    options: AnalysisOptions, items: list[tuple[str, str, bytes, bytes | None]]
+) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """A worker process's job: the block over (path, sha256, bytes, known structure) items,
+    encoded, and the structures it parsed."""
+    known = {sha: blob for _, sha, _, blob in items if blob is not None}
+    fresh: list[tuple[str, bytes]] = []
+    analysed = [
+        (Input(path, sha, len(data)), _analysis(data, sha, options, known, fresh))
+        for path, sha, data, _ in items
+    ]
+    return build(analysed, options).encode(), fresh
+
+
+def _in_workers(
+    todo: Sequence[CapturedFile],
+    options: AnalysisOptions,
+    fetch: Fetch,
+    known: dict[str, bytes],
+    structures: StructureCache,
+    pool: object,
+    cancel: CancelToken | None,
+    progress: Progress | None,
+) -> Iterator[Block]:
+    jobs = []
+    for run in chunks(todo):
+        if cancel is not None:
+            cancel.check()
+        jobs.append((len(run), [(f.path, f.sha256, fetch(f), known.get(f.sha256)) for f in run]))
+    results = pool.run(build_chunk, [(options, items) for _, items in jobs])  # type: ignore[attr-defined]
+    done = 0
+    try:
+        for (count, items), result in zip(jobs, results, strict=True):
+            got = result.get(cancel)
+            if got is None:  # the pool broke: do this chunk here
+                blob, fresh = build_chunk(options, items)
+            else:
+                blob, fresh = got
+            structures.put_many(fresh)
+            yield Block.decode(blob)
+            done += count
+            if progress is not None:
+                progress("analyse", done, len(todo))
+    finally:
+        for result in results:
+            result.cancel()

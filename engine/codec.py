@@ -1,0 +1,164 @@
+"""A small, safe binary format for what the cache and the worker processes exchange.
+
+Nothing is ever unpickled or executed: a blob is a magic, a kind, a format version, the
+byte order, a CRC-32 of the payload and then a sequence of typed fields (integer arrays,
+string lists, raw bytes). A reader checks every header field and every length before it
+takes a value, and raises Corrupt on anything unexpected, so a truncated, corrupt or
+foreign blob is refused as a whole instead of being half-trusted.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from array import array
+from collections.abc import Iterable, Sequence
+
+MAGIC = b"CTL"
+FORMAT = 1
+_ORDER = b"L" if sys.byteorder == "little" else b"B"
+_HEADER = len(MAGIC) + 1 + 1 + 1 + 4  # magic, kind, format, byte order, crc32
+_SEP = "\x00"
+
+# 32- and 64-bit signed integer arrays with the same item size everywhere we run.
+I32 = "i" if array("i").itemsize == 4 else "l"
+I64 = "q"
+_SIZES = {I32: 4, I64: 8}
+_CODES = {b"i": I32, b"q": I64}
+_TAGS = {I32: b"i", I64: b"q"}
+
+
+class Corrupt(Exception):
+    """A blob that is not exactly what this version of citeline writes."""
+
+
+class Writer:
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def ints(self, values: Iterable[int], code: str = I32) -> Writer:
+        data = values if isinstance(values, array) and values.typecode == code else None
+        if data is None:
+            data = array(code, values)
+        raw = data.tobytes()
+        self._parts += [_TAGS[code], len(data).to_bytes(8, "little"), raw]
+        return self
+
+    def strs(self, values: Sequence[str]) -> Writer:
+        """Strings, joined by NUL when none holds one (fast to split), else length-prefixed."""
+        joined = _SEP.join(values)
+        if joined.count(_SEP) == max(len(values) - 1, 0):
+            body = joined.encode("utf-8", "surrogatepass")
+            self._parts += [b"S", len(values).to_bytes(8, "little")]
+            self._parts += [len(body).to_bytes(8, "little"), body]
+        else:
+            lengths = array(I64, map(len, values))
+            body = "".join(values).encode("utf-8", "surrogatepass")
+            self._parts += [b"T", len(values).to_bytes(8, "little"), lengths.tobytes()]
+            self._parts += [len(body).to_bytes(8, "little"), body]
+        return self
+
+    def text(self, value: str) -> Writer:
+        return self.strs([value])
+
+    def raw(self, value: bytes) -> Writer:
+        self._parts += [b"B", len(value).to_bytes(8, "little"), value]
+        return self
+
+    def finish(self, kind: bytes) -> bytes:
+        payload = b"".join(self._parts)
+        crc = zlib.crc32(payload).to_bytes(4, "little")
+        return MAGIC + kind + bytes([FORMAT]) + _ORDER + crc + payload
+
+
+class Reader:
+    def __init__(self, blob: bytes | memoryview, kind: bytes) -> None:
+        view = memoryview(blob)
+        if len(view) < _HEADER:
+            raise Corrupt("truncated header")
+        if bytes(view[:3]) != MAGIC or bytes(view[3:4]) != kind:
+            raise Corrupt("not a blob of this kind")
+        if view[4] != FORMAT or bytes(view[5:6]) != _ORDER:
+            raise Corrupt("another format version or byte order")
+        payload = view[_HEADER:]
+        if zlib.crc32(payload) != int.from_bytes(view[6:10], "little"):
+            raise Corrupt("checksum mismatch")
+        self._view = payload
+        self._pos = 0
+
+    def _take(self, n: int) -> memoryview:
+        end = self._pos + n
+        if n < 0 or end > len(self._view):
+            raise Corrupt("truncated field")
+        out = self._view[self._pos : end]
+        self._pos = end
+        return out
+
+    def _count(self) -> int:
+        return int.from_bytes(self._take(8), "little")
+
+    def _tag(self, expected: bytes | tuple[bytes, ...]) -> bytes:
+        tag = bytes(self._take(1))
+        if tag not in (expected if isinstance(expected, tuple) else (expected,)):
+            raise Corrupt(f"expected field {expected!r}, found {tag!r}")
+        return tag
+
+    def ints(self, code: str = I32) -> array:
+        self._tag(_TAGS[code])
+        n = self._count()
+        out = array(code)
+        out.frombytes(self._take(n * _SIZES[code]))
+        return out
+
+    def strs(self) -> list[str]:
+        tag = self._tag((b"S", b"T"))
+        n = self._count()
+        if tag == b"S":
+            body = self._take(self._count())
+            try:
+                text = str(body, "utf-8", "surrogatepass")
+            except UnicodeDecodeError as exc:
+                raise Corrupt("bad text") from exc
+            if n == 0:
+                if text:
+                    raise Corrupt("text without strings")
+                return []
+            values = text.split(_SEP)
+            if len(values) != n:
+                raise Corrupt("string count mismatch")
+            return values
+        lengths = array(I64)
+        lengths.frombytes(self._take(n * 8))
+        body = self._take(self._count())
+        try:
+            text = str(body, "utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise Corrupt("bad text") from exc
+        if sum(lengths) != len(text) or min(lengths, default=0) < 0:
+            raise Corrupt("string lengths mismatch")
+        out = []
+        pos = 0
+        for length in lengths:
+            out.append(text[pos : pos + length])
+            pos += length
+        return out
+
+    def text(self) -> str:
+        values = self.strs()
+        if len(values) != 1:
+            raise Corrupt("expected one string")
+        return values[0]
+
+    def raw(self) -> bytes:
+        self._tag(b"B")
+        return bytes(self._take(self._count()))
+
+    def end(self) -> None:
+        if self._pos != len(self._view):
+            raise Corrupt("trailing bytes")
+
+
+def expect(condition: bool, what: str) -> None:
+    """Raise Corrupt unless a decoded value is consistent."""
+    if not condition:
+        raise Corrupt(what)

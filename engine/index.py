@@ -1,0 +1,270 @@
+"""The searchable part of one snapshot: its blocks, the collection statistics, the checks.
+
+An Index is immutable and belongs to one snapshot_revision and one set of analysis
+options. It is assembled from blocks (blocks.py) and knows, for the SPEC §2 order of
+checks, the parse problems, the first duplicate concept id, the first over-long heading
+or title and the section and token totals, so that checking a request is O(1) once the
+index exists.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .blocks import Block
+from .errors import CitelineError, parse_error
+from .limits import MAX_HEADING_BYTES, Settings, limit_error
+
+K1 = 1.2
+B = 0.75
+MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
+_REMEMBERED_TERMS = 4096  # posting locations an index keeps for terms already looked up
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    path: str
+    line: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One section of the index, with what a hit or a symbol shows of it."""
+
+    path: str
+    sha256: str
+    concept_id: str
+    title: str
+    heading: str
+    level: int
+    first: int  # 0-based first line
+    last: int  # 0-based last line, inclusive
+    start: int  # code-point offsets of its text in the decoded file
+    end: int
+    outline: str
+
+
+# (block, section offset of the block, first posting, end of postings)
+Where = tuple[Block, int, int, int]
+
+
+class Index:
+    def __init__(self, blocks: Sequence[Block]) -> None:
+        self.blocks = tuple(blocks)
+        bases = []
+        n = 0
+        for block in self.blocks:
+            bases.append(n)
+            n += block.sections
+        self.bases = bases
+        self.n = n
+        total = sum(block.total_length for block in self.blocks)
+        mean = total / n if n else 0.0
+        self.avglen = mean if mean > 0 else 1.0
+        self.tokens = sum(block.tokens for block in self.blocks)
+        self.problems = tuple(
+            sorted(
+                (
+                    Problem(b.paths[i], line, reason)
+                    for b in self.blocks
+                    for i, line, reason in zip(
+                        b.prob_input, b.prob_line, b.prob_reason, strict=True
+                    )
+                ),
+                key=lambda p: p.path,
+            )
+        )
+        self.paths = frozenset(p for b in self.blocks for p in b.paths)
+        self._pre: list[float] | None = None
+        self._where: OrderedDict[str, tuple[Where, ...]] = OrderedDict()
+        self._checked: (
+            tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None] | None
+        ) = None
+        self._lock = threading.Lock()
+
+    # -- the checks of SPEC §2, in order, after capture ----------------------------------
+
+    def check(self, settings: Settings) -> None:
+        if self.problems and not settings.skip_invalid:
+            raise parse_error(
+                [p.to_json() for p in self.problems],
+                "cannot be parsed",
+                skip_advice(settings.advice),
+            )
+        if self._checked is None:
+            self._checked = (self.duplicate(), self.too_long())  # once per index
+        duplicate, long = self._checked
+        if duplicate is not None:
+            cid, first, second = duplicate
+            raise CitelineError(
+                "bundle_invalid",
+                f"Concept id {cid!r} is used by both {first!r} and {second!r}; "
+                "give one of them another front-matter id.",
+                {"reason": "duplicate_concept_id", "concept_id": cid, "paths": [first, second]},
+            )
+        if long is not None:
+            path, line, size, what = long
+            raise CitelineError(
+                "resource_limit",
+                f"The {what} at {path}:{line} is {size} UTF-8 bytes; at most "
+                f"{MAX_HEADING_BYTES} are allowed. Shorten it.",
+                {
+                    "limit": f"{what}_bytes",
+                    "value": size,
+                    "max": MAX_HEADING_BYTES,
+                    "path": path,
+                    "line": line,
+                },
+            )
+        limits = settings.limits
+        if self.n > limits.max_sections:
+            raise limit_error("max_sections", self.n, limits.max_sections, advice=settings.advice)
+        if self.tokens > limits.max_tokens:
+            raise limit_error("max_tokens", self.tokens, limits.max_tokens, advice=settings.advice)
+
+    def duplicate(self) -> tuple[str, str, str] | None:
+        """The first concept id used twice, in path order: (id, first path, second path)."""
+        seen: dict[str, str] = {}
+        clash = False
+        for block in self.blocks:
+            for cid, i in zip(block.concept, block.doc_input, strict=True):
+                if cid in seen:
+                    clash = True
+                    break
+                seen[cid] = block.paths[i]
+            if clash:
+                break
+        if not clash:
+            return None
+        owners: dict[str, str] = {}
+        for path, cid in sorted(
+            (b.paths[i], cid)
+            for b in self.blocks
+            for cid, i in zip(b.concept, b.doc_input, strict=True)
+        ):
+            if cid in owners:
+                return cid, owners[cid], path
+            owners[cid] = path
+        return None  # pragma: no cover - a clash was seen above
+
+    def too_long(self) -> tuple[str, int, int, str] | None:
+        found = [
+            (b.paths[b.doc_input[d]], line, size, what)
+            for b in self.blocks
+            for d, line, size, what in zip(
+                b.long_doc, b.long_line, b.long_size, b.long_what, strict=True
+            )
+        ]
+        return min(found) if found else None
+
+    # -- terms ---------------------------------------------------------------------------
+
+    def where(self, term: str) -> tuple[Where, ...]:
+        """The posting ranges of `term` in each block that holds it."""
+        with self._lock:
+            found = self._where.get(term)
+            if found is not None:
+                self._where.move_to_end(term)
+                return found
+        places = []
+        for block, base in zip(self.blocks, self.bases, strict=True):
+            span = block.find(term)
+            if span is not None:
+                places.append((block, base, span[0], span[1]))
+        found = tuple(places)
+        with self._lock:
+            self._where[term] = found
+            while len(self._where) > _REMEMBERED_TERMS:
+                self._where.popitem(last=False)
+        return found
+
+    def df(self, term: str) -> int:
+        return sum(hi - lo for _, _, lo, hi in self.where(term))
+
+    def expand(self, prefix: str) -> list[str]:
+        """Indexed terms that start with `prefix` (itself included), most frequent first.
+
+        At most MAX_EXPANSIONS of them: a one-letter prefix would otherwise stand for
+        thousands of terms and make every keystroke rank the whole vocabulary.
+        """
+        found: dict[str, int] = {}
+        for block in self.blocks:
+            for term, count in block.prefixed(prefix):
+                found[term] = found.get(term, 0) + count
+        ranked = sorted(found, key=lambda t: (-found[t], t))[:MAX_EXPANSIONS]
+        return sorted(ranked)
+
+    def denominators(self) -> list[float]:
+        """K1·(1 − B + B·len/avglen) of every section: the length part of §5's formula,
+        evaluated exactly as the formula writes it, once per index."""
+        pre = self._pre
+        if pre is None:
+            avglen = self.avglen
+            pre = [
+                K1 * (1 - B + B * length / avglen)
+                for block in self.blocks
+                for length in block.sec_length
+            ]
+            self._pre = pre
+        return pre
+
+    # -- sections ------------------------------------------------------------------------
+
+    def locate(self, g: int) -> tuple[Block, int]:
+        b = bisect.bisect_right(self.bases, g) - 1
+        return self.blocks[b], g - self.bases[b]
+
+    def concept_and_line(self, g: int) -> tuple[str, int]:
+        """The tie-breaking key of §5: concept_id, then line_start."""
+        block, s = self.locate(g)
+        return block.concept[block.sec_doc[s]], block.sec_first[s]
+
+    def section(self, g: int) -> Section:
+        block, s = self.locate(g)
+        doc = block.sec_doc[s]
+        i = block.doc_input[doc]
+        return Section(
+            block.paths[i],
+            block.shas[i],
+            block.concept[doc],
+            block.title[doc],
+            block.heading[s],
+            block.sec_level[s],
+            block.sec_first[s],
+            block.sec_last[s],
+            block.sec_start[s],
+            block.sec_end[s],
+            block.outline[s],
+        )
+
+    def listing(self, cap: int) -> list[int]:
+        """Sections that have headings, in concept_id/line order (pickers that filter
+        themselves), the first `cap` of them."""
+        keys: Iterator[tuple[str, int, int]] = (
+            (block.concept[doc], first, base + s)
+            for block, base in zip(self.blocks, self.bases, strict=True)
+            for s, (doc, first, head) in enumerate(
+                zip(block.sec_doc, block.sec_first, block.heading, strict=True)
+            )
+            if head
+        )
+        return [g for _, _, g in heapq.nsmallest(cap, keys)]
+
+
+def skip_advice(advice: str) -> str:
+    if advice == "editor":
+        return "Fix them, or set the citeline setting skip_invalid to true to leave them out."
+    return "Fix them, or skip unparsable files with --skip-invalid."
+
+
+__all__ = ["K1", "MAX_EXPANSIONS", "B", "Index", "Problem", "Section", "skip_advice"]

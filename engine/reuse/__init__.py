@@ -1,0 +1,242 @@
+"""Reuse: what an engine remembers so that a request reads and analyses only what changed.
+
+One stage of the pipeline (capture → reuse → analysis → rank), in three layers:
+
+- the **stat index** (stats.py): each bundle's file fingerprints, digests and read times,
+  and the marks editors' notifications leave, so capture reads only what it must;
+- the **live indexes**: the last Index of each bundle and option set, in memory, and the
+  bytes of files recently read (for snippets and line search), both bounded;
+- the **persistent cache** (store.py): the same stat index, blocks, per-file structures and
+  each bundle's last list of blocks, in SQLite, so that a new process (a CLI call, a
+  server start) starts where the last one stopped.
+
+Nothing here decides a result: every value is checked against the bytes' SHA-256 or
+rebuilt, and the results are byte-identical with the cache, without it and with a broken one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..blocks import ANALYSIS_VERSION, Block
+from ..codec import I32, Corrupt, Reader, Writer, expect
+from ..index import Index
+from .stats import Known, Marks
+from .store import Store
+
+log = logging.getLogger("citeline.reuse")
+
+BUNDLES_KEPT = 8  # stat indexes kept in memory
+INDEXES_KEPT = 4  # e.g. the contract's and the recall profile's index of two folders
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    revision: str
+    index: Index
+
+
+class Held:
+    """Bytes of files recently read, by SHA-256; least recently used dropped past a budget."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, sha256: str) -> bytes | None:
+        with self._lock:
+            data = self._items.get(sha256)
+            if data is not None:
+                self._items.move_to_end(sha256)
+            return data
+
+    def mapping(self) -> dict[str, bytes]:
+        with self._lock:
+            return dict(self._items)
+
+    def put(self, items: Sequence[tuple[str, bytes]]) -> None:
+        if self.max_bytes <= 0:
+            return
+        with self._lock:
+            for sha, data in items:
+                if sha in self._items:
+                    self._items.move_to_end(sha)
+                    continue
+                if len(data) > self.max_bytes:
+                    continue
+                self._items[sha] = data
+                self._size += len(data)
+            while self._size > self.max_bytes:
+                _, old = self._items.popitem(last=False)
+                self._size -= len(old)
+
+
+class Structures:
+    """build.StructureCache over the store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def get_many(self, shas: Sequence[str]) -> dict[str, bytes]:
+        if not self.store.enabled:
+            return {}
+        prefix = ANALYSIS_VERSION + ":"
+        found = self.store.get_many("structure", [prefix + s for s in dict.fromkeys(shas)])
+        return {key[len(prefix) :]: blob for key, blob in found.items()}
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        if items and self.store.enabled:
+            self.store.put(("structure", f"{ANALYSIS_VERSION}:{sha}", blob) for sha, blob in items)
+
+
+class Reuse:
+    def __init__(self, store: Store, hold_bytes: int) -> None:
+        self.store = store
+        self.marks = Marks()
+        self.held = Held(hold_bytes)
+        self.structures = Structures(store)
+        self._known: OrderedDict[str, Known] = OrderedDict()
+        self._live: OrderedDict[tuple[str, str, tuple[str, ...]], Live] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- the stat index ------------------------------------------------------------------
+
+    def known(self, bundle: str) -> Known | None:
+        with self._lock:
+            found = self._known.get(bundle)
+            if found is not None:
+                self._known.move_to_end(bundle)
+                return found
+        blob = self.store.get("state", _text_key(bundle))
+        if blob is None:
+            return None
+        try:
+            found = Known.decode(blob)
+        except Corrupt as exc:
+            log.info("ignoring the cached stat index of %s: %s", bundle, exc)
+            return None
+        self._keep_known(bundle, found)
+        return found
+
+    def remember(self, bundle: str, known: Known | None) -> None:
+        if known is None:
+            return
+        with self._lock:
+            same = self._known.get(bundle) is known
+        if not same:
+            self._keep_known(bundle, known)
+            self.store.put([("state", _text_key(bundle), known.encode())])
+
+    def _keep_known(self, bundle: str, known: Known) -> None:
+        with self._lock:
+            self._known[bundle] = known
+            self._known.move_to_end(bundle)
+            while len(self._known) > BUNDLES_KEPT:
+                self._known.popitem(last=False)
+
+    # -- live indexes --------------------------------------------------------------------
+
+    def index(self, key: tuple[str, str, tuple[str, ...]]) -> Live | None:
+        with self._lock:
+            found = self._live.get(key)
+            if found is not None:
+                self._live.move_to_end(key)
+                return found
+        blob = self.store.get("manifest", _manifest_key(key))
+        if blob is None:
+            return None
+        try:
+            revision, block_keys = _decode_manifest(blob)
+            blocks = []
+            found_blobs = self.store.get_many("block", block_keys)
+            for bkey in block_keys:
+                data = found_blobs.get(bkey)
+                if data is None:
+                    return None
+                blocks.append(Block.decode(data, bkey))
+        except Corrupt as exc:
+            log.info("ignoring a cached index: %s", exc)
+            return None
+        live = Live(revision, Index(blocks))
+        self._keep_live(key, live)
+        return live
+
+    def remember_index(
+        self,
+        key: tuple[str, str, tuple[str, ...]],
+        revision: str,
+        index: Index,
+        new_blocks: Sequence[Block],
+    ) -> None:
+        live = Live(revision, index)
+        self._keep_live(key, live)
+        if self.store.enabled:
+            rows = [("block", b.key, b.encode()) for b in new_blocks]
+            manifest = _encode_manifest(revision, [b.key for b in index.blocks])
+            rows.append(("manifest", _manifest_key(key), manifest))
+            self.store.put(rows)
+
+    def _keep_live(self, key: tuple[str, str, tuple[str, ...]], live: Live) -> None:
+        with self._lock:
+            self._live[key] = live
+            self._live.move_to_end(key)
+            while len(self._live) > INDEXES_KEPT:
+                self._live.popitem(last=False)
+
+    def use_store(self, store: Store) -> None:
+        """Switch the persistent cache (the memory layers stay: they are exact)."""
+        old = self.store
+        self.store = store
+        self.structures = Structures(store)
+        if old is not store:
+            old.close()
+
+    def forget(self) -> None:
+        """Drop everything held in memory (the persistent cache stays)."""
+        with self._lock:
+            self._known.clear()
+            self._live.clear()
+
+
+def _manifest_key(key: tuple[str, str, tuple[str, ...]]) -> str:
+    bundle, options, reserved = key
+    return "\x00".join([ANALYSIS_VERSION, _text_key(bundle), options, *map(_text_key, reserved)])
+
+
+def _text_key(name: str) -> str:
+    """A path as a store key: itself when it is valid Unicode text, else its bytes in hex
+    (a folder name that is not UTF-8 arrives with surrogate escapes SQLite cannot store)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "bytes:" + os.fsencode(name).hex()
+    return name
+
+
+def _encode_manifest(revision: str, block_keys: list[str]) -> bytes:
+    return Writer().text(revision).strs(block_keys).ints([len(block_keys)]).finish(b"M")
+
+
+def _decode_manifest(blob: bytes) -> tuple[str, list[str]]:
+    r = Reader(blob, b"M")
+    revision = r.text()
+    keys = r.strs()
+    count = r.ints(I32)
+    r.end()
+    expect(len(count) == 1 and count[0] == len(keys), "manifest")
+    expect(len(revision) == 64, "manifest revision")
+    return revision, keys
+
+
+def bundle_key(bundle: str | os.PathLike[str]) -> str:
+    return os.path.abspath(os.fspath(bundle))
+
+
+__all__ = ["Held", "Live", "Reuse", "Store", "bundle_key"]

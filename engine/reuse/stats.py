@@ -1,0 +1,160 @@
+"""The stat index: what the engine knows of each file's bytes without reading them again.
+
+SPEC §2 "Reuse without reading again": a file's bytes are taken as unchanged when its stat
+fingerprint (device, inode, size, mtime, ctime) equals the one recorded when they were read,
+that read was not *racy* (the file's mtime was strictly older than the moment of the read,
+allowing for timestamp granularity, as git treats a "racily clean" index entry), and no
+editor notification has marked the file changed since.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..codec import I64, Reader, Writer, expect
+
+# A file modified less than this long before it was read is read again next time: the file
+# system's timestamps are coarser than the clock (kernel ticks of 1-10 ms on Linux, 2 s on
+# FAT), and a network file system's clock may run a little ahead of ours.
+RACY_NS = 2_000_000_000
+
+Fingerprint = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns
+
+
+# Tests set this to see the file system as one with coarse timestamps (many write in the
+# same tick of the kernel's clock; Linux 6.13+ gives a fine-grained time to a write that
+# follows a stat, so this machine alone would never show the case the racy rule is for).
+COARSE_NS = 0
+
+
+def fingerprint(st: object) -> Fingerprint:
+    dev, ino, size = st.st_dev, st.st_ino, st.st_size  # type: ignore[attr-defined]
+    mtime, ctime = st.st_mtime_ns, st.st_ctime_ns  # type: ignore[attr-defined]
+    if COARSE_NS:
+        mtime -= mtime % COARSE_NS
+        ctime -= ctime % COARSE_NS
+    return (dev, ino, size, mtime, ctime)
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """The bytes last read for one path: their fingerprint, digest and when they were read."""
+
+    stat: Fingerprint
+    sha256: str
+    read_ns: int  # time.time_ns() just before the file was opened
+    # The fingerprint under which these bytes may be reused: `stat`, unless the read was
+    # racy (the file had been modified or its inode changed in the last RACY_NS before it),
+    # then None: no stat can vouch for bytes that may have changed within the same tick.
+    reuse_if: Fingerprint | None = None
+
+    def __post_init__(self) -> None:
+        # ctime too, not only mtime as git does: anyone can put an mtime back (touch -d),
+        # but setting it changes the ctime, which nothing can set.
+        if max(self.stat[3], self.stat[4]) < self.read_ns - RACY_NS:
+            object.__setattr__(self, "reuse_if", self.stat)
+
+    @property
+    def size(self) -> int:
+        return self.stat[2]
+
+    def trusted(self) -> bool:
+        """Not racy: the file had not changed in the last RACY_NS before the read."""
+        return self.reuse_if is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """A capture's files (records, no bytes) and the settings they were checked against."""
+
+    files: tuple[Any, ...]  # capture.CapturedFile, in path order
+    settings: tuple[Any, ...]  # (reserved names, limits)
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """One bundle's stat index after a capture: each captured path's state, in path order,
+    and the snapshot_revision of those records (an unchanged bundle needs no new one).
+
+    `captured` (in memory only) is that capture's list of files, so that a capture finding
+    nothing changed under the same settings hands it back instead of building it again.
+    """
+
+    files: Mapping[str, FileState]
+    revision: str
+    captured: Captured | None = None
+
+    def encode(self) -> bytes:
+        paths = list(self.files)
+        states = list(self.files.values())
+        numbers = array(I64)
+        for s in states:
+            numbers.extend(map(_signed, s.stat))
+            numbers.append(s.read_ns)
+        w = Writer().strs(paths).strs([s.sha256 for s in states]).ints(numbers, I64)
+        return w.text(self.revision).finish(b"K")
+
+    @classmethod
+    def decode(cls, blob: bytes) -> Known:
+        r = Reader(blob, b"K")
+        paths = r.strs()
+        shas = r.strs()
+        numbers = r.ints(I64)
+        revision = r.text()
+        r.end()
+        expect(len(shas) == len(paths) and len(numbers) == 6 * len(paths), "stat index size")
+        expect(len(revision) == 64 and all(len(s) == 64 for s in shas), "digests")
+        files = {}
+        for i, (path, sha) in enumerate(zip(paths, shas, strict=True)):
+            n = numbers[6 * i : 6 * i + 6]
+            stat = (_unsigned(n[0]), _unsigned(n[1]), n[2], n[3], n[4])
+            files[path] = FileState(stat, sha, n[5])
+        return cls(files, revision)
+
+
+def _signed(value: int) -> int:
+    """st_dev and st_ino are unsigned 64-bit; stored as signed (two's complement)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _unsigned(value: int) -> int:
+    return value + (1 << 64) if value < 0 else value
+
+
+class Marks:
+    """Paths an editor reported changed: read again at the next capture, whatever the stat.
+
+    A mark is cleared only by a capture that started after it was made, so a notification
+    that arrives while a capture is running is not lost.
+    """
+
+    def __init__(self) -> None:
+        self._marks: dict[str, dict[str, int]] = {}
+        self._clock = 0
+        self._lock = threading.Lock()
+
+    def mark(self, bundle: str, paths: Iterable[str] | None) -> None:
+        """Mark `paths` of `bundle` (bundle-relative); None marks every file."""
+        with self._lock:
+            self._clock += 1
+            marks = self._marks.setdefault(bundle, {})
+            for path in ["*"] if paths is None else paths:
+                marks[path] = self._clock
+
+    def current(self, bundle: str) -> tuple[int, frozenset[str]]:
+        """The clock now, and the marked paths ("*": all)."""
+        with self._lock:
+            return self._clock, frozenset(self._marks.get(bundle, ()))
+
+    def clear(self, bundle: str, upto: int) -> None:
+        """Forget marks made before a capture that started at `upto`."""
+        with self._lock:
+            marks = self._marks.get(bundle)
+            if not marks:
+                return
+            for path in [p for p, t in marks.items() if t <= upto]:
+                del marks[path]
