@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from .index import K1, Index
 from .scoring import MATCH_ANY, AnyScoring, factor, heading_bonus, plan, rescore_bounded
+from .terms import Tokenizer
 
 _K1P = K1 + 1
 
@@ -49,6 +50,28 @@ def _denominators(index: Index, k1: float, b: float) -> list[float]:
     ]
     _ANY_DENOMINATORS[index] = (k1, b, pre)
     return pre
+
+
+# The words of each section's heading, outline and title under a tokenisation, as the
+# heading bonus met them: as-you-type queries rescore the same sections again and again.
+_NAMED: weakref.WeakKeyDictionary[Index, dict[tuple[Tokenizer, int], frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+_NAMED_KEPT = 65_536  # sections remembered per index
+
+
+def _named(index: Index, tokenizer: Tokenizer, g: int) -> frozenset[str]:
+    known = _NAMED.get(index)
+    if known is None:
+        known = _NAMED.setdefault(index, {})
+    words = known.get((tokenizer, g))
+    if words is None:
+        sec = index.section(g)
+        words = frozenset(tokenizer.tokens(f"{sec.title}\n{sec.heading}\n{sec.outline}"))
+        if len(known) >= _NAMED_KEPT:
+            known.clear()
+        known[tokenizer, g] = words
+    return words
 
 
 def rank(
@@ -125,9 +148,7 @@ def rank(
 
         def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
             score, g = e
-            sec = index.section(g)
-            words = set(tokenizer.tokens(sec.title))
-            words.update(tokenizer.tokens(f"{sec.heading}\n{sec.outline}"))
+            words = _named(index, tokenizer, g)
             held = sum(1 << i for i, group in enumerate(groups) if not words.isdisjoint(group))
             return (score * heading_bonus(held & masks[g], query), g)
 
