@@ -15,9 +15,16 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "context": ("section", "outline"),
     "cjk": ("runs", "bigrams"),
     "stemming": ("none", "english"),
+    "identifiers": ("whole", "split"),
     "profile": ("contract", "recall"),
 }
-RECALL = {"match": "any", "context": "outline", "cjk": "bigrams", "stemming": "english"}
+RECALL = {
+    "match": "any",
+    "context": "outline",
+    "cjk": "bigrams",
+    "stemming": "english",
+    "identifiers": "split",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +33,7 @@ class Relevance:
     context: str = "section"
     cjk: str = "runs"
     stemming: str = "none"
+    identifiers: str = "whole"
     profile: str = "contract"
 
     @classmethod
@@ -50,7 +58,7 @@ class Relevance:
 
     @property
     def tokenizer(self) -> Tokenizer:
-        return Tokenizer(self.cjk, self.stemming)
+        return Tokenizer(self.cjk, self.stemming, self.identifiers)
 
     @property
     def analysis(self) -> AnalysisOptions:
@@ -63,6 +71,7 @@ class Relevance:
             "context": self.context,
             "cjk": self.cjk,
             "stemming": self.stemming,
+            "identifiers": self.identifiers,
         }
 
 

@@ -36,7 +36,7 @@ def _ascii_finder(terms: frozenset[str]) -> re.Pattern[str] | None:
 
 
 def _fast(text: str, tokenizer: Tokenizer) -> bool:
-    return tokenizer.stemming == "none" and text.isascii()
+    return tokenizer.ascii_words and text.isascii()
 
 
 def _occurrences(

@@ -1,17 +1,20 @@
-"""Tokenising documents and queries (SPEC §4, with the §13 `cjk` and `stemming` options).
+"""Tokenising documents and queries (SPEC §4, with the §13 `cjk`, `stemming` and
+`identifiers` options).
 
 A token is a maximal run of L*/N*/M* code points of the case-folded, NFC-normalised text.
-Options only ever refine a token further (CJK bigrams, English stems), so positions in
-the original text can always be recovered run by run.
+Options only ever refine a token further (CJK bigrams, English stems) or add the parts of
+an identifier beside it, so positions in the original text can always be recovered run
+by run.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from .errors import CitelineError, schema_error
 from .limits import MAX_QUERY_CODEPOINTS, MAX_QUERY_TERMS, MAX_TERM_CODEPOINTS
@@ -31,6 +34,10 @@ def word_re(text: str) -> re.Pattern[str]:
 _CJK_CLASS = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES)
 CJK_RE = re.compile(f"[{_CJK_CLASS}]+")
 _NFC = unicodedata.normalize
+# An ASCII run that needs `identifiers=split`: a case change inside the word, an acronym
+# followed by a capitalised word, or a letter-digit join. Runs without one are most runs.
+_ASCII_JOIN = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]|[A-Za-z][0-9]|[0-9][A-Za-z]")
+_DECIMAL = re.compile(r"\d")
 
 
 def normalise(text: str) -> str:
@@ -50,19 +57,75 @@ def _english():  # type: ignore[no-untyped-def]
     return snowballstemmer.stemmer("english")
 
 
+def _char_class(c: str) -> str:
+    """d(ecimal digit), u(pper or title case), l(ower case), m(ark) or o(ther)."""
+    if c.isdecimal():
+        return "d"
+    if c.isupper() or c.istitle():
+        return "u"
+    if c.islower():
+        return "l"
+    return "m" if unicodedata.category(c)[0] == "M" else "o"
+
+
+def identifier_parts(run: str) -> list[tuple[int, int]]:
+    """The parts of one word run of the original text, as (start, end) offsets, when it is
+    an identifier that `identifiers=split` cuts (SPEC §13); [] when it is not one.
+
+    Cuts fall where a lower-case letter meets an upper-case one (`inlinePrediction`),
+    before the last capital of an acronym followed by a lower-case letter (`HTTPResponse`
+    → `HTTP` `Response`), and where a decimal digit meets anything else (`utf8`, `x86`).
+    Case is Unicode's (Python's str.isupper/istitle/islower of the character); a
+    combining mark belongs to the character before it.
+    """
+    if run.isascii():
+        if _ASCII_JOIN.search(run) is None:
+            return []
+    elif _DECIMAL.search(run) is None and ((run + "a").islower() or (run + "A").isupper()):
+        return []  # no digit, and no upper case or no lower case: nothing to cut
+    classes: list[str] = []
+    for c in run:
+        k = _char_class(c)
+        classes.append(classes[-1] if k == "m" and classes else k)
+    cuts = [0]
+    n = len(classes)
+    for i in range(1, n):
+        prev, cur = classes[i - 1], classes[i]
+        if (
+            (prev == "d") != (cur == "d")
+            or (prev == "l" and cur == "u")
+            or (prev == cur == "u" and i + 1 < n and classes[i + 1] == "l")
+        ):
+            cuts.append(i)
+    if len(cuts) == 1:
+        return []
+    cuts.append(n)
+    return list(pairwise(cuts))
+
+
 @dataclass(frozen=True, slots=True)
 class Tokenizer:
-    """The active tokenisation: `cjk` is "runs" or "bigrams", `stemming` "none" or "english"."""
+    """The active tokenisation: `cjk` is "runs" or "bigrams", `stemming` "none" or
+    "english", `identifiers` "whole" or "split"."""
 
     cjk: str = "runs"
     stemming: str = "none"
+    identifiers: str = "whole"
 
     @property
     def is_plain(self) -> bool:
-        return self.cjk == "runs" and self.stemming == "none"
+        return self.cjk == "runs" and self.stemming == "none" and self.identifiers == "whole"
+
+    @property
+    def ascii_words(self) -> bool:
+        """In ASCII text, the tokens are exactly the lower-cased word runs (snippets use
+        this to find terms with one regex instead of tokenising)."""
+        return self.stemming == "none" and self.identifiers == "whole"
 
     def tokens(self, text: str) -> list[str]:
         """All tokens of `text`, in order (duplicates kept)."""
+        if self.identifiers == "split":
+            return [token for token, _, _ in self.located(text)]
         norm = normalise(text)
         words = word_re(norm).findall(norm)
         if self.is_plain:
@@ -98,27 +161,40 @@ class Tokenizer:
         """(token, start, end) with code-point offsets into the *original* text.
 
         Each original run is normalised on its own; when normalisation changes a run's
-        length, every token from it is located at the whole run.
+        length, every token from it is located at the whole run. With `identifiers=split`
+        the parts of an identifier follow its whole token, each located at its part.
         """
         plain = self.is_plain
+        split = self.identifiers == "split"
         for m in word_re(text).finditer(text):
             run = m.group()
             rs, re_ = m.span()
-            norm = normalise(run)
-            if plain and norm == run:
-                yield run, rs, re_
+            yield from self._located_run(run, rs, re_, plain)
+            if split:
+                for ps, pe in identifier_parts(run):
+                    yield from self._located_run(run[ps:pe], rs + ps, rs + pe, plain, True)
+
+    def _located_run(
+        self, run: str, rs: int, re_: int, plain: bool, part: bool = False
+    ) -> Iterator[tuple[str, int, int]]:
+        norm = normalise(run)
+        if plain and norm == run:
+            yield run, rs, re_
+            return
+        words = [(w.group(), w.start()) for w in word_re(norm).finditer(norm)]
+        exact = len(words) == 1 and len(norm) == len(run)
+        for word, ws in words:
+            if plain:
+                yield word, rs, re_
                 continue
-            parts = [(w.group(), w.start()) for w in word_re(norm).finditer(norm)]
-            exact = len(parts) == 1 and len(norm) == len(run)
-            for word, ws in parts:
-                if plain:
-                    yield word, rs, re_
+            for piece, ps, pe in self._refine(word):
+                # A part's CJK stretch is already among its whole token's bigrams.
+                if part and self.cjk == "bigrams" and CJK_RE.match(word, ps):
                     continue
-                for piece, ps, pe in self._refine(word):
-                    if exact:
-                        yield piece, rs + ws + ps, rs + ws + pe
-                    else:
-                        yield piece, rs, re_
+                if exact:
+                    yield piece, rs + ws + ps, rs + ws + pe
+                else:
+                    yield piece, rs, re_
 
 
 CONTRACT = Tokenizer()
@@ -151,17 +227,70 @@ def check_query(query: object, *, need_word: bool = True) -> str:
     return text
 
 
-def query_terms(query: str, tokenizer: Tokenizer = CONTRACT) -> tuple[str, ...]:
+class QueryTerms(tuple[str, ...]):
+    """The distinct query terms: a tuple of str, equal to the plain tuple, that also keeps
+    for each term the number of terms in its CJK bigram chain (1 for any other term).
+
+    A chain is the run of overlapping bigrams one typed word's CJK stretch became
+    (`负载均衡` → `负载` `载均` `均衡`: 3 each); `match=any` scoring lets a chain weigh as
+    one word (engine/scoring.py). Only the query's text tells where typed words end, which
+    is why the terms carry it, with the tokenizer that made them (scoring reads a
+    section's heading with it).
+    """
+
+    chains: tuple[int, ...]
+    tokenizer: Tokenizer | None  # the tokenisation that made them, to read headings alike
+
+    def __new__(
+        cls,
+        terms: Iterable[str],
+        chains: Iterable[int] | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> QueryTerms:
+        self = super().__new__(cls, terms)
+        self.chains = tuple(chains) if chains is not None else (1,) * len(self)
+        self.tokenizer = tokenizer
+        return self
+
+
+def _is_bigram(token: str) -> bool:
+    return len(token) == 2 and CJK_RE.fullmatch(token) is not None
+
+
+def _chains(query: str, terms: tuple[str, ...], tokenizer: Tokenizer) -> list[int]:
+    """Chain sizes for `terms`, each term counted in the chain where it first occurs."""
+    chain_of: dict[str, int] = {}
+    members: list[int] = []
+    for m in word_re(query).finditer(query):
+        previous = ""
+        current = -1
+        for token, _, _ in tokenizer.located(m.group()):
+            if _is_bigram(token):
+                if not (_is_bigram(previous) and previous[1] == token[0]):
+                    current = len(members)
+                    members.append(0)
+                if token not in chain_of:
+                    chain_of[token] = current
+                    members[current] += 1
+            previous = token
+    return [members[chain_of[t]] if t in chain_of else 1 for t in terms]
+
+
+def query_terms(query: str, tokenizer: Tokenizer = CONTRACT) -> QueryTerms:
     """Distinct query terms in first-occurrence order, with the §4 limits checked.
 
     The term-count and term-length limits apply to the words the user typed (the
-    contract tokenisation); a `cjk`/`stemming` option then refines those words.
+    contract tokenisation); a `cjk`/`stemming`/`identifiers` option then refines those
+    words.
     """
     words = list(dict.fromkeys(CONTRACT.tokens(query)))
     check_term_limits(words)
     if tokenizer.is_plain:
-        return tuple(words)
-    return tuple(dict.fromkeys(tokenizer.tokens(query)))
+        return QueryTerms(words, None, tokenizer)
+    terms = tuple(dict.fromkeys(tokenizer.tokens(query)))
+    if tokenizer.cjk != "bigrams":
+        return QueryTerms(terms, None, tokenizer)
+    return QueryTerms(terms, _chains(query, terms, tokenizer), tokenizer)
 
 
 def check_term_limits(words: list[str]) -> None:

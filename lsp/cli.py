@@ -48,7 +48,8 @@ RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         ("contract", "recall"),
         "contract (default): every word, whole words, as typed. recall: any word counts and "
         "sections holding more of them rank first, English stemming, the headings above a "
-        "section count, CJK text matched by character pairs; explicit options override it",
+        "section count, CJK text matched by character pairs, identifiers split into their "
+        "parts; explicit options override it",
     ),
     (
         "match",
@@ -74,6 +75,13 @@ RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "--stemming",
         ("none", "english"),
         "none (default); english: 'searching' also matches 'search'",
+    ),
+    (
+        "identifiers",
+        "--identifiers",
+        ("whole", "split"),
+        "whole (default); split: CamelCase and letter-digit joins also match by their parts "
+        "('inline prediction' finds InlinePrediction)",
     ),
 )
 

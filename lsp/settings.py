@@ -11,7 +11,8 @@ Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
      "unsaved": false,                          # search open documents' unsaved text
      "symbols": {"cap": 100, "list_cap": 1000},
      "profile": "contract" | "recall",          # relevance defaults (SPEC §13) for
-     "match": ..., "context": ..., "cjk": ..., "stemming": ...}   # symbols and commands
+     "match": ..., "context": ..., "cjk": ..., "stemming": ...,   # symbols and commands
+     "identifiers": ...}
 
 Every field is optional; a missing field takes the editor default of SPEC §11 (the editor
 limits, unparsable files skipped). Invalid settings raise
@@ -27,7 +28,7 @@ from typing import Any
 from citeline.engine import CitelineError, Limits, Relevance, Settings
 from citeline.engine.requests import CHOICES
 
-RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, cjk, stemming, profile
+RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
 TOP_KEYS = (
     "limits",
     "reserved",

@@ -176,6 +176,7 @@ async def test_list_tools_serves_the_contract_schemas(bundle: Path) -> None:
         "context",
         "cjk",
         "stemming",
+        "identifiers",
         "profile",
     }
     assert tools["search_sections"].input_schema["properties"]["profile"]["default"] == "contract"
@@ -230,6 +231,7 @@ async def test_search_sections_relevance_options(bundle: Path) -> None:
         "context": "outline",
         "cjk": "bigrams",
         "stemming": "english",
+        "identifiers": "split",
     }
     assert recall["hits"][0]["path"] == "notes/zh.md"
     assert "outline" in recall["hits"][0]

@@ -1,8 +1,10 @@
-"""Validate the judged relevance query sets (judged_en.json, judged_zh.json).
+"""Validate the judged relevance query sets (judged_en.json, judged_zh.json, judged_tldr.json).
 
 Checks structure, counts, dev/held-out split sizes, unique ids, and that every
 answer points at a real Markdown heading line (outside front matter, code
-fences and HTML comments) whose text equals the recorded ``heading``.
+fences and HTML comments) whose text equals the recorded ``heading``, and, when the
+answer records a ``line_end``, that it is the section's last line (the line before the
+next heading, or the file's last line).
 
 Usage: python3 tests/benchmarks/relevance/check_judged.py
 Exit status 0 when everything passes, 1 otherwise.  Stdlib only.
@@ -17,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from locate import bundle_path
+
 HERE = Path(__file__).resolve().parent
-REPO_ROOT = HERE.parents[2]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class SetSpec:
 SPECS: tuple[SetSpec, ...] = (
     SetSpec("judged_en.json", "en", 50, 40, 10),
     SetSpec("judged_zh.json", "zh", 20, 15, 5),
+    SetSpec("judged_tldr.json", "tldr", 30, 22, 8),
 )
 
 SPLITS = frozenset({"dev", "heldout"})
@@ -49,6 +53,12 @@ def read_lines(path: Path) -> list[str]:
     """Return the file's lines without line terminators (BOM removed)."""
     text = path.read_text(encoding="utf-8-sig")
     return text.split("\n")
+
+
+def _content_lines(path: Path) -> list[str]:
+    """The file's lines as SPEC §3 counts them: a final LF ends the last line."""
+    lines = read_lines(path)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def front_matter_end(lines: list[str]) -> int:
@@ -119,12 +129,14 @@ class Checker:
         return self._heading_cache[path]
 
     def check_answer(self, where: str, bundle: Path, answer: Any) -> None:
-        if not isinstance(answer, dict) or set(answer) != {
-            "path",
-            "line_start",
-            "heading",
-        }:
-            self.error(where, f"answer must have path, line_start, heading: {answer!r}")
+        if not isinstance(answer, dict) or not (
+            {"path", "line_start", "heading"}
+            <= set(answer)
+            <= {"path", "line_start", "line_end", "heading"}
+        ):
+            self.error(
+                where, f"answer must have path, line_start, heading (and line_end): {answer!r}"
+            )
             return
         rel, line_start, heading = (
             answer["path"],
@@ -147,11 +159,18 @@ class Checker:
         if not path.is_file():
             self.error(where, f"no such file: {rel}")
             return
-        actual = self.headings_of(path).get(line_start)
+        heads = self.headings_of(path)
+        actual = heads.get(line_start)
         if actual is None:
             self.error(where, f"{rel}:{line_start} is not a real heading line")
         elif actual != heading:
             self.error(where, f"{rel}:{line_start} heading is {actual!r}, not {heading!r}")
+        if "line_end" in answer:
+            later = [n for n in heads if n > line_start]
+            last = min(later) - 1 if later else len(_content_lines(path))
+            if answer["line_end"] != last:
+                end = answer["line_end"]
+                self.error(where, f"{rel}:{line_start} section ends at {last}, not {end}")
 
     def check_query(
         self, spec: SetSpec, bundle: Path, index: int, query: Any, seen: set[str]
@@ -207,7 +226,7 @@ class Checker:
         if not isinstance(bundle_rel, str) or bundle_rel.startswith("/"):
             self.error(spec.filename, f"bundle must be repo-relative: {bundle_rel!r}")
             return
-        bundle = REPO_ROOT / bundle_rel
+        bundle = bundle_path(bundle_rel)
         if not bundle.is_dir():
             self.error(spec.filename, f"bundle directory not found: {bundle}")
             return

@@ -2,23 +2,36 @@
 
 Run by hand from the repository root (or anywhere):
 
-    python tests/benchmarks/relevance/run.py            # JSON on stdout, table on stderr
+    python tests/benchmarks/relevance/run.py            # JSON on stdout, tables on stderr
     python tests/benchmarks/relevance/run.py --explain recall   # per-query ranks, dev only
 
-For each judged set (en, zh) and split (dev, heldout, all) and for each system, it
+For each judged set (en, zh, tldr) and split (dev, heldout, all) and for each system, it
 reports Hit@1, Hit@5, MRR@10 and the share of queries with no result. A hit is correct
 when its (path, line_start) is one of the query's judged answers.
 
 Systems:
 - `contract`: the SPEC §4-§7 defaults;
-- `recall`: profile recall (match=any + context=outline + cjk=bigrams + stemming=english);
-- one system per single §13 option (ablation);
-- `proposal:any-by-score`: `recall` with match=any hits sorted by score alone; NOT an
-  engine option (it would change SPEC §13), measured to support a proposal;
+- `recall`: profile recall (match=any + context=outline + cjk=bigrams + stemming=english +
+  identifiers=split), ranked as engine/scoring.py says;
+- `only OPTION=VALUE`: the contract with that one §13 option (ablation);
+- `recall OPTION=VALUE`: recall with one option back at its default (leave-one-out);
+- `recall scoring:…`: recall with one feature of the match=any ranking switched off
+  (engine/scoring.py AnyScoring), or with Lucene's classic coordination (matched ÷ terms
+  over §5's BM25, as SPEC §13 suggests starting from);
+- `proposal:recall + adjacency β`: recall with a bonus of up to ×(1+β) for the share of
+  the query's neighbouring word pairs (and of the consecutive bigrams of a CJK word, and
+  the parts of an identifier) that stand next to each other in the section's text;
+  measured here (exactly: rescoring only the sections that can reach the top 10), not
+  an engine feature, since it did not earn its cost;
 - `fts5-unicode61` / `fts5-trigram`: an in-memory SQLite FTS5 table over the very sections
   the engine sees (text = the section's lines), queried with citeline's contract tokens,
-  each quoted, joined with OR, ranked by bm25(). `fts5` is the better of the two
-  variants on the dev split (by Hit@5, then MRR@10), chosen per set.
+  each quoted, joined with OR, ranked by bm25(). The targets compare `recall` with the
+  better of the two on each measure and split.
+
+One index is built per analysis option set and reused for every query and every system
+that shares it (tldr's 38,000 files take some 20 s to index per option set); the queries
+then go straight to the ranker, exactly as Engine.search does (checked against
+Engine.search for a few queries per set).
 
 --explain prints dev queries only: held-out queries are reported as aggregates, never
 one by one, so that nobody tunes on them.
@@ -27,41 +40,85 @@ one by one, so that nobody tunes on them.
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
 import sqlite3
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from locate import bundle_path
+
 from citeline.engine import Engine
-from citeline.engine.core import Index
-from citeline.engine.limits import Settings
-from citeline.engine.rank import Scored, rank
+from citeline.engine.index import Index
+from citeline.engine.layout import decode
+from citeline.engine.limits import Limits, Settings
+from citeline.engine.options import AnalysisOptions
+from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
-from citeline.engine.terms import CONTRACT, query_terms
+from citeline.engine.scoring import (
+    LUCENE_CLASSIC,
+    MATCH_ANY,
+    AnyScoring,
+    rescore_bounded,
+    stop_terms,
+)
+from citeline.engine.terms import CJK_RE, CONTRACT, Tokenizer, query_terms, word_re
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
 K = 10  # results asked for; MRR is MRR@10
-SETS = ("en", "zh")
+SETS = ("en", "zh", "tldr")
 SPLITS = ("dev", "heldout", "all")
-
-# name -> search options (the engine systems)
-ENGINE_SYSTEMS: dict[str, dict[str, str]] = {
-    "contract": {},
-    "recall": {"profile": "recall"},
-    "match=any": {"match": "any"},
-    "context=outline": {"context": "outline"},
-    "cjk=bigrams": {"cjk": "bigrams"},
-    "stemming=english": {"stemming": "english"},
-}
-FTS_TOKENIZERS = ("unicode61", "trigram")
 METRICS = ("hit@1", "hit@5", "mrr@10", "no_result")
+FTS_TOKENIZERS = ("unicode61", "trigram")
 
 Hit = tuple[str, int]  # (path, line_start)
+
+
+@dataclass(frozen=True, slots=True)
+class System:
+    name: str
+    options: dict[str, str]
+    scoring: AnyScoring = MATCH_ANY
+    adjacency: float = 0.0  # a proposal measured here, not an engine feature (see below)
+
+    @property
+    def relevance(self) -> Relevance:
+        return Relevance.from_mapping(self.options)
+
+
+RECALL = {"profile": "recall"}
+DEFAULTS = {"match": "all", "context": "section", "cjk": "runs", "stemming": "none"}
+DEFAULTS["identifiers"] = "whole"
+NON_DEFAULT = {
+    "match": "any",
+    "context": "outline",
+    "cjk": "bigrams",
+    "stemming": "english",
+    "identifiers": "split",
+}
+SYSTEMS: tuple[System, ...] = (
+    System("contract", {}),
+    System("recall", RECALL),
+    *(System(f"only {k}={v}", {k: v}) for k, v in NON_DEFAULT.items()),
+    *(System(f"recall {k}={DEFAULTS[k]}", {**RECALL, k: DEFAULTS[k]}) for k in NON_DEFAULT),
+    System("recall scoring:chains off", RECALL, replace(MATCH_ANY, chains=False)),
+    System("recall scoring:no coordination", RECALL, replace(MATCH_ANY, exponent=0.0)),
+    System(
+        "recall scoring:coordination 1", RECALL, replace(MATCH_ANY, exponent=1.0)
+    ),  # the factor at full strength (Lucene's exponent)
+    System("recall scoring:terms count 1", RECALL, replace(MATCH_ANY, idf_weighted=False)),
+    System("recall scoring:stop words count", RECALL, replace(MATCH_ANY, stop_words=False)),
+    System("recall scoring:heading bonus off", RECALL, replace(MATCH_ANY, heading=0.0)),
+    System("recall scoring:k1=1.2 b=0.75", RECALL, replace(MATCH_ANY, k1=1.2, b=0.75)),
+    System("recall scoring:Lucene classic", RECALL, LUCENE_CLASSIC),
+    System("proposal:recall + adjacency 0.25", RECALL, MATCH_ANY, 0.25),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +132,6 @@ class Query:
 
 def load(name: str) -> tuple[Path, list[Query], str]:
     data = json.loads((HERE / f"judged_{name}.json").read_text(encoding="utf-8"))
-    bundle = (REPO / data["bundle"]).resolve()
     queries = [
         Query(
             q["id"],
@@ -86,7 +142,138 @@ def load(name: str) -> tuple[Path, list[Query], str]:
         )
         for q in data["queries"]
     ]
-    return bundle, queries, data["bundle"]
+    return bundle_path(data["bundle"]), queries, data["bundle"]
+
+
+# -- the engine, straight to the ranker ----------------------------------------------------
+
+
+def where(index: Index, g: int) -> Hit:
+    sec = index.section(g)
+    return (sec.path, sec.first + 1)
+
+
+class Texts:
+    """The decoded text of the bundle's files, read from disk once each."""
+
+    def __init__(self, bundle: Path) -> None:
+        self.bundle = bundle
+        self.known: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        text = self.known.get(path)
+        if text is None:
+            decoded = decode((self.bundle / path).read_bytes())
+            assert isinstance(decoded, str)  # the engine parsed it
+            text = self.known[path] = decoded
+        return text
+
+
+def engine_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
+    """What Engine.search ranks for this system, without capturing the bundle again."""
+    rel = system.relevance
+
+    def search(text: str) -> list[Hit]:
+        terms = query_terms(text, rel.tokenizer)
+        ranked = rank(index, terms, match_any=rel.match == "any", limit=K, scoring=system.scoring)
+        return [where(index, s.section) for s in ranked.best]
+
+    return search
+
+
+# -- a proposal: adjacency -------------------------------------------------------------------
+
+
+def query_pairs(
+    text: str, tokenizer: Tokenizer
+) -> list[tuple[str, frozenset[str], frozenset[str]]]:
+    """The neighbouring pairs of the query: (kind, terms that may come first, terms that
+    may follow). Kinds: "cjk" (consecutive bigrams of one word: they overlap by one
+    character), "part" (consecutive pieces of one word: they touch), "word" (consecutive
+    typed words that are not all stop words: at most one word between them)."""
+    stops = stop_terms()
+    words = []
+    for m in word_re(text).finditer(text):
+        run = m.group()
+        tokens = list(tokenizer.located(run))
+        if not tokens:
+            continue
+        stop = all(t in stops for t, _, _ in tokens) and not CJK_RE.search(run)
+        words.append((run, tokens, stop))
+    pairs: list[tuple[str, frozenset[str], frozenset[str]]] = []
+    for run, tokens, _ in words:
+        inner = sorted(
+            (x for x in tokens if (x[1], x[2]) != (0, len(run))), key=lambda x: (x[1], x[2])
+        )
+        for (a, sa, ea), (b, sb, _) in itertools.pairwise(inner):
+            if a == b:
+                continue
+            if sb == sa + 1 and ea - sa == 2 and CJK_RE.fullmatch(run[sa:ea]):
+                pairs.append(("cjk", frozenset([a]), frozenset([b])))
+            elif sb == ea:
+                pairs.append(("part", frozenset([a]), frozenset([b])))
+    content = [w for w in words if not w[2]]
+    for (ra, ta, _), (_rb, tb, _) in itertools.pairwise(content):
+        first = frozenset(t for t, _, e in ta if e == len(ra))
+        then = frozenset(t for t, s, _ in tb if s == 0)
+        pairs.append(("word", first, then))
+    return pairs
+
+
+def adjacent_share(
+    text: str, pairs: Sequence[tuple[str, frozenset[str], frozenset[str]]], tokenizer: Tokenizer
+) -> float:
+    """The share of the query's pairs found next to each other in `text`."""
+    wanted = set().union(*(a | b for _, a, b in pairs))
+    where: dict[str, list[tuple[int, int]]] = {}
+    for token, start, end in tokenizer.located(text):
+        if token in wanted:
+            where.setdefault(token, []).append((start, end))
+    runs = [m.start() for m in word_re(text).finditer(text)]
+    found = 0
+    for kind, first, then in pairs:
+        after = sorted(x for t in then for x in where.get(t, ()))
+        starts = [s for s, _ in after]
+        for t in first:
+            hit = False
+            for s1, e1 in where.get(t, ()):
+                if kind == "cjk":
+                    hit = s1 + 1 in starts
+                elif kind == "part":
+                    hit = e1 in starts
+                else:
+                    i = bisect.bisect_left(starts, e1)
+                    hit = i < len(starts) and (
+                        bisect.bisect_left(runs, starts[i]) - bisect.bisect_right(runs, s1) <= 1
+                    )
+                if hit:
+                    break
+            if hit:
+                found += 1
+                break
+    return found / len(pairs)
+
+
+def adjacency_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
+    rel = system.relevance
+
+    def search(text: str) -> list[Hit]:
+        terms = query_terms(text, rel.tokenizer)
+        pairs = query_pairs(text, rel.tokenizer)
+        ranked = rank(index, terms, match_any=True, scoring=system.scoring)
+        found = [(s.score, s.section) for s in ranked.best]
+
+        def bonus(e: tuple[float, int]) -> tuple[float, int]:
+            score, g = e
+            sec = index.section(g)
+            share = adjacent_share(texts(sec.path)[sec.start : sec.end], pairs, rel.tokenizer)
+            return (score * (1 + system.adjacency * share), g)
+
+        kept = rescore_bounded(found, K, 1 + system.adjacency, bonus) if pairs else found
+        kept.sort(key=lambda e: (-e[0], *index.concept_and_line(e[1])))
+        return [where(index, g) for _, g in kept[:K]]
+
+    return search
 
 
 # -- the FTS5 baseline ---------------------------------------------------------------------
@@ -95,16 +282,19 @@ def load(name: str) -> tuple[Path, list[Query], str]:
 class Fts5:
     """An in-memory FTS5 table with one row per section the engine sees."""
 
-    def __init__(self, index: Index, tokenizer: str) -> None:
+    def __init__(self, index: Index, tokenizer: str, texts: Texts) -> None:
         self.db = sqlite3.connect(":memory:")
         self.db.execute(f"CREATE VIRTUAL TABLE s USING fts5(body, tokenize='{tokenizer}')")
         self.where: list[Hit] = []
         rows = []
-        for file, doc in zip(index.files, index.corpus.docs, strict=True):
-            lines = _lines(file.data.decode("utf-8-sig"))
-            for sec in doc.analysis.sections:
-                self.where.append((file.path, sec.first + 1))
-                rows.append((len(self.where), "".join(lines[sec.first : sec.last + 1])))
+        lines: dict[str, list[str]] = {}
+        for g in range(index.n):
+            sec = index.section(g)
+            if sec.path not in lines:
+                lines[sec.path] = _lines(texts(sec.path))
+            self.where.append((sec.path, sec.first + 1))
+            body = "".join(lines[sec.path][sec.first : sec.last + 1])
+            rows.append((len(self.where), body))
         self.db.executemany("INSERT INTO s(rowid, body) VALUES (?, ?)", rows)
 
     def search(self, query: str, limit: int = K) -> list[Hit]:
@@ -134,37 +324,9 @@ def fts5_tokenizers() -> list[str]:
     return available
 
 
-# -- a proposal, not implemented in the engine --------------------------------------------
-
-PROPOSAL = "proposal:any-by-score"
-
-
-def score_ordered(engine: Engine, bundle: Path) -> Callable[[str], list[Hit]]:
-    """`recall`, but match=any hits sorted by BM25 score alone (no distinct-term count first).
-
-    This changes SPEC §13's `match=any` ordering rule, so it is only measured here (through
-    the engine's own index and ranker) to support the proposal in docs/relevance.md.
-    """
-    rel = Relevance.from_mapping({"profile": "recall"})
-    index = engine.open_index(bundle, rel.analysis)
-    docs = index.corpus.docs
-
-    def key(s: Scored) -> tuple[float, str, int]:
-        return (-s.score, docs[s.doc].concept_id, docs[s.doc].analysis.sections[s.section].first)
-
-    def search(text: str) -> list[Hit]:
-        scored = sorted(
-            rank(index.corpus, query_terms(text, rel.tokenizer), match_any=True).best, key=key
-        )
-        return [
-            (index.files[s.doc].path, docs[s.doc].analysis.sections[s.section].first + 1)
-            for s in scored[:K]
-        ]
-
-    return search
-
-
 # -- measuring -----------------------------------------------------------------------------
+
+Result = tuple[int | None, bool, list[Hit]]  # (rank of the first answer, empty, hits)
 
 
 def first_rank(hits: Sequence[Hit], answers: frozenset[Hit]) -> int | None:
@@ -188,90 +350,161 @@ def score(rows: Sequence[tuple[int | None, bool]]) -> dict[str, float]:
 
 
 def run_system(
-    queries: Sequence[Query], search: Callable[[str], list[Hit]]
-) -> dict[str, tuple[int | None, bool, list[Hit]]]:
+    queries: Sequence[Query], search: Callable[[str], list[Hit]], times: list[float] | None = None
+) -> dict[str, Result]:
     out = {}
     for q in queries:
+        start = time.perf_counter()
         hits = search(q.text)
+        if times is not None:
+            times.append(time.perf_counter() - start)
         out[q.id] = (first_rank(hits, q.answers), not hits, hits)
     return out
 
 
-def measure(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+def crosscheck(
+    engine: Engine, bundle: Path, queries: Sequence[Query], index: Index, texts: Texts
+) -> int:
+    """The direct ranker agrees with Engine.search (recall) on the first queries."""
+    system = next(s for s in SYSTEMS if s.name == "recall")
+    search = engine_search(index, system, texts)
+    checked = 0
+    for q in queries[:2]:
+        result = engine.search(bundle, {"query": q.text, "limit": K, **system.options})
+        got = [(h["path"], h["line_start"]) for h in result["hits"]]
+        if got != search(q.text):
+            raise SystemExit(f"harness and Engine.search disagree on {q.id}")
+        checked += 1
+    return checked
+
+
+def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     engine = Engine(settings)
     report: dict[str, Any] = {"k": K, "sets": {}}
     raw: dict[str, Any] = {}
-    for name in SETS:
+    for name in only:
         bundle, queries, bundle_name = load(name)
         snapshot = engine.capture(bundle)
-        index = engine.index(snapshot)
-        systems: dict[str, dict[str, tuple[int | None, bool, list[Hit]]]] = {}
-        timings: dict[str, float] = {}
-        for system, options in ENGINE_SYSTEMS.items():
-
-            def search(
-                text: str, options: dict[str, str] = options, bundle: Path = bundle
-            ) -> list[Hit]:
-                result = engine.search(bundle, {"query": text, "limit": K, **options})
-                return [(h["path"], h["line_start"]) for h in result["hits"]]
-
+        texts = Texts(bundle)
+        systems: dict[str, dict[str, Result]] = {}
+        seconds: dict[str, float] = {}
+        rank_ms: dict[str, float] = {}
+        by_analysis: dict[AnalysisOptions, list[System]] = {}
+        for system in SYSTEMS:
+            by_analysis.setdefault(system.relevance.analysis, []).append(system)
+        index = None
+        sections = skipped = checked = 0
+        deep: dict[str, int | None] = {}
+        for analysis, group in by_analysis.items():
             start = time.perf_counter()
-            systems[system] = run_system(queries, search)
-            timings[system] = time.perf_counter() - start
-        systems[PROPOSAL] = run_system(queries, score_ordered(engine, bundle))
+            index = engine.index(snapshot, analysis, bundle=bundle)
+            seconds[f"index for {group[0].name} (+{len(group) - 1} systems)"] = (
+                time.perf_counter() - start
+            )
+            sections = index.n
+            skipped = len(index.problems)
+            for system in group:
+                times: list[float] = []
+                make = adjacency_search if system.adjacency else engine_search
+                systems[system.name] = run_system(queries, make(index, system, texts), times)
+                if system.name == "recall":
+                    deep = full_ranks(index, system, queries, systems["recall"])
+                    # again, now that the corpus remembers each term's documents
+                    again = engine_search(index, system, texts)
+                    warm: list[float] = []
+                    for q in queries:
+                        start = time.perf_counter()
+                        again(q.text)
+                        warm.append(time.perf_counter() - start)
+                    rank_ms = {
+                        "median": round(1000 * statistics.median(times), 1),
+                        "max": round(1000 * max(times), 1),
+                        "warm_median": round(1000 * statistics.median(warm), 1),
+                        "warm_max": round(1000 * max(warm), 1),
+                    }
+                    checked = crosscheck(engine, bundle, queries, index, texts)
+        assert index is not None
         fts_names = []
         for tokenizer in fts5_tokenizers():
             start = time.perf_counter()
-            fts = Fts5(index, tokenizer)
-            system = f"fts5-{tokenizer}"
-            systems[system] = run_system(queries, fts.search)
-            timings[system] = time.perf_counter() - start
-            fts_names.append(system)
+            fts = Fts5(index, tokenizer, texts)
+            system_name = f"fts5-{tokenizer}"
+            systems[system_name] = run_system(queries, fts.search)
+            seconds[system_name] = time.perf_counter() - start
+            fts_names.append(system_name)
+        del index
 
         table: dict[str, dict[str, dict[str, float]]] = {}
-        for system, results in systems.items():
-            table[system] = {}
+        for system_name, results in systems.items():
+            table[system_name] = {}
             for split in SPLITS:
                 chosen = [q for q in queries if split in ("all", q.split)]
-                table[system][split] = score([results[q.id][:2] for q in chosen])
-        best = max(
-            fts_names,
-            key=lambda s: (table[s]["dev"]["hit@5"], table[s]["dev"]["mrr@10"]),
-        )
-        table["fts5"] = table[best]
+                table[system_name][split] = score([results[q.id][:2] for q in chosen])
         report["sets"][name] = {
             "bundle": bundle_name,
-            "sections": index.corpus.n,
-            "skipped": len(index.skipped),
+            "sections": sections,
+            "skipped": skipped,
             "queries": {s: sum(1 for q in queries if s in ("all", q.split)) for s in SPLITS},
-            "fts5_baseline": best,
-            "seconds": {s: round(t, 2) for s, t in timings.items()},
+            "seconds": {s: round(t, 2) for s, t in seconds.items()},
+            "recall_rank_ms": rank_ms,
+            "checked_against_engine_search": checked,
             "systems": table,
-            "targets": targets(name, table),
+            "targets": targets(name, table, fts_names),
+            "misses": misses(queries, systems["recall"], deep),
         }
         raw[name] = (queries, systems)
     return report, raw
 
 
-TARGET_HIT5 = {"en": 0.85, "zh": 0.7}
-MAX_NO_RESULT = 0.05
+TARGET_HIT5 = {"en": 0.9, "zh": 0.8, "tldr": 0.85}
+TARGET_HIT1 = {"en": 0.7}
+MAX_NO_RESULT = 0.02
 
 
-def targets(name: str, table: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
-    """The issue's targets for `recall`, per split (dev and held-out)."""
+def targets(
+    name: str, table: dict[str, dict[str, dict[str, float]]], fts: Sequence[str]
+) -> dict[str, Any]:
+    """The issue's targets for `recall`, per split: against the better FTS5 variant on
+    each measure."""
     out: dict[str, Any] = {}
     for split in ("dev", "heldout"):
-        r, f = table["recall"][split], table["fts5"][split]
-        checks = {
-            f"hit@5>={TARGET_HIT5[name]}": r["hit@5"] >= TARGET_HIT5[name],
-            f"no_result<={MAX_NO_RESULT}": r["no_result"] <= MAX_NO_RESULT,
-            "hit@1>fts5": r["hit@1"] > f["hit@1"],
-            "hit@5>fts5": r["hit@5"] > f["hit@5"],
-            "mrr@10>fts5": r["mrr@10"] > f["mrr@10"],
-            "no_result<=fts5": r["no_result"] <= f["no_result"],
-        }
-        out[split] = {"met": all(checks.values()), "checks": checks}
+        r = table["recall"][split]
+        best = {m: max(table[f][split][m] for f in fts) for m in ("hit@1", "hit@5", "mrr@10")}
+        checks = {f"hit@5>={TARGET_HIT5[name]}": r["hit@5"] >= TARGET_HIT5[name]}
+        if name in TARGET_HIT1:
+            checks[f"hit@1>={TARGET_HIT1[name]}"] = r["hit@1"] >= TARGET_HIT1[name]
+        checks[f"no_result<={MAX_NO_RESULT}"] = r["no_result"] <= MAX_NO_RESULT
+        for m, v in best.items():
+            checks[f"{m}>fts5"] = r[m] > v
+        out[split] = {"met": all(checks.values()), "checks": checks, "fts5_best": best}
     return out
+
+
+def full_ranks(
+    index: Index, system: System, queries: Sequence[Query], results: dict[str, Result]
+) -> dict[str, int | None]:
+    """For the dev queries not answered first: the rank of the first answer among every
+    matching section (None: no answer matches a single term)."""
+    rel = system.relevance
+    out: dict[str, int | None] = {}
+    for q in queries:
+        if q.split != "dev" or results[q.id][0] == 1:
+            continue
+        terms = query_terms(q.text, rel.tokenizer)
+        ranked = rank(index, terms, match_any=True, scoring=system.scoring).best
+        hits = (where(index, s.section) for s in ranked)
+        out[q.id] = next((i for i, hit in enumerate(hits, 1) if hit in q.answers), None)
+    return out
+
+
+def misses(
+    queries: Sequence[Query], results: dict[str, Result], deep: dict[str, int | None]
+) -> dict[str, Any]:
+    """Dev queries whose answer `recall` does not rank first, with its rank among all the
+    matching sections (None: no answer holds a query term); held-out ones only counted."""
+    dev = {q.id: deep.get(q.id) for q in queries if q.split == "dev" and results[q.id][0] != 1}
+    held = sum(1 for q in queries if q.split == "heldout" and results[q.id][0] != 1)
+    return {"dev": dev, "heldout_count": held}
 
 
 # -- printing ------------------------------------------------------------------------------
@@ -279,28 +512,50 @@ def targets(name: str, table: dict[str, dict[str, dict[str, float]]]) -> dict[st
 
 def print_table(report: dict[str, Any]) -> None:
     err = sys.stderr
+    width = max(len(s.name) for s in SYSTEMS) + 2
     for name, data in report["sets"].items():
         q = data["queries"]
         print(
             f"\n== {name}: {data['bundle']} ({data['sections']} sections; queries: "
-            f"{q['dev']} dev, {q['heldout']} held-out; fts5 = {data['fts5_baseline']})",
+            f"{q['dev']} dev, {q['heldout']} held-out; recall ranks in "
+            f"{data['recall_rank_ms'].get('median')} ms median, "
+            f"{data['recall_rank_ms'].get('max')} ms max; again: "
+            f"{data['recall_rank_ms'].get('warm_median')} ms median, "
+            f"{data['recall_rank_ms'].get('warm_max')} ms max)",
             file=err,
         )
-        head = f"{'system':<22}" + "".join(f" | {split:^27}" for split in SPLITS)
-        sub = f"{'':<22}" + " | H@1   H@5   MRR   none " * len(SPLITS)
+        head = f"{'system':<{width}}" + "".join(f" | {split:^27}" for split in SPLITS)
+        sub = f"{'':<{width}}" + " | H@1   H@5   MRR   none " * len(SPLITS)
         print(head, file=err)
         print(sub.rstrip(), file=err)
         for system, splits in data["systems"].items():
-            if system == "fts5":
-                continue
             cells = "".join(
                 " | " + " ".join(f"{splits[s][m]:.2f}".ljust(5) for m in METRICS) for s in SPLITS
             )
-            print(f"{system:<22}{cells}".rstrip(), file=err)
+            print(f"{system:<{width}}{cells}".rstrip(), file=err)
         for split, verdict in data["targets"].items():
             failed = [c for c, ok in verdict["checks"].items() if not ok]
             state = "met" if verdict["met"] else "NOT met: " + ", ".join(failed)
             print(f"targets for recall on {split}: {state}", file=err)
+
+
+def markdown(report: dict[str, Any], systems: Sequence[str] | None = None) -> str:
+    """The tables of docs/relevance.md."""
+    out = []
+    for name, data in report["sets"].items():
+        out.append(f"\n#### {name} ({data['sections']:,} sections)\n")
+        out.append(
+            "| system | dev H@1 | dev H@5 | dev MRR | dev none | held-out H@1 | held-out H@5 "
+            "| held-out MRR | held-out none |"
+        )
+        out.append("|---" * 9 + "|")
+        for system, splits in data["systems"].items():
+            if systems is not None and system not in systems:
+                continue
+            cells = [f"{splits[s][m]:.2f}" for s in ("dev", "heldout") for m in METRICS]
+            label = f"**{system}**" if system == "recall" else system
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def explain(raw: dict[str, Any], system: str, index_of: dict[str, Any]) -> None:
@@ -311,47 +566,49 @@ def explain(raw: dict[str, Any], system: str, index_of: dict[str, Any]) -> None:
         for q in queries:
             if q.split != "dev":
                 continue
-            rank, empty, hits = systems[system][q.id]
+            rank_, empty, hits = systems[system][q.id]
             base = systems["fts5-unicode61"][q.id][0]
-            shown = "none" if empty else (str(rank) if rank else ">10")
+            shown = "none" if empty else (str(rank_) if rank_ else ">10")
             print(
                 f"{q.id} [{q.kind}] rank={shown} (contract="
                 f"{systems['contract'][q.id][0]}, fts5={base}) {q.text!r}",
                 file=err,
             )
-            if rank != 1:
+            if rank_ != 1:
                 want = ", ".join(f"{p}:{ln}" for p, ln in sorted(q.answers))
                 print(f"    want {want}", file=err)
                 for i, (p, ln) in enumerate(hits[:3], 1):
                     print(f"    {i}. {p}:{ln} {index_of[name].get((p, ln), '')}", file=err)
 
 
-def headings(settings: Settings) -> dict[str, dict[Hit, str]]:
-    engine = Engine(settings)
+def headings(engine: Engine, names: Sequence[str]) -> dict[str, dict[Hit, str]]:
     out: dict[str, dict[Hit, str]] = {}
-    for name in SETS:
+    for name in names:
         bundle, _, _ = load(name)
-        index = engine.open_index(bundle)
-        out[name] = {
-            (f.path, s.first + 1): s.heading
-            for f, d in zip(index.files, index.corpus.docs, strict=True)
-            for s in d.analysis.sections
-        }
+        index = engine.prepare(bundle)
+        out[name] = {where(index, g): index.section(g).heading for g in range(index.n)}
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--explain", metavar="SYSTEM", help="per-query dev ranks of SYSTEM")
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated (en,zh,tldr)")
+    parser.add_argument("--markdown", action="store_true", help="also print the docs tables")
     args = parser.parse_args(argv)
-    # Both corpora fit the default limits; unparsable files would be skipped and counted.
-    settings = Settings(skip_invalid=True)
-    report, raw = measure(settings)
-    json.dump(report, sys.stdout, indent=1, sort_keys=False)
+    names = [s for s in args.sets.split(",") if s]
+    # tldr (38,000 files) is over the CLI's default limits and within the editor's; the
+    # limits only ever refuse, never change a result. Unparsable files would be skipped
+    # and counted (none are, on these corpora).
+    settings = Settings(limits=Limits.editor(), skip_invalid=True)
+    report, raw = measure(settings, names)
+    json.dump(report, sys.stdout, indent=1, sort_keys=False, ensure_ascii=False)
     print(file=sys.stdout)
     print_table(report)
+    if args.markdown:
+        print(markdown(report), file=sys.stderr)
     if args.explain:
-        explain(raw, args.explain, headings(settings))
+        explain(raw, args.explain, headings(Engine(settings), names))
     return 0
 
 
