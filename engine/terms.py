@@ -123,17 +123,41 @@ class Tokenizer:
         return self.stemming == "none" and self.identifiers == "whole"
 
     def tokens(self, text: str) -> list[str]:
-        """All tokens of `text`, in order (duplicates kept)."""
+        """All tokens of `text`, in order (duplicates kept).
+
+        What a word (or, with `identifiers=split`, a run of the original text) yields never
+        depends on its neighbours, so it is remembered: a corpus repeats its words far more
+        often than it has distinct ones, and refining them (stems, bigrams, identifier
+        parts) is most of the cost of analysing a file under `recall`.
+        """
+        out: list[str] = []
         if self.identifiers == "split":
-            return [token for token, _, _ in self.located(text)]
+            memo = _memo(self)
+            for run in word_re(text).findall(text):
+                found = memo.get(run)
+                if found is None:
+                    found = _remember(
+                        memo, run, tuple(t for t, _, _ in self._located_run_with_parts(run))
+                    )
+                out.extend(found)
+            return out
         norm = normalise(text)
         words = word_re(norm).findall(norm)
         if self.is_plain:
             return words
-        out: list[str] = []
+        memo = _memo(self)
         for word in words:
-            out.extend(piece for piece, _, _ in self._refine(word))
+            found = memo.get(word)
+            if found is None:
+                found = _remember(memo, word, tuple(p for p, _, _ in self._refine(word)))
+            out.extend(found)
         return out
+
+    def _located_run_with_parts(self, run: str) -> Iterator[tuple[str, int, int]]:
+        """located() of one run of the original text, at offset 0."""
+        yield from self._located_run(run, 0, len(run), False)
+        for ps, pe in identifier_parts(run):
+            yield from self._located_run(run[ps:pe], ps, pe, False, True)
 
     def _refine(self, word: str) -> Iterator[tuple[str, int, int]]:
         """Split one normalised word into final tokens with offsets inside the word."""
@@ -198,6 +222,27 @@ class Tokenizer:
 
 
 CONTRACT = Tokenizer()
+
+# Per tokenisation: word (or run) -> its tokens. Bounded: emptied when full, which costs only
+# the refining of the words seen next.
+_MEMO_SIZE = 65_536
+_MEMOS: dict[Tokenizer, dict[str, tuple[str, ...]]] = {}
+
+
+def _memo(tokenizer: Tokenizer) -> dict[str, tuple[str, ...]]:
+    memo = _MEMOS.get(tokenizer)
+    if memo is None:
+        memo = _MEMOS[tokenizer] = {}
+    return memo
+
+
+def _remember(
+    memo: dict[str, tuple[str, ...]], word: str, tokens: tuple[str, ...]
+) -> tuple[str, ...]:
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    memo[word] = tokens
+    return tokens
 
 
 def check_text(value: object, what: str) -> str:
