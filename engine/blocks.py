@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 # Bumped whenever what a block holds for the same bytes changes (tokenizer, sections, …):
 # cached blocks of another version are never used.
-ANALYSIS_VERSION = "2026-11-30.2"  # .2: heading line breaks and CRs, front-matter errors
+ANALYSIS_VERSION = "2026-11-30.3"  # .2: heading line breaks and CRs, front-matter errors
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,7 @@ def _denominators(index: Index, k1: float, b: float) -> list[float]:
 _NAMED: weakref.WeakKeyDictionary[Index, dict[tuple[Tokenizer, int], frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
-_NAMED_KEPT = 65_536  # sections remembered per index
+_NAMED_KEPT = 8_192  # sections remembered per index (the candidates near the top k)
 
 
 def _named(index: Index, tokenizer: Tokenizer, g: int) -> frozenset[str]:

@@ -10,6 +10,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from .layout import Layout, ParseIssue, layout
+from .simple import atx_headings
 
 # Block structure is all that decides where headings are; inline parsing is only needed
 # for the heading texts themselves, so the block parser skips it. The inline parser keeps
@@ -71,18 +72,26 @@ def parser_input(lay: Layout) -> str:
 def headings(lay: Layout) -> list[Heading]:
     if lay.body_line >= lay.line_count:
         return []
+    source = parser_input(lay)
     # Link reference definitions collected by the block pass resolve `[text][ref]` in headings.
     env: dict = {}
-    tokens = _BLOCK.parse(parser_input(lay), env)
+    simple = atx_headings(source)  # exact for simple files, or None: ask markdown-it
+    if simple is not None:
+        raw = [(first, first + 1, level, content, True) for first, level, content in simple]
+    else:
+        tokens = _BLOCK.parse(source, env)
+        raw = [
+            (tok.map[0], tok.map[1], int(tok.tag[1]), tokens[i + 1].content, tok.markup[:1] == "#")
+            for i, tok in enumerate(tokens)
+            if tok.type == "heading_open" and tok.map is not None
+        ]
     found = []
-    for i, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.map is not None:
-            first, end = tok.map
-            pieces = inline_pieces(tokens[i + 1].content, env)
-            text = "".join(map(_piece_text, pieces))
-            if _LONE_CR.search(lay.text, lay.starts[first], lay.ends[end - 1]):
-                text = _original_text(lay, first, end, tok.markup.startswith("#"), pieces)
-            found.append(Heading(first, int(tok.tag[1]), text, end))
+    for first, end, level, content, atx in raw:
+        pieces = inline_pieces(content, env)
+        text = "".join(map(_piece_text, pieces))
+        if _LONE_CR.search(lay.text, lay.starts[first], lay.ends[end - 1]):
+            text = _original_text(lay, first, end, atx, pieces)
+        found.append(Heading(first, level, text, end))
     return found
 
 
