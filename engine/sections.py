@@ -40,6 +40,9 @@ def _ignore(*_: object, **__: object) -> None:
 
 _quiet_block_rules()
 _LONE_CR = re.compile("\r(?!\n)")
+# The characters CommonMark's inline rules start on (escapes, code spans, emphasis, links,
+# images, autolinks and raw HTML, entities, line breaks): content without any is plain text.
+_INLINE_SYNTAX = re.compile("[\\\\`*_\\[\\]!<&\n]")
 _NOT_WHITE = re.compile(
     "[^\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 )
@@ -87,10 +90,13 @@ def headings(lay: Layout) -> list[Heading]:
         ]
     found = []
     for first, end, level, content, atx in raw:
-        pieces = inline_pieces(content, env)
-        text = "".join(map(_piece_text, pieces))
         if _LONE_CR.search(lay.text, lay.starts[first], lay.ends[end - 1]):
+            pieces = inline_pieces(content, env)
             text = _original_text(lay, first, end, atx, pieces)
+        elif _INLINE_SYNTAX.search(content):
+            text = "".join(map(_piece_text, inline_pieces(content, env)))
+        else:
+            text = content  # no character any inline rule acts on: the text is the content
         found.append(Heading(first, level, text, end))
     return found
 

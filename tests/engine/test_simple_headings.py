@@ -138,3 +138,29 @@ def test_heading_content_is_cut_as_markdown_it_cuts_it() -> None:
     for line in ("# a #", "# a ##  ", "# a#", "#  a  ", "# #", "### ###", "#\ta\t#", "# a \\#"):
         src = line + "\n"
         assert atx_headings(src) == markdown_it(src), line
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("ab é中 \t#$%+-:=@^{}~|.,;'\"()/?x\\`*_[]!<&\n")), max_size=30
+    )
+)
+def test_heading_text_without_inline_syntax_is_the_content(content: str) -> None:
+    """headings() takes a heading's content as its text when no inline rule can act on it."""
+    from citeline.engine.sections import _INLINE_SYNTAX, plain_text
+
+    content = content.strip(" \t\n")
+    if not _INLINE_SYNTAX.search(content):
+        assert plain_text(content) == content
+
+
+def test_every_inline_syntax_character_is_needed() -> None:
+    """Each of these changes under the inline parser, so its first character must be in
+    _INLINE_SYNTAX (dropping one from the class makes this fail)."""
+    from citeline.engine.sections import _INLINE_SYNTAX, plain_text
+
+    for changed in ("a &amp; b", "\\*a", "`a`", "*a*", "_a_", "[a](b)", "![a](b)", "<b>x"):
+        assert plain_text(changed) != changed, changed
+        assert _INLINE_SYNTAX.search(changed), changed
+    assert plain_text("a]b") == "a]b" and plain_text("a!b") == "a!b"  # harmless alone
