@@ -118,7 +118,7 @@ def swap_after_listing(monkeypatch: pytest.MonkeyPatch, folder: Path, swap: Any)
     folder_id = os.stat(folder).st_ino
 
     def listing_then_swap(dir_fd: int) -> list[tuple[str, bool, Any]]:
-        entries = real(dir_fd)
+        entries = list(real(dir_fd))  # the whole listing, then the swap, then the walk
         if os.fstat(dir_fd).st_ino == folder_id:
             swap([(name, is_folder) for name, is_folder, _ in entries])
         return entries
