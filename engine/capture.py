@@ -281,6 +281,13 @@ class _Read:
 _UNREAD = object()  # a file the walk left for the path-order pass
 
 
+class Found(list):  # type: ignore[type-arg]
+    """The walk's (path, content) pairs, and how many of them the stat index did not vouch
+    for (so a capture knows at once whether anything at all must be read)."""
+
+    unread = 0
+
+
 def list_markdown(
     root: str,
     settings: Settings,
@@ -300,7 +307,7 @@ def list_markdown(
     limits = settings.limits
     max_bytes = limits.max_file_bytes
     max_files = limits.max_files
-    found: list[tuple[str, object]] = []
+    found = Found()
     ignores = _Ignores()
     root_fs = os.fsencode(root).rstrip(b"/") or b"/"
     previous = known or {}
@@ -338,10 +345,6 @@ def list_markdown(
                         else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                     ):
                         found.append((rel, state))
-                        if len(found) > max_files:
-                            raise limit_error(
-                                "max_files", max_files + 1, max_files, advice=settings.advice
-                            )
                         continue
             if not rel.isascii():
                 _check_utf8(rel, rel_dir)
@@ -368,6 +371,8 @@ def list_markdown(
                 raise _unreadable("Folder", rel_dir.rstrip("/") or ".", exc) from None
             except (FileNotFoundError, NotADirectoryError):
                 pass  # vanished during the walk
+            if len(found) > max_files:
+                raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
             # What must be read, in name order: reads (and what a limit stops at) do not
             # depend on the directory's own order.
             unread.sort()
@@ -378,6 +383,7 @@ def list_markdown(
                         cancel.check()
                     content = _read(fd, name, rel, max_bytes, prefetch)
                 found.append((rel, content))
+                found.unread += 1
                 if len(found) > max_files:
                     raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
         except BaseException:
@@ -580,7 +586,7 @@ def capture(
         and len(found) == len(previous)
         and known.captured is not None
         and known.captured.settings == (settings.reserved, settings.limits)
-        and all(type(content) is FileState for _, content in found)
+        and getattr(found, "unread", 1) == 0
     ):
         # Nothing read, nothing added, nothing removed (every path found was in `known`, and
         # as many): the snapshot of the capture that made `known`, already checked against

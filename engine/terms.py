@@ -190,13 +190,27 @@ class Tokenizer:
         """
         plain = self.is_plain
         split = self.identifiers == "split"
+        if plain:
+            for m in word_re(text).finditer(text):
+                run = m.group()
+                rs, re_ = m.span()
+                yield from self._located_run(run, rs, re_, plain)
+            return
+        # A run's tokens and their offsets inside it never depend on its neighbours:
+        # remembered per run, as tokens() does (snippets of every hit locate their terms).
+        memo = _located_memo(self)
         for m in word_re(text).finditer(text):
             run = m.group()
-            rs, re_ = m.span()
-            yield from self._located_run(run, rs, re_, plain)
-            if split:
-                for ps, pe in identifier_parts(run):
-                    yield from self._located_run(run[ps:pe], rs + ps, rs + pe, plain, True)
+            found = memo.get(run)
+            if found is None:
+                pieces = list(self._located_run(run, 0, len(run), False))
+                if split:
+                    for ps, pe in identifier_parts(run):
+                        pieces.extend(self._located_run(run[ps:pe], ps, pe, False, True))
+                found = _remember(memo, run, tuple(pieces))  # type: ignore[arg-type]
+            rs = m.start()
+            for token, ts, te in found:  # type: ignore[misc]
+                yield token, rs + ts, rs + te
 
     def _located_run(
         self, run: str, rs: int, re_: int, plain: bool, part: bool = False
@@ -233,6 +247,16 @@ def _memo(tokenizer: Tokenizer) -> dict[str, tuple[str, ...]]:
     memo = _MEMOS.get(tokenizer)
     if memo is None:
         memo = _MEMOS[tokenizer] = {}
+    return memo
+
+
+_LOCATED: dict[Tokenizer, dict[str, tuple[tuple[str, int, int], ...]]] = {}
+
+
+def _located_memo(tokenizer: Tokenizer) -> dict[str, tuple[tuple[str, int, int], ...]]:
+    memo = _LOCATED.get(tokenizer)
+    if memo is None:
+        memo = _LOCATED[tokenizer] = {}
     return memo
 
 
