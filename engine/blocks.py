@@ -18,10 +18,9 @@ import hashlib
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from sys import intern
 from typing import TYPE_CHECKING
 
-from .codec import I32, I64, Corrupt, Reader, Writer, expect
+from .codec import I32, I64, Corrupt, Reader, StringTable, Writer, expect
 from .options import AnalysisOptions
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
 
 # Bumped whenever what a block holds for the same bytes changes (tokenizer, sections, …):
 # cached blocks of another version are never used.
-ANALYSIS_VERSION = "2026-11-30.3"  # .2: heading line breaks and CRs, front-matter errors
+ANALYSIS_VERSION = "2026-11-30.4"  # .2: heading line breaks and CRs, front-matter errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,24 +67,24 @@ def concept_id_of(path: str, front_id: str | None) -> str:
 class Block:
     key: str
     # Inputs, sorted by path: every searchable file given to the block.
-    paths: list[str]
-    shas: list[str]
+    paths: StringTable
+    shas: StringTable
     sizes: array  # I64
     # Inputs that cannot be parsed (SPEC §3): their index, 1-based line and reason.
     prob_input: array
     prob_line: array
-    prob_reason: list[str]
+    prob_reason: StringTable
     # Documents: the inputs that parsed, in path order.
     doc_input: array
-    concept: list[str]
-    title: list[str]
+    concept: StringTable
+    title: StringTable
     doc_tokens: array  # I64, indexed tokens (for the token limit)
     doc_sec: array  # first section of each document, plus one past the last
     # A heading or title over the length limit (at most one per document).
     long_doc: array
     long_line: array
     long_size: array
-    long_what: list[str]
+    long_what: StringTable
     # Sections, in document order.
     sec_doc: array
     sec_first: array  # 0-based first line
@@ -94,10 +93,10 @@ class Block:
     sec_length: array  # weighted length (BM25 len)
     sec_start: array  # I64 code-point offsets of the section's text in the decoded file
     sec_end: array
-    heading: list[str]
-    outline: list[str]
+    heading: StringTable
+    outline: StringTable
     # Postings: term i's sections are p_sec[offsets[i]:offsets[i+1]], with weighted tf.
-    vocab: list[str]  # sorted
+    vocab: StringTable  # sorted
     offsets: array
     p_sec: array
     p_tf: array
@@ -137,44 +136,38 @@ class Block:
 
     def encode(self) -> bytes:
         w = Writer().text(self.key)
-        w.strs(self.paths).strs(self.shas).ints(self.sizes, I64)
-        w.ints(self.prob_input).ints(self.prob_line).strs(self.prob_reason)
-        w.ints(self.doc_input).strs(self.concept).strs(self.title)
+        w.table(self.paths).table(self.shas).ints(self.sizes, I64)
+        w.ints(self.prob_input).ints(self.prob_line).table(self.prob_reason)
+        w.ints(self.doc_input).table(self.concept).table(self.title)
         w.ints(self.doc_tokens, I64).ints(self.doc_sec)
-        w.ints(self.long_doc).ints(self.long_line).ints(self.long_size).strs(self.long_what)
+        w.ints(self.long_doc).ints(self.long_line).ints(self.long_size).table(self.long_what)
         w.ints(self.sec_doc).ints(self.sec_first).ints(self.sec_last).ints(self.sec_level)
         w.ints(self.sec_length).ints(self.sec_start, I64).ints(self.sec_end, I64)
-        w.strs(self.heading).strs(self.outline)
-        w.strs(self.vocab).ints(self.offsets).ints(self.p_sec).ints(self.p_tf)
+        w.table(self.heading).table(self.outline)
+        w.table(self.vocab).ints(self.offsets).ints(self.p_sec).ints(self.p_tf)
         return w.finish(b"B")
 
     @classmethod
-    def decode(cls, blob: bytes, key: str | None = None, share: bool = True) -> Block:
-        """A block from its blob, every length and reference checked (Corrupt otherwise).
-
-        With `share`, strings are interned: the blocks of several option sets, and of
-        neighbouring blocks (a term in many of them), then hold one copy of each — worth it
-        in a long-lived server, not in a one-request command-line call.
-        """
+    def decode(cls, blob: bytes, key: str | None = None) -> Block:
+        """A block from its blob, every length and reference checked (Corrupt otherwise)."""
         r = Reader(blob, b"B")
-        names = _shared if share else _same
         block = cls(
             r.text(),
-            names(r.strs()),
-            names(r.strs()),
+            r.table(),
+            r.table(),
             r.ints(I64),
             r.ints(),
             r.ints(),
-            r.strs(),
+            r.table(),
             r.ints(),
-            names(r.strs()),
-            names(r.strs()),
+            r.table(),
+            r.table(),
             r.ints(I64),
             r.ints(),
             r.ints(),
             r.ints(),
             r.ints(),
-            r.strs(),
+            r.table(),
             r.ints(),
             r.ints(),
             r.ints(),
@@ -182,9 +175,9 @@ class Block:
             r.ints(),
             r.ints(I64),
             r.ints(I64),
-            names(r.strs()),
-            names(r.strs()),
-            names(r.strs()),
+            r.table(),
+            r.table(),
+            r.table(),
             r.ints(),
             r.ints(),
             r.ints(),
@@ -380,7 +373,7 @@ def build(
                 found.append(new)
                 found.append(p_tf[p])
 
-    vocab = _shared(sorted(acc))
+    vocab = sorted(acc)
     offsets = array(I32, [0])
     p_sec, p_tf = array(I32), array(I32)
     for term in vocab:
@@ -392,23 +385,24 @@ def build(
         p_tf.extend(flat[1::2])
         offsets.append(len(p_sec))
     inputs = [Input(p, s, z) for p, s, z in zip(paths, shas, sizes, strict=True)]
+    table = StringTable.of
     return Block(
         block_key(inputs, options),
-        _shared(paths),
-        _shared(shas),
+        table(paths),
+        table(shas),
         sizes,
         prob_input,
         prob_line,
-        prob_reason,
+        table(prob_reason),
         doc_input,
-        _shared(concept),
-        _shared(title),
+        table(concept),
+        table(title),
         doc_tokens,
         doc_sec,
         long_doc,
         long_line,
         long_size,
-        long_what,
+        table(long_what),
         sec_doc,
         sec_first,
         sec_last,
@@ -416,21 +410,13 @@ def build(
         sec_length,
         sec_start,
         sec_end,
-        _shared(heading),
-        _shared(outline),
-        vocab,
+        table(heading),
+        table(outline),
+        table(vocab),
         offsets,
         p_sec,
         p_tf,
     )
-
-
-def _shared(values: list[str]) -> list[str]:
-    return list(map(intern, values))
-
-
-def _same(values: list[str]) -> list[str]:
-    return values
 
 
 def _position(column: array, value: int) -> int | None:

@@ -70,7 +70,6 @@ def update(
     workers: object = None,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
-    share: bool = True,
 ) -> Built:
     """The index of `files` (a snapshot's searchable files, in path order)."""
     by_path = {f.path: f for f in files}
@@ -96,7 +95,7 @@ def update(
             return Built(previous, ())
         return Built(Index(kept), ())
 
-    analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress, share)
+    analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress)
     new_blocks: list[Block] = []
     # A block that lost most of its files is merged into the new one rather than kept small.
     small = [(b, keep) for b, keep in partial if _bytes(b, keep) < TARGET_BYTES // 4]
@@ -147,15 +146,12 @@ def _analyse(
     workers: object,
     cancel: CancelToken | None,
     progress: Progress | None,
-    share: bool,
 ) -> Iterator[tuple[Input, FileAnalysis] | Block]:
     """Each file's analysis, or whole blocks when worker processes built them."""
     known = structures.get_many([f.sha256 for f in todo])
     pool = workers if workers is not None and getattr(workers, "count", 0) >= 2 else None
     if pool is not None and sum(f.size for f in todo) >= PARALLEL_MIN_BYTES:
-        yield from _in_workers(
-            todo, options, fetch, known, structures, pool, cancel, progress, share
-        )
+        yield from _in_workers(todo, options, fetch, known, structures, pool, cancel, progress)
         return
     fresh: list[tuple[str, bytes]] = []
     for i, f in enumerate(todo):
@@ -211,7 +207,6 @@ def _in_workers(
     pool: object,
     cancel: CancelToken | None,
     progress: Progress | None,
-    share: bool,
 ) -> Iterator[Block]:
     runs = list(chunks(todo))
     # At most a few chunks in flight: each waits in the pool's queue as a pickled copy of
@@ -242,7 +237,7 @@ def _in_workers(
             else:
                 blob, fresh = got
             structures.put_many(fresh)
-            yield Block.decode(blob, share=share)
+            yield Block.decode(blob)
             done += count
             if progress is not None:
                 progress("analyse", done, len(todo))

@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 import zlib
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 MAGIC = b"CTL"
-FORMAT = 1
+FORMAT = 2
 _ORDER = b"L" if sys.byteorder == "little" else b"B"
 _HEADER = len(MAGIC) + 1 + 1 + 1 + 4  # magic, kind, format, byte order, crc32
 _SEP = "\x00"
@@ -30,6 +30,57 @@ _TAGS = {I32: b"i", I64: b"q"}
 
 class Corrupt(Exception):
     """A blob that is not exactly what this version of citeline writes."""
+
+
+class StringTable(Sequence[str]):
+    """Many strings held as one: their concatenation and where each starts.
+
+    A block's terms, paths, headings… are read a few at a time (a binary search, a hit), so
+    one string and an array cost far less memory than an object per string (a big workspace
+    has hundreds of thousands), and decoding one from a blob makes no objects at all.
+    """
+
+    __slots__ = ("offsets", "text")
+
+    def __init__(self, text: str, offsets: array) -> None:
+        self.text = text
+        self.offsets = offsets  # I64, len + 1 entries, from 0 to len(text)
+
+    @classmethod
+    def of(cls, values: Iterable[str]) -> StringTable:
+        values = list(values)
+        offsets = array(I64, [0])
+        total = 0
+        for value in values:
+            total += len(value)
+            offsets.append(total)
+        return cls("".join(values), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        offsets = self.offsets
+        if i < 0:
+            i += len(offsets) - 1
+        return self.text[offsets[i] : offsets[i + 1]]
+
+    def __iter__(self) -> Iterator[str]:
+        text = self.text
+        offsets = self.offsets
+        for i in range(len(offsets) - 1):
+            yield text[offsets[i] : offsets[i + 1]]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StringTable):
+            return self.text == other.text and self.offsets == other.offsets
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"StringTable({list(self)!r})"
 
 
 class Writer:
@@ -56,6 +107,13 @@ class Writer:
             body = "".join(values).encode("utf-8", "surrogatepass")
             self._parts += [b"T", len(values).to_bytes(8, "little"), lengths.tobytes()]
             self._parts += [len(body).to_bytes(8, "little"), body]
+        return self
+
+    def table(self, values: StringTable | Sequence[str]) -> Writer:
+        table = values if isinstance(values, StringTable) else StringTable.of(values)
+        body = table.text.encode("utf-8", "surrogatepass")
+        self._parts += [b"L", len(table).to_bytes(8, "little"), table.offsets.tobytes()]
+        self._parts += [len(body).to_bytes(8, "little"), body]
         return self
 
     def text(self, value: str) -> Writer:
@@ -142,6 +200,20 @@ class Reader:
             out.append(text[pos : pos + length])
             pos += length
         return out
+
+    def table(self) -> StringTable:
+        self._tag(b"L")
+        n = self._count()
+        offsets = array(I64)
+        offsets.frombytes(self._take((n + 1) * 8))
+        body = self._take(self._count())
+        try:
+            text = str(body, "utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise Corrupt("bad text") from exc
+        if offsets[0] != 0 or offsets[-1] != len(text):
+            raise Corrupt("string table offsets")
+        return StringTable(text, offsets)
 
     def text(self) -> str:
         values = self.strs()

@@ -175,7 +175,6 @@ class Engine:
                 workers=self.workers,
                 cancel=cancel,
                 progress=progress,
-                share=self.reuse.share,
             )
         finally:
             if own:

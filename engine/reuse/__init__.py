@@ -165,7 +165,7 @@ class Reuse:
                 data = found_blobs.get(bkey)
                 if data is None:
                     return None
-                blocks.append(Block.decode(data, bkey, self.share))
+                blocks.append(Block.decode(data, bkey))
         except Corrupt as exc:
             log.info("ignoring a cached index: %s", exc)
             return None
