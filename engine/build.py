@@ -41,7 +41,8 @@ Progress = Callable[[str, int, int], None]
 
 
 class StructureCache:
-    """Structures by SHA-256: looked up before parsing, stored after (see reuse.Reuse)."""
+    """Structures by SHA-256: looked up before parsing, stored after; and blocks stored as
+    they arrive from worker processes, already encoded (see reuse.Reuse)."""
 
     def get_many(self, shas: Sequence[str]) -> dict[str, bytes]:
         return {}
@@ -49,11 +50,15 @@ class StructureCache:
     def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
         return None
 
+    def put_block(self, key: str, blob: bytes) -> None:
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Built:
     index: Index
     new_blocks: tuple[Block, ...]  # blocks this update made (to store)
+    stored: frozenset[str] = frozenset()  # keys of those already stored, as they arrived
 
 
 def structure_key(sha256: str) -> str:
@@ -95,7 +100,8 @@ def update(
             return Built(previous, ())
         return Built(Index(kept), ())
 
-    analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress)
+    stored: set[str] = set()
+    analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress, stored)
     new_blocks: list[Block] = []
     # A block that lost most of its files is merged into the new one rather than kept small.
     small = [(b, keep) for b, keep in partial if _bytes(b, keep) < TARGET_BYTES // 4]
@@ -117,7 +123,7 @@ def update(
             pending, size = [], 0
     if pending or small:
         new_blocks.append(build(pending, options, small))
-    return Built(Index([*kept, *new_blocks]), tuple(new_blocks))
+    return Built(Index([*kept, *new_blocks]), tuple(new_blocks), frozenset(stored))
 
 
 def _bytes(block: Block, keep: Sequence[int]) -> int:
@@ -146,12 +152,15 @@ def _analyse(
     workers: object,
     cancel: CancelToken | None,
     progress: Progress | None,
+    stored: set[str],
 ) -> Iterator[tuple[Input, FileAnalysis] | Block]:
     """Each file's analysis, or whole blocks when worker processes built them."""
     known = structures.get_many([f.sha256 for f in todo])
     pool = workers if workers is not None and getattr(workers, "count", 0) >= 2 else None
     if pool is not None and sum(f.size for f in todo) >= PARALLEL_MIN_BYTES:
-        yield from _in_workers(todo, options, fetch, known, structures, pool, cancel, progress)
+        yield from _in_workers(
+            todo, options, fetch, known, structures, pool, cancel, progress, stored
+        )
         return
     fresh: list[tuple[str, bytes]] = []
     for i, f in enumerate(todo):
@@ -207,6 +216,7 @@ def _in_workers(
     pool: object,
     cancel: CancelToken | None,
     progress: Progress | None,
+    stored: set[str],
 ) -> Iterator[Block]:
     runs = list(chunks(todo))
     # At most a few chunks in flight: each waits in the pool's queue as a pickled copy of
@@ -237,7 +247,10 @@ def _in_workers(
             else:
                 blob, fresh = got
             structures.put_many(fresh)
-            yield Block.decode(blob)
+            block = Block.decode(blob)
+            structures.put_block(block.key, blob)  # as it came, not encoded again later
+            stored.add(block.key)
+            yield block
             done += count
             if progress is not None:
                 progress("analyse", done, len(todo))

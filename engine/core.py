@@ -179,7 +179,9 @@ class Engine:
         finally:
             if own:
                 fetch.__exit__()
-        self.reuse.remember_index(key, snapshot.revision, built.index, built.new_blocks)
+        self.reuse.remember_index(
+            key, snapshot.revision, built.index, built.new_blocks, built.stored
+        )
         return built.index
 
     def _prepared(

@@ -95,6 +95,10 @@ class Structures:
         if items and self.store.enabled:
             self.store.put(("structure", f"{ANALYSIS_VERSION}:{sha}", blob) for sha, blob in items)
 
+    def put_block(self, key: str, blob: bytes) -> None:
+        if self.store.enabled:
+            self.store.put([("block", key, blob)])
+
 
 class Reuse:
     def __init__(self, store: Store, hold_bytes: int) -> None:
@@ -179,14 +183,16 @@ class Reuse:
         revision: str,
         index: Index,
         new_blocks: Sequence[Block],
+        stored: frozenset[str] = frozenset(),
     ) -> None:
         live = Live(revision, index)
         self._keep_live(key, live)
         if self.store.enabled:
-            rows = [("block", b.key, b.encode()) for b in new_blocks]
+            for block in new_blocks:  # one at a time: a big workspace's blocks are many MiB
+                if block.key not in stored:
+                    self.store.put([("block", block.key, block.encode())])
             manifest = _encode_manifest(revision, [b.key for b in index.blocks])
-            rows.append(("manifest", _manifest_key(key), manifest))
-            self.store.put(rows)
+            self.store.put([("manifest", _manifest_key(key), manifest)])
 
     def _keep_live(self, key: tuple[str, str, tuple[str, ...]], live: Live) -> None:
         with self._lock:

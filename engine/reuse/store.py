@@ -29,7 +29,7 @@ DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 FILE_NAME = "citeline-cache.sqlite3"
 TOUCH_EVERY = 3600  # seconds: how stale an entry's last use may get before it is updated
 BUSY_MS = 2000  # how long a writer waits for another process's write to finish
-FLUSH_BYTES = 16 << 20  # a batch writes what it holds once it holds this much
+FLUSH_BYTES = 4 << 20  # a batch writes what it holds once it holds this much
 
 
 def default_folder() -> str:
