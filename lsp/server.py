@@ -650,12 +650,16 @@ class CitelineServer(LanguageServer):
         texts = self.open_texts(folder)
         return {p: t.encode("utf-8", "surrogatepass") for p, t in texts.items()} or None
 
-    def problems_of(self, folder: str, cancel: CancelToken) -> list[Problem]:
-        """Parse errors of the folder's searchable files; open documents use the editor text."""
+    def problems_of(
+        self, folder: str, cancel: CancelToken, found: list[Problem] | None = None
+    ) -> list[Problem]:
+        """Parse errors of the folder's searchable files (`found`: those of the index the
+        warm-up just built); open documents use the editor text."""
         opts = self.options
-        found = self.engine.problems(
-            folder, opts.relevance_options.analysis, settings=opts.engine, cancel=cancel
-        )
+        if found is None:
+            found = self.engine.problems(
+                folder, opts.relevance_options.analysis, settings=opts.engine, cancel=cancel
+            )
         open_docs = self.open_texts(folder)
         out = [p for p in found if p.path not in open_docs]
         for rel, text in open_docs.items():
@@ -673,9 +677,11 @@ class CitelineServer(LanguageServer):
         reserved = rel in self.options.engine.reserved
         return known is not None and rel in known.files and not reserved
 
-    async def check_folder(self, folder: str, after_warm_up: bool = True) -> None:
+    async def check_folder(
+        self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
+    ) -> None:
         def job(cancel: CancelToken, progress: ProgressFn | None) -> list[Problem]:
-            return self.problems_of(folder, cancel)
+            return self.problems_of(folder, cancel, found)
 
         try:
             problems = await self.run_engine(job, after_warm_up=after_warm_up)
@@ -797,6 +803,9 @@ class CitelineServer(LanguageServer):
         previous: asyncio.Future[Any] | None,
         gate: asyncio.Future[Any],
     ) -> None:
+        # Each folder's parse problems, from the index of the settings' options (the first
+        # wanted): published without capturing the folder once more.
+        problems: dict[str, list[Problem]] = {}
         try:
             if previous is not None and not previous.done():
                 await asyncio.wait([previous])  # one warm-up at a time: they share the files
@@ -819,7 +828,7 @@ class CitelineServer(LanguageServer):
                 for folder in folders:
                     for options in wanted:
                         try:
-                            self.engine.prepare(
+                            index = self.engine.prepare(
                                 folder,
                                 options,
                                 settings=opts.engine,
@@ -831,6 +840,7 @@ class CitelineServer(LanguageServer):
                                 raise
                             log.info("warm-up of %s: %s", folder, err.message)
                             break
+                        problems.setdefault(folder, list(index.problems))
 
             started = time.monotonic()
             try:
@@ -844,7 +854,7 @@ class CitelineServer(LanguageServer):
             if not gate.done():
                 gate.set_result(None)
         for folder in folders:
-            await self.check_folder(folder, after_warm_up=False)
+            await self.check_folder(folder, after_warm_up=False, found=problems.get(folder))
 
 
 server = CitelineServer()
