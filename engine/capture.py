@@ -12,7 +12,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from sys import intern
 from typing import TYPE_CHECKING, Protocol
 
 from .cancel import CancelToken
@@ -442,9 +441,29 @@ def _read(dir_fd: int, name: str | bytes, rel: str, max_bytes: int, prefetch: _P
     return _Read(kept, digest, stat, started)
 
 
-def _check_paths(found: list[tuple[str, object]], limits: Limits, advice: str) -> None:
+def _check_paths(
+    found: list[tuple[str, object]],
+    limits: Limits,
+    advice: str,
+    known: Known | None = None,
+    previous: Mapping[str, FileState] | None = None,
+) -> tuple[int, int]:
+    """SPEC §2's path limits, in path order; the longest path (bytes) and the most components.
+
+    Paths the stat index already holds were measured when it was made: when its maxima are
+    within the limits, only new paths are measured (a new process need not measure 40,000
+    paths again); otherwise every path is, to report the first one over in path order.
+    """
+    longest, deepest = 0, 0
+    if known is not None and previous is not None and known.paths_max is not None:
+        longest, deepest = known.paths_max
+        if longest <= limits.max_path_bytes and deepest <= limits.max_path_components:
+            new = [(rel, c) for rel, c in found if rel not in previous]
+            more = _check_paths(new, limits, advice)
+            return max(longest, more[0]), max(deepest, more[1])
+        longest, deepest = 0, 0
     for rel, _ in found:
-        size = len(rel.encode("utf-8"))
+        size = len(rel.encode("utf-8")) if not rel.isascii() else len(rel)
         if size > limits.max_path_bytes:
             raise limit_error(
                 "max_path_bytes", size, limits.max_path_bytes, path=rel, advice=advice
@@ -454,6 +473,9 @@ def _check_paths(found: list[tuple[str, object]], limits: Limits, advice: str) -
             raise limit_error(
                 "max_path_components", parts, limits.max_path_components, path=rel, advice=advice
             )
+        longest = max(longest, size)
+        deepest = max(deepest, parts)
+    return longest, deepest
 
 
 class _Folders:
@@ -562,7 +584,6 @@ def capture(
     known: Known | None = None,
     marked: frozenset[str] = frozenset(),
     overlay: Mapping[str, bytes] | None = None,
-    share: bool = True,
 ) -> Snapshot:
     """Every Markdown file of the bundle: its record, and its bytes when they were read.
 
@@ -571,7 +592,6 @@ def capture(
     (editor notifications; "*" for all) are read whatever their stat. `overlay` maps paths
     to the editor's unsaved text, used instead of the disk's bytes. `held` maps SHA-256s to
     bytes already in memory: a file read with one of those digests keeps the held bytes.
-    `share` interns paths and digests (a long-lived engine holds them in several places).
     """
     root = check_bundle(bundle)
     limits = settings.limits
@@ -593,14 +613,13 @@ def capture(
         # these same limits.
         return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0)
     found.sort(key=_path)
-    _check_paths(found, limits, settings.advice)
+    paths_max = _check_paths(found, limits, settings.advice, known, previous)
     reserved = set(settings.reserved)
     files = []
     states: dict[str, FileState] = {}
     total = 0
     read = 0
     max_file = limits.max_file_bytes
-    name = intern if share else str
     with ExitStack() as later:
         folders: _Folders | None = None
         for i, (rel, content) in enumerate(found):
@@ -646,9 +665,7 @@ def capture(
                 raise limit_error(
                     "max_total_bytes", total, limits.max_total_bytes, advice=settings.advice
                 )
-            files.append(
-                CapturedFile(name(rel), size, name(digest), rel in reserved, data, unsaved)
-            )
+            files.append(CapturedFile(rel, size, digest, rel in reserved, data, unsaved))
     if progress is not None:
         progress("capture", len(found), len(found))
     unchanged = (
@@ -673,7 +690,7 @@ def capture(
             for f in files
         )
         captured = Captured(records, (settings.reserved, settings.limits))
-    after = Known(states, disk, captured)
+    after = Known(states, disk, captured, paths_max)
     return Snapshot(str(Path(root)), tuple(files), revision, after, read)
 
 

@@ -136,7 +136,6 @@ class Engine:
             known=known,
             marked=marked,
             overlay=overlay,
-            share=reuse.share,
         )
         reuse.marks.clear(key, clock)
         reuse.remember(key, snap.known)

@@ -54,12 +54,17 @@ class Section:
     outline: str
 
 
+# (the first duplicate concept id, the first heading or title over the length limit)
+Checked = tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None]
+
 # (block, section offset of the block, first posting, end of postings)
 Where = tuple[Block, int, int, int]
 
 
 class Index:
-    def __init__(self, blocks: Sequence[Block]) -> None:
+    def __init__(self, blocks: Sequence[Block], checked: Checked | None = None) -> None:
+        """`checked`: the result of checked() for these same blocks, when known (the cache
+        keeps it with the list of blocks)."""
         self.blocks = tuple(blocks)
         bases = []
         n = 0
@@ -87,9 +92,7 @@ class Index:
         self.paths = frozenset(p for b in self.blocks for p in b.paths)
         self._pre: list[float] | None = None
         self._where: OrderedDict[str, tuple[Where, ...]] = OrderedDict()
-        self._checked: (
-            tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None] | None
-        ) = None
+        self._checked = checked
         self._lock = threading.Lock()
 
     # -- the checks of SPEC §2, in order, after capture ----------------------------------
@@ -101,9 +104,7 @@ class Index:
                 "cannot be parsed",
                 skip_advice(settings.advice),
             )
-        if self._checked is None:
-            self._checked = (self.duplicate(), self.too_long())  # once per index
-        duplicate, long = self._checked
+        duplicate, long = self.checked()
         if duplicate is not None:
             cid, first, second = duplicate
             raise CitelineError(
@@ -131,6 +132,13 @@ class Index:
             raise limit_error("max_sections", self.n, limits.max_sections, advice=settings.advice)
         if self.tokens > limits.max_tokens:
             raise limit_error("max_tokens", self.tokens, limits.max_tokens, advice=settings.advice)
+
+    def checked(self) -> Checked:
+        """The first duplicate concept id and the first over-long heading or title, found
+        once per index (each walks every document)."""
+        if self._checked is None:
+            self._checked = (self.duplicate(), self.too_long())
+        return self._checked
 
     def duplicate(self) -> tuple[str, str, str] | None:
         """The first concept id used twice, in path order: (id, first path, second path)."""

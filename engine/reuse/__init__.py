@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..blocks import ANALYSIS_VERSION, Block
-from ..codec import I32, Corrupt, Reader, Writer, expect
-from ..index import Index
+from ..codec import I32, I64, Corrupt, Reader, Writer, expect
+from ..index import Checked, Index
 from .stats import Known, Marks
 from .store import Store
 
@@ -103,8 +103,6 @@ class Structures:
 class Reuse:
     def __init__(self, store: Store, hold_bytes: int) -> None:
         self.store = store
-        # A long-lived engine (one that holds bytes between requests) shares strings.
-        self.share = hold_bytes > 0
         self.marks = Marks()
         self.held = Held(hold_bytes)
         self.structures = Structures(store)
@@ -162,7 +160,7 @@ class Reuse:
         if blob is None:
             return None
         try:
-            revision, block_keys = _decode_manifest(blob)
+            revision, block_keys, checked = _decode_manifest(blob)
             blocks = []
             found_blobs = self.store.get_many("block", block_keys)
             for bkey in block_keys:
@@ -173,7 +171,7 @@ class Reuse:
         except Corrupt as exc:
             log.info("ignoring a cached index: %s", exc)
             return None
-        live = Live(revision, Index(blocks))
+        live = Live(revision, Index(blocks, checked))
         self._keep_live(key, live)
         return live
 
@@ -191,7 +189,7 @@ class Reuse:
             for block in new_blocks:  # one at a time: a big workspace's blocks are many MiB
                 if block.key not in stored:
                     self.store.put([("block", block.key, block.encode())])
-            manifest = _encode_manifest(revision, [b.key for b in index.blocks])
+            manifest = _encode_manifest(revision, [b.key for b in index.blocks], index.checked())
             self.store.put([("manifest", _manifest_key(key), manifest)])
 
     def _keep_live(self, key: tuple[str, str, tuple[str, ...]], live: Live) -> None:
@@ -231,19 +229,30 @@ def _text_key(name: str) -> str:
     return name
 
 
-def _encode_manifest(revision: str, block_keys: list[str]) -> bytes:
-    return Writer().text(revision).strs(block_keys).ints([len(block_keys)]).finish(b"M")
+def _encode_manifest(revision: str, block_keys: list[str], checked: Checked) -> bytes:
+    duplicate, long = checked
+    w = Writer().text(revision).strs(block_keys).ints([len(block_keys)])
+    w.strs(list(duplicate) if duplicate else [])
+    w.strs([long[0], long[3]] if long else []).ints([long[1], long[2]] if long else [], I64)
+    return w.finish(b"M")
 
 
-def _decode_manifest(blob: bytes) -> tuple[str, list[str]]:
+def _decode_manifest(blob: bytes) -> tuple[str, list[str], Checked]:
     r = Reader(blob, b"M")
     revision = r.text()
     keys = r.strs()
     count = r.ints(I32)
+    duplicate = r.strs()
+    long_text, long_numbers = r.strs(), r.ints(I64)
     r.end()
     expect(len(count) == 1 and count[0] == len(keys), "manifest")
     expect(len(revision) == 64, "manifest revision")
-    return revision, keys
+    expect(len(duplicate) in (0, 3) and len(long_text) == len(long_numbers) in (0, 2), "checks")
+    checked: Checked = (
+        (duplicate[0], duplicate[1], duplicate[2]) if duplicate else None,
+        (long_text[0], long_numbers[0], long_numbers[1], long_text[1]) if long_text else None,
+    )
+    return revision, keys, checked
 
 
 def bundle_key(bundle: str | os.PathLike[str]) -> str:

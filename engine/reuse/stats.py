@@ -91,6 +91,9 @@ class Known:
     files: Mapping[str, FileState]
     revision: str
     captured: Captured | None = None
+    # The longest path in UTF-8 bytes and the most components of any path (SPEC §2's path
+    # limits), so that a new process need not measure every path again.
+    paths_max: tuple[int, int] | None = None
 
     def encode(self) -> bytes:
         paths = list(self.files)
@@ -99,7 +102,9 @@ class Known:
         for s in states:
             numbers.extend(map(_signed, s.stat))
             numbers.append(s.read_ns)
+            numbers.append(s.reuse_if is not None)
         w = Writer().strs(paths).strs([s.sha256 for s in states]).ints(numbers, I64)
+        w.ints(self.paths_max or (-1, -1), I64)
         return w.text(self.revision).finish(b"K")
 
     @classmethod
@@ -108,22 +113,25 @@ class Known:
         paths = r.strs()
         shas = r.strs()
         numbers = r.ints(I64)
+        longest = r.ints(I64)
         revision = r.text()
         r.end()
-        expect(len(shas) == len(paths) and len(numbers) == 6 * len(paths), "stat index size")
+        expect(len(shas) == len(paths) and len(numbers) == 7 * len(paths), "stat index size")
         expect(len(revision) == 64 and all(len(s) == 64 for s in shas), "digests")
+        expect(len(longest) == 2, "path maxima")
         files = {}
-        limit = RACY_NS
-        rows = zip(*[iter(numbers.tolist())] * 6, strict=True)
-        for path, sha, (dev, ino, size, mtime, ctime, read_ns) in zip(
+        # Whether each read was racy was decided when it happened (against its own clock
+        # reading), and is kept with it.
+        rows = zip(*[iter(numbers.tolist())] * 7, strict=True)
+        for path, sha, (dev, ino, size, mtime, ctime, read_ns, trusted) in zip(
             paths, shas, rows, strict=True
         ):
             if dev < 0 or ino < 0:
                 dev, ino = _unsigned(dev), _unsigned(ino)
             stat = (dev, ino, size, mtime, ctime)
-            trusted = max(mtime, ctime) < read_ns - limit
             files[path] = FileState(stat, sha, read_ns, stat if trusted else None)
-        return cls(files, revision)
+        paths_max = (longest[0], longest[1]) if longest[0] >= 0 else None
+        return cls(files, revision, None, paths_max)
 
 
 def _signed(value: int) -> int:

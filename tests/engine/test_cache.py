@@ -319,3 +319,32 @@ def test_the_cache_stays_within_its_bound_least_recently_used_first(
     assert {"kept", "new4", "new5"} <= left  # … and what was used lately stayed
     assert len(left) == 6
     store.close()
+
+
+def test_checks_kept_with_the_cached_index_report_the_same_errors(
+    make_bundle, tmp_path: Path, analysed: list[str]
+) -> None:
+    """The first duplicate concept id and the first over-long heading are kept with the
+    list of blocks; a new engine reports them from there, exactly as a fresh one does."""
+    from citeline.engine import CitelineError
+
+    long_heading = "# " + "x" * 1100 + "\n"
+    cases = [
+        {"a.md": "---\nid: same\n---\nalpha\n", "b.md": "---\nid: same\n---\nalpha\n"},
+        {"a.md": "alpha\n", "b.md": long_heading + "alpha\n"},
+    ]
+    for files in cases:
+        bundle = Path(make_bundle(files))
+        time.sleep(0.06)
+        errors = []
+        for engine in (
+            Engine(cache=tmp_path / "checks"),
+            Engine(cache=tmp_path / "checks"),
+            Engine(reread=True),
+        ):
+            analysed.clear()
+            with pytest.raises(CitelineError) as err:
+                engine.search(bundle, {"query": "alpha"})
+            errors.append(err.value.to_json())
+        assert errors[0] == errors[1] == errors[2]
+        assert errors[0]["error"]["code"] in ("bundle_invalid", "resource_limit")

@@ -662,7 +662,7 @@ def test_search_arbitrary_files(files: dict[str, bytes], query: str, skip: bool)
         )
 
 
-@at_least("concepts files", 40)
+@at_least("concepts files", 30)  # of 100: about 40-60 are results (seen 39-58)
 @FILES
 @given(bundles, mostly(st.sampled_from(["a", "é", "dir/", "d", "A.M"]), st.just("")), st.booleans())
 def test_concepts_arbitrary_files(files: dict[str, bytes], query: str, skip: bool) -> None:
