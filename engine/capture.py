@@ -7,7 +7,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from operator import itemgetter
@@ -49,7 +49,7 @@ class CapturedFile:
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     root: str
-    files: tuple[CapturedFile, ...]  # sorted by path (code point order)
+    files: Sequence[CapturedFile]  # sorted by path (code point order)
     revision: str
     known: Known | None = None  # the stat index after this capture
     read: int = 0  # files this capture read from disk
@@ -612,6 +612,22 @@ def capture(
         # as many): the snapshot of the capture that made `known`, already checked against
         # these same limits.
         return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0)
+    if (
+        known is not None
+        and previous is not None
+        and not overlay
+        and len(found) == len(previous)
+        and getattr(found, "unread", 1) == 0
+        and known.paths_max is not None
+        and known.sizes is not None
+    ):
+        # The same, in a new process (or under new settings): the records are `known`'s,
+        # in its order, and the limits are checked against the maxima it keeps.
+        _check_known(known, limits, settings.advice, found)
+        records = Records(list(previous), list(previous.values()), frozenset(settings.reserved))
+        captured = Captured(records, (settings.reserved, settings.limits))
+        after = Known(previous, known.revision, captured, known.paths_max, known.sizes)
+        return Snapshot(str(Path(root)), records, known.revision, after, 0)
     found.sort(key=_path)
     paths_max = _check_paths(found, limits, settings.advice, known, previous)
     reserved = set(settings.reserved)
@@ -690,8 +706,56 @@ def capture(
             for f in files
         )
         captured = Captured(records, (settings.reserved, settings.limits))
-    after = Known(states, disk, captured, paths_max)
+    # (with unsaved text the sizes read are the editor's: kept only for the disk's)
+    sizes = None if overlay else (total, max((f.size for f in files), default=0))
+    after = Known(states, disk, captured, paths_max, sizes)
     return Snapshot(str(Path(root)), tuple(files), revision, after, read)
+
+
+class Records(Sequence[CapturedFile]):
+    """A capture's files, made from the stat index when asked for: a new process that finds
+    every file unchanged needs a handful of them (the files holding hits), not 40,000."""
+
+    __slots__ = ("paths", "reserved", "states")
+
+    def __init__(self, paths: list[str], states: list[FileState], reserved: frozenset[str]) -> None:
+        self.paths = paths
+        self.states = states
+        self.reserved = reserved
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> CapturedFile:  # type: ignore[override]
+        path = self.paths[i]
+        state = self.states[i]
+        return CapturedFile(path, state.stat[2], state.sha256, path in self.reserved)
+
+
+def _check_known(
+    known: Known, limits: Limits, advice: str, found: list[tuple[str, object]]
+) -> None:
+    """SPEC §2's capture limits for the files `known` holds, from the maxima it keeps; the
+    full checks (in path order) when one is over, to report the file that is."""
+    assert known.paths_max is not None and known.sizes is not None
+    longest, deepest = known.paths_max
+    total, biggest = known.sizes
+    if len(found) > limits.max_files:  # pragma: no cover - the walk raised it already
+        raise limit_error("max_files", len(found), limits.max_files, advice=advice)
+    if longest > limits.max_path_bytes or deepest > limits.max_path_components:
+        found.sort(key=_path)
+        _check_paths(found, limits, advice)
+    if biggest > limits.max_file_bytes or total > limits.max_total_bytes:
+        running = 0
+        for rel, state in known.files.items():
+            size = state.stat[2]
+            if size > limits.max_file_bytes:
+                raise limit_error(
+                    "max_file_bytes", size, limits.max_file_bytes, path=rel, advice=advice
+                )
+            running += size
+            if running > limits.max_total_bytes:
+                raise limit_error("max_total_bytes", running, limits.max_total_bytes, advice=advice)
 
 
 def _disk_records(files: list[CapturedFile], states: Mapping[str, FileState]) -> list[CapturedFile]:

@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 
 MAGIC = b"CTL"
-FORMAT = 2
+FORMAT = 3  # bumped whenever the layout of any blob changes
 _ORDER = b"L" if sys.byteorder == "little" else b"B"
 _HEADER = len(MAGIC) + 1 + 1 + 1 + 4  # magic, kind, format, byte order, crc32
 _SEP = "\x00"

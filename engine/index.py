@@ -89,7 +89,6 @@ class Index:
                 key=lambda p: p.path,
             )
         )
-        self.paths = frozenset(p for b in self.blocks for p in b.paths)
         self._pre: list[float] | None = None
         self._where: OrderedDict[str, tuple[Where, ...]] = OrderedDict()
         self._checked = checked

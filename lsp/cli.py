@@ -498,6 +498,13 @@ def with_limit_advice(err: Any, advice: str) -> Any:
 
 
 def run_query(args: argparse.Namespace) -> int:
+    import gc
+
+    # One request per process: reference counting frees what it no longer needs, and the
+    # cyclic collector would only walk the tens of thousands of records a big workspace
+    # loads (about a tenth of a warm call on the tldr pages).
+    gc.disable()
+
     from citeline.engine import CitelineError, Engine
     from citeline.engine.parallel import default_workers
 
