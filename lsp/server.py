@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import functools
+import gc
 import heapq
 import itertools
 import json
