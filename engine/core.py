@@ -100,9 +100,10 @@ class Engine:
             store = Store(folder) if cache_bytes is None else Store(folder, cache_bytes)
             self.reuse.use_store(store)
 
-    def close(self) -> None:
-        """Stop the worker processes, if any were started, and close the cache."""
-        self.workers.close()
+    def close(self, wait: bool = False) -> None:
+        """Stop the worker processes, if any were started, and close the cache (`wait`: see
+        parallel.Workers.close; a process about to exit normally passes True)."""
+        self.workers.close(wait)
         self.reuse.store.close()
 
     def changed(self, bundle: Bundle, paths: Sequence[str] | None = None) -> None:

@@ -121,14 +121,17 @@ class Workers:
             self._discard()
             return [Result(self, None) for _ in jobs]
 
-    def _discard(self) -> None:
+    def _discard(self, wait: bool = False) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             # The owner may leave at once (os._exit): do not leave workers mid-parse.
             for proc in list(getattr(pool, "_processes", {}).values()):
                 proc.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=wait, cancel_futures=True)
 
-    def close(self) -> None:
-        self._discard()
+    def close(self, wait: bool = False) -> None:
+        """Stop the workers. `wait`: also join the pool's manager thread — before a normal
+        interpreter exit, whose clean-up would otherwise wake that thread through a pipe
+        the pool may already have closed (an "Exception ignored … Bad file descriptor")."""
+        self._discard(wait)

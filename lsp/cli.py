@@ -515,6 +515,7 @@ def run_query(args: argparse.Namespace) -> int:
     progress = render.ProgressBar()
     recall: dict[str, Any] | None = None
     recall_error: Any = None
+    engine = None
     try:
         settings = settings_from(args)
         request = request_from(args)
@@ -540,6 +541,9 @@ def run_query(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         progress.clear()
         return report(CitelineError("cancelled", "Interrupted; nothing was returned."), args.json)
+    finally:
+        if engine is not None:
+            engine.close(wait=True)  # workers gone before the interpreter's own clean-up
     progress.clear()
     if args.json:
         from citeline.engine.present import encode
