@@ -82,3 +82,19 @@ def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(cap, "read_file", counting)
     return reads
+
+
+@pytest.fixture
+def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SHA-256 of each file the engine analyses from now on (one entry per analysis)."""
+    from citeline.engine import build
+
+    seen: list[str] = []
+    real = build._analysis
+
+    def counting(data: bytes, sha256: str, *args: object) -> object:
+        seen.append(sha256)
+        return real(data, sha256, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "_analysis", counting)
+    return seen

@@ -18,7 +18,6 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -60,21 +59,6 @@ def answers(engine: Engine, bundle: Path) -> list[str]:
 
 def reference(bundle: Path) -> list[str]:
     return answers(Engine(SETTINGS, reread=True, hold_bytes=0), bundle)
-
-
-@pytest.fixture
-def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from citeline.engine import build
-
-    seen: list[str] = []
-    real = build._analysis
-
-    def counting(data: bytes, sha256: str, *args: Any) -> Any:
-        seen.append(sha256)
-        return real(data, sha256, *args)
-
-    monkeypatch.setattr(build, "_analysis", counting)
-    return seen
 
 
 def test_a_new_engine_on_a_warm_cache_reads_and_analyses_nothing(

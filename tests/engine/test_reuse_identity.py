@@ -113,22 +113,6 @@ def run(engine: Engine, root: Path, case: Case) -> str:
     return encode({"query": query, "symbols": [asdict(h) for h in hits]})
 
 
-@pytest.fixture
-def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The SHA-256 of each file analysed from now on (one entry per analysis)."""
-    from citeline.engine import build
-
-    seen: list[str] = []
-    real = build._analysis
-
-    def counting(data: bytes, sha256: str, *args: Any) -> Any:
-        seen.append(sha256)
-        return real(data, sha256, *args)
-
-    monkeypatch.setattr(build, "_analysis", counting)
-    return seen
-
-
 def fresh() -> Engine:
     """An engine that reads and analyses every file on every request, caching nothing."""
     return Engine(SETTINGS, reread=True, hold_bytes=0)
