@@ -29,7 +29,7 @@ from .requests import ConceptsRequest, Relevance, SearchRequest
 from .reuse import Reuse, bundle_key
 from .reuse.store import Store, default_folder
 from .snippets import snippet
-from .terms import WORD_RE, Tokenizer, normalise, query_terms
+from .terms import Tokenizer, normalise, query_terms, word_re
 
 if TYPE_CHECKING:
     from .layout import Layout, ParseIssue
@@ -346,14 +346,15 @@ class Engine:
             else Relevance.from_mapping(relevance or {})
         )
         settings = settings or self.settings
-        base_terms = WORD_RE.findall(normalise(query))
+        folded = normalise(query)
+        base_terms = word_re(folded).findall(folded)
 
         def answer(p: Prepared) -> list[SectionHit]:
             idx = p.index
             if not base_terms:
                 return [_section_hit(idx.section(g), 0.0, ()) for g in idx.listing(list_cap)]
             terms = query_terms(query, rel.tokenizer)
-            prefix = bool(WORD_RE.fullmatch(query[-1:]))
+            prefix = bool(word_re(query[-1:]).fullmatch(query[-1:]))
             ranked = rank(idx, terms, match_any=rel.match == "any", prefix_last=prefix, limit=cap)
             return [_section_hit(idx.section(s.section), s.score, s.matched) for s in ranked.best]
 

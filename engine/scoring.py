@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from .terms import CJK_RE
+from .terms import cjk_re
 
 # The Snowball project's English stop word list (snowballstem.org, BSD licence), without
 # the contractions: the tokenizer splits those at the apostrophe.
@@ -95,7 +95,7 @@ class QueryPlan:
 
 
 def is_cjk_bigram(term: str) -> bool:
-    return len(term) == 2 and CJK_RE.fullmatch(term) is not None
+    return len(term) == 2 and cjk_re().fullmatch(term) is not None
 
 
 def chains(terms: Sequence[str]) -> list[int]:

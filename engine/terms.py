@@ -13,26 +13,48 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import pairwise
 
 from .errors import CitelineError, schema_error
 from .limits import MAX_QUERY_CODEPOINTS, MAX_QUERY_TERMS, MAX_TERM_CODEPOINTS
 from .unicode_tables import CJK_RANGES, bmp_part, word_class
 
-_WORD_CLASS = word_class()
-WORD_RE = re.compile(f"[{_WORD_CLASS}]+")
-_WORD_BMP_RE = re.compile(f"[{bmp_part(_WORD_CLASS)}]+")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+# The word and CJK classes are large: compiling them costs milliseconds, and the command
+# line's start-up is part of every call, so each is compiled when first needed (module
+# attributes WORD_RE and CJK_RE, and the getters below).
+
+
+@cache
+def _word_full() -> re.Pattern[str]:
+    return re.compile(f"[{word_class()}]+")
+
+
+@cache
+def _word_bmp() -> re.Pattern[str]:
+    return re.compile(f"[{bmp_part(word_class())}]+")
+
+
+@cache
+def cjk_re() -> re.Pattern[str]:
+    return re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES) + "]+")
 
 
 def word_re(text: str) -> re.Pattern[str]:
     """The word pattern to use for `text`: the fast BMP-only one unless it has astral chars."""
-    return WORD_RE if _ASTRAL.search(text) else _WORD_BMP_RE
+    return _word_full() if _ASTRAL.search(text) else _word_bmp()
 
 
-_CJK_CLASS = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES)
-CJK_RE = re.compile(f"[{_CJK_CLASS}]+")
+def __getattr__(name: str) -> re.Pattern[str]:
+    if name == "WORD_RE":
+        return _word_full()
+    if name == "CJK_RE":
+        return cjk_re()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _NFC = unicodedata.normalize
 # An ASCII run that needs `identifiers=split`: a case change inside the word, an acronym
 # followed by a capitalised word, or a letter-digit join. Runs without one are most runs.
@@ -161,9 +183,9 @@ class Tokenizer:
 
     def _refine(self, word: str) -> Iterator[tuple[str, int, int]]:
         """Split one normalised word into final tokens with offsets inside the word."""
-        if self.cjk == "bigrams" and CJK_RE.search(word):
+        if self.cjk == "bigrams" and cjk_re().search(word):
             pos = 0
-            for m in CJK_RE.finditer(word):
+            for m in cjk_re().finditer(word):
                 if m.start() > pos:
                     yield self._finish(word[pos : m.start()]), pos, m.start()
                 s, e = m.span()
@@ -227,7 +249,7 @@ class Tokenizer:
                 continue
             for piece, ps, pe in self._refine(word):
                 # A part's CJK stretch is already among its whole token's bigrams.
-                if part and self.cjk == "bigrams" and CJK_RE.match(word, ps):
+                if part and self.cjk == "bigrams" and cjk_re().match(word, ps):
                     continue
                 if exact:
                     yield piece, rs + ws + ps, rs + ws + pe
@@ -323,7 +345,7 @@ class QueryTerms(tuple[str, ...]):
 
 
 def _is_bigram(token: str) -> bool:
-    return len(token) == 2 and CJK_RE.fullmatch(token) is not None
+    return len(token) == 2 and cjk_re().fullmatch(token) is not None
 
 
 def _chains(query: str, terms: tuple[str, ...], tokenizer: Tokenizer) -> list[int]:
