@@ -12,7 +12,7 @@ from sys import intern
 from .layout import Layout, ParseIssue, decode, layout, line_index
 from .limits import MAX_HEADING_BYTES
 from .options import AnalysisOptions
-from .sections import Heading, Structure, cut, headings
+from .sections import Heading, Structure, cut, find_headings, headings
 
 # Field weights of SPEC §5 (and §13's outline field).
 W_RAW, W_HEADING, W_TITLE, W_OUTLINE = 1, 3, 2, 2
@@ -76,11 +76,21 @@ def analyse_with_structure(
     data: bytes, options: AnalysisOptions = AnalysisOptions()
 ) -> tuple[FileAnalysis, Structure | ParseIssue]:
     """The analysis and the structure it was built on, from one decode and one parse."""
+    return analyse_parsed(data, options)[:2]  # type: ignore[return-value]
+
+
+def analyse_parsed(
+    data: bytes, options: AnalysisOptions = AnalysisOptions()
+) -> tuple[FileAnalysis, Structure | ParseIssue, bool]:
+    """As analyse_with_structure, and whether finding the structure was worth remembering:
+    it needed the block parser or front matter (a simple file's headings are found again
+    faster than a remembered structure is read back)."""
     lay = layout(data)
     if isinstance(lay, ParseIssue):
-        return failed(lay), lay
-    heads = headings(lay)
-    return _analyse(lay, heads, options), Structure(lay.front, lay.body_line, tuple(heads))
+        return failed(lay), lay, True
+    heads, parsed = find_headings(lay)
+    found = Structure(lay.front, lay.body_line, tuple(heads))
+    return _analyse(lay, heads, options), found, parsed or lay.body_line > 0
 
 
 def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> FileAnalysis:

@@ -22,7 +22,7 @@ from .analysis import (
     AnalysisOptions,
     FileAnalysis,
     analyse,
-    analyse_with_structure,
+    analyse_parsed,
     decode_structure,
     encode_structure,
 )
@@ -186,10 +186,11 @@ def _analysis(
             return analyse(data, options, decode_structure(blob))
         except Corrupt:
             pass  # parse afresh
-    result, found = analyse_with_structure(data, options)
-    blob = encode_structure(found)
-    known[sha256] = blob
-    fresh.append((sha256, blob))
+    result, found, worth = analyse_parsed(data, options)
+    if worth:
+        blob = encode_structure(found)
+        known[sha256] = blob
+        fresh.append((sha256, blob))
     return result
 
 

@@ -73,8 +73,14 @@ def parser_input(lay: Layout) -> str:
 
 
 def headings(lay: Layout) -> list[Heading]:
+    return find_headings(lay)[0]
+
+
+def find_headings(lay: Layout) -> tuple[list[Heading], bool]:
+    """The headings, and whether the block parser was needed for them (False when the file
+    was simple enough for engine/simple.py, or had no body)."""
     if lay.body_line >= lay.line_count:
-        return []
+        return [], False
     source = parser_input(lay)
     # Link reference definitions collected by the block pass resolve `[text][ref]` in headings.
     env: dict = {}
@@ -98,7 +104,7 @@ def headings(lay: Layout) -> list[Heading]:
         else:
             text = content  # no character any inline rule acts on: the text is the content
         found.append(Heading(first, level, text, end))
-    return found
+    return found, simple is None
 
 
 _BREAKS = ("softbreak", "hardbreak")
