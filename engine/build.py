@@ -26,7 +26,7 @@ from .analysis import (
     decode_structure,
     encode_structure,
 )
-from .blocks import ANALYSIS_VERSION, Block, Input, build
+from .blocks import Block, Input, build
 from .cancel import CancelToken
 from .capture import CapturedFile
 from .codec import Corrupt
@@ -59,10 +59,6 @@ class Built:
     index: Index
     new_blocks: tuple[Block, ...]  # blocks this update made (to store)
     stored: frozenset[str] = frozenset()  # keys of those already stored, as they arrived
-
-
-def structure_key(sha256: str) -> str:
-    return f"{ANALYSIS_VERSION}:{sha256}"
 
 
 def update(

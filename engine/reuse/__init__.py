@@ -57,10 +57,6 @@ class Held:
                 self._items.move_to_end(sha256)
             return data
 
-    def mapping(self) -> dict[str, bytes]:
-        with self._lock:
-            return dict(self._items)
-
     def put(self, items: Sequence[tuple[str, bytes]]) -> None:
         if self.max_bytes <= 0:
             return
@@ -206,12 +202,6 @@ class Reuse:
         self.structures = Structures(store)
         if old is not store:
             old.close()
-
-    def forget(self) -> None:
-        """Drop everything held in memory (the persistent cache stays)."""
-        with self._lock:
-            self._known.clear()
-            self._live.clear()
 
 
 def _manifest_key(key: tuple[str, str, tuple[str, ...]]) -> str:
