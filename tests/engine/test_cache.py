@@ -163,11 +163,11 @@ def test_another_analysis_version_is_not_used(
     bundle: Path, tmp_path: Path, analysed: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Blocks and structures are keyed by the engine's analysis version."""
-    from citeline.engine import blocks, build, reuse
+    from citeline.engine import blocks, reuse
 
     cache = tmp_path / "cache"
     expected = _filled(bundle, cache)
-    for module in (blocks, build, reuse):
+    for module in (blocks, reuse):
         monkeypatch.setattr(module, "ANALYSIS_VERSION", "another")
     analysed.clear()
     assert answers(Engine(SETTINGS, cache=cache), bundle) == expected
