@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import bisect
 import os
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .blocks import options_key
@@ -56,6 +58,15 @@ class SectionHit:
     matched: tuple[str, ...]
 
 
+@dataclass(slots=True)
+class _Flight:
+    """A capture in progress, that requests which arrived before it started may share."""
+
+    started: float
+    done: threading.Event = field(default_factory=threading.Event)
+    snapshot: Snapshot | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A request's snapshot and its checked index."""
@@ -89,6 +100,8 @@ class Engine:
         self.reuse = Reuse(Store(None), hold_bytes)
         self.use_cache(cache, cache_bytes)
         self.reread = reread
+        self._flights: dict[tuple[str, Settings], _Flight] = {}  # captures in progress
+        self._flights_lock = threading.Lock()
 
     def use_cache(
         self, cache: str | os.PathLike[str] | bool | None, cache_bytes: int | None = None
@@ -121,9 +134,49 @@ class Engine:
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
         overlay: Mapping[str, bytes] | None = None,
+        fresh_after: float | None = None,
     ) -> Snapshot:
+        """A fresh snapshot of the bundle.
+
+        `fresh_after` (a time.monotonic() reading: when the request arrived) lets a request
+        share a capture of the same bundle and settings that another request started at or
+        after that moment: it is then as fresh as one of its own (requests an editor sends
+        together, or that waited for the warm-up, walk the workspace once).
+        """
         settings = settings or self.settings
         key = bundle_key(bundle)
+        if fresh_after is None or overlay:
+            return self._capture(bundle, key, settings, cancel, progress, overlay)
+        flight_key = (key, settings)
+        with self._flights_lock:
+            flight = self._flights.get(flight_key)
+        if flight is not None and flight.started >= fresh_after:
+            while not flight.done.wait(0.05):
+                if cancel is not None:
+                    cancel.check()
+            if flight.snapshot is not None:
+                return flight.snapshot
+        flight = _Flight(time.monotonic())
+        with self._flights_lock:
+            self._flights[flight_key] = flight
+        try:
+            flight.snapshot = self._capture(bundle, key, settings, cancel, progress, None)
+            return flight.snapshot
+        finally:
+            flight.done.set()
+            with self._flights_lock:
+                if self._flights.get(flight_key) is flight:
+                    del self._flights[flight_key]
+
+    def _capture(
+        self,
+        bundle: Bundle,
+        key: str,
+        settings: Settings,
+        cancel: CancelToken | None,
+        progress: Progress | None,
+        overlay: Mapping[str, bytes] | None,
+    ) -> Snapshot:
         reuse = self.reuse
         known = None if self.reread else reuse.known(key)
         clock, marked = reuse.marks.current(key)
@@ -194,6 +247,7 @@ class Engine:
         overlay: Mapping[str, bytes] | None,
         then: Callable[[Prepared], T],
         check: bool = True,
+        fresh_after: float | None = None,
     ) -> T:
         """Capture, index, check and run `then` (see _captured)."""
 
@@ -211,7 +265,7 @@ class Engine:
                 idx.check(settings)
             return then(Prepared(snap, idx, fetch))
 
-        return self._captured(bundle, settings, cancel, progress, overlay, indexed)
+        return self._captured(bundle, settings, cancel, progress, overlay, indexed, fresh_after)
 
     def _captured(
         self,
@@ -221,9 +275,11 @@ class Engine:
         progress: Progress | None,
         overlay: Mapping[str, bytes] | None,
         then: Callable[[Snapshot, Fetcher], T],
+        fresh_after: float | None = None,
     ) -> T:
         """Capture and run `then` with the snapshot and a Fetcher of its files' bytes; again
         if a file changed meanwhile (the Fetcher found other bytes than the records name).
+        `fresh_after`: see capture() (only the first attempt shares a capture).
 
         The last attempt reads every file, so all its bytes are at hand and it cannot fail so.
         What the request leaves for the cache is written in one transaction at its end.
@@ -231,7 +287,12 @@ class Engine:
         with self.reuse.store.batch():
             for attempt in range(ATTEMPTS):
                 snap = self.capture(
-                    bundle, settings=settings, cancel=cancel, progress=progress, overlay=overlay
+                    bundle,
+                    settings=settings,
+                    cancel=cancel,
+                    progress=progress,
+                    overlay=overlay,
+                    fresh_after=fresh_after if attempt == 0 else None,
                 )
                 with Fetcher(snap, self.reuse.held.get) as fetch:
                     try:
@@ -254,6 +315,7 @@ class Engine:
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
         overlay: Mapping[str, bytes] | None = None,
+        fresh_after: float | None = None,
     ) -> dict[str, Any]:
         req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
         rel = req.relevance
@@ -284,7 +346,16 @@ class Engine:
                 result["skipped"] = [x.to_json() for x in p.index.problems]
             return result
 
-        result = self._prepared(bundle, rel.analysis, settings, cancel, progress, overlay, answer)
+        result = self._prepared(
+            bundle,
+            rel.analysis,
+            settings,
+            cancel,
+            progress,
+            overlay,
+            answer,
+            fresh_after=fresh_after,
+        )
         return check_size(result, settings.limits, settings.advice)
 
     def _hit(
@@ -335,6 +406,7 @@ class Engine:
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
         overlay: Mapping[str, bytes] | None = None,
+        fresh_after: float | None = None,
     ) -> list[SectionHit]:
         """As-you-type section search: the last term also matches as a prefix.
 
@@ -358,7 +430,16 @@ class Engine:
             ranked = rank(idx, terms, match_any=rel.match == "any", prefix_last=prefix, limit=cap)
             return [_section_hit(idx.section(s.section), s.score, s.matched) for s in ranked.best]
 
-        return self._prepared(bundle, rel.analysis, settings, cancel, progress, overlay, answer)
+        return self._prepared(
+            bundle,
+            rel.analysis,
+            settings,
+            cancel,
+            progress,
+            overlay,
+            answer,
+            fresh_after=fresh_after,
+        )
 
     # -- concept search (SPEC §9) ---------------------------------------------------------
 
@@ -370,6 +451,7 @@ class Engine:
         settings: Settings | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
+        fresh_after: float | None = None,
     ) -> dict[str, Any]:
         req = (
             request if isinstance(request, ConceptsRequest) else ConceptsRequest.from_json(request)
@@ -402,7 +484,16 @@ class Engine:
                 result["skipped"] = [x.to_json() for x in p.index.problems]
             return result
 
-        result = self._prepared(bundle, AnalysisOptions(), settings, cancel, progress, None, answer)
+        result = self._prepared(
+            bundle,
+            AnalysisOptions(),
+            settings,
+            cancel,
+            progress,
+            None,
+            answer,
+            fresh_after=fresh_after,
+        )
         return check_size(result, settings.limits, settings.advice)
 
     # -- line search (SPEC §8) ------------------------------------------------------------
@@ -416,6 +507,7 @@ class Engine:
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
         overlay: Mapping[str, bytes] | None = None,
+        fresh_after: float | None = None,
     ) -> dict[str, Any]:
         from .lines import LinesRequest, search_lines
 
@@ -425,7 +517,7 @@ class Engine:
         def answer(snap: Snapshot, fetch: Fetcher) -> dict[str, Any]:
             return search_lines(snap, req, fetch, cancel=cancel, skip_invalid=settings.skip_invalid)
 
-        result = self._captured(bundle, settings, cancel, progress, overlay, answer)
+        result = self._captured(bundle, settings, cancel, progress, overlay, answer, fresh_after)
         return check_size(result, settings.limits, settings.advice)
 
     # -- editor helpers -------------------------------------------------------------------

@@ -520,6 +520,9 @@ class CitelineServer(LanguageServer):
     # -- features ------------------------------------------------------------------------
 
     async def run_command(self, params: types.ExecuteCommandParams) -> dict[str, Any]:
+        # When the request arrived: a capture started after it (by a request that waited
+        # beside it for the warm-up, say) is as fresh as its own (Engine.capture).
+        arrived = time.monotonic()
         args = params.arguments or []
         try:
             if len(args) != 1:
@@ -551,7 +554,13 @@ class CitelineServer(LanguageServer):
 
         def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
             return method(
-                bundle, request, settings=settings, cancel=cancel, progress=progress, **extra
+                bundle,
+                request,
+                settings=settings,
+                cancel=cancel,
+                progress=progress,
+                fresh_after=arrived,
+                **extra,
             )
 
         try:
@@ -569,6 +578,7 @@ class CitelineServer(LanguageServer):
         opts = self.options
         engine = self.engine
         query = params.query
+        arrived = time.monotonic()
         overlays = {path: self.overlay(path) for path in folders}
 
         def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
@@ -584,6 +594,7 @@ class CitelineServer(LanguageServer):
                     cancel=cancel,
                     progress=progress,
                     overlay=overlays[path],
+                    fresh_after=arrived,
                 )
                 per_folder.append([(path, h) for h in hits])
             if len(per_folder) == 1:

@@ -327,3 +327,48 @@ def test_a_file_changed_after_capture_is_never_cited_with_old_bytes(
     import hashlib
 
     assert hit["content_sha256"] == hashlib.sha256(b"# A\nalpha two two\n").hexdigest()
+
+
+def test_requests_that_arrived_before_a_capture_share_it(make_bundle, monkeypatch) -> None:
+    """A capture that started after a request arrived is as fresh as the request's own:
+    requests waiting together (for the warm-up, say) walk the workspace once. One that
+    arrives after the capture started gets its own."""
+    import threading
+
+    from citeline.engine import core
+
+    bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "beta\n"})
+    engine = Engine()
+    real = core.capture
+    walks: list[float] = []
+
+    def slow_capture(*args, **kwargs):
+        walks.append(time.monotonic())
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "capture", slow_capture)
+    arrived = time.monotonic()
+    results: list[dict] = []
+
+    def ask(query: str, fresh_after: float | None) -> None:
+        results.append(engine.search(bundle, {"query": query}, fresh_after=fresh_after))
+
+    threads = [threading.Thread(target=ask, args=(q, arrived)) for q in ("alpha", "beta")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(walks) == 1  # one walk for both
+    assert sorted(r["hits"][0]["path"] for r in results) == ["a.md", "b.md"]
+    assert results[0]["snapshot_revision"] == results[1]["snapshot_revision"]
+
+    # arriving after a capture started, or without an arrival time: a capture of its own
+    walks.clear()
+    first = threading.Thread(target=ask, args=("alpha", time.monotonic()))
+    first.start()
+    time.sleep(0.1)
+    ask("beta", time.monotonic())  # arrived after the other's capture began
+    first.join()
+    ask("beta", None)
+    assert len(walks) == 3
