@@ -20,6 +20,19 @@ _BLOCK = MarkdownIt("commonmark").disable(["inline", "text_join"])
 _INLINE = MarkdownIt("commonmark").disable("text_join")
 
 
+def _rules_compiled(md: MarkdownIt) -> MarkdownIt:
+    """Each ruler builds its rule lists on first use, in place: a second thread parsing
+    meanwhile (the server's requests are threads) could read a half-built list and skip
+    rules. Built once here, at import, they are only ever read."""
+    for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):
+        ruler.getRules("")
+    return md
+
+
+_rules_compiled(_BLOCK)
+_rules_compiled(_INLINE)
+
+
 def _quiet_block_rules() -> None:
     """markdown-it's block rules each log their entry at DEBUG: 400,000 calls for 2,500
     small files, a fifth of the block parse, though that level is never on. While it is off

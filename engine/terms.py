@@ -10,6 +10,7 @@ by run.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -72,11 +73,18 @@ def _stem(word: str) -> str:
     return _english().stemWord(word)
 
 
-@lru_cache(maxsize=1)
-def _english():  # type: ignore[no-untyped-def]
-    import snowballstemmer
+# A Snowball stemmer holds the word it is stemming in the object itself: one shared by the
+# server's request threads mixes their words up (wrong stems, or IndexError). One per thread.
+_STEMMERS = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+def _english():  # type: ignore[no-untyped-def]
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 def _char_class(c: str) -> str:

@@ -262,7 +262,8 @@ class LspClient:
         self.stderr_lines: list[str] = []
         self.diagnostics = 0
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     @property
     def pid(self) -> int:
@@ -365,3 +366,4 @@ class LspClient:
         except Exception:
             self.proc.kill()
             self.proc.wait(timeout=30)
+        self._stderr_reader.join(timeout=5)  # the last lines the server wrote are kept

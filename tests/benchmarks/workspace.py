@@ -495,9 +495,13 @@ def start_server(run: Launcher, root: Path, cache: str, query: str, profile: str
         t_search, search_message = client.wait(search)
         symbols = _result("workspace/symbol", sym_message)
         found = _result("citeline.search", search_message)
-    except BaseException:
+    except BaseException as exc:
         memory.stop()
         client.close()
+        # the server logs a bug's traceback on stderr: keep it with the failure
+        tail = "\n".join(client.stderr_lines[-40:])
+        if isinstance(exc, Exception) and tail:
+            raise RuntimeError(f"{exc}\nserver stderr:\n{tail}") from exc
         raise
     first, both = min(t_sym, t_search), max(t_sym, t_search)
     start = {

@@ -187,3 +187,15 @@ def test_cut_skips_front_matter_lines() -> None:
     lay = lay_of("---\nid: x\n---\n# H\n")
     spans = cut(lay, headings(lay))
     assert [(s.first, s.last) for s in spans] == [(3, 3)]
+
+
+def test_parsers_rule_lists_are_built_before_any_thread_parses() -> None:
+    """markdown-it builds a ruler's rule lists on first use, in place; two request threads
+    parsing first at once could see a half-built list and skip rules. The engine's parsers
+    have them built at import, so parsing only ever reads them."""
+    from citeline.engine import sections
+
+    for md in (sections._BLOCK, sections._INLINE):
+        for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):
+            assert ruler.__cache__ is not None
+            assert ruler.__cache__[""], "an empty chain would parse nothing"

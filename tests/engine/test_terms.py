@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from citeline.engine import CitelineError, Engine
+from citeline.engine import CitelineError, Engine, terms
 from citeline.engine.terms import (
     MAX_QUERY_TERMS,
     MAX_TERM_CODEPOINTS,
@@ -143,3 +143,51 @@ def test_check_term_limits_term_count() -> None:
 def test_term_limit_counts_distinct_terms() -> None:
     query = " ".join(f"w{i}" for i in range(MAX_QUERY_TERMS)) + " W0 w1"
     assert len(query_terms(query)) == MAX_QUERY_TERMS
+
+
+# -- threads ----------------------------------------------------------------------------------
+
+
+def test_stemming_is_right_when_threads_stem_at_once() -> None:
+    """The server's requests run in threads: a symbol search and a search that arrive
+    together both stem under `recall`. A Snowball stemmer keeps its word in the object while
+    it works, so one shared between threads mixed their words up (and failed with
+    IndexError: string index out of range); each thread must stem with its own."""
+    import sys
+    import threading
+
+    import snowballstemmer
+
+    words = [f"{stem}{n}ing" for stem in ("connect", "runn", "organiz", "hop") for n in "abcdefgh"]
+    words += [w + "ations" for w in words] + [w + "ly" for w in words]
+    reference = snowballstemmer.stemmer("english")
+    expected = {w: reference.stemWord(w) for w in words}
+    failures: list[str] = []
+    start = threading.Barrier(6)
+
+    def stem_all(offset: int) -> None:
+        start.wait()
+        for round_ in range(40):
+            terms._stem.cache_clear()  # each call reaches the stemmer, not the memo
+            for w in words[offset:] + words[:offset]:
+                try:
+                    got = terms._stem(w)
+                except IndexError as exc:
+                    failures.append(f"{w}: {exc}")
+                    return
+                if got != expected[w]:
+                    failures.append(f"{w}: {got!r} != {expected[w]!r} (round {round_})")
+                    return
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=stem_all, args=(i * 7,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+        terms._stem.cache_clear()
+    assert not failures, failures[:5]
