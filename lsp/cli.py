@@ -497,6 +497,23 @@ def with_limit_advice(err: Any, advice: str) -> Any:
     return CitelineError(err.code, f"{err.message} {advice}", details)
 
 
+def leave_now(engine: Any, code: int) -> NoReturn:
+    """End the process at once after Ctrl-C, killing the workers mid-chunk.
+
+    A pool whose worker was killed cannot be shut down cleanly (its manager thread can be
+    left reading the rest of a message the worker never finished sending, and on Python
+    3.11 dies on a future the request cancelled), and the interpreter's normal exit joins
+    that thread: a Ctrl-C that hung instead of exiting. Nothing is left to write; the
+    cache is a SQLite database in WAL mode, whole after any exit.
+    """
+    if engine is not None:
+        with contextlib.suppress(Exception):  # leaving anyway
+            engine.close(wait=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def run_query(args: argparse.Namespace) -> int:
     import gc
 
@@ -540,7 +557,8 @@ def run_query(args: argparse.Namespace) -> int:
         return report(worded_for_cli(err, args), args.json)
     except KeyboardInterrupt:
         progress.clear()
-        return report(CitelineError("cancelled", "Interrupted; nothing was returned."), args.json)
+        code = report(CitelineError("cancelled", "Interrupted; nothing was returned."), args.json)
+        leave_now(engine, code)
     finally:
         if engine is not None:
             engine.close(wait=True)  # workers gone before the interpreter's own clean-up

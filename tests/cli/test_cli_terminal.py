@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -147,54 +148,92 @@ def slow_bundle(root: Path, files: int = 2000) -> Path:
     return root
 
 
-@pytest.mark.parametrize("as_json", [False, True], ids=["human", "json"])
-def test_ctrl_c_cancels_with_exit_130(tmp_path: Path, as_json: bool) -> None:
-    """A real SIGINT while the engine works: exit 130, the `cancelled` error, no hit data."""
-    bundle = slow_bundle(tmp_path / "slow")
-    args = ["search", str(bundle), "-q", "hashtable", "--max-tokens", "100000000"]
-    if as_json:
-        args.append("--json")
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # A cold first call reads 2,000 of these files in about half a second on a 2-core
+    # machine, about when the progress bar appears: 16,000 leave seconds to interrupt.
+    return slow_bundle(tmp_path_factory.mktemp("slow"), files=16000)
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    returncode: int | None  # None: still running 30 s after the signal (then killed)
+    stdout: bytes
+    terminal: str  # what stderr drew on the terminal, before and after the signal
+    seconds: float  # from the signal to the exit
+
+
+def interrupt(args: list[str], env: dict[str, str], after: float = 0.0) -> Interrupted:
+    """Run the CLI with stderr on a terminal, send SIGINT `after` seconds after its progress
+    bar appears (the engine is at work by then), and collect how it ended."""
     master, slave = pty.openpty()  # stderr on a terminal: the progress bar shows the work
+    proc = subprocess.Popen(
+        [*CLI, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env
+    )
+    os.close(slave)
     try:
-        proc = subprocess.Popen(
-            [*CLI, *args],
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            stdin=subprocess.DEVNULL,
-            env=environment(tmp_path),
-        )
-        os.close(slave)
-        slave = -1
-        # Wait for the progress bar: the engine is reading (it appears after 0.5 s of work).
         seen = b""
         deadline = time.monotonic() + 60
         while b"/" not in seen and time.monotonic() < deadline:
             ready, _, _ = select.select([master], [], [], 0.1)
             if ready:
-                seen += os.read(master, 4096)
-        assert b"/" in seen, f"no progress bar: {seen!r}"
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:  # EIO: the process closed the terminal, it has finished
+                    break
+        assert b"/" in seen, f"no progress bar (exit {proc.poll()}): {seen!r}"
+        time.sleep(after)
         assert proc.poll() is None, "finished before it could be interrupted"
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        stdout, _ = proc.communicate(timeout=30)
-        stopped = time.monotonic() - started
-        rest = read_all(master, timeout=5)
+        try:
+            stdout, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, _ = proc.communicate()
+            return Interrupted(None, stdout, seen.decode("utf-8", "replace"), 30.0)
+        seconds = time.monotonic() - started
+        seen += read_all(master, timeout=5)
     finally:
         os.close(master)
-        if slave != -1:
-            os.close(slave)
-    assert proc.returncode == 130, (stdout, seen, rest)
-    assert stopped < 10
-    terminal = (seen + rest).decode("utf-8", "replace")
-    assert "Traceback" not in terminal and "KeyboardInterrupt" not in terminal, terminal
+        if proc.poll() is None:  # a failed assertion leaves no process behind
+            proc.kill()
+            proc.wait()
+    return Interrupted(proc.returncode, stdout, seen.decode("utf-8", "replace"), seconds)
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["human", "json"])
+def test_ctrl_c_cancels_with_exit_130(slow: Path, tmp_path: Path, as_json: bool) -> None:
+    """A real SIGINT while the engine works: exit 130, the `cancelled` error, no hit data."""
+    args = ["search", str(slow), "-q", "hashtable", "--raise-limits"]
     if as_json:
-        envelope = json.loads(stdout)
+        args.append("--json")
+    run = interrupt(args, environment(tmp_path))
+    assert run.returncode == 130, run
+    assert run.seconds < 10
+    assert "Traceback" not in run.terminal and "KeyboardInterrupt" not in run.terminal, run
+    if as_json:
+        envelope = json.loads(run.stdout)
         validate("error", envelope)
         assert envelope["error"]["code"] == "cancelled"
-        assert stdout.count(b"\n") == 1
+        assert run.stdout.count(b"\n") == 1
     else:
-        assert stdout == b""  # no hit data on error
-        assert "citeline: cancelled: " in terminal
+        assert run.stdout == b""  # no hit data on error
+        assert "citeline: cancelled: " in run.terminal
+
+
+def test_ctrl_c_at_any_moment_of_the_work_exits(slow: Path, tmp_path: Path) -> None:
+    """Whenever the signal lands (workers mid-chunk, a result half sent, a chunk the request
+    already cancelled), the process exits: it once hung in the interpreter's exit, waiting
+    on the worker pool it had just killed (about one Ctrl-C in seven)."""
+    for i, after in enumerate((0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.05)):
+        run = interrupt(
+            ["search", str(slow), "-q", "hashtable", "--raise-limits"],
+            environment(tmp_path / str(i)),  # each run cold: the work is parsing
+            after=after,
+        )
+        assert run.returncode == 130, (after, run)
+        assert run.seconds < 10, (after, run.seconds)
 
 
 def test_nothing_found_exits_1(bundle: Path, tmp_path: Path) -> None:
