@@ -115,3 +115,180 @@ def mcp_front(argv: Sequence[str]) -> Any:
     return CitelineMCP(
         os.path.abspath(args.bundle), settings, cache=not args.no_cache, reread=args.reread
     )
+
+
+class LspServer:
+    """`citeline lsp` served in this process, over pipes, to a raw JSON-RPC client (the
+    framing of tests/rpc_frames.py): what tests/hardening/rpc.RawServer does with a
+    subprocess. A fresh CitelineServer each time, with the features lsp/server.py registers
+    on its module-level one (pygls binds each handler to the server it was registered on)."""
+
+    def __init__(self, log_level: str = "DEBUG") -> None:
+        import json
+        import logging
+        import queue
+        import threading
+
+        from rpc_frames import read_frame
+
+        from citeline.lsp import server as module
+
+        self.json = json
+        self.server = module.CitelineServer()
+        fm = module.server.protocol.fm
+        for name, handler in fm.features.items():
+            self.server.feature(name, fm.feature_options.get(name))(handler.func)
+        for name, handler in fm.commands.items():
+            self.server.command(name)(handler.func)
+        r_in, w_in = os.pipe()
+        r_out, w_out = os.pipe()
+        self._to_server = os.fdopen(w_in, "wb")
+        stdin, stdout, source = (
+            os.fdopen(r_in, "rb"),
+            os.fdopen(w_out, "wb"),
+            os.fdopen(r_out, "rb"),
+        )
+        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.stash: dict[Any, dict[str, Any]] = {}
+        self.log: list[str] = []
+        self.seen: list[dict[str, Any]] = []  # notifications from the server
+        self._ids = iter(range(1, 10**9))
+
+        log = self.log
+
+        class Keep(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                log.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+        self._handler = Keep()
+        self._loggers = [logging.getLogger("citeline"), logging.getLogger("pygls")]
+        self._levels = [lg.level for lg in self._loggers]
+        for lg, level in zip(self._loggers, (log_level, "WARNING"), strict=True):
+            lg.addHandler(self._handler)
+            lg.setLevel(level)
+
+        def serve() -> None:
+            try:
+                self.server.start_io(stdin, stdout)
+            finally:
+                with contextlib.suppress(OSError, ValueError):
+                    stdout.close()
+
+        def read() -> None:
+            try:
+                while (body := read_frame(source)) is not None:
+                    self.inbox.put(json.loads(body))
+            except (OSError, ValueError):
+                pass
+            finally:
+                self.inbox.put(None)
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+        threading.Thread(target=read, daemon=True).start()
+
+    # -- the process's view -----------------------------------------------------------------
+
+    def poll(self) -> int | None:
+        """None while serving, then the exit code main() would give."""
+        if self.thread.is_alive():
+            return None
+        return 1 if self.server.exit_requested and not self.server.protocol._shutdown else 0
+
+    def wait(self, timeout: float) -> int | None:
+        self.thread.join(timeout)
+        return self.poll()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._to_server.close()  # end of input: serve() returns
+        self.thread.join(10)
+        self.server.engine.close()
+        for lg, level in zip(self._loggers, self._levels, strict=True):
+            lg.removeHandler(self._handler)
+            lg.setLevel(level)
+
+    # -- messages -------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        self._to_server.write(data)
+        self._to_server.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        from rpc_frames import frame
+
+        self.write(frame(self.json.dumps({"jsonrpc": "2.0", **message}).encode()))
+
+    def request(self, method: str, params: Any = None) -> int:
+        msg_id = next(self._ids)
+        self.send(
+            {"id": msg_id, "method": method, **({} if params is None else {"params": params})}
+        )
+        return msg_id
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.send({"method": method, **({} if params is None else {"params": params})})
+
+    def next_message(self, timeout: float = 10.0) -> dict[str, Any] | None:
+        import queue
+
+        try:
+            return self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def notifications(self, method: str, timeout: float) -> list[dict[str, Any]]:
+        """The `method` notifications (params) that arrive within `timeout` seconds; other
+        messages are kept for response() or answered (server requests: null)."""
+        import time
+
+        found = []
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            message = self.next_message(left)
+            if message is None:
+                break
+            self._file(message)
+            if message.get("method") == method and "id" not in message:
+                found.append(message.get("params"))
+        return found
+
+    def _file(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:  # server → client request
+            self.send({"id": message["id"], "result": None})
+        elif "method" not in message:
+            self.stash[message.get("id")] = message
+        else:
+            self.seen.append(message)
+
+    def response(self, msg_id: Any, timeout: float = 30.0) -> dict[str, Any]:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while msg_id not in self.stash:
+            message = self.next_message(max(deadline - time.monotonic(), 0.01))
+            if message is None:
+                raise AssertionError(f"no response to {msg_id!r} within {timeout} s")
+            self._file(message)
+        return self.stash.pop(msg_id)
+
+    def call(self, method: str, params: Any = None, timeout: float = 30.0) -> dict[str, Any]:
+        return self.response(self.request(method, params), timeout)
+
+    def initialize(self, folders: Sequence[Path], **extra: Any) -> dict[str, Any]:
+        from pygls.uris import from_fs_path
+
+        uris = [from_fs_path(str(f)) for f in folders]
+        params = {
+            "processId": os.getpid(),
+            "rootUri": uris[0] if uris else None,
+            "workspaceFolders": [
+                {"uri": u, "name": f.name} for u, f in zip(uris, folders, strict=True)
+            ],
+            "capabilities": {},
+            **extra,
+        }
+        answer = self.call("initialize", params)
+        assert "result" in answer, answer
+        self.notify("initialized", {})
+        return answer
