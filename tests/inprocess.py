@@ -118,42 +118,33 @@ def mcp_front(argv: Sequence[str]) -> Any:
 
 
 class LspServer:
-    """`citeline lsp` served in this process, over pipes, to a raw JSON-RPC client (the
-    framing of tests/rpc_frames.py): what tests/hardening/rpc.RawServer does with a
-    subprocess. A fresh CitelineServer each time, with the features lsp/server.py registers
-    on its module-level one (pygls binds each handler to the server it was registered on)."""
+    """`citeline lsp` served in this process over a socket pair: what a subprocess on stdio
+    is to the tests, for mutation testing. A fresh CitelineServer each time, with the
+    features lsp/server.py registers on its module-level one (pygls binds each handler to
+    the server it was registered on). Spoken to in raw JSON-RPC (the framing of
+    tests/rpc_frames.py, as tests/hardening/rpc.RawServer does), or by a pytest-lsp client
+    (`attach`). Its log records are kept in `log`."""
 
     def __init__(self, log_level: str = "DEBUG") -> None:
-        import json
         import logging
         import queue
+        import socket
         import threading
-
-        from rpc_frames import read_frame
 
         from citeline.lsp import server as module
 
-        self.json = json
         self.server = module.CitelineServer()
         fm = module.server.protocol.fm
         for name, handler in fm.features.items():
             self.server.feature(name, fm.feature_options.get(name))(handler.func)
         for name, handler in fm.commands.items():
             self.server.command(name)(handler.func)
-        r_in, w_in = os.pipe()
-        r_out, w_out = os.pipe()
-        self._to_server = os.fdopen(w_in, "wb")
-        stdin, stdout, source = (
-            os.fdopen(r_in, "rb"),
-            os.fdopen(w_out, "wb"),
-            os.fdopen(r_out, "rb"),
-        )
+
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stash: dict[Any, dict[str, Any]] = {}
+        self.seen: list[dict[str, Any]] = []  # notifications from the server, in order
         self.log: list[str] = []
-        self.seen: list[dict[str, Any]] = []  # notifications from the server
         self._ids = iter(range(1, 10**9))
-
         log = self.log
 
         class Keep(logging.Handler):
@@ -167,25 +158,24 @@ class LspServer:
             lg.addHandler(self._handler)
             lg.setLevel(level)
 
+        self.client_socket, server_socket = socket.socketpair()
+        stdin, stdout = server_socket.makefile("rb"), server_socket.makefile("wb")
+
         def serve() -> None:
             try:
                 self.server.start_io(stdin, stdout)
             finally:
-                with contextlib.suppress(OSError, ValueError):
-                    stdout.close()
-
-        def read() -> None:
-            try:
-                while (body := read_frame(source)) is not None:
-                    self.inbox.put(json.loads(body))
-            except (OSError, ValueError):
-                pass
-            finally:
-                self.inbox.put(None)
+                # the end of the process: its stdout closes, a blocked stdin read returns
+                with contextlib.suppress(OSError):
+                    server_socket.shutdown(socket.SHUT_RDWR)
+                for stream in (stdout, stdin):
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.close()
+                server_socket.close()
 
         self.thread = threading.Thread(target=serve, daemon=True)
         self.thread.start()
-        threading.Thread(target=read, daemon=True).start()
+        self._to_server: Any = None
 
     # -- the process's view -----------------------------------------------------------------
 
@@ -199,59 +189,102 @@ class LspServer:
         self.thread.join(timeout)
         return self.poll()
 
+    def kill(self) -> None:
+        import socket
+
+        with contextlib.suppress(OSError):
+            self.client_socket.shutdown(socket.SHUT_RDWR)  # end of input: serve() returns
+
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._to_server.close()  # end of input: serve() returns
+        self.kill()
         self.thread.join(10)
+        self.client_socket.close()
         self.server.engine.close()
         for lg, level in zip(self._loggers, self._levels, strict=True):
             lg.removeHandler(self._handler)
             lg.setLevel(level)
 
-    # -- messages -------------------------------------------------------------------------
+    # -- a pytest-lsp client ----------------------------------------------------------------
+
+    async def attach(self, client: Any) -> None:
+        """Connect a pytest-lsp LanguageClient, as its start_io would to a subprocess."""
+        import asyncio
+        import logging
+
+        from pygls.io_ import run_async
+
+        reader, writer = await asyncio.open_connection(sock=self.client_socket)
+        client.protocol.set_writer(writer)
+        connection = asyncio.create_task(
+            run_async(
+                stop_event=client._stop_event,
+                reader=reader,
+                protocol=client.protocol,
+                logger=logging.getLogger("pygls.client"),
+                error_handler=client.report_server_error,
+            )
+        )
+        client._async_tasks.append(connection)
+        client._server = _Process(self)
+
+    # -- raw JSON-RPC -------------------------------------------------------------------------
+
+    def _raw(self) -> None:
+        import json
+        import threading
+
+        from rpc_frames import read_frame
+
+        if self._to_server is not None:
+            return
+        self._to_server = self.client_socket.makefile("wb")
+        source = self.client_socket.makefile("rb")
+
+        def read() -> None:
+            try:
+                while (body := read_frame(source)) is not None:
+                    self.inbox.put(json.loads(body))
+            except (OSError, ValueError):
+                pass
+            finally:
+                self.inbox.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
 
     def write(self, data: bytes) -> None:
+        self._raw()
         self._to_server.write(data)
         self._to_server.flush()
 
     def send(self, message: dict[str, Any]) -> None:
+        import json
+
         from rpc_frames import frame
 
-        self.write(frame(self.json.dumps({"jsonrpc": "2.0", **message}).encode()))
+        self.write(frame(json.dumps({"jsonrpc": "2.0", **message}).encode()))
 
     def request(self, method: str, params: Any = None) -> int:
         msg_id = next(self._ids)
-        self.send(
-            {"id": msg_id, "method": method, **({} if params is None else {"params": params})}
-        )
+        message: dict[str, Any] = {"id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
         return msg_id
 
     def notify(self, method: str, params: Any = None) -> None:
-        self.send({"method": method, **({} if params is None else {"params": params})})
+        message: dict[str, Any] = {"method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
 
     def next_message(self, timeout: float = 10.0) -> dict[str, Any] | None:
         import queue
 
+        self._raw()
         try:
             return self.inbox.get(timeout=timeout)
         except queue.Empty:
             return None
-
-    def notifications(self, method: str, timeout: float) -> list[dict[str, Any]]:
-        """The `method` notifications (params) that arrive within `timeout` seconds; other
-        messages are kept for response() or answered (server requests: null)."""
-        import time
-
-        found = []
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            message = self.next_message(left)
-            if message is None:
-                break
-            self._file(message)
-            if message.get("method") == method and "id" not in message:
-                found.append(message.get("params"))
-        return found
 
     def _file(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:  # server → client request
@@ -260,6 +293,20 @@ class LspServer:
             self.stash[message.get("id")] = message
         else:
             self.seen.append(message)
+
+    def notifications(self, method: str, timeout: float) -> list[Any]:
+        """The params of the `method` notifications that arrive within `timeout` seconds
+        (other messages are kept for response())."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        start = len(self.seen)
+        while (left := deadline - time.monotonic()) > 0:
+            message = self.next_message(left)
+            if message is None:
+                break
+            self._file(message)
+        return [m.get("params") for m in self.seen[start:] if m.get("method") == method]
 
     def response(self, msg_id: Any, timeout: float = 30.0) -> dict[str, Any]:
         import time
@@ -292,3 +339,24 @@ class LspServer:
         assert "result" in answer, answer
         self.notify("initialized", {})
         return answer
+
+
+class _Process:
+    """An in-process LspServer as pytest-lsp sees its server: asyncio's Process."""
+
+    def __init__(self, served: LspServer) -> None:
+        self.served = served
+
+    @property
+    def returncode(self) -> int | None:
+        return self.served.poll()
+
+    def kill(self) -> None:
+        self.served.kill()
+
+    async def wait(self) -> int | None:
+        import asyncio
+
+        while self.served.thread.is_alive():
+            await asyncio.sleep(0.01)
+        return self.served.poll()
