@@ -204,6 +204,27 @@ class LspServer:
             lg.removeHandler(self._handler)
             lg.setLevel(level)
 
+    # -- what tests/hardening/rpc.RawServer's users read of the process ----------------------
+
+    @property
+    def proc(self) -> _Proc:
+        return _Proc(self)
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    @property
+    def stderr(self) -> list[bytes]:
+        return [f"{line}\n".encode() for line in self.log]
+
+    def rss_kib(self) -> int:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
     # -- a pytest-lsp client ----------------------------------------------------------------
 
     async def attach(self, client: Any) -> None:
@@ -263,8 +284,8 @@ class LspServer:
 
         self.write(frame(json.dumps({"jsonrpc": "2.0", **message}).encode()))
 
-    def request(self, method: str, params: Any = None) -> int:
-        msg_id = next(self._ids)
+    def request(self, method: str, params: Any = None, msg_id: Any = None) -> Any:
+        msg_id = next(self._ids) if msg_id is None else msg_id
         message: dict[str, Any] = {"id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
@@ -322,9 +343,11 @@ class LspServer:
     def call(self, method: str, params: Any = None, timeout: float = 30.0) -> dict[str, Any]:
         return self.response(self.request(method, params), timeout)
 
-    def initialize(self, folders: Sequence[Path], **extra: Any) -> dict[str, Any]:
+    def initialize(self, folders: Path | Sequence[Path], **extra: Any) -> dict[str, Any]:
         from pygls.uris import from_fs_path
 
+        if isinstance(folders, Path):
+            folders = [folders]
         uris = [from_fs_path(str(f)) for f in folders]
         params = {
             "processId": os.getpid(),
@@ -360,3 +383,23 @@ class _Process:
         while self.served.thread.is_alive():
             await asyncio.sleep(0.01)
         return self.served.poll()
+
+
+class _Proc:
+    """An in-process LspServer as RawServer's users see its process (subprocess.Popen)."""
+
+    def __init__(self, served: LspServer) -> None:
+        self.served = served
+        self.stdin = self  # closing stdin ends the input
+
+    def close(self) -> None:
+        self.served.kill()
+
+    def poll(self) -> int | None:
+        return self.served.poll()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return self.served.wait(timeout or 30)
+
+    def kill(self) -> None:
+        self.served.kill()
