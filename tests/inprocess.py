@@ -149,9 +149,10 @@ class LspServer:
 
         class Keep(logging.Handler):
             def emit(self, record: logging.LogRecord) -> None:
-                log.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+                log.append(self.format(record))  # with the traceback, as on stderr
 
         self._handler = Keep()
+        self._handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         self._loggers = [logging.getLogger("citeline"), logging.getLogger("pygls")]
         self._levels = [lg.level for lg in self._loggers]
         for lg, level in zip(self._loggers, (log_level, "WARNING"), strict=True):
