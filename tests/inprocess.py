@@ -404,3 +404,34 @@ class _Proc:
 
     def kill(self) -> None:
         self.served.kill()
+
+
+def inject_faults(monkeypatch: Any) -> None:
+    """The faults of tests/hardening/fronts_harness.FAULTY, in this process (for a front
+    served in process): Engine calls for "boom" raise a bug. Undone with `monkeypatch`."""
+    import citeline.engine.core as core
+
+    def faulty(real: Any) -> Any:
+        def call(self: Any, bundle: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(request, str):
+                what = request
+            elif isinstance(request, dict):
+                what = request.get("query") or request.get("pattern")
+            else:
+                what = getattr(request, "query", None) or getattr(request, "pattern", None)
+            if what == "boom":
+                raise ZeroDivisionError("injected fault")
+            return real(self, bundle, request, *args, **kwargs)
+
+        return call
+
+    for name in ("search", "concepts", "lines", "symbols"):
+        monkeypatch.setattr(core.Engine, name, faulty(getattr(core.Engine, name)))
+    real_outline = core.Engine.outline
+
+    def outline(data: bytes) -> Any:
+        if b"boom" in data:
+            raise ZeroDivisionError("injected fault")
+        return real_outline(data)
+
+    monkeypatch.setattr(core.Engine, "outline", staticmethod(outline))

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from inprocess import inject_faults  # noqa: F401 - the harness's fault, in process
+
 # Runs a front with Engine.search/concepts/lines/symbols/outline failing with an exception
 # that is not a CitelineError whenever the query (or pattern, or document) is "boom".
 FAULTY = """
@@ -55,37 +57,6 @@ sys.exit(main(sys.argv[1:]))
 
 def faulty_command(*args: str) -> list[str]:
     return [sys.executable, "-c", FAULTY, *args]
-
-
-def inject_faults(monkeypatch: Any) -> None:
-    """FAULTY's faults in this process (for a front served in process), undone with the
-    test's monkeypatch."""
-    import citeline.engine.core as core
-
-    def faulty(real: Any) -> Any:
-        def call(self: Any, bundle: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(request, str):
-                what = request
-            elif isinstance(request, dict):
-                what = request.get("query") or request.get("pattern")
-            else:
-                what = getattr(request, "query", None) or getattr(request, "pattern", None)
-            if what == "boom":
-                raise ZeroDivisionError("injected fault")
-            return real(self, bundle, request, *args, **kwargs)
-
-        return call
-
-    for name in ("search", "concepts", "lines", "symbols"):
-        monkeypatch.setattr(core.Engine, name, faulty(getattr(core.Engine, name)))
-    real_outline = core.Engine.outline
-
-    def outline(data: bytes) -> Any:
-        if b"boom" in data:
-            raise ZeroDivisionError("injected fault")
-        return real_outline(data)
-
-    monkeypatch.setattr(core.Engine, "outline", staticmethod(outline))
 
 
 # -- CLI, in-process -------------------------------------------------------------------------

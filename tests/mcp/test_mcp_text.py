@@ -4,9 +4,15 @@ grep-like lines. The SDK round trips are test_mcp.py and test_mcp_calls.py."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from citeline.lsp.mcp import render_text
+import pytest
+from bundles import write_bundle as write
+from inprocess import inject_faults
+
+from citeline.lsp.mcp import CitelineMCP, render_text, tool_list
 
 REV = "f" * 64
 
@@ -63,3 +69,50 @@ def test_counts_agree_in_number() -> None:
     assert one.startswith('1 of 1 matching line for exact "x"; ')
     none = render_text("search_lines", lines_result([]))
     assert none == f'0 of 0 matching lines for exact "x"; snapshot_revision {REV}'
+
+
+# -- in process: what only the server object shows ---------------------------------------------
+
+
+async def test_a_bug_is_a_tool_error_with_the_internal_error_envelope(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With or without a progress token (the engine then runs beside a reporter task)."""
+    from mcp import Client
+
+    inject_faults(monkeypatch)
+    bundle = write(tmp_path / "b", {"a.md": "# A\n\nalpha\n"})
+    front = CitelineMCP(str(bundle))
+
+    async def ignore(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async with Client(front.server, mode="legacy") as client:
+        for callback in (None, ignore):
+            failed = await client.call_tool(
+                "search_sections", {"query": "boom"}, progress_callback=callback
+            )
+            assert failed.is_error and failed.structured_content is None
+            (block,) = failed.content
+            envelope = json.loads(block.text)  # type: ignore[union-attr]
+            assert envelope["error"]["code"] == "internal_error"
+            assert envelope["error"]["details"] == {"exception": "ZeroDivisionError"}
+            ok = await client.call_tool(
+                "search_sections", {"query": "alpha"}, progress_callback=callback
+            )
+            assert not ok.is_error and ok.structured_content["total"] == 1  # type: ignore[index]
+
+
+def test_descriptions_name_the_reserved_files_only_when_there_are_some() -> None:
+    from citeline.engine import Settings
+
+    def described(settings: Settings) -> dict[str, str]:
+        return {t.name: t.description or "" for t in tool_list("/docs", settings)}
+
+    default = described(Settings())
+    note = "the navigation files index.md and log.md at the root are never searched"
+    assert note in default["search_sections"] and note in default["search_lines"]
+    none = described(Settings(reserved=()))
+    assert all("navigation files" not in d for d in none.values())
+    one = described(Settings(reserved=("home.md",)))
+    assert "the navigation files home.md at the root are never searched" in one["search_sections"]
