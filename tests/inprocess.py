@@ -143,6 +143,7 @@ class LspServer:
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stash: dict[Any, dict[str, Any]] = {}
         self.seen: list[dict[str, Any]] = []  # notifications from the server, in order
+        self._told = 0  # how many of them notifications() has returned
         self.log: list[str] = []
         self._ids = iter(range(1, 10**9))
         log = self.log
@@ -317,18 +318,18 @@ class LspServer:
             self.seen.append(message)
 
     def notifications(self, method: str, timeout: float) -> list[Any]:
-        """The params of the `method` notifications that arrive within `timeout` seconds
-        (other messages are kept for response())."""
+        """The params of the `method` notifications not asked for yet, after waiting
+        `timeout` seconds for more (other messages are kept for response())."""
         import time
 
         deadline = time.monotonic() + timeout
-        start = len(self.seen)
         while (left := deadline - time.monotonic()) > 0:
             message = self.next_message(left)
             if message is None:
                 break
             self._file(message)
-        return [m.get("params") for m in self.seen[start:] if m.get("method") == method]
+        fresh, self._told = self.seen[self._told :], len(self.seen)
+        return [m.get("params") for m in fresh if m.get("method") == method]
 
     def response(self, msg_id: Any, timeout: float = 30.0) -> dict[str, Any]:
         import time
