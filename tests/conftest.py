@@ -12,14 +12,23 @@ import pytest
 from bundles import Files, write_bundle
 
 # Under mutmut (docs/testing.md) the tests must import the mutated copies in mutants/.
-if "MUTANT_UNDER_TEST" in os.environ and Path.cwd().name == "mutants":
+MUTATION = "MUTANT_UNDER_TEST" in os.environ and Path.cwd().name == "mutants"
+if MUTATION:
     import mutation
     from hypothesis import settings
 
     mutation.install()
+    # The command-line and MCP tests call citeline in this process, where the mutants are.
+    os.environ["CITELINE_TEST_IN_PROCESS"] = "1"
     # The same examples for every mutant: a survivor must not be luck of the draw.
     settings.register_profile("mutation", derandomize=True, database=None)
     settings.load_profile("mutation")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if MUTATION:
+        mutation.fastest_first(items)
+
 
 # Set by .ci/run: every tool, editor and corpus is installed there, so a skip can only mean a
 # test that silently stopped testing (a module-level importorskip of a renamed SDK module, a

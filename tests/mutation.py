@@ -16,6 +16,7 @@ import importlib.machinery
 import importlib.util
 import sys
 from types import ModuleType
+from typing import Any
 
 ALIASES = {"citeline.engine": "engine", "citeline.lsp": "lsp"}
 
@@ -56,3 +57,16 @@ def install() -> None:
     ]
     assert not loaded, f"imported before the mutants could be routed: {loaded}"
     sys.meta_path.insert(0, _Alias())
+
+
+def fastest_first(items: list[Any]) -> None:
+    """Order a mutant's tests by the time each took in mutmut's stats run, quickest first:
+    mutmut stops at the first failure, so a mutant is most often killed in a fraction of a
+    second instead of after the slow tests that happen to come first in file order."""
+    try:
+        from mutmut.state import state
+    except ImportError:  # pragma: no cover - only loaded under mutmut
+        return
+    durations = state().duration_by_test
+    if durations:
+        items.sort(key=lambda item: durations.get(item.nodeid, 0.0))

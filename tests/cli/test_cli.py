@@ -7,12 +7,12 @@ import io
 import json
 import os
 import subprocess
-import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 from bundles import write_bundle as write
+from inprocess import run_cli
 
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.contracts import validate
@@ -30,15 +30,7 @@ FILES = {
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=cwd,
-        env={**os.environ, "NO_COLOR": "1"},
-        timeout=120,
-    )
+    return run_cli(args, cwd=cwd, env={"NO_COLOR": "1"})
 
 
 @pytest.fixture()

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from bundles import write_bundle as write
+from inprocess import run_cli
 
 from citeline.engine import Engine
 from citeline.engine.contracts import validate
@@ -25,15 +25,7 @@ FILES = {
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=cwd,
-        env={**os.environ, "NO_COLOR": "1"},
-        timeout=120,
-    )
+    return run_cli(args, cwd=cwd, env={"NO_COLOR": "1"})
 
 
 @pytest.fixture()

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from inprocess import inject_faults  # noqa: F401 - the harness's fault, in process
+
 # Runs a front with Engine.search/concepts/lines/symbols/outline failing with an exception
 # that is not a CitelineError whenever the query (or pattern, or document) is "boom".
 FAULTY = """

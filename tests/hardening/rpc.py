@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from inprocess import LspServer, in_process
 from pygls.uris import from_fs_path
 from rpc_frames import frame, read_frame
 
@@ -29,7 +30,14 @@ def uri_of(path: Path) -> str:
 
 
 class RawServer:
-    """`citeline lsp` as a subprocess; messages read by a background thread into a queue."""
+    """`citeline lsp` as a subprocess; messages read by a background thread into a queue.
+    Under mutation testing (tests/inprocess.py) it is served in the test's own process."""
+
+    def __new__(cls, cwd: Path | None = None, env: dict[str, str] | None = None) -> Any:
+        if in_process():
+            level = (env or {}).get("CITELINE_LOG", "WARNING")
+            return LspServer(log_level=level.upper())
+        return super().__new__(cls)
 
     def __init__(self, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import rpc
 from bundles import write_bundle
-from fronts_harness import RawMCP, faulty_command, run_cli, tool_text
+from fronts_harness import RawMCP, faulty_command, inject_faults, run_cli, tool_text
+from inprocess import in_process
 from rpc import RawServer, uri_of
 
 from citeline.engine import CODES, Engine
@@ -209,6 +210,8 @@ def test_results_are_utf8_whatever_the_stream_encoding(tmp_path: Path, encoding:
 @pytest.fixture
 def faulty_lsp(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RawServer]:
     monkeypatch.setattr(rpc, "SERVER", faulty_command("lsp"))
+    if in_process():  # the server runs here (tests/inprocess.py): the same fault, here
+        inject_faults(monkeypatch)
     srv = RawServer()
     try:
         srv.initialize(bundle)

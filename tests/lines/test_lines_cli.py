@@ -3,28 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bundles import write_bundle as bundle
+from inprocess import run_cli
 
 from citeline.engine import Engine
 from citeline.engine.contracts import validate
 
 
 def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", "lines", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        cwd=cwd,
-        env={k: v for k, v in os.environ.items() if k != "NO_COLOR"},
-    )
+    return run_cli(["lines", *args], cwd=cwd, env={"NO_COLOR": None})
 
 
 @pytest.fixture

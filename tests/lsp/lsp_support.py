@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bundles import write_bundle
+from inprocess import LspServer, in_process
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -64,8 +65,16 @@ async def serve(
     settings: Any = None,
     caps: types.ClientCapabilities | None = None,
 ) -> AsyncIterator[LanguageClient]:
-    """Start `citeline lsp`, initialise it on `folders`, shut it down cleanly afterwards."""
-    client = await ClientServerConfig(server_command=SERVER).start()
+    """Start `citeline lsp`, initialise it on `folders`, shut it down cleanly afterwards
+    (in this process under mutation testing: tests/inprocess.py)."""
+    config = ClientServerConfig(server_command=SERVER)
+    inside = None
+    if in_process():
+        client = config.client_factory()
+        inside = LspServer()
+        await inside.attach(client)
+    else:
+        client = await config.start()
     assert isinstance(client, LanguageClient)
     try:
         INIT_RESULTS[client] = await client.initialize_session(
@@ -87,6 +96,8 @@ async def serve(
             if server.returncode is None:
                 server.kill()
         await client.stop()
+        if inside is not None:
+            inside.close()
 
 
 async def eventually(check: Callable[[], bool], timeout: float = 15.0) -> None:

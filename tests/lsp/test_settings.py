@@ -88,6 +88,130 @@ def test_invalid_settings_name_the_setting(raw: Any, setting: str) -> None:
     assert err.value.message.startswith("Invalid citeline setting: ") or setting == "max_files"
 
 
+# -- the parser, key by key (docs/lsp.md's table; found by mutation testing) ------------------
+
+
+def test_no_settings_are_the_editor_defaults() -> None:
+    from citeline.engine import Limits
+
+    editor = Settings(limits=Limits.editor(), skip_invalid=True, advice="editor")
+    for raw in (None, {}, {"citeline": None}, {"citeline": {}}):
+        parsed = parse_settings(raw)
+        assert parsed.engine == editor, raw
+        assert (parsed.cache, parsed.reread, parsed.unsaved) == (True, False, False)
+        assert (parsed.symbol_cap, parsed.list_cap) == (100, 1000)
+        assert dict(parsed.relevance) == {}
+        assert parsed.relevance_options.match == "all"  # the contract
+    # null for a key is "not given" (its default), not an invalid value
+    nulls = parse_settings({"limits": None, "reserved": None, "symbols": None, "match": None})
+    assert nulls.engine == editor and dict(nulls.relevance) == {}
+
+
+@pytest.mark.parametrize("key", ["cache", "reread", "unsaved", "skip_invalid", "use_ignore"])
+def test_each_switch_is_its_own(key: str) -> None:
+    defaults = parse_settings(None)
+    for value in (True, False):
+        parsed = parse_settings({key: value})
+        got = {
+            "cache": parsed.cache,
+            "reread": parsed.reread,
+            "unsaved": parsed.unsaved,
+            "skip_invalid": parsed.engine.skip_invalid,
+            "use_ignore": parsed.engine.use_ignore,
+        }
+        wanted = {
+            "cache": defaults.cache,
+            "reread": defaults.reread,
+            "unsaved": defaults.unsaved,
+            "skip_invalid": defaults.engine.skip_invalid,
+            "use_ignore": defaults.engine.use_ignore,
+        }
+        wanted[key] = value
+        assert got == wanted, (key, value)
+    with pytest.raises(CitelineError) as err:
+        parse_settings({key: 1})
+    assert err.value.details["setting"] == key
+    assert f"{key} must be true or false, got 1." in err.value.message
+
+
+def test_limits_given_are_set_and_the_others_keep_the_editor_defaults() -> None:
+    from dataclasses import replace
+
+    from citeline.engine import Limits
+
+    parsed = parse_settings({"limits": {"max_files": 5, "max-tokens": 7}})  # - or _
+    assert parsed.engine.limits == replace(Limits.editor(), max_files=5, max_tokens=7)
+
+
+def test_symbol_caps_are_positive_integers() -> None:
+    assert (parse_settings({"symbols": {"cap": 1}}).symbol_cap, 1000) == (1, 1000)
+    assert parse_settings({"symbols": {"list_cap": 1}}).list_cap == 1
+    assert parse_settings({"symbols": {"list_cap": 1}}).symbol_cap == 100
+    for bad in (0, -1, 2.5, "3", None, False):
+        with pytest.raises(CitelineError) as err:
+            parse_settings({"symbols": {"cap": bad}})
+        assert err.value.details["setting"] == "symbols.cap"
+        assert err.value.message == (
+            f"Invalid citeline setting: symbols.cap must be a positive integer, got {bad!r}."
+        )
+
+
+def test_unknown_keys_are_listed_with_the_known_ones() -> None:
+    with pytest.raises(CitelineError) as err:
+        parse_settings({"zeta": 1, "colour": 2, "limits": {}})
+    assert err.value.details == {"setting": "colour"}  # the first, in name order
+    message = err.value.message
+    assert message.startswith("Invalid citeline setting: unknown key(s) colour, zeta; known keys: ")
+    assert "limits, reserved, use_ignore, skip_invalid, cache, reread, unsaved, symbols" in message
+    with pytest.raises(CitelineError) as extra:
+        parse_settings({"symbols": {"b": 1, "a": 2, "cap": 3}})
+    assert extra.value.message == (
+        "Invalid citeline setting: unknown symbols key(s) a, b; known: cap, list_cap."
+    )
+    for raw, kind in (([1], "list"), ("x", "str"), (3, "int")):
+        with pytest.raises(CitelineError) as whole:
+            parse_settings(raw)
+        assert whole.value.message == (
+            f"Invalid citeline setting: the settings must be a JSON object, got {kind}."
+        )
+
+
+def test_a_bad_relevance_option_names_its_field() -> None:
+    with pytest.raises(CitelineError) as err:
+        parse_settings({"match": "some"})
+    assert err.value.details == {"setting": "match"}
+    assert err.value.message.startswith("Invalid citeline setting: ")
+    assert "some" in err.value.message
+    with pytest.raises(CitelineError) as profile:
+        parse_settings({"profile": "fast"})
+    assert profile.value.details == {"setting": "profile"}
+
+
+def test_reserved_must_be_a_list_of_names() -> None:
+    with pytest.raises(CitelineError) as err:
+        parse_settings({"reserved": "index.md"})
+    assert err.value.message == "Invalid citeline setting: reserved must be a list of file names."
+
+
+def test_search_requests_take_the_settings_relevance_unless_they_name_a_profile() -> None:
+    settings = parse_settings({"profile": "recall", "stemming": "none"})
+    assert settings.search_request({"query": "q"}) == {
+        "query": "q",
+        "profile": "recall",
+        "stemming": "none",
+    }
+    # a key the request gives wins; the others come from the settings
+    assert settings.search_request({"query": "q", "stemming": "english"}) == {
+        "query": "q",
+        "stemming": "english",
+        "profile": "recall",
+    }
+    # a request naming its own profile gets that profile's defaults, not the settings'
+    own = {"query": "q", "profile": "contract"}
+    assert settings.search_request(own) == own
+    assert parse_settings(None).search_request({"query": "q"}) == {"query": "q"}
+
+
 # -- the server applies them -----------------------------------------------------------------
 
 FILES = {

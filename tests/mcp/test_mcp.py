@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from bundles import write_bundle as write
+from inprocess import in_process, mcp_front
 
 pytest.importorskip("mcp")
 pytest.importorskip("mcp_types")  # the SDK 2.x layout
@@ -70,7 +71,16 @@ def bundle(tmp_path: Path) -> Path:
 
 @contextlib.asynccontextmanager
 async def mcp_session(bundle: Path, *flags: str) -> AsyncIterator[ClientSession]:
-    """`citeline mcp [flags] <bundle>` as a subprocess, with an initialised client session."""
+    """`citeline mcp [flags] <bundle>` as a subprocess, with an initialised client session
+    (in this process under mutation testing: tests/inprocess.py)."""
+    if in_process():
+        from mcp import Client
+
+        # "legacy": the initialize handshake, as the stdio ClientSession below makes it
+        front = mcp_front([*flags, str(bundle)])
+        async with Client(front.server, mode="legacy") as client:
+            yield client  # type: ignore[misc]  # the calls the tests make are the same
+        return
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "citeline.lsp.cli", "mcp", *flags, str(bundle)],

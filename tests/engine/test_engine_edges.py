@@ -1,0 +1,227 @@
+"""Edges of the index and of capture that the other engine tests leave open (found by
+mutation testing, docs/testing.md): prefix expansion over several blocks, the advice a
+parse_error gives, files and folders the system refuses to open, and the disk's revision
+after a capture of unsaved editor text."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import citeline.engine.capture as cap
+from citeline.engine import CitelineError, Engine, Settings
+from citeline.engine.capture import capture
+from citeline.engine.index import MAX_EXPANSIONS
+
+# -- prefix expansion -------------------------------------------------------------------------
+
+
+def test_expansions_count_a_term_over_every_block(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 64 expansions kept are the most frequent over the whole index: a term spread
+    over several blocks counts in all of them."""
+    import citeline.engine.build as build
+
+    monkeypatch.setattr(build, "TARGET_BYTES", 1)  # one block per file
+    files = {f"f{i:02}.md": f"# F\n\npz{i:02}\n" for i in range(MAX_EXPANSIONS + 6)}
+    files |= {"g1.md": "# G\n\npzz\n", "g2.md": "# G\n\npzz\n"}
+    index = Engine(cache=False).prepare(make_bundle(files))
+    assert len(index.blocks) > 2
+    found = index.expand("pz")
+    assert len(found) == MAX_EXPANSIONS
+    assert "pzz" in found  # two files: the most frequent, though in no block more than once
+    assert found == sorted(found)
+    assert found[:3] == ["pz00", "pz01", "pz02"]  # ties: the first terms in code point order
+
+
+# -- the advice of a parse_error --------------------------------------------------------------
+
+
+def test_parse_error_says_how_to_skip_the_file(make_bundle: Callable[..., Path]) -> None:
+    bundle = make_bundle({"a.md": "# A\nalpha\n", "bad.md": b"# B\n\xff\n"})
+    with pytest.raises(CitelineError) as cli:
+        Engine().search(bundle, {"query": "alpha"})
+    assert cli.value.code == "parse_error"
+    assert cli.value.message.endswith(". Fix them, or skip unparsable files with --skip-invalid.")
+    editor = Settings(advice="editor")
+    with pytest.raises(CitelineError) as lsp:
+        Engine().search(bundle, {"query": "alpha"}, settings=editor)
+    assert lsp.value.message.endswith(
+        ". Fix them, or set the citeline setting skip_invalid to true to leave them out."
+    )
+
+
+# -- what the system refuses to open ----------------------------------------------------------
+
+
+class _Os:
+    """The os module as capture sees it, with open() refusing one name."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        self.name = os.fsencode(name)
+        self.error = error
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(os, attr)
+
+    def open(self, path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fsencode(path).split(b"/")[-1] == self.name:
+            raise self.error
+        return os.open(path, flags, *args, **kwargs)
+
+
+def refuse(monkeypatch: pytest.MonkeyPatch, name: str, error: OSError) -> None:
+    monkeypatch.setattr(cap, "os", _Os(name, error))
+
+
+FILES = {"a.md": "# A\nalpha\n", "sub/x.md": "# X\nalpha\n"}
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM])
+def test_a_file_that_cannot_be_opened_for_permissions(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    bundle = make_bundle(FILES)
+    refuse(monkeypatch, "x.md", PermissionError(code, os.strerror(code)))
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings())
+    assert err.value.code == "bundle_invalid"
+    assert err.value.message == (
+        "File 'sub/x.md' in the bundle cannot be read (permission denied). Fix its "
+        "permissions, or add it to .gitignore."
+    )
+    assert err.value.details == {"path": "sub/x.md", "reason": "permission_denied"}
+
+
+def test_a_folder_that_cannot_be_opened_for_permissions(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = make_bundle(FILES)
+    refuse(monkeypatch, "sub", PermissionError(errno.EACCES, "Permission denied"))
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings())
+    assert err.value.message.startswith("Folder 'sub' in the bundle cannot be read (permission")
+    assert err.value.details == {"path": "sub", "reason": "permission_denied"}
+
+
+def test_a_file_that_cannot_be_read_for_another_reason(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = make_bundle(FILES)
+    refuse(monkeypatch, "x.md", OSError(errno.EIO, "Input/output error"))
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings())
+    assert err.value.code == "bundle_invalid"
+    assert err.value.message == "File 'sub/x.md' in the bundle cannot be read: Input/output error."
+    assert err.value.details == {"path": "sub/x.md"}
+
+
+# -- unsaved editor text and the disk's revision ------------------------------------------------
+
+
+def test_after_unsaved_text_the_disk_keeps_its_own_revision(
+    make_bundle: Callable[..., Path],
+) -> None:
+    """A capture with the editor's unsaved text describes that text; the stat index it
+    leaves describes the disk (what a later capture of the unchanged disk reuses)."""
+    bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "# B\nbeta\n"})
+    disk = capture(bundle, Settings())
+    edited = capture(bundle, Settings(), known=disk.known, overlay={"a.md": b"# A\nalpha!!\n"})
+    assert edited.revision != disk.revision
+    assert [f.unsaved for f in edited.files] == [True, False]
+    assert edited.known is not None and edited.known.revision == disk.revision
+    assert capture(bundle, Settings(), known=edited.known).revision == disk.revision
+
+
+def test_gitignore_lines_after_an_unreadable_one_still_apply(
+    make_bundle: Callable[..., Path],
+) -> None:
+    """git skips a pattern it cannot read and goes on with the next lines."""
+    bundle = make_bundle(
+        {
+            ".gitignore": b"[z-a]\nignored.md\n\xff.md\ndrafts/\n",
+            "a.md": "# A\nalpha\n",
+            "ignored.md": "# Ignored\nalpha\n",
+            "drafts/d.md": "# Draft\nalpha\n",
+        }
+    )
+    assert [f.path for f in capture(bundle, Settings()).files] == ["a.md"]
+
+
+# -- files read again after the capture (a warm cache, a late read) ------------------------------
+
+NESTED = {
+    "v/d.md": "# D\nalpha\n",
+    "w.md": "# W\nalpha\n",
+    "x/y/a.md": "# A\nalpha\n",
+    "x/y/b.md": "# B\nalpha\n",
+    "x/z/c.md": "# C\nalpha\n",
+    "x/z/q/e.md": "# E\nalpha\n",
+    "zz.md": "# Z\nalpha\n",
+}
+
+
+@pytest.fixture
+def aged(monkeypatch: pytest.MonkeyPatch, make_bundle: Callable[..., Path]) -> Path:
+    """NESTED, old enough for its stat fingerprints to be trusted (a short racy window)."""
+    import time
+
+    from citeline.engine.reuse import stats
+
+    monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
+    root = make_bundle(NESTED)
+    time.sleep(0.06)
+    return root
+
+
+def test_a_warm_cache_reads_each_hit_once_whatever_its_folder(
+    aged: Path, tmp_path: Path, file_reads: list[str]
+) -> None:
+    """A new engine on a warm cache reads only the files it cites, each once, folder after
+    folder in path order (docs/cli.md "Repeated calls are fast")."""
+    cache = tmp_path / "cache"
+    first = Engine(cache=cache).search(aged, {"query": "alpha"})
+    assert first["total"] == len(NESTED)
+    file_reads.clear()
+    later = Engine(cache=cache, hold_bytes=0).search(aged, {"query": "alpha"})
+    assert later == first
+    assert sorted(file_reads) == sorted(NESTED)  # each once: no read failed and came again
+
+
+def test_a_folder_refused_after_the_capture_names_the_file(
+    aged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = capture(aged, Settings())
+    again = capture(aged, Settings(), known=disk.known)
+    (late,) = [f for f in again.files if f.path == "x/z/c.md"]
+    assert late.data is None  # its bytes were not read: a stage must read them
+    refuse(monkeypatch, "z", PermissionError(errno.EACCES, "Permission denied"))
+    with cap.Fetcher(again) as fetch, pytest.raises(CitelineError) as err:
+        fetch(late)
+    assert err.value.code == "bundle_invalid"
+    assert err.value.message == (
+        "File 'x/z/c.md' in the bundle cannot be read (permission denied). Fix its "
+        "permissions, or add it to .gitignore."
+    )
+    assert err.value.details == {"path": "x/z/c.md", "reason": "permission_denied"}
+
+
+def test_a_bundle_gone_after_the_capture_is_named(aged: Path) -> None:
+    import shutil
+
+    disk = capture(aged, Settings())
+    again = capture(aged, Settings(), known=disk.known)
+    shutil.rmtree(aged)
+    with cap.Fetcher(again) as fetch, pytest.raises(CitelineError) as err:
+        fetch(again.files[0])
+    assert err.value.code == "bundle_invalid"
+    assert err.value.message == (
+        f"Bundle {str(aged)!r} cannot be opened: No such file or directory."
+    )
+    assert err.value.details == {"bundle": str(aged)}
