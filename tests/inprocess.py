@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rpc_frames import Messages
+
 IN_PROCESS = "CITELINE_TEST_IN_PROCESS"
 _SERVERS = ("lsp", "mcp")  # commands that serve stdio until it closes: always a subprocess
 
@@ -117,7 +119,7 @@ def mcp_front(argv: Sequence[str]) -> Any:
     )
 
 
-class LspServer:
+class LspServer(Messages):
     """`citeline lsp` served in this process over a socket pair: what a subprocess on stdio
     is to the tests, for mutation testing. A fresh CitelineServer each time, with the
     features lsp/server.py registers on its module-level one (pygls binds each handler to
@@ -279,27 +281,6 @@ class LspServer:
         self._to_server.write(data)
         self._to_server.flush()
 
-    def send(self, message: dict[str, Any]) -> None:
-        import json
-
-        from rpc_frames import frame
-
-        self.write(frame(json.dumps({"jsonrpc": "2.0", **message}).encode()))
-
-    def request(self, method: str, params: Any = None, msg_id: Any = None) -> Any:
-        msg_id = next(self._ids) if msg_id is None else msg_id
-        message: dict[str, Any] = {"id": msg_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return msg_id
-
-    def notify(self, method: str, params: Any = None) -> None:
-        message: dict[str, Any] = {"method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-
     def next_message(self, timeout: float = 10.0) -> dict[str, Any] | None:
         import queue
 
@@ -408,31 +389,8 @@ class _Proc:
 
 
 def inject_faults(monkeypatch: Any) -> None:
-    """The faults of tests/hardening/fronts_harness.FAULTY, in this process (for a front
-    served in process): Engine calls for "boom" raise a bug. Undone with `monkeypatch`."""
-    import citeline.engine.core as core
+    """tests/faults.py's fault in this process (for a front served in process), undone with
+    `monkeypatch`."""
+    import faults
 
-    def faulty(real: Any) -> Any:
-        def call(self: Any, bundle: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(request, str):
-                what = request
-            elif isinstance(request, dict):
-                what = request.get("query") or request.get("pattern")
-            else:
-                what = getattr(request, "query", None) or getattr(request, "pattern", None)
-            if what == "boom":
-                raise ZeroDivisionError("injected fault")
-            return real(self, bundle, request, *args, **kwargs)
-
-        return call
-
-    for name in ("search", "concepts", "lines", "symbols"):
-        monkeypatch.setattr(core.Engine, name, faulty(getattr(core.Engine, name)))
-    real_outline = core.Engine.outline
-
-    def outline(data: bytes) -> Any:
-        if b"boom" in data:
-            raise ZeroDivisionError("injected fault")
-        return real_outline(data)
-
-    monkeypatch.setattr(core.Engine, "outline", staticmethod(outline))
+    faults.install(monkeypatch.setattr)

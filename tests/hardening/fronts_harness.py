@@ -17,38 +17,17 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from inprocess import inject_faults  # noqa: F401 - the harness's fault, in process
 
-# Runs a front with Engine.search/concepts/lines/symbols/outline failing with an exception
-# that is not a CitelineError whenever the query (or pattern, or document) is "boom".
-FAULTY = """
+# Runs the CLI (and the servers it starts) with tests/faults.py's fault installed.
+FAULTY = f"""
 import sys
-import citeline.engine.core as core
-
-def faulty(name):
-    real = getattr(core.Engine, name)
-    def call(self, bundle, request, *args, **kwargs):
-        if isinstance(request, str):
-            what = request
-        elif isinstance(request, dict):
-            what = request.get("query") or request.get("pattern")
-        else:
-            what = getattr(request, "query", None) or getattr(request, "pattern", None)
-        if what == "boom":
-            raise ZeroDivisionError("injected fault")
-        return real(self, bundle, request, *args, **kwargs)
-    setattr(core.Engine, name, call)
-
-for name in ("search", "concepts", "lines", "symbols"):
-    faulty(name)
-real_outline = core.Engine.outline
-def outline(data):
-    if b"boom" in data:
-        raise ZeroDivisionError("injected fault")
-    return real_outline(data)
-core.Engine.outline = staticmethod(outline)
+sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+import faults
+faults.install()
 
 from citeline.lsp.cli import main
 sys.exit(main(sys.argv[1:]))

@@ -18,7 +18,7 @@ from typing import Any
 
 from inprocess import LspServer, in_process
 from pygls.uris import from_fs_path
-from rpc_frames import frame, read_frame
+from rpc_frames import Messages, read_frame
 
 SERVER = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
 
@@ -29,7 +29,7 @@ def uri_of(path: Path) -> str:
     return uri
 
 
-class RawServer:
+class RawServer(Messages):
     """`citeline lsp` as a subprocess; messages read by a background thread into a queue.
     Under mutation testing (tests/inprocess.py) it is served in the test's own process."""
 
@@ -80,23 +80,6 @@ class RawServer:
         assert self.proc.stdin is not None
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.write(frame(json.dumps({"jsonrpc": "2.0", **message}).encode()))
-
-    def request(self, method: str, params: Any = None, msg_id: Any = None) -> Any:
-        msg_id = next(self._ids) if msg_id is None else msg_id
-        message: dict[str, Any] = {"id": msg_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return msg_id
-
-    def notify(self, method: str, params: Any = None) -> None:
-        message: dict[str, Any] = {"method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
 
     # -- receiving -----------------------------------------------------------------------------
 

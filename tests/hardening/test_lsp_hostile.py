@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rpc import RawServer, engine_jobs, frame, uri_of, workspace
+from rpc import RawServer, engine_jobs, uri_of, workspace
+from rpc_frames import frame
 
 from citeline.engine import Engine
 from citeline.lsp.settings import editor_defaults
