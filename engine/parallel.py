@@ -91,6 +91,11 @@ class Workers:
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
+    @property
+    def started(self) -> bool:
+        """Whether worker processes are running (a pool was started and not discarded)."""
+        return self._pool is not None
+
     def _get(self) -> ProcessPoolExecutor:
         from concurrent.futures import ProcessPoolExecutor
         from multiprocessing import get_context

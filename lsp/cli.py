@@ -498,7 +498,8 @@ def with_limit_advice(err: Any, advice: str) -> Any:
 
 
 def leave_now(engine: Any, code: int) -> NoReturn:
-    """End the process at once after Ctrl-C, killing the workers mid-chunk.
+    """End the process at once after Ctrl-C that came while worker processes ran, killing
+    them mid-chunk.
 
     A pool whose worker was killed cannot be shut down cleanly (its manager thread can be
     left reading the rest of a message the worker never finished sending, and on Python
@@ -506,9 +507,8 @@ def leave_now(engine: Any, code: int) -> NoReturn:
     that thread: a Ctrl-C that hung instead of exiting. Nothing is left to write; the
     cache is a SQLite database in WAL mode, whole after any exit.
     """
-    if engine is not None:
-        with contextlib.suppress(Exception):  # leaving anyway
-            engine.close(wait=False)
+    with contextlib.suppress(Exception):  # leaving anyway
+        engine.close(wait=False)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -558,7 +558,9 @@ def run_query(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         progress.clear()
         code = report(CitelineError("cancelled", "Interrupted; nothing was returned."), args.json)
-        leave_now(engine, code)
+        if engine is not None and engine.workers.started:
+            leave_now(engine, code)
+        return code
     finally:
         if engine is not None:
             engine.close(wait=True)  # workers gone before the interpreter's own clean-up
