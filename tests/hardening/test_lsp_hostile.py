@@ -420,7 +420,9 @@ def test_exits_when_parent_process_dies(folder: Path) -> None:
 def test_cancel_request_stops_the_engine_job(tmp_path: Path) -> None:
     """$/cancelRequest answers -32800 *and* stops the engine: pygls answers -32800 for any
     cancelled handler, even one whose engine work goes on in its thread."""
-    folder = workspace(tmp_path / "big", files=1500)
+    # Big enough that the search outlasts the 0.3 s before the cancel: 1,500 files once were,
+    # and now take 0.3 s; 8,000 take about 1.5 s on two cores.
+    folder = workspace(tmp_path / "big", files=8000)
     srv = RawServer(env={"CITELINE_LOG": "DEBUG"})
     try:
         srv.initialize(folder, initializationOptions={"limits": {"max_tokens": 10**9}})
