@@ -129,14 +129,20 @@ class Workers:
     def _discard(self, wait: bool = False) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
-        if pool is not None:
-            # The owner may leave at once (os._exit): do not leave workers mid-parse.
-            for proc in list(getattr(pool, "_processes", {}).values()):
+        if pool is None:
+            return
+        if not wait:
+            # The owner leaves at once (os._exit): do not leave workers mid-parse. A pool
+            # whose worker was killed cannot be joined safely (its manager thread may wait
+            # forever for the rest of a result the worker was sending), so only a caller
+            # that will not wait for it may kill.
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.kill()
-            pool.shutdown(wait=wait, cancel_futures=True)
+        pool.shutdown(wait=wait, cancel_futures=True)
 
     def close(self, wait: bool = False) -> None:
-        """Stop the workers. `wait`: also join the pool's manager thread — before a normal
-        interpreter exit, whose clean-up would otherwise wake that thread through a pipe
-        the pool may already have closed (an "Exception ignored … Bad file descriptor")."""
+        """Stop the workers. `wait`: let those at work finish their chunk and join the pool's
+        manager thread — before a normal interpreter exit, whose clean-up would otherwise
+        wake that thread through a pipe the pool may already have closed (an "Exception
+        ignored … Bad file descriptor"). Without `wait` they are killed."""
         self._discard(wait)
