@@ -673,6 +673,10 @@ def capture(
                 data = overlay[rel]
                 size, digest, unsaved = len(data), hashlib.sha256(data).hexdigest(), True
             if size > max_file:
+                # A read stops just past the limit: the value reached is the file's size from
+                # its stat, as a reused file reports it (the answer may not depend on a cache).
+                if not unsaved and states.get(rel) is not None:
+                    size = max(size, states[rel].stat[2])
                 raise limit_error(
                     "max_file_bytes", size, max_file, path=rel, advice=settings.advice
                 )

@@ -1,0 +1,106 @@
+"""SPEC §2's capture limits on the path that reads nothing: a new process on a cached
+folder (or the same engine under new limits) checks them against the maxima the stat
+index keeps, not file by file. Its answer — which limit, which value, which file — must be
+the one a full read gives, at every limit's boundary."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bundles import write_bundle
+
+from citeline.engine import CitelineError, Engine, Limits, Settings
+
+FILES = {
+    "a.md": "# Alpha\n\nhashtable " + "word " * 40 + "\n",
+    "deep/er/still/deeper/b.md": "# Beta\n\nhashtable bucket\n",
+    "c/ç-ünïcode-名前.md": "# Gamma\n\n" + "hashtable " * 200 + "\n",
+    "z.md": "# Zeta\n\nhashtable\n",
+}
+
+
+def measured(files: dict[str, str]) -> dict[str, list[int]]:
+    """Each byte and path limit's value for each file of FILES (in path order), measured here
+    from SPEC §2's definitions; for the total, the running sum."""
+    paths = sorted(files)
+    sizes = [len(files[p].encode()) for p in paths]
+    return {
+        "max_total_bytes": [sum(sizes[: i + 1]) for i in range(len(sizes))],
+        "max_file_bytes": sizes,
+        "max_path_bytes": [len(p.encode()) for p in paths],
+        "max_path_components": [len(p.split("/")) for p in paths],
+    }
+
+
+class Reads:
+    def __init__(self) -> None:
+        self.by_cached = 0
+        self.by_full = 0
+        self.full = False
+
+
+def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
+    """Counts the files capture reads, apart for the cache-less engine and the others."""
+    import citeline.engine.capture as capture
+
+    reads = Reads()
+    real = capture._read
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        if reads.full:
+            reads.by_full += 1
+        else:
+            reads.by_cached += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(capture, "_read", read)
+    return reads
+
+
+def outcome(engine: Engine, bundle: Path, limits: Limits) -> Any:
+    try:
+        result = engine.search(bundle, {"query": "hashtable"}, settings=Settings(limits=limits))
+    except CitelineError as err:
+        return ("error", err.code, err.message, err.details)
+    return ("ok", result["total"], result["snapshot_revision"])
+
+
+@pytest.mark.parametrize("name", sorted(measured(FILES)))
+def test_limits_from_the_stat_index_answer_as_a_full_read(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.engine.reuse import stats
+
+    # A read is trusted when the file's ctime is older than the racy window: 50 ms here
+    # (waited out below) instead of 2 s, as in test_incremental.py.
+    monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
+    bundle = write_bundle(tmp_path / "docs", FILES)
+    time.sleep(0.06)
+    cache = tmp_path / "cache"
+    first = Engine(cache=cache)  # fills the cache with the stat index and its maxima
+    assert outcome(first, bundle, Limits())[0] == "ok"
+    reads = spy_reads(monkeypatch)
+    values = measured(FILES)[name]
+    # Every value a file reaches, and one either side: the limit at which the folder first
+    # fails, and limits a file before the biggest only reaches (the error names a file).
+    candidates = sorted({v + d for v in values for d in (-1, 0, 1)})
+    seen: dict[int, Any] = {}
+    for limit in candidates:
+        limits = replace(Limits(), **{name: limit})
+        reads.full = True
+        full = outcome(Engine(cache=None), bundle, limits)  # reads every file
+        reads.full = False
+        cold_process = outcome(Engine(cache=cache), bundle, limits)  # reads nothing
+        assert cold_process == full, (limit, cold_process, full)
+        assert outcome(first, bundle, limits) == full, limit  # new limits, same engine
+        seen[limit] = full
+    top = max(values)
+    assert seen[top][0] == "ok" and seen[top - 1][0] == "error", seen
+    below = seen[top - 1]
+    assert below[1] == "resource_limit" and below[3]["limit"] == name, below
+    # The cached engines read no file: their answers came from the stat index's maxima.
+    assert reads.by_cached == 0 and reads.by_full > 0, vars(reads)
