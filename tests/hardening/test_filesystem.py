@@ -388,7 +388,24 @@ def test_file_growing_past_max_file_bytes_is_resource_limit(
     assert err.code == "resource_limit"
     assert err.details["limit"] == "max_file_bytes"
     assert err.details["path"] == "sub/b.md"
-    assert err.details["value"] == limit + 1  # read one byte past the limit, no more
+    # The value reached is the file's size from its stat (what a reused file reports too)...
+    assert err.details["value"] == (bundle / "sub" / "b.md").stat().st_size > limit + 1
+
+
+def test_a_read_stops_one_byte_past_max_file_bytes(tmp_path: Path) -> None:
+    """... while the read itself never takes more than one byte past the limit."""
+    from citeline.engine.capture import read_file
+
+    (tmp_path / "big.md").write_bytes(b"alpha " * 1000)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        got = read_file(fd, "big.md", "big.md", 64)
+    finally:
+        os.close(fd)
+    assert got is not None
+    data, stat = got
+    assert data == b"alpha " * 10 + b"alpha"  # 65 bytes: enough to know the file is over
+    assert stat[2] == 6000
 
 
 def test_file_changing_mid_capture_is_cited_as_read(
