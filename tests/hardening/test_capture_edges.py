@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.engine import Engine
+from citeline.engine import CitelineError, Engine
 
 
 @pytest.mark.parametrize(
@@ -55,3 +55,44 @@ def test_cache_keys_a_bundle_path_that_is_not_utf8(tmp_path) -> None:
     engine = Engine(cache=tmp_path / "cache")
     res = engine.search(os.fsdecode(root), {"query": "alpha"})
     assert res["total"] == 1
+
+
+def test_a_file_name_not_utf8_names_its_folder(tmp_path) -> None:
+    """The error names the folder as it is (its name may end in any character)."""
+    import os
+
+    folder = tmp_path / "docs" / "INBOX"
+    folder.mkdir(parents=True)
+    (folder.parent / "a.md").write_text("# A\nalpha\n")
+    fd = os.open(bytes(folder) + b"/caf\xe9.md", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.close(fd)
+    with pytest.raises(CitelineError) as caught:
+        Engine().search(tmp_path / "docs", {"query": "alpha"})
+    err = caught.value
+    assert err.code == "bundle_invalid"
+    assert err.details == {"path": "INBOX", "reason": "path_not_utf8"}
+    assert "in folder 'INBOX' has a path that is not valid UTF-8" in err.message
+
+
+def test_files_read_after_the_byte_budget_come_from_their_own_folders(tmp_path) -> None:
+    """Capture reads files while it walks until max_total_bytes were read, the rest after,
+    in path order, one folder after another, until the limit is reported. Walk order is
+    not path order (the root's files before its folders; "z.md" after "c/w.md" in path
+    order), so files of several folders can be read late: each from its own folder, or the
+    total reported would miss them."""
+    from citeline.engine import Limits, Settings
+
+    files = {"z.md": 900, "a/x.md": 200, "b/y.md": 200, "c/w.md": 200}
+    for rel, size in files.items():
+        path = tmp_path / "docs" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"# T\n" + b"a" * (size - 4))
+    with pytest.raises(CitelineError) as caught:
+        Engine().search(
+            tmp_path / "docs",
+            {"query": "alpha"},
+            settings=Settings(limits=Limits(max_total_bytes=1000)),
+        )
+    # In path order: a/x.md, b/y.md, c/w.md (200 each: 600), then z.md: 1,500 > 1,000.
+    assert caught.value.details["limit"] == "max_total_bytes"
+    assert caught.value.details["value"] == 1500

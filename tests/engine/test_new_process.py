@@ -1,7 +1,8 @@
-"""SPEC §2's capture limits on the path that reads nothing: a new process on a cached
-folder (or the same engine under new limits) checks them against the maxima the stat
-index keeps, not file by file. Its answer — which limit, which value, which file — must be
-the one a full read gives, at every limit's boundary."""
+"""The path that reads nothing: a new process on a folder it has seen (the persistent
+cache holds its stat index) finds every file unchanged and reads none. Its records come
+from the stat index and SPEC §2's limits are checked against the maxima it keeps, not file
+by file. Its answers — results, and which limit, which value, which file — must be those of
+a full read."""
 
 from __future__ import annotations
 
@@ -104,3 +105,43 @@ def test_limits_from_the_stat_index_answer_as_a_full_read(
     assert below[1] == "resource_limit" and below[3]["limit"] == name, below
     # The cached engines read no file: their answers came from the stat index's maxima.
     assert reads.by_cached == 0 and reads.by_full > 0, vars(reads)
+
+
+def test_a_new_process_answers_as_a_full_read_reading_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.engine.reuse import stats
+
+    monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
+    files = {
+        **FILES,
+        # Reserved (SPEC §2): captured and counted, never searched, though they hold the words.
+        "index.md": "# Index\n\nhashtable bucket everywhere\n",
+        "log.md": "# Log\n\nhashtable bucket\n",
+        "sub/index.md": "# Not reserved\n\nhashtable bucket\n",
+    }
+    bundle = write_bundle(tmp_path / "docs", files)
+    time.sleep(0.06)
+    cache = tmp_path / "cache"
+    first = Engine(cache=cache)
+    first.search(bundle, {"query": "hashtable"})
+    first.close()
+    reads = spy_reads(monkeypatch)
+
+    def answers(engine: Engine) -> list[Any]:
+        return [
+            engine.search(bundle, {"query": "hashtable bucket"}),
+            engine.search(bundle, {"query": "hashtable", "limit": 3, "profile": "recall"}),
+            engine.concepts(bundle, {"query": "hashtable"}),
+            engine.lines(bundle, {"pattern": "bucket"}),
+            engine.symbols(bundle, "bucket"),
+        ]
+
+    reads.full = True
+    full = answers(Engine(cache=None))
+    reads.full = False
+    new_process = answers(Engine(cache=cache))
+    assert new_process == full
+    assert reads.by_cached == 0 and reads.by_full > 0, vars(reads)
+    hits = {h["path"] for h in full[0]["hits"]}
+    assert "sub/index.md" in hits and not hits & {"index.md", "log.md"}, hits
