@@ -30,6 +30,7 @@ def measured(files: dict[str, str]) -> dict[str, list[int]]:
     paths = sorted(files)
     sizes = [len(files[p].encode()) for p in paths]
     return {
+        "max_files": [len(paths)],
         "max_total_bytes": [sum(sizes[: i + 1]) for i in range(len(sizes))],
         "max_file_bytes": sizes,
         "max_path_bytes": [len(p.encode()) for p in paths],
@@ -62,17 +63,19 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
     return reads
 
 
-def outcome(engine: Engine, bundle: Path, limits: Limits) -> Any:
+def outcome(engine: Engine, bundle: Path, limits: Limits, advice: str = "cli") -> Any:
+    settings = Settings(limits=limits, advice=advice)
     try:
-        result = engine.search(bundle, {"query": "hashtable"}, settings=Settings(limits=limits))
+        result = engine.search(bundle, {"query": "hashtable"}, settings=settings)
     except CitelineError as err:
         return ("error", err.code, err.message, err.details)
     return ("ok", result["total"], result["snapshot_revision"])
 
 
+@pytest.mark.parametrize("advice", ["cli", "editor"])  # the error says what to change
 @pytest.mark.parametrize("name", sorted(measured(FILES)))
 def test_limits_from_the_stat_index_answer_as_a_full_read(
-    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, name: str, advice: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from citeline.engine.reuse import stats
 
@@ -93,11 +96,11 @@ def test_limits_from_the_stat_index_answer_as_a_full_read(
     for limit in candidates:
         limits = replace(Limits(), **{name: limit})
         reads.full = True
-        full = outcome(Engine(cache=None), bundle, limits)  # reads every file
+        full = outcome(Engine(cache=None), bundle, limits, advice)  # reads every file
         reads.full = False
-        cold_process = outcome(Engine(cache=cache), bundle, limits)  # reads nothing
+        cold_process = outcome(Engine(cache=cache), bundle, limits, advice)  # reads nothing
         assert cold_process == full, (limit, cold_process, full)
-        assert outcome(first, bundle, limits) == full, limit  # new limits, same engine
+        assert outcome(first, bundle, limits, advice) == full, limit  # new limits, same engine
         seen[limit] = full
     top = max(values)
     assert seen[top][0] == "ok" and seen[top - 1][0] == "error", seen
