@@ -744,8 +744,7 @@ def _check_known(
     assert known.paths_max is not None and known.sizes is not None
     longest, deepest = known.paths_max
     total, biggest = known.sizes
-    if len(found) > limits.max_files:  # pragma: no cover - the walk raised it already
-        raise limit_error("max_files", len(found), limits.max_files, advice=advice)
+    # max_files needs no check here: the walk that made `found` raised it already.
     if longest > limits.max_path_bytes or deepest > limits.max_path_components:
         found.sort(key=_path)
         _check_paths(found, limits, advice)
