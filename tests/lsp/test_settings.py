@@ -88,6 +88,21 @@ def test_invalid_settings_name_the_setting(raw: Any, setting: str) -> None:
     assert err.value.message.startswith("Invalid citeline setting: ") or setting == "max_files"
 
 
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"limits": []}, 'limits must be an object such as {"max_files": 20000}.'),
+        ({"symbols": 7}, 'symbols must be an object such as {"cap": 100, "list_cap": 1000}.'),
+        ({"match": "some"}, "match must be one of all, any; got 'some'."),
+    ],
+)
+def test_a_setting_of_the_wrong_shape_says_what_it_should_be(raw: Any, message: str) -> None:
+    """The message shows the user the shape to write (docs/lsp.md's settings table)."""
+    with pytest.raises(CitelineError) as err:
+        parse_settings(raw)
+    assert err.value.message == f"Invalid citeline setting: {message}"
+
+
 # -- the parser, key by key (docs/lsp.md's table; found by mutation testing) ------------------
 
 

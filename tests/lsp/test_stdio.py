@@ -85,6 +85,27 @@ def test_a_too_short_length_leaves_garbage_that_is_discarded(
     assert "garbage" in caplog.text
 
 
+def test_the_log_says_how_many_bytes_of_garbage_and_shows_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The warning counts the bytes dropped before the next header (or the whole line when
+    none follows) and quotes the first 80 of them."""
+    tail = b'"}' * 50  # the end of a body announced too short (not a header name)
+    with caplog.at_level(logging.WARNING, "citeline.lsp.stdio"):
+        assert frames(tail + frame(body(1))) == [body(1)]
+        assert frames(b"junk\r\n" + frame(body(2))) == [body(2)]
+    first, second = (r.getMessage() for r in caplog.records)
+    assert first == f"discarding 100 bytes of garbage in the message stream: {tail[:80]!r}"
+    assert second == "discarding 6 bytes of garbage in the message stream: b'junk\\r\\n'"
+
+
+def test_the_last_length_on_a_garbage_line_starts_the_next_frame() -> None:
+    """Garbage may itself hold "Content-Length:" (a body quoting one): the header the client
+    wrote next is the last one on the line."""
+    garbage = b'{"note": "Content-Length: 3 is a header"} '
+    assert frames(garbage + frame(body(3))) == [body(3)]
+
+
 def test_a_line_of_garbage_alone_is_skipped() -> None:
     assert frames(b"hello there\r\n" + frame(body(5))) == [body(5)]
     # a garbage line ending in something that is not a header either
