@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 Bundle = str | os.PathLike[str]
 T = TypeVar("T")
 ATTEMPTS = 3  # captures per request when files keep changing under it
+LANDED_KEPT = 8  # finished captures kept to share (one per bundle and settings)
 HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and line search
 
 
@@ -60,7 +61,8 @@ class SectionHit:
 
 @dataclass(slots=True)
 class _Flight:
-    """A capture in progress, that requests which arrived before it started may share."""
+    """A capture, that requests which arrived before it started may share (running or
+    finished: Engine.capture)."""
 
     started: float
     done: threading.Event = field(default_factory=threading.Event)
@@ -101,6 +103,7 @@ class Engine:
         self.use_cache(cache, cache_bytes)
         self.reread = reread
         self._flights: dict[tuple[str, Settings], _Flight] = {}  # captures in progress
+        self._landed: dict[tuple[str, Settings], _Flight] = {}  # the last finished ones
         self._flights_lock = threading.Lock()
 
     def use_cache(
@@ -122,7 +125,11 @@ class Engine:
     def changed(self, bundle: Bundle, paths: Sequence[str] | None = None) -> None:
         """Editor notifications: these bundle-relative paths (None: all) are read again at
         the next capture, whatever their stat says."""
-        self.reuse.marks.mark(bundle_key(bundle), paths)
+        key = bundle_key(bundle)
+        self.reuse.marks.mark(key, paths)
+        with self._flights_lock:
+            for flight_key in [k for k in self._landed if k[0] == key]:
+                del self._landed[flight_key]
 
     # -- stages ---------------------------------------------------------------------------
 
@@ -139,9 +146,11 @@ class Engine:
         """A fresh snapshot of the bundle.
 
         `fresh_after` (a time.monotonic() reading: when the request arrived) lets a request
-        share a capture of the same bundle and settings that another request started at or
-        after that moment: it is then as fresh as one of its own (requests an editor sends
-        together, or that waited for the warm-up, walk the workspace once).
+        use a capture of the same bundle and settings that started at or after that moment,
+        still running or finished: it is then as fresh as one of its own would be (requests
+        an editor sends together walk the workspace once, and those that waited for the
+        warm-up use the warm-up's capture if it started after they arrived). An editor's
+        notification of a change forgets the finished captures of that bundle.
         """
         settings = settings or self.settings
         key = bundle_key(bundle)
@@ -150,17 +159,28 @@ class Engine:
         flight_key = (key, settings)
         with self._flights_lock:
             flight = self._flights.get(flight_key)
+            landed = self._landed.get(flight_key)
         if flight is not None and flight.started >= fresh_after:
             while not flight.done.wait(0.05):
                 if cancel is not None:
                     cancel.check()
             if flight.snapshot is not None:
                 return flight.snapshot
+        if landed is not None and landed.started >= fresh_after:
+            assert landed.snapshot is not None
+            return landed.snapshot
         flight = _Flight(time.monotonic())
         with self._flights_lock:
             self._flights[flight_key] = flight
         try:
             flight.snapshot = self._capture(bundle, key, settings, cancel, progress, None)
+            with self._flights_lock:
+                before = self._landed.get(flight_key)
+                if before is None or before.started < flight.started:
+                    self._landed.pop(flight_key, None)
+                    self._landed[flight_key] = flight
+                    while len(self._landed) > LANDED_KEPT:
+                        del self._landed[next(iter(self._landed))]
             return flight.snapshot
         finally:
             flight.done.set()
@@ -551,10 +571,15 @@ class Engine:
         settings: Settings | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
+        fresh_after: float | None = None,
     ) -> Index:
-        """Capture and index the bundle (a warm-up); the limits are checked."""
+        """Capture and index the bundle (a warm-up); the limits are checked. `fresh_after`:
+        see capture() (a warm-up that passes it leaves its capture to requests that arrived
+        before it started)."""
         settings = settings or self.settings
-        return self._prepared(bundle, options, settings, cancel, progress, None, lambda p: p.index)
+        return self._prepared(
+            bundle, options, settings, cancel, progress, None, lambda p: p.index, True, fresh_after
+        )
 
     @staticmethod
     def outline(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:

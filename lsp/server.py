@@ -837,6 +837,9 @@ class CitelineServer(LanguageServer):
             wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
 
             def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
+                # Its captures are left to the requests that arrived before they started
+                # (those waiting for the warm-up now): they are as fresh as their own.
+                begun = time.monotonic()
                 for folder in folders:
                     for options in wanted:
                         try:
@@ -846,6 +849,7 @@ class CitelineServer(LanguageServer):
                                 settings=opts.engine,
                                 cancel=cancel,
                                 progress=progress,
+                                fresh_after=begun,
                             )
                         except CitelineError as err:
                             if err.code == "cancelled":

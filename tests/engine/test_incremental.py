@@ -372,3 +372,71 @@ def test_requests_that_arrived_before_a_capture_share_it(make_bundle, monkeypatc
     first.join()
     ask("beta", None)
     assert len(walks) == 3
+
+
+def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
+    make_bundle, monkeypatch
+) -> None:
+    """The warm-up's capture, finished while requests waited for it, answers those that
+    arrived before it started; a request that arrived after it started, or after an editor
+    reported a change, captures again and sees what changed."""
+    from citeline.engine import core
+
+    bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "beta\n"})
+    engine = Engine()
+    real = core.capture
+    walks: list[float] = []
+
+    def counted(*args, **kwargs):
+        walks.append(time.monotonic())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core, "capture", counted)
+    waiting = time.monotonic()  # a request arrives, then the warm-up starts
+    engine.prepare(bundle, fresh_after=time.monotonic())
+    assert len(walks) == 1
+    first = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)
+    assert len(walks) == 1  # the warm-up's snapshot
+    assert [h["path"] for h in first["hits"]] == ["a.md"]
+
+    (bundle / "c.md").write_text("alpha again\n")
+    later = engine.search(bundle, {"query": "alpha"}, fresh_after=time.monotonic())
+    assert len(walks) == 2  # arrived after the capture began: its own, which sees c.md
+    assert sorted(h["path"] for h in later["hits"]) == ["a.md", "c.md"]
+    assert later["snapshot_revision"] != first["snapshot_revision"]
+
+    # the request that arrived first may use the newest finished capture, never an older one
+    again = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)
+    assert len(walks) == 2
+    assert again["snapshot_revision"] == later["snapshot_revision"]
+
+    engine.changed(bundle, ["a.md"])
+    engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)
+    assert len(walks) == 3  # a change was reported: the finished captures are forgotten
+
+
+def test_finished_captures_are_kept_per_bundle_and_settings(make_bundle, monkeypatch) -> None:
+    from citeline.engine import core
+    from citeline.engine.limits import Settings
+
+    one = make_bundle({"a.md": "alpha\n"}, name="one")
+    two = make_bundle({"b.md": "alpha\n"}, name="two")
+    engine = Engine()
+    real = core.capture
+    walks: list[str] = []
+
+    def counted(root, *args, **kwargs):
+        walks.append(str(root))
+        return real(root, *args, **kwargs)
+
+    monkeypatch.setattr(core, "capture", counted)
+    waiting = time.monotonic()
+    engine.prepare(one, fresh_after=waiting)
+    hits = engine.search(two, {"query": "alpha"}, fresh_after=waiting)["hits"]
+    assert [h["path"] for h in hits] == ["b.md"]  # not the other bundle's snapshot
+    strict = Settings(reserved=("a.md",))
+    engine.search(one, {"query": "alpha"}, settings=strict, fresh_after=waiting)
+    assert walks == [str(one), str(two), str(one)]  # other settings: another capture
+    for _ in range(core.LANDED_KEPT + 3):
+        engine.prepare(make_bundle({"x.md": "x\n"}, name=f"b{len(walks)}"), fresh_after=waiting)
+    assert len(engine._landed) == core.LANDED_KEPT
