@@ -54,6 +54,89 @@ class StructureCache:
         return None
 
 
+Item = tuple[str, str, bytes, bytes | None]  # path, sha256, bytes, known structure
+Flying = tuple[int, list[Item], Any]  # files, the items, the worker's parallel.Result
+
+
+class Ahead:
+    """Blocks built while the capture is still reading: on a cold build, each run of about
+    TARGET_BYTES of files just read goes to the worker processes at once, so their analysis
+    overlaps the rest of the walk (the workers would otherwise wait for it).
+
+    What the capture hears of is not yet a snapshot (a later file may break a limit, a file
+    may change before the end): update() uses a block built ahead only when every file in
+    it is in the snapshot with the digest it was built from, and builds the rest as usual.
+    Reserved files are never searched, so they are left out of the runs.
+
+    As in _in_workers, at most a few runs are in flight, and the rest wait here: a job the
+    pool has not yet handed to a worker would stay pending, and Python 3.11's pool fails
+    on a cancelled pending job if a worker dies (a Ctrl-C reaches the workers too), which
+    once hung the CLI at exit.
+    """
+
+    def __init__(
+        self,
+        options: AnalysisOptions,
+        pool: object,
+        structures: StructureCache,
+        reserved: frozenset[str],
+    ) -> None:
+        self.options = options
+        self.pool = pool
+        self.structures = structures
+        self.reserved = reserved
+        self.run: list[tuple[str, str, bytes]] = []
+        self.size = 0
+        self.total = 0
+        self.waiting: list[list[tuple[str, str, bytes]]] = []  # runs not yet worth a pool
+        self.flying: list[Flying] = []
+
+    def add(self, path: str, sha256: str, data: bytes) -> None:
+        """capture's on_read: one file read (its path, digest and bytes)."""
+        if path in self.reserved:
+            return
+        self.run.append((path, sha256, data))
+        self.size += len(data)
+        self.total += len(data)
+        if self.size < TARGET_BYTES:
+            return
+        self.waiting.append(self.run)
+        self.run, self.size = [], 0
+        if self.total < PARALLEL_MIN_BYTES:
+            return  # a small bundle is analysed in this process: no pool for it
+        most = 2 * getattr(self.pool, "count", 2)
+        busy = sum(not result.done() for _, _, result in self.flying)
+        while self.waiting and busy < most:
+            run = self.waiting.pop(0)
+            known = self.structures.get_many([sha for _, sha, _ in run])
+            items: list[Item] = [(p, sha, d, known.get(sha)) for p, sha, d in run]
+            (result,) = self.pool.run(build_chunk, [(self.options, items)])  # type: ignore[attr-defined]
+            self.flying.append((len(items), items, result))
+            busy += 1
+
+    def take(self, todo: Sequence[CapturedFile]) -> tuple[list[Flying], list[CapturedFile]]:
+        """The blocks in flight whose files are all among `todo` with the same digests, and
+        the files of `todo` they do not cover (runs never sent are left to update()); the
+        others are cancelled."""
+        wanted = {f.path: f.sha256 for f in todo}
+        usable: list[Flying] = []
+        covered: set[str] = set()
+        for flying in self.flying:
+            if all(wanted.get(path) == sha for path, sha, _, _ in flying[1]):
+                usable.append(flying)
+                covered.update(path for path, _, _, _ in flying[1])
+            else:
+                flying[2].cancel()
+        self.flying, self.waiting = [], []
+        return usable, [f for f in todo if f.path not in covered]
+
+    def close(self) -> None:
+        """Cancel what was not taken (a capture that failed, or was not used)."""
+        for _, _, result in self.flying:
+            result.cancel()
+        self.flying = []
+
+
 @dataclass(frozen=True, slots=True)
 class Built:
     index: Index
@@ -71,8 +154,10 @@ def update(
     workers: object = None,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
+    ahead: Ahead | None = None,
 ) -> Built:
-    """The index of `files` (a snapshot's searchable files, in path order)."""
+    """The index of `files` (a snapshot's searchable files, in path order); `ahead`: blocks
+    the workers started while the capture was reading (used on a build from scratch)."""
     by_path = {f.path: f for f in files}
     kept: list[Block] = []
     partial: list[tuple[Block, list[int]]] = []
@@ -89,15 +174,18 @@ def update(
             partial.append((block, keep))
         covered.update(block.paths[i] for i in keep)
     todo = [f for f in files if f.path not in covered]
+    early: list[Flying] = []
     if previous is None or len(todo) > REBUILD_SHARE * len(files):
         kept, partial, todo = [], [], list(files)
-    if not todo and not partial:
+        if ahead is not None:
+            early, todo = ahead.take(todo)
+    if not todo and not partial and not early:
         if previous is not None and len(kept) == len(previous.blocks):
             return Built(previous, ())
         return Built(Index(kept), ())
 
     stored: set[str] = set()
-    analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress, stored)
+    analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress, stored, early)
     new_blocks: list[Block] = []
     # A block that lost most of its files is merged into the new one rather than kept small.
     small = [(b, keep) for b, keep in partial if _bytes(b, keep) < TARGET_BYTES // 4]
@@ -149,13 +237,15 @@ def _analyse(
     cancel: CancelToken | None,
     progress: Progress | None,
     stored: set[str],
+    early: Sequence[Flying] = (),
 ) -> Iterator[tuple[Input, FileAnalysis] | Block]:
-    """Each file's analysis, or whole blocks when worker processes built them."""
+    """Each file's analysis, or whole blocks when worker processes built them (`early`:
+    blocks they started while the capture was reading)."""
     known = structures.get_many([f.sha256 for f in todo])
     pool = workers if workers is not None and getattr(workers, "count", 0) >= 2 else None
-    if pool is not None and sum(f.size for f in todo) >= PARALLEL_MIN_BYTES:
+    if pool is not None and (early or sum(f.size for f in todo) >= PARALLEL_MIN_BYTES):
         yield from _in_workers(
-            todo, options, fetch, known, structures, pool, cancel, progress, stored
+            todo, options, fetch, known, structures, pool, cancel, progress, stored, early
         )
         return
     fresh: list[tuple[str, bytes]] = []
@@ -214,31 +304,33 @@ def _in_workers(
     cancel: CancelToken | None,
     progress: Progress | None,
     stored: set[str],
+    early: Sequence[Flying] = (),
 ) -> Iterator[Block]:
-    runs = list(chunks(todo))
     # At most a few chunks in flight: each waits in the pool's queue as a pickled copy of
     # its files' bytes, and a big workspace's bytes should not all be copied at once.
     ahead = 2 * getattr(pool, "count", 2)
-    flight: deque[tuple[int, list[tuple[str, str, bytes, bytes | None]], Any]] = deque()
+    flight: deque[Flying] = deque(early)
+    total = len(todo) + sum(count for count, _, _ in early)
     done = 0
+    later = chunks(todo)
 
-    def submit(run: list[CapturedFile]) -> None:
-        if cancel is not None:
-            cancel.check()
-        items = [(f.path, f.sha256, fetch(f), known.get(f.sha256)) for f in run]
-        (result,) = pool.run(build_chunk, [(options, items)])  # type: ignore[attr-defined]
-        flight.append((len(run), items, result))
+    def top_up() -> None:
+        while len(flight) < ahead:
+            run = next(later, None)
+            if run is None:
+                return
+            if cancel is not None:
+                cancel.check()
+            items: list[Item] = [(f.path, f.sha256, fetch(f), known.get(f.sha256)) for f in run]
+            (result,) = pool.run(build_chunk, [(options, items)])  # type: ignore[attr-defined]
+            flight.append((len(run), items, result))
 
     try:
-        later = iter(runs[ahead:])
-        for run in runs[:ahead]:
-            submit(run)
+        top_up()
         while flight:
             count, items, result = flight.popleft()
             got = result.get(cancel)
-            run = next(later, None)
-            if run is not None:
-                submit(run)  # keep the workers busy while this block is decoded
+            top_up()  # keep the workers busy while this block is decoded
             if got is None:  # the pool broke: do this chunk here
                 blob, fresh = build_chunk(options, items)
             else:
@@ -250,7 +342,7 @@ def _in_workers(
             yield block
             done += count
             if progress is not None:
-                progress("analyse", done, len(todo))
+                progress("analyse", done, total)
     finally:
         for _, _, result in flight:
             result.cancel()

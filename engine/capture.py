@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 S_ISREG = stat.S_ISREG
 
 Progress = Callable[[str, int, int], None]
+OnRead = Callable[[str, str, bytes], None]  # (path, sha256, bytes) of a file just read
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = (
     os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -249,12 +250,13 @@ class _Prefetch:
     the limit is reported, so a bundle far over the limit is never read whole.
     """
 
-    __slots__ = ("budget", "held", "read")
+    __slots__ = ("budget", "held", "on_read", "read")
 
-    def __init__(self, budget: int, held: Held | None) -> None:
+    def __init__(self, budget: int, held: Held | None, on_read: OnRead | None = None) -> None:
         self.budget = budget
         self.held = held
         self.read = 0
+        self.on_read = on_read
 
     def keep(self, data: bytes) -> tuple[bytes, str]:
         """The bytes to keep for a file just read, and their SHA-256."""
@@ -438,6 +440,8 @@ def _read(dir_fd: int, name: str | bytes, rel: str, max_bytes: int, prefetch: _P
         return None
     data, stat = got
     kept, digest = prefetch.keep(data)
+    if prefetch.on_read is not None:
+        prefetch.on_read(rel, digest, kept)
     return _Read(kept, digest, stat, started)
 
 
@@ -584,6 +588,7 @@ def capture(
     known: Known | None = None,
     marked: frozenset[str] = frozenset(),
     overlay: Mapping[str, bytes] | None = None,
+    on_read: OnRead | None = None,
 ) -> Snapshot:
     """Every Markdown file of the bundle: its record, and its bytes when they were read.
 
@@ -592,10 +597,12 @@ def capture(
     (editor notifications; "*" for all) are read whatever their stat. `overlay` maps paths
     to the editor's unsaved text, used instead of the disk's bytes. `held` maps SHA-256s to
     bytes already in memory: a file read with one of those digests keeps the held bytes.
+    `on_read(path, sha256, bytes)` hears of each file as the walk reads it (the analysis
+    may start before the walk ends); what it hears is not yet checked against any limit.
     """
     root = check_bundle(bundle)
     limits = settings.limits
-    reads = _Prefetch(limits.max_total_bytes, held)
+    reads = _Prefetch(limits.max_total_bytes, held, on_read)
     overlay = overlay or {}
     previous = known.files if known is not None and "*" not in marked else None
     found = list_markdown(root, settings, cancel, reads, previous, marked)

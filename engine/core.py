@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .blocks import options_key
 from .cancel import CancelToken
-from .capture import CapturedFile, Changed, Fetcher, Progress, Snapshot, capture
+from .capture import CapturedFile, Changed, Fetcher, OnRead, Progress, Snapshot, capture
 from .errors import CitelineError
 from .index import Index, Problem, Section
 from .limits import Settings
@@ -34,6 +34,7 @@ from .snippets import snippet
 from .terms import Tokenizer, normalise, query_terms, word_re
 
 if TYPE_CHECKING:
+    from .build import Ahead
     from .layout import Layout, ParseIssue
     from .sections import Heading
 
@@ -142,8 +143,9 @@ class Engine:
         progress: Progress | None = None,
         overlay: Mapping[str, bytes] | None = None,
         fresh_after: float | None = None,
+        on_read: OnRead | None = None,
     ) -> Snapshot:
-        """A fresh snapshot of the bundle.
+        """A fresh snapshot of the bundle (`on_read`: see capture.capture).
 
         `fresh_after` (a time.monotonic() reading: when the request arrived) lets a request
         use a capture of the same bundle and settings that started at or after that moment,
@@ -155,7 +157,7 @@ class Engine:
         settings = settings or self.settings
         key = bundle_key(bundle)
         if fresh_after is None or overlay:
-            return self._capture(bundle, key, settings, cancel, progress, overlay)
+            return self._capture(bundle, key, settings, cancel, progress, overlay, on_read)
         flight_key = (key, settings)
         with self._flights_lock:
             flight = self._flights.get(flight_key)
@@ -173,7 +175,7 @@ class Engine:
         with self._flights_lock:
             self._flights[flight_key] = flight
         try:
-            flight.snapshot = self._capture(bundle, key, settings, cancel, progress, None)
+            flight.snapshot = self._capture(bundle, key, settings, cancel, progress, None, on_read)
             with self._flights_lock:
                 before = self._landed.get(flight_key)
                 if before is None or before.started < flight.started:
@@ -196,6 +198,7 @@ class Engine:
         cancel: CancelToken | None,
         progress: Progress | None,
         overlay: Mapping[str, bytes] | None,
+        on_read: OnRead | None = None,
     ) -> Snapshot:
         reuse = self.reuse
         known = None if self.reread else reuse.known(key)
@@ -210,6 +213,7 @@ class Engine:
             known=known,
             marked=marked,
             overlay=overlay,
+            on_read=on_read,
         )
         reuse.marks.clear(key, clock)
         reuse.remember(key, snap.known)
@@ -227,8 +231,10 @@ class Engine:
         fetch: Fetcher | None = None,
         cancel: CancelToken | None = None,
         progress: Progress | None = None,
+        ahead: Ahead | None = None,
     ) -> Index:
-        """The index of the snapshot's searchable files (not yet checked against limits)."""
+        """The index of the snapshot's searchable files (not yet checked against limits);
+        `ahead`: blocks started while it was captured (see _ahead)."""
         settings = settings or self.settings
         key = (bundle_key(bundle or snapshot.root), options_key(options), settings.reserved)
         live = self.reuse.index(key)
@@ -248,6 +254,7 @@ class Engine:
                 workers=self.workers,
                 cancel=cancel,
                 progress=progress,
+                ahead=ahead,
             )
         finally:
             if own:
@@ -270,6 +277,7 @@ class Engine:
         fresh_after: float | None = None,
     ) -> T:
         """Capture, index, check and run `then` (see _captured)."""
+        ahead = None if overlay else self._ahead(bundle, options, settings)
 
         def indexed(snap: Snapshot, fetch: Fetcher) -> T:
             idx = self.index(
@@ -280,12 +288,40 @@ class Engine:
                 fetch=fetch,
                 cancel=cancel,
                 progress=progress,
+                ahead=ahead,
             )
             if check:
                 idx.check(settings)
             return then(Prepared(snap, idx, fetch))
 
-        return self._captured(bundle, settings, cancel, progress, overlay, indexed, fresh_after)
+        try:
+            return self._captured(
+                bundle,
+                settings,
+                cancel,
+                progress,
+                overlay,
+                indexed,
+                fresh_after,
+                ahead.add if ahead is not None else None,
+            )
+        finally:
+            if ahead is not None:
+                ahead.close()
+
+    def _ahead(self, bundle: Bundle, options: AnalysisOptions, settings: Settings) -> Ahead | None:
+        """Blocks to build while the capture reads, when this is a cold build on several
+        cores: nothing known of the bundle (every file will be read) and no index to update."""
+        if self.workers.count < 2:
+            return None
+        key = bundle_key(bundle)
+        if self.reuse.known(key) is not None:
+            return None
+        if self.reuse.index((key, options_key(options), settings.reserved)) is not None:
+            return None
+        from .build import Ahead
+
+        return Ahead(options, self.workers, self.reuse.structures, frozenset(settings.reserved))
 
     def _captured(
         self,
@@ -296,10 +332,11 @@ class Engine:
         overlay: Mapping[str, bytes] | None,
         then: Callable[[Snapshot, Fetcher], T],
         fresh_after: float | None = None,
+        on_read: OnRead | None = None,
     ) -> T:
         """Capture and run `then` with the snapshot and a Fetcher of its files' bytes; again
         if a file changed meanwhile (the Fetcher found other bytes than the records name).
-        `fresh_after`: see capture() (only the first attempt shares a capture).
+        `fresh_after`, `on_read`: see capture() (only for the first attempt).
 
         The last attempt reads every file, so all its bytes are at hand and it cannot fail so.
         What the request leaves for the cache is written in one transaction at its end.
@@ -313,6 +350,7 @@ class Engine:
                     progress=progress,
                     overlay=overlay,
                     fresh_after=fresh_after if attempt == 0 else None,
+                    on_read=on_read if attempt == 0 else None,
                 )
                 with Fetcher(snap, self.reuse.held.get) as fetch:
                     try:

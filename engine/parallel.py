@@ -78,6 +78,9 @@ class Result:
                 self.owner._discard()
                 return None
 
+    def done(self) -> bool:
+        return self.future is None or self.future.done()
+
     def cancel(self) -> None:
         if self.future is not None:
             self.future.cancel()

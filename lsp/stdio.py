@@ -42,8 +42,8 @@ class FrameReader:
         length: int | None = None
         while True:
             line = self.stream.readline()
-            if not line:
-                return None
+            if not line.endswith(b"\n"):
+                return None  # the end of the stream, maybe inside a header line
             if not line.strip():
                 if length is not None:
                     break
@@ -56,18 +56,18 @@ class FrameReader:
                 # body of one that was never announced. The header the client wrote next ends
                 # this line, so the last "Content-Length:" in it (a JSON body has no raw line
                 # breaks, so it cannot come from inside a string) starts the next frame.
-                at = line.lower().rfind(CONTENT_LENGTH + b":")
+                garbage, header, _ = line.lower().rpartition(CONTENT_LENGTH + b":")
                 log.warning(
                     "discarding %d bytes of garbage in the message stream: %r",
-                    len(line) if at < 0 else at,
+                    len(garbage) if header else len(line),
                     line[:80],
                 )
                 length = None
-                if at < 0:
+                if not header:
                     continue
-                match = HEADER.fullmatch(line[at:])
-                if match is None:
-                    continue
+                # (it matches: it starts with a header name and the line ends in "\n")
+                match = HEADER.fullmatch(line, len(garbage))
+                assert match is not None
             name, value = match.groups()
             if name.lower() != CONTENT_LENGTH:
                 continue  # Content-Type and any other header: utf-8 JSON is all LSP uses

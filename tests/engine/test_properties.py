@@ -28,7 +28,13 @@ WORDS = ["a", "ab", "B", "é", "e\u0301", "ss", "ß", "ẞ", "İ", "i", "数据"
 WORDS += ["Σ", "ς", "１２", "x1", "don't", "foo_bar", "ǅ", "\u0301"]
 PIECES = [*WORDS, " ", "  ", "\n", "\r\n", "\r", "\t", ".", ",", "-", "#", "\u2028", "\f", "😀"]
 text_st = st.lists(
-    st.one_of(st.sampled_from(PIECES), st.characters(), st.text(max_size=3)), max_size=250
+    # (decoded UTF-8 holds no lone surrogates: st.characters() makes one now and then)
+    st.one_of(
+        st.sampled_from(PIECES),
+        st.characters(exclude_categories=["Cs"]),
+        st.text(max_size=3),
+    ),
+    max_size=250,
 ).map("".join)
 query_st = st.lists(
     st.one_of(st.sampled_from(WORDS), st.text(min_size=1, max_size=4)), min_size=1, max_size=6

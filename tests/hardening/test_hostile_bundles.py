@@ -300,7 +300,9 @@ def test_every_front_answers_hostile_bundles(
     total = sum(OUTCOMES.values())
     print(f"\nfront outcomes: {dict(OUTCOMES)}")
     assert total >= FRONT_EXAMPLES * 0.9, OUTCOMES
-    assert OUTCOMES["result"] >= total // 4, OUTCOMES  # a floor of searches that succeed
+    # A floor of searches that succeed: over 10 runs they were 24 to 45 of 60, once 12
+    # (hypothesis drew many non-UTF-8 names), so a quarter was too tight to be steady.
+    assert OUTCOMES["result"] >= total // 6, OUTCOMES
     assert OUTCOMES["parse_error"] + OUTCOMES["bundle_invalid"] >= total // 5, OUTCOMES
     # Still serving after all of that.
     write_tree(workspace, [([], b"last.md", b"# Last\nalpha\n")])

@@ -125,3 +125,28 @@ def test_the_last_length_before_the_blank_line_wins() -> None:
     assert frames(data) == [b"abcde"]
     # a rejected length after a good one leaves no length: the blank line ends nothing
     assert frames(b"Content-Length: 5\r\nContent-Length: x\r\n\r\nabcde\r\n") == []
+
+
+def test_garbage_then_a_blank_line_ends_no_frame() -> None:
+    """Garbage forgets any length read before it: the blank line after it ends nothing."""
+    assert frames(b"junk\r\n\r\n" + frame(body(9))) == [body(9)]
+    assert frames(b"Content-Length: 3\r\njunk\r\n\r\n" + frame(body(9))) == [body(9)]
+
+
+def test_the_stream_ending_inside_a_header_line_is_the_end_not_garbage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, "citeline.lsp.stdio"):
+        assert frames(frame(body(1)) + b"Content-Length: 5") == [body(1)]
+        assert frames(frame(body(2)) + b"junk Content-Length: 5") == [body(2)]
+    assert caplog.records == []
+
+
+def test_the_log_quotes_a_rejected_length_up_to_40_bytes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    long = b"9" * 30 + b"x" * 30
+    with caplog.at_level(logging.WARNING, "citeline.lsp.stdio"):
+        assert frames(b"Content-Length: " + long + b"\r\n\r\n" + frame(body(1))) == [body(1)]
+    (record,) = caplog.records
+    assert record.getMessage() == f"ignoring a frame with Content-Length {long[:40]!r}"
