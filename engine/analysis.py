@@ -45,14 +45,13 @@ class FileAnalysis:
     sections: tuple[SectionStats, ...]
     # term -> ((section index, weighted tf), ...), ascending section index; never mutated.
     postings: dict[str, tuple[tuple[int, int], ...]]
-    vocab: tuple[str, ...]  # sorted terms, for prefix look-ups
     total_length: int  # sum of section lengths
     tokens: int  # indexed tokens (unweighted), for the token limit
     too_long: TooLong | None
 
 
 def failed(issue: ParseIssue) -> FileAnalysis:
-    return FileAnalysis(issue, None, "", (), {}, (), 0, 0, None)
+    return FileAnalysis(issue, None, "", (), {}, 0, 0, None)
 
 
 def analyse(
@@ -158,7 +157,6 @@ def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> Fil
         # Tuples, not lists: the collector stops tracking tuples of ints, so a large memo
         # does not make every garbage collection walk millions of posting lists.
         {t: tuple(p) for t, p in postings.items()},
-        tuple(sorted(postings)),
         total_length,
         tokens,
         too_long,

@@ -13,6 +13,7 @@ option set, or a file seen before, costs tokenising only.
 
 from __future__ import annotations
 
+import gc
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -284,14 +285,25 @@ def build_chunk(
     options: AnalysisOptions, items: list[tuple[str, str, bytes, bytes | None]]
 ) -> tuple[bytes, list[tuple[str, bytes]]]:
     """A worker process's job: the block over (path, sha256, bytes, known structure) items,
-    encoded, and the structures it parsed."""
-    known = {sha: blob for _, sha, _, blob in items if blob is not None}
-    fresh: list[tuple[str, bytes]] = []
-    analysed = [
-        (Input(path, sha, len(data)), _analysis(data, sha, options, known, fresh))
-        for path, sha, data, _ in items
-    ]
-    return build(analysed, options).encode(), fresh
+    encoded, and the structures it parsed.
+
+    Without the cyclic garbage collector: a chunk makes millions of small objects and no
+    reference cycles (counting frees them all), and the collections their allocations
+    trigger walk the worker's memos of words again and again: 20% of a chunk's time.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        known = {sha: blob for _, sha, _, blob in items if blob is not None}
+        fresh: list[tuple[str, bytes]] = []
+        analysed = [
+            (Input(path, sha, len(data)), _analysis(data, sha, options, known, fresh))
+            for path, sha, data, _ in items
+        ]
+        return build(analysed, options).encode(), fresh
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _in_workers(

@@ -175,12 +175,13 @@ class Engine:
         with self._flights_lock:
             self._flights[flight_key] = flight
         try:
-            flight.snapshot = self._capture(bundle, key, settings, cancel, progress, None, on_read)
+            snap = self._capture(bundle, key, settings, cancel, progress, None, on_read)
+            flight.snapshot = snap
             with self._flights_lock:
                 before = self._landed.get(flight_key)
                 if before is None or before.started < flight.started:
                     self._landed.pop(flight_key, None)
-                    self._landed[flight_key] = flight
+                    self._landed[flight_key] = _Flight(flight.started, snapshot=_records(snap))
                     while len(self._landed) > LANDED_KEPT:
                         del self._landed[next(iter(self._landed))]
             return flight.snapshot
@@ -638,6 +639,16 @@ def _section_hit(sec: Section, score: float, matched: tuple[str, ...]) -> Sectio
         score,
         matched,
     )
+
+
+def _records(snap: Snapshot) -> Snapshot:
+    """The snapshot without the bytes it read (kept to share, it must not keep a workspace's
+    bytes alive: those a later request needs are held by reuse.Held or read again and
+    checked against their SHA-256, as for any file the stat index vouched for)."""
+    known = snap.known
+    if known is None or known.captured is None or not snap.read:
+        return snap
+    return Snapshot(snap.root, known.captured.files, snap.revision, known, 0)
 
 
 def _file(snapshot: Snapshot, path: str) -> CapturedFile:

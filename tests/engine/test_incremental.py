@@ -398,6 +398,10 @@ def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
     first = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)
     assert len(walks) == 1  # the warm-up's snapshot
     assert [h["path"] for h in first["hits"]] == ["a.md"]
+    # kept without the bytes it read (a big workspace's bytes are not kept alive by it)
+    (landed,) = engine._landed.values()
+    assert landed.snapshot is not None and len(landed.snapshot.files) == 2
+    assert all(f.data is None for f in landed.snapshot.files)
 
     (bundle / "c.md").write_text("alpha again\n")
     later = engine.search(bundle, {"query": "alpha"}, fresh_after=time.monotonic())
@@ -440,3 +444,18 @@ def test_finished_captures_are_kept_per_bundle_and_settings(make_bundle, monkeyp
     for _ in range(core.LANDED_KEPT + 3):
         engine.prepare(make_bundle({"x.md": "x\n"}, name=f"b{len(walks)}"), fresh_after=waiting)
     assert len(engine._landed) == core.LANDED_KEPT
+
+
+def test_a_shared_capture_reads_the_bytes_again_when_none_are_held(make_bundle) -> None:
+    """With no bytes held in memory, a request answered from a finished capture reads the
+    files it cites again and checks them against the snapshot's digests."""
+    bundle = make_bundle({"a.md": "# A\nalpha one\n", "b.md": "beta\n"})
+    engine = Engine(hold_bytes=0)
+    waiting = time.monotonic()
+    engine.prepare(bundle, fresh_after=time.monotonic())
+    (hit,) = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)["hits"]
+    assert hit["snippet"] == "# A\nalpha one"
+    # changed after that capture, before the request read it: the request captures again
+    (bundle / "a.md").write_text("# A\nalpha two, longer\n")
+    (hit,) = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)["hits"]
+    assert hit["snippet"] == "# A\nalpha two, longer"
