@@ -350,11 +350,11 @@ def test_a_snippet_without_matches_shows_its_first_line() -> None:
 
 
 def test_word_start_moves_past_a_cut_word_never_beyond_its_limit() -> None:
+    assert render.word_start("-abcd e", 3, 7) == 6  # to the end of "abcd", then the space
     assert render.word_start("ab cd", 0, 5) == 0  # the line's start cuts no word
     assert render.word_start("ab cd", 1, 5) == 3  # past "b" and the space
     assert render.word_start("abcd", 1, 2) == 2  # stops at the limit, inside the word
     assert render.word_start("ab  cd", 1, 3) == 3  # the spaces too stop at the limit
-    assert render.word_start("-abcd e", 3, 7) == 6  # to the end of "abcd", then the space
     assert render.word_start("ab.cd", 1, 5) == 2  # punctuation ends a word
     # CJK characters stand alone: a cut beside one cuts no word.
     assert render.word_start("ab漢字", 2, 4) == 2
@@ -677,7 +677,7 @@ def test_progress_bar_draws_after_the_delay_at_most_every_50_ms(
     clock = Clock()
     monkeypatch.setattr(render, "time", clock)
     stream = Tty()
-    bar = render.ProgressBar(stream, delay=0.5)
+    bar = render.ProgressBar(stream)  # half a second by default (docs/cli.md)
     drawn: list[str] = []
 
     def step(at: float, stage: str, done: int, total: int) -> None:
