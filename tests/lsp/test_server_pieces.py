@@ -1,0 +1,208 @@
+"""Pieces of the language server tested in process, with exact values: work-done progress
+(what the editor's progress bar shows), which folder a changed file belongs to and what a
+change notification does, the -32603 answer to a bug, and the log filter for error answers.
+The session tests (test_lsp_server.py) see these only through a real client's timing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from citeline.lsp import server as srv
+
+
+class FakeProgress:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, object, object]] = []
+
+    def begin(self, token: object, value: object) -> None:
+        self.sent.append(("begin", token, value))
+
+    def report(self, token: object, value: object) -> None:
+        self.sent.append(("report", token, value))
+
+    def end(self, token: object, value: object) -> None:
+        self.sent.append(("end", token, value))
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.work_done_progress = FakeProgress()
+
+
+class ImmediateLoop:
+    """call_soon_threadsafe that runs the call at once (the engine's thread is this one)."""
+
+    def call_soon_threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
+        fn(*args)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    now = [1000.0]
+    monkeypatch.setattr(srv.time, "monotonic", lambda: now[0])
+    return now
+
+
+def progress() -> tuple[srv._Progress, FakeProgress]:
+    fake = FakeServer()
+    return srv._Progress(fake, ImmediateLoop(), "tok-1"), fake.work_done_progress  # type: ignore[arg-type]
+
+
+def reports(fake: FakeProgress) -> list[tuple[str | None, int | None]]:
+    out = []
+    for kind, token, value in fake.sent:
+        assert token == "tok-1"
+        if kind == "report":
+            assert isinstance(value, types.WorkDoneProgressReport)
+            out.append((value.message, value.percentage))
+    return out
+
+
+def test_progress_begins_at_zero_percent_and_ends_with_its_message() -> None:
+    bar, fake = progress()
+    bar.begin("citeline.search")
+    bar.end("done")
+    (begin_kind, _, begin), (end_kind, _, end) = fake.sent
+    assert begin_kind == "begin" and end_kind == "end"
+    assert begin == types.WorkDoneProgressBegin(
+        title="citeline.search", cancellable=False, percentage=0
+    )
+    assert end == types.WorkDoneProgressEnd(message="done")
+
+
+def test_progress_reports_stage_count_and_whole_percent(clock: list[float]) -> None:
+    bar, fake = progress()
+    bar("capture", 1, 3)
+    assert reports(fake) == [("capture 1/3", 33)]  # rounded down, never 34
+    clock[0] += srv.PROGRESS_INTERVAL
+    bar("analyse", 2, 3)
+    assert reports(fake)[-1] == ("analyse 2/3", 66)
+    clock[0] += srv.PROGRESS_INTERVAL
+    bar("analyse", 0, 0)  # nothing to do is all done
+    assert reports(fake)[-1] == ("analyse 0/0", 100)
+
+
+def test_progress_at_most_ten_reports_a_second_but_always_the_last(clock: list[float]) -> None:
+    bar, fake = progress()
+    bar("capture", 1, 100)
+    clock[0] += srv.PROGRESS_INTERVAL / 2
+    bar("capture", 2, 100)  # too soon: dropped
+    assert reports(fake) == [("capture 1/100", 1)]
+    bar("capture", 100, 100)  # the last one is never dropped
+    assert reports(fake)[-1] == ("capture 100/100", 100)
+    # the interval counts from the last report sent, not the last call
+    clock[0] += srv.PROGRESS_INTERVAL - 0.01
+    bar("analyse", 5, 100)
+    assert len(reports(fake)) == 2
+    clock[0] += 0.01
+    bar("analyse", 6, 100)
+    assert reports(fake)[-1] == ("analyse 6/100", 6)
+
+
+def test_the_first_report_is_sent_at_once(clock: list[float]) -> None:
+    clock[0] = srv.PROGRESS_INTERVAL  # a young clock: the first report is still due
+    bar, fake = progress()
+    bar("capture", 1, 10)
+    assert reports(fake) == [("capture 1/10", 10)]
+
+
+def server_with(folders: list[str]) -> srv.CitelineServer:
+    ls = srv.CitelineServer()
+    ls.folders = lambda: [(f"file://{p}", p) for p in folders]  # type: ignore[method-assign]
+    return ls
+
+
+def test_a_file_belongs_to_the_deepest_folder_that_holds_it(tmp_path: Path) -> None:
+    outer, inner, sibling = tmp_path / "ws", tmp_path / "ws" / "sub", tmp_path / "ws-other"
+    ls = server_with([str(outer), str(inner), str(sibling)])
+    try:
+        assert ls.folder_of(str(inner / "a.md")) == str(inner)
+        assert ls.folder_of(str(outer / "a.md")) == str(outer)
+        assert ls.folder_of(str(sibling / "a.md")) == str(sibling)  # not "ws" by prefix
+        assert ls.folder_of(str(tmp_path / "elsewhere.md")) is None
+        assert ls.folder_of(str(outer)) is None  # the folder itself is not in it
+        # given in the other order, the deepest still wins
+        ls.folders = lambda: [(f"file://{p}", p) for p in (str(inner), str(outer))]  # type: ignore[method-assign]
+        assert ls.folder_of(str(inner / "b" / "c.md")) == str(inner)
+    finally:
+        ls.engine.close()
+
+
+def test_a_change_on_disk_marks_the_file_and_rechecks_its_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    ls = server_with([str(folder)])
+    marked: list[tuple[str, list[str] | None]] = []
+    checked: list[str] = []
+    ls.engine.changed = lambda bundle, paths=None: marked.append((bundle, paths))  # type: ignore[method-assign]
+    ls.schedule_check = lambda f, delay=0.0: checked.append(f)  # type: ignore[method-assign]
+    try:
+        ls.document_changed((folder / "d" / "a.md").as_uri())
+        assert marked == [(str(folder), ["d/a.md"])]
+        assert checked == [str(folder)]
+        # a file that is not Markdown: read again next time, no diagnostics to redo
+        ls.document_changed((folder / "notes.txt").as_uri())
+        assert marked[-1] == (str(folder), ["notes.txt"]) and checked == [str(folder)]
+        ls.document_changed((folder / "B.MARKDOWN").as_uri())
+        assert checked == [str(folder)] * 2
+        # unsaved text: nothing on disk changed, but the diagnostics follow the buffer
+        ls.document_changed((folder / "c.md").as_uri(), on_disk=False)
+        assert len(marked) == 3 and checked == [str(folder)] * 3
+        ls.document_changed((tmp_path / "outside.md").as_uri())  # no folder: nothing
+        ls.document_changed("untitled:Untitled-1")  # not a file: nothing
+        assert len(marked) == 3 and len(checked) == 3
+    finally:
+        ls.engine.close()
+
+
+def test_a_bug_is_answered_with_one_line_and_the_internal_error_envelope(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.ERROR, "citeline"):
+        err = srv.bug_error(KeyError("boom"), "citeline.search")
+    assert err.code == -32603
+    assert isinstance(err.data, dict) and err.data["code"] == "internal_error"
+    assert str(err) == err.data["message"]
+    assert "\n" not in err.data["message"]
+    (record,) = [r for r in caplog.records if r.name.startswith("citeline")]
+    assert record.getMessage() == "internal error in citeline.search"
+    assert record.exc_info is not None and isinstance(record.exc_info[1], KeyError)
+
+
+def test_the_commands_are_advertised() -> None:
+    names = set(srv.server.protocol.fm.commands)
+    assert set(srv.COMMANDS) <= names
+
+
+def test_error_answers_are_not_logged_as_crashes() -> None:
+    quiet = srv._QuietRequestErrors()
+
+    def record(exc: BaseException | None) -> logging.LogRecord:
+        info = (type(exc), exc, None) if exc is not None else None
+        return logging.LogRecord("pygls", logging.ERROR, __file__, 1, "failed", (), info)
+
+    answered = JsonRpcInvalidParams("bad", data={"code": "schema_validation"})
+    assert quiet.filter(record(answered)) is False  # our own answer: not a crash
+    assert quiet.filter(record(JsonRpcException("no data"))) is True
+    assert quiet.filter(record(ValueError("a bug"))) is True
+    assert quiet.filter(record(None)) is True
+
+
+def test_a_progress_report_from_another_thread_reaches_the_loop() -> None:
+    """The engine reports from its worker thread; the report is sent from the loop."""
+
+    async def run() -> list[tuple[str | None, int | None]]:
+        fake = FakeServer()
+        bar = srv._Progress(fake, asyncio.get_running_loop(), "tok-1")  # type: ignore[arg-type]
+        await asyncio.to_thread(bar, "capture", 5, 10)
+        await asyncio.sleep(0)
+        return reports(fake.work_done_progress)
+
+    assert asyncio.run(run()) == [("capture 5/10", 50)]
