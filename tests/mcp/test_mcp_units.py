@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import re
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -635,8 +636,11 @@ async def test_a_cancelled_call_returns_at_once_and_cancels_the_engine(
                 await front._run(method, {}, Ctx(), token)  # type: ignore[arg-type]
 
             tg.start_soon(call)
-            while not method.started.is_set():
+            for _ in range(2000):  # a broken _run may never start the engine: fail, not hang
+                if method.started.is_set():
+                    break
                 await anyio.sleep(0.005)
+            assert method.started.is_set(), "the engine method was never called"
             started = time.monotonic()
             tg.cancel_scope.cancel()
         cancelled_after = time.monotonic() - started
@@ -715,10 +719,24 @@ def test_main_serves_stdio_until_it_closes(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr("sys.stdin", stdin)
     monkeypatch.setattr("sys.stdout", stdout)
     writer = os.fdopen(to_server[1], "w", encoding="utf-8")
-    reader = os.fdopen(from_server[0], "r", encoding="utf-8")
+    reader = from_server[0]  # read unbuffered: select() must see every byte not yet read
+    pending = bytearray()
     codes: list[int] = []
     thread = threading.Thread(target=lambda: codes.append(main(bundle, cache=False)))
     thread.start()
+
+    def receive() -> dict[str, Any]:
+        # A server that died or never answers fails the test instead of blocking it.
+        deadline = time.monotonic() + 60
+        while b"\n" not in pending:
+            if select.select([reader], [], [], 0.1)[0]:
+                pending.extend(os.read(reader, 1 << 16))
+            else:
+                assert thread.is_alive() and time.monotonic() < deadline, "no answer from main"
+        line, _, rest = bytes(pending).partition(b"\n")
+        pending[:] = rest
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
     def send(message: dict[str, Any]) -> None:
         writer.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
@@ -736,16 +754,16 @@ def test_main_serves_stdio_until_it_closes(tmp_path: Path, monkeypatch: pytest.M
                 },
             }
         )
-        init = json.loads(reader.readline())
+        init = receive()
         send({"method": "notifications/initialized"})
         arguments = {"query": "alpha"}
         params = {"name": "search_sections", "arguments": arguments}
         send({"id": 2, "method": "tools/call", "params": params})
-        call = json.loads(reader.readline())
+        call = receive()
     finally:
         writer.close()
         thread.join(30)
-    reader.close()
+    os.close(reader)
     assert codes == [0]
     assert init["id"] == 1 and init["result"]["serverInfo"]["name"] == "citeline"
     assert init["result"]["serverInfo"]["version"] == version("citeline")
