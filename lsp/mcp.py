@@ -147,8 +147,10 @@ def _concepts_description(bundle: str, settings: Settings) -> str:
             "or title contains the query (case-insensitive substring), sorted by concept_id. "
             "Use it to find which files exist on a topic; use search_sections to find the "
             'passage (with profile="recall" for a question in plain words).',
-            "The text content lists one concept per line: `<concept_id> · <path> · "
-            '"<title>" · sha256 <content_sha256>`; structuredContent holds the full result.',
+            "The text content lists one concept per line: `<path> · id <concept_id> · "
+            '"<title>" · sha256 <content_sha256>`, the id only when it is not the path without '
+            "its extension and the title only when there is one; structuredContent holds the "
+            "full result.",
             "Each concept: concept_id (front-matter id, or the path without its extension), "
             'path (relative to the folder), title (front-matter title, or ""), '
             "content_sha256 (SHA-256 hex of the whole file: hash the file and compare before "
