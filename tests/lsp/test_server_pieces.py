@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,124 @@ def test_a_progress_report_from_another_thread_reaches_the_loop() -> None:
         return reports(fake.work_done_progress)
 
     assert asyncio.run(run()) == [("capture 5/10", 50)]
+
+
+class Left(Exception):
+    """os._exit, caught: main() ends the process with it."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class FakePool:
+    def __init__(self) -> None:
+        self.shut: list[tuple[bool, bool]] = []
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        self.shut.append((wait, cancel_futures))
+
+
+class FakeEngine:
+    closed = 0
+
+    def close(self, wait: bool = False) -> None:
+        self.closed += 1
+
+
+class FakeProtocol:
+    def __init__(self, shutdown: bool) -> None:
+        self._shutdown = shutdown
+
+
+class FakeLS:
+    """What main() uses of the server: start_io, then the clean-up it always does."""
+
+    def __init__(self, exit_requested: bool, shutdown: bool, fail: bool = False) -> None:
+        self.exit_requested = exit_requested
+        self.protocol = FakeProtocol(shutdown)
+        self.fail = fail
+        self.pool = FakePool()
+        self.engine = FakeEngine()
+        self.events: list[str] = []
+
+    def start_io(self) -> None:
+        self.events.append("served")
+        if self.fail:
+            raise RuntimeError("the transport broke")
+
+    def cancel_all(self) -> None:
+        self.events.append("cancelled")
+
+
+CONFIGURED: list[dict[str, Any]] = []
+
+
+def run_main(monkeypatch: pytest.MonkeyPatch, ls: FakeLS, level: str | None = None) -> int:
+    def leave(code: int) -> None:
+        raise Left(code)
+
+    monkeypatch.setattr(srv, "server", ls)
+    monkeypatch.setattr(srv.os, "_exit", leave)
+    monkeypatch.setattr(logging, "basicConfig", lambda **kw: CONFIGURED.append(kw))
+    monkeypatch.setattr(logging, "shutdown", lambda: None)
+    if level is None:
+        monkeypatch.delenv("CITELINE_LOG", raising=False)
+    else:
+        monkeypatch.setenv("CITELINE_LOG", level)
+    for name in ("citeline", "pygls"):
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.getLogger(name).level)
+    rpc_log = logging.getLogger("pygls.protocol.json_rpc")
+    monkeypatch.setattr(rpc_log, "filters", list(rpc_log.filters))
+    try:
+        srv.main()
+    except Left as left:
+        return left.code
+    raise AssertionError("main() returned instead of leaving with os._exit")
+
+
+@pytest.mark.parametrize(
+    ("exit_requested", "shutdown", "code"),
+    [(False, False, 0), (True, True, 0), (True, False, 1), (False, True, 0)],
+)
+def test_main_exit_code_is_1_only_for_exit_without_shutdown(
+    monkeypatch: pytest.MonkeyPatch, exit_requested: bool, shutdown: bool, code: int
+) -> None:
+    """LSP: `exit` after `shutdown` ends with 0, `exit` without it with 1; the end of
+    stdin (no `exit`) is a normal end."""
+    ls = FakeLS(exit_requested, shutdown)
+    assert run_main(monkeypatch, ls) == code
+    # whatever the ending: engine work cancelled, the pool and the engine stopped at once
+    assert ls.events == ["served", "cancelled"]
+    assert ls.pool.shut == [(False, True)]
+    assert ls.engine.closed == 1
+
+
+def test_main_cleans_up_and_leaves_even_when_serving_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ls = FakeLS(False, False, fail=True)
+    assert run_main(monkeypatch, ls) == 0
+    assert ls.events == ["served", "cancelled"] and ls.engine.closed == 1
+
+
+def test_main_log_level_from_the_environment_and_quiet_error_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    CONFIGURED.clear()
+    run_main(monkeypatch, FakeLS(False, False), level="debug")
+    # stdout carries the protocol: the log goes to stderr, each line saying whose it is
+    assert [
+        {
+            "stream": sys.stderr,
+            "level": logging.WARNING,
+            "format": "citeline-lsp %(levelname)s %(name)s: %(message)s",
+        }
+    ] == CONFIGURED
+    assert logging.getLogger("citeline").level == logging.DEBUG
+    assert logging.getLogger("pygls").level == logging.DEBUG
+    filters = logging.getLogger("pygls.protocol.json_rpc").filters
+    assert any(isinstance(f, srv._QuietRequestErrors) for f in filters)
+    run_main(monkeypatch, FakeLS(False, False))
+    assert logging.getLogger("citeline").level == logging.WARNING
+    assert logging.getLogger("pygls").level == logging.WARNING
