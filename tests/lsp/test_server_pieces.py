@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -178,8 +179,9 @@ def test_a_bug_is_answered_with_one_line_and_the_internal_error_envelope(
 
 
 def test_the_commands_are_advertised() -> None:
-    names = set(srv.server.protocol.fm.commands)
-    assert set(srv.COMMANDS) <= names
+    commands = srv.server.protocol.fm.commands
+    assert set(srv.COMMANDS) <= set(commands)
+    assert all(callable(commands[name]) for name in srv.COMMANDS)
 
 
 def test_error_answers_are_not_logged_as_crashes() -> None:
@@ -328,3 +330,125 @@ def test_main_log_level_from_the_environment_and_quiet_error_answers(
     run_main(monkeypatch, FakeLS(False, False))
     assert logging.getLogger("citeline").level == logging.WARNING
     assert logging.getLogger("pygls").level == logging.WARNING
+
+
+def test_choose_folder_by_uri_or_path_and_the_error_naming_the_open_ones(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    ls = server_with([str(one), str(two)])
+    try:
+        assert ls.choose_folder(None) == str(one)  # the first folder by default
+        assert ls.choose_folder(f"file://{two}") == str(two)  # the client's own URI
+        assert ls.choose_folder(two.as_uri()) == str(two)
+        assert ls.choose_folder(str(two)) == str(two)  # a plain path
+        assert ls.choose_folder(str(two) + "/") == str(two)  # normalised
+        with pytest.raises(srv.CitelineError) as err:
+            ls.choose_folder(42)
+        assert err.value.code == "schema_validation"
+        assert err.value.message == "root must be a file URI of a workspace folder."
+        assert err.value.details["field"] == "root"
+        with pytest.raises(srv.CitelineError) as err:
+            ls.choose_folder((tmp_path / "three").as_uri())
+        assert err.value.code == "schema_validation"
+        assert err.value.details["field"] == "root"
+        assert err.value.message == (
+            f"root {(tmp_path / 'three').as_uri()!r} is not a workspace folder; open "
+            f"folders: file://{one}, file://{two}."
+        )
+        ls.folders = lambda: []  # type: ignore[method-assign]
+        with pytest.raises(srv.CitelineError) as err:
+            ls.choose_folder(two.as_uri())
+        assert err.value.message.endswith("open folders: none.")
+        with pytest.raises(srv.CitelineError) as err:
+            ls.choose_folder(None)
+        assert err.value.code == "bundle_not_found"
+    finally:
+        ls.engine.close()
+
+
+def test_a_folder_given_with_a_trailing_slash_still_holds_its_files(tmp_path: Path) -> None:
+    ls = server_with([str(tmp_path / "ws") + "/"])
+    try:
+        assert ls.folder_of(str(tmp_path / "ws" / "a.md")) == str(tmp_path / "ws") + "/"
+    finally:
+        ls.engine.close()
+
+
+def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.md").write_text("# A\n")
+    (ws / "index.md").write_text("# Index\n")
+    ls = server_with([str(ws)])
+    try:
+        assert ls.captured(str(ws), "a.md") is False  # nothing captured yet
+        ls.engine.prepare(ws)
+        assert ls.captured(str(ws), "a.md") is True
+        assert ls.captured(str(ws), "b.md") is False  # not in the capture
+        assert ls.captured(str(ws), "index.md") is False  # captured, but reserved
+    finally:
+        ls.engine.close()
+
+
+def test_a_failure_on_the_workspace_itself_is_told_once_per_folder(tmp_path: Path) -> None:
+    ls = server_with([str(tmp_path)])
+    told: list[tuple[str, str]] = []
+    ls.tell = lambda folder, message, key=None: told.append((folder, message))  # type: ignore[method-assign]
+    try:
+        for code in ("resource_limit", "parse_error", "bundle_invalid"):
+            exc = JsonRpcException(f"{code} happened.", data={"code": code})
+            ls.tell_failure("/ws", exc)
+            assert told[-1] == ("/ws", f"citeline: {code} happened.")
+        ls.tell_failure("/ws", JsonRpcException("bad query", data={"code": "schema_validation"}))
+        ls.tell_failure("/ws", JsonRpcException("odd", data="resource_limit"))
+        assert len(told) == 3  # a bad request, or data that is not an error object: nothing
+    finally:
+        ls.engine.close()
+
+
+def test_a_new_check_replaces_the_pending_one() -> None:
+    async def run() -> tuple[bool, bool, int]:
+        ls = server_with([])
+        try:
+            ls.schedule_check("/ws", delay=30)
+            first = ls.pending_check["/ws"]
+            ls.schedule_check("/other", delay=30)
+            ls.schedule_check("/ws", delay=30)
+            second = ls.pending_check["/ws"]
+            kept = not ls.pending_check["/other"].cancelled()
+            for handle in ls.pending_check.values():
+                handle.cancel()
+            return first.cancelled() and second is not first, kept, len(ls.pending_check)
+        finally:
+            ls.engine.close()
+
+    assert asyncio.run(run()) == (True, True, 2)
+
+
+def test_the_server_says_why_it_leaves_when_its_client_is_gone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ls = server_with([])
+    cancelled: list[bool] = []
+    ls.cancel_all = lambda: cancelled.append(True)  # type: ignore[method-assign]
+    try:
+        with caplog.at_level(logging.WARNING, "citeline"):
+            ls.parent_gone(4242)
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("citeline")] == [
+            "the client process 4242 is gone: exiting"
+        ]
+        assert cancelled == [True]
+    finally:
+        ls.engine.close()
+
+
+def test_asking_whether_a_process_lives_does_not_signal_it() -> None:
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert srv.process_alive(child.pid) is True
+        time.sleep(0.2)
+        assert child.poll() is None  # signal 0 only: a real signal would have ended it
+    finally:
+        child.kill()
+        child.wait()
