@@ -339,6 +339,7 @@ def test_choose_folder_by_uri_or_path_and_the_error_naming_the_open_ones(tmp_pat
         assert ls.choose_folder(None) == str(one)  # the first folder by default
         assert ls.choose_folder(f"file://{two}") == str(two)  # the client's own URI
         assert ls.choose_folder(two.as_uri()) == str(two)
+        assert ls.choose_folder(f"file://{two}/") == str(two)  # another spelling of it
         assert ls.choose_folder(str(two)) == str(two)  # a plain path
         assert ls.choose_folder(str(two) + "/") == str(two)  # normalised
         with pytest.raises(srv.CitelineError) as err:
