@@ -179,6 +179,20 @@ def test_document_symbols_of_missing_broken_or_unsaved_documents(
         },
     )
     assert [s["name"] for s in outline("untitled:Untitled-2")] == ["Draft"]
+    # JSON may carry a lone surrogate ("\ud800"): the text is not UTF-8, so no outline, and
+    # no internal error either
+    lsp.notify(
+        "textDocument/didOpen",
+        {
+            "textDocument": {
+                "uri": "untitled:Untitled-3",
+                "languageId": "markdown",
+                "version": 1,
+                "text": "# Draft\n\ud800\n",
+            }
+        },
+    )
+    assert outline("untitled:Untitled-3") == []
 
 
 # -- messages that are not requests --------------------------------------------------------------
