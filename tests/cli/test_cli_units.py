@@ -1063,3 +1063,49 @@ def test_version_names_the_installed_package(
 def test_unused_module_names_are_importable() -> None:
     # the names above rely on these being real modules
     assert isinstance(importlib.import_module(sibling("render")), ModuleType)
+
+
+def test_recall_is_wanted_only_for_a_human_search_that_needed_every_word() -> None:
+    search = args_for(["search", "-q", "x"])
+    empty = {"total": 0, "hits": []}
+    assert cli.wants_recall(search, empty) is True
+    assert cli.wants_recall(search, {**empty, "options": {"match": "all"}}) is True
+    assert cli.wants_recall(search, {**empty, "options": None}) is True
+    assert cli.wants_recall(search, {**empty, "options": {"match": "any"}}) is False
+    assert cli.wants_recall(search, {**empty, "options": {"stemming": "english"}}) is True
+    assert cli.wants_recall(search, {"total": 1, "hits": [{}]}) is False
+    assert cli.wants_recall(args_for(["search", "-q", "x", "--json"]), empty) is False
+    assert cli.wants_recall(args_for(["concepts", "-q", "x"]), empty) is False
+    assert cli.wants_recall(args_for(["lines", "-F", "x"]), empty) is False
+
+
+def test_no_recall_search_for_concepts_or_lines(
+    docs: Path, spy: type[Spy], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    searched: list[dict[str, Any]] = []
+    search = Engine.search
+
+    def counted(self: Engine, bundle: Any, request: dict[str, Any], **kwargs: Any) -> Any:
+        searched.append(request)
+        return search(self, bundle, request, **kwargs)
+
+    monkeypatch.setattr(spy, "search", counted)
+    assert cli.main(["concepts", str(docs), "-q", "zeppelin"]) == 1
+    assert cli.main(["lines", str(docs), "-F", "zeppelin"]) == 1
+    assert cli.main(["search", str(docs), "-q", "zeppelin", "--json"]) == 1
+    assert capsys.readouterr().out.count("\n") == 1  # the empty result only
+    assert [r["query"] for r in searched] == ["zeppelin"]
+    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "-m", "2"]) == 1
+    assert searched[1:] == [
+        {"query": "remote zeppelin", "limit": 2},
+        {"query": "remote zeppelin", "limit": 2, "profile": "recall"},
+    ]
+
+
+def test_every_note_on_its_own_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write(tmp_path / "d", {"a.md": "# A\n\nremote\n"})
+    (root / "bad.md").write_bytes(b"# Bad\n\n\xff\n")
+    assert cli.main(["lines", str(root), "-F", "remote", "--skip-invalid", "--stats"]) == 0
+    skipped, summary = capsys.readouterr().err.splitlines()
+    assert skipped.startswith(f"citeline: skipped {root / 'bad.md'}:")
+    assert summary.startswith("1 of 1 match · snapshot ")
