@@ -1109,3 +1109,33 @@ def test_every_note_on_its_own_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     skipped, summary = capsys.readouterr().err.splitlines()
     assert skipped.startswith(f"citeline: skipped {root / 'bad.md'}:")
     assert summary.startswith("1 of 1 match · snapshot ")
+
+
+def test_json_is_an_option_only_where_it_is_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """`-F --json` searches for the text `--json`, and `-F -- x --json` asks for JSON
+    (docs/cli.md: the `--` right after -F is skipped). Both were misread before: the raw
+    words were scanned, so the first answered in JSON and the second did not."""
+    assert cli.wants_json(["lines", "-F", "--json", "-m", "abc"]) is False
+    assert cli.wants_json(["lines", "-F", "--", "x", "--json"]) is True
+    assert cli.wants_json(["search", "-q", "x", "--", "--json"]) is False
+    assert cli.wants_json(["search", "--json", "-q", "x", "--", "y"]) is True
+    assert cli.wants_json(["search", "-q", "--json"]) is False
+    assert cli.main(["lines", "-F", "--json", "-m", "abc"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.endswith(
+        "citeline lines: error: argument -m/--max-count/--limit: invalid int value: 'abc'\n"
+    )
+    assert cli.main(["lines", "-F", "--", "x", "--json", "-m", "abc"]) == 2
+    out, err = capsys.readouterr()
+    assert err == "" and json.loads(out)["error"]["code"] == "schema_validation"
+
+
+def test_a_bug_answers_in_json_only_when_json_was_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "_main", boom)
+    assert cli.main(["lines", "-F", "--json"]) == 70
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("citeline: internal_error: ")
+    assert cli.main(["lines", "-F", "--", "x", "--json"]) == 70
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "internal_error"
