@@ -53,6 +53,7 @@ def refused(argv: list[str]) -> str:
     """The message of an argument the parser rejects (cli.Parser raises, never exits)."""
     with pytest.raises(cli.UsageError) as caught:
         parse(argv)
+    assert str(caught.value) == caught.value.message  # as a traceback would show it
     return caught.value.message
 
 
@@ -1082,11 +1083,15 @@ def test_recall_is_wanted_only_for_a_human_search_that_needed_every_word() -> No
 def test_no_recall_search_for_concepts_or_lines(
     docs: Path, spy: type[Spy], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from citeline.lsp import render
+
     searched: list[dict[str, Any]] = []
     search = Engine.search
 
     def counted(self: Engine, bundle: Any, request: dict[str, Any], **kwargs: Any) -> Any:
         searched.append(request)
+        # both searches draw the progress bar (on a terminal, after half a second)
+        assert isinstance(kwargs["progress"], render.ProgressBar)
         return search(self, bundle, request, **kwargs)
 
     monkeypatch.setattr(spy, "search", counted)
@@ -1096,6 +1101,7 @@ def test_no_recall_search_for_concepts_or_lines(
     assert capsys.readouterr().out.count("\n") == 1  # the empty result only
     assert [r["query"] for r in searched] == ["zeppelin"]
     assert cli.main(["search", str(docs), "-q", "remote zeppelin", "-m", "2"]) == 1
+    assert len(searched) == 3
     assert searched[1:] == [
         {"query": "remote zeppelin", "limit": 2},
         {"query": "remote zeppelin", "limit": 2, "profile": "recall"},
