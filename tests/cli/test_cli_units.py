@@ -1145,3 +1145,23 @@ def test_a_bug_answers_in_json_only_when_json_was_asked(
     assert out == "" and err.startswith("citeline: internal_error: ")
     assert cli.main(["lines", "-F", "--", "x", "--json"]) == 70
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "internal_error"
+
+
+def test_concepts_human_output_with_and_without_colour(
+    docs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/cli.md: one concept per line, `id  path  title` (a title only from front
+    # matter, which ps.md has not); paths magenta, ids green
+    assert cli.main(["concepts", str(docs), "-q", "ps", "--color", "always"]) == 0
+    path = docs / "ps.md"
+    assert capsys.readouterr().out == (f"\x1b[32mps\x1b[0m  \x1b[35m{path}\x1b[0m\n")
+    assert cli.main(["concepts", str(docs), "-q", "ps", "--color", "never"]) == 0
+    assert capsys.readouterr().out == f"ps  {path}\n"
+
+
+def test_a_field_that_is_no_name_is_left_alone() -> None:
+    search = args_for(["search", "-q", "x"])
+    odd = CitelineError("schema_validation", "['a'] bad", {"field": ["a"]})
+    assert cli.worded_for_cli(odd, search).message == "['a'] bad"
+    number = CitelineError("schema_validation", "5 bad", {"field": 5})
+    assert cli.worded_for_cli(number, search).message == "5 bad"
