@@ -246,6 +246,7 @@ def test_search_flags_and_their_defaults() -> None:
     assert parse(["search", "-q", "x", "--max-count", "4"]).limit == 4
     assert parse(["search", "-q", "x", "-m", "5", "-C", "1"]).limit == 5
     assert parse(["search", "-q", "x", "--color", "always"]).color == "always"
+    assert parse(["lines", "-F", "x", "--color", "auto"]).color == "auto"  # docs/cli.md
     assert refused(["search", "-q", "x", "--color", "sometimes"]).startswith(
         "argument --color: invalid choice: 'sometimes'"
     )
@@ -1165,3 +1166,19 @@ def test_a_field_that_is_no_name_is_left_alone() -> None:
     assert cli.worded_for_cli(odd, search).message == "['a'] bad"
     number = CitelineError("schema_validation", "5 bad", {"field": 5})
     assert cli.worded_for_cli(number, search).message == "5 bad"
+
+
+def test_ctrl_c_before_the_engine_exists(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(_args: argparse.Namespace) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "settings_from", interrupted)
+    monkeypatch.setattr(os, "_exit", leave)  # must not be reached: no workers to kill
+    assert cli.main(["lines", ".", "-F", "x", "--json"]) == 130
+    assert json.loads(capsys.readouterr().out)["error"] == {
+        "code": "cancelled",
+        "message": "Interrupted; nothing was returned.",
+        "details": {},
+    }
