@@ -644,6 +644,7 @@ def test_the_bundle_defaults_to_the_working_directory(
     lines = capsys.readouterr().out.splitlines()
     # no bundle: paths as opened from here, and the file read again to number the lines
     assert lines[0].startswith("ps.md:1: Remote commands  (lines 1-3, score ")
+    assert lines[0].endswith(")") and "changed since the search" not in lines[0]
     assert lines[1:] == [
         "  1: # Remote commands",
         "  2-",
@@ -1182,3 +1183,21 @@ def test_ctrl_c_before_the_engine_exists(
         "message": "Interrupted; nothing was returned.",
         "details": {},
     }
+
+
+def test_colour_marks_what_the_line_search_matched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every occurrence on a matching line is highlighted, found as the search found it:
+    -F is literal (the `.` matches only a dot) and case-sensitive unless -i."""
+    root = write(tmp_path / "d", {"a.md": "# A\n\nRemote or remote, a.b or axb.\n"})
+    red, reset = "\x1b[1;31m", "\x1b[0m"
+    assert cli.main(["lines", str(root), "-F", "remote", "--color", "always"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(f":Remote or {red}remote{reset}, a.b or axb.\n")
+    assert cli.main(["lines", str(root), "-F", "a.b", "--color", "always"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(f":Remote or remote, {red}a.b{reset} or axb.\n")
+    assert cli.main(["lines", str(root), "-e", "a.b", "--color", "always"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(f":Remote or remote, {red}a.b{reset} or {red}axb{reset}.\n")
