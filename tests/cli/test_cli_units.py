@@ -1201,3 +1201,26 @@ def test_colour_marks_what_the_line_search_matched(
     assert cli.main(["lines", str(root), "-e", "a.b", "--color", "always"]) == 0
     out = capsys.readouterr().out
     assert out.endswith(f":Remote or remote, {red}a.b{reset} or {red}axb{reset}.\n")
+
+
+def test_recall_hits_are_drawn_as_hits_are(docs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The suggested sections get what the user asked of hits: -C lines of context, the
+    file read again to number them, colour."""
+    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "-C", "1"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        "No section holds every word of the query.",
+        "Best sections with --profile recall, which accepts any of the words:",
+        "",
+    ]
+    (head,) = [i for i, line in enumerate(lines) if line.startswith(f"{docs / 'ps.md'}:")]
+    assert lines[head].endswith("; matched: remote; missing: zeppelin)")
+    assert "changed since the search" not in lines[head]
+    assert lines[head + 1 : head + 4] == [
+        "  1: # Remote commands",
+        "  2-",
+        "  3: Use -ComputerName to reach a remote computer.",
+    ]
+    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "--color", "always"]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b[1;31mremote\x1b[0m computer." in out  # the match in bold red
