@@ -16,6 +16,7 @@ import importlib.machinery
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,18 @@ from bundles import write_bundle as write
 
 from citeline.engine import CitelineError, Engine, Limits, Settings
 from citeline.lsp import cli
+
+
+@pytest.fixture(autouse=True)
+def no_language_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that is not `lsp` never starts the language server. Its real main would
+    serve this process's stdin and end the process with os._exit, passing as a success."""
+
+    def started() -> int:
+        raise AssertionError("the language server was started")
+
+    monkeypatch.setattr(importlib.import_module(sibling("server")), "main", started)
+
 
 # -- the parser ----------------------------------------------------------------------------------
 
@@ -615,7 +628,8 @@ def test_summary_only_with_stats_or_a_terminal(
     )
     assert cli.main(["concepts", str(docs), "-q", "nde", "--stats", "--no-reserved"]) == 0
     (summary,) = capsys.readouterr().err.splitlines()
-    assert summary.startswith("1 of 1 concept · snapshot ") and "index.md" not in summary
+    # no reserved file at the root is left out: nothing after the snapshot
+    assert re.fullmatch(r"1 of 1 concept · snapshot [0-9a-f]{6}…", summary), summary
     assert cli.main(["lines", str(docs), "-F", "remote", "--stats"]) == 0
     (summary,) = capsys.readouterr().err.splitlines()
     assert summary.startswith("1 of 1 match · snapshot ")
@@ -1224,3 +1238,22 @@ def test_recall_hits_are_drawn_as_hits_are(docs: Path, capsys: pytest.CaptureFix
     assert cli.main(["search", str(docs), "-q", "remote zeppelin", "--color", "always"]) == 1
     out = capsys.readouterr().out
     assert "\x1b[1;31mremote\x1b[0m computer." in out  # the match in bold red
+
+
+def test_a_failed_recall_search_is_worded_for_the_command_line(
+    docs: Path, spy: type[Spy], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    search = Engine.search
+
+    def failing_recall(self: Engine, bundle: Any, request: dict[str, Any], **kwargs: Any) -> Any:
+        if request.get("profile") == "recall":
+            raise CitelineError("schema_validation", "query is odd.", {"field": "query"})
+        return search(self, bundle, request, **kwargs)
+
+    monkeypatch.setattr(spy, "search", failing_recall)
+    assert cli.main(["search", str(docs), "-q", "remote zeppelin"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "No section holds every word of the query.\n"
+    assert err == (
+        "citeline: the --profile recall search failed: schema_validation: -q/--query is odd.\n"
+    )
