@@ -1257,3 +1257,23 @@ def test_a_failed_recall_search_is_worded_for_the_command_line(
     assert err == (
         "citeline: the --profile recall search failed: schema_validation: -q/--query is odd.\n"
     )
+
+
+def test_recall_hits_show_matches_beyond_the_snippet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/cli.md: a hit shows the section's matching lines read from the file (up to
+    four), not only those inside the contract's snippet: so too for the recall hits."""
+    filler = "".join(f"filler line {i} with words.\n" for i in range(20))
+    root = write(
+        tmp_path / "d", {"ps.md": f"# Remote commands\n\nremote one.\n{filler}remote two.\n"}
+    )
+    assert cli.main(["search", str(root), "-q", "remote zeppelin", "--color", "never"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[4:] == [
+        "   1: # Remote commands",
+        "   …",
+        "   3: remote one.",
+        "   …",
+        "  24: remote two.",
+    ]
