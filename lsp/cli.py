@@ -640,9 +640,15 @@ def report(err: Any, as_json: bool) -> int:
     return EXIT[err.code]
 
 
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether --json is one of the options: not the value of -q, -F or -e (`-F --json`, `-F
+    -- --json`), nor a word after a bare `--`."""
+    words = bind_text_values(argv)
+    return "--json" in (words[: words.index("--")] if "--" in words else words)
+
+
 def usage_error(err: UsageError, argv: Sequence[str]) -> int:
     """A rejected argument: the §10 envelope on stdout with --json, else argparse's usage."""
-    wants_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     culprit = err.parser
     # "unrecognized arguments" comes from the top parser: show the command's own usage.
     commands = next(
@@ -652,7 +658,7 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
     if named is not None:
         culprit = named
     usage = culprit.format_usage().strip()
-    if wants_json:
+    if wants_json(argv):
         import json
 
         envelope = {
@@ -710,8 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(words)
     except Exception as exc:
-        options = words[: words.index("--")] if "--" in words else words
-        return report_bug(exc, "--json" in options)
+        return report_bug(exc, wants_json(words))
 
 
 def report_bug(exc: BaseException, as_json: bool) -> int:
