@@ -69,10 +69,10 @@ class Ahead:
     it is in the snapshot with the digest it was built from, and builds the rest as usual.
     Reserved files are never searched, so they are left out of the runs.
 
-    As in _in_workers, at most a few runs are in flight, and the rest wait here: a job the
-    pool has not yet handed to a worker would stay pending, and Python 3.11's pool fails
-    on a cancelled pending job if a worker dies (a Ctrl-C reaches the workers too), which
-    once hung the CLI at exit.
+    As in _in_workers, at most _most_in_flight runs are out, and the rest wait here: a job
+    the pool has not yet handed to a worker would stay pending, and Python 3.11's pool
+    fails on a cancelled pending job if a worker dies (a Ctrl-C reaches the workers too),
+    which once hung the CLI at exit.
     """
 
     def __init__(
@@ -105,14 +105,12 @@ class Ahead:
         self.run, self.size = [], 0
         if self.total < PARALLEL_MIN_BYTES:
             return  # a small bundle is analysed in this process: no pool for it
-        most = 2 * getattr(self.pool, "count", 2)
         busy = sum(not result.done() for _, _, result in self.flying)
-        while self.waiting and busy < most:
+        while self.waiting and busy < _most_in_flight(self.pool):
             run = self.waiting.pop(0)
             known = self.structures.get_many([sha for _, sha, _ in run])
             items: list[Item] = [(p, sha, d, known.get(sha)) for p, sha, d in run]
-            (result,) = self.pool.run(build_chunk, [(self.options, items)])  # type: ignore[attr-defined]
-            self.flying.append((len(items), items, result))
+            self.flying.append(_send(self.pool, self.options, items))
             busy += 1
 
     def take(self, todo: Sequence[CapturedFile]) -> tuple[list[Flying], list[CapturedFile]]:
@@ -306,6 +304,19 @@ def build_chunk(
             gc.enable()
 
 
+def _most_in_flight(pool: object) -> int:
+    """Runs sent to the workers and not yet back, at most: each waits in the pool's queue as
+    a pickled copy of its files' bytes (a big workspace's bytes should not all be copied at
+    once), and one the pool has not handed to a worker stays pending (see Ahead)."""
+    return 2 * getattr(pool, "count", 2)
+
+
+def _send(pool: object, options: AnalysisOptions, items: list[Item]) -> Flying:
+    """One run to a worker: (its files, its items, the worker's Result)."""
+    (result,) = pool.run(build_chunk, [(options, items)])  # type: ignore[attr-defined]
+    return len(items), items, result
+
+
 def _in_workers(
     todo: Sequence[CapturedFile],
     options: AnalysisOptions,
@@ -318,24 +329,20 @@ def _in_workers(
     stored: set[str],
     early: Sequence[Flying] = (),
 ) -> Iterator[Block]:
-    # At most a few chunks in flight: each waits in the pool's queue as a pickled copy of
-    # its files' bytes, and a big workspace's bytes should not all be copied at once.
-    ahead = 2 * getattr(pool, "count", 2)
     flight: deque[Flying] = deque(early)
     total = len(todo) + sum(count for count, _, _ in early)
     done = 0
     later = chunks(todo)
 
     def top_up() -> None:
-        while len(flight) < ahead:
+        while len(flight) < _most_in_flight(pool):
             run = next(later, None)
             if run is None:
                 return
             if cancel is not None:
                 cancel.check()
             items: list[Item] = [(f.path, f.sha256, fetch(f), known.get(f.sha256)) for f in run]
-            (result,) = pool.run(build_chunk, [(options, items)])  # type: ignore[attr-defined]
-            flight.append((len(run), items, result))
+            flight.append(_send(pool, options, items))
 
     try:
         top_up()
