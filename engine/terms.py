@@ -43,8 +43,16 @@ def cjk_re() -> re.Pattern[str]:
     return re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES) + "]+")
 
 
+# In ASCII the L*, N* and M* code points are the letters and digits: the same runs, from a
+# pattern that compiles at once (an English query on a warm cache never pays for the big one).
+_WORD_ASCII = re.compile("[A-Za-z0-9]+")
+
+
 def word_re(text: str) -> re.Pattern[str]:
-    """The word pattern to use for `text`: the fast BMP-only one unless it has astral chars."""
+    """The word pattern to use for `text`: ASCII's when it is ASCII, else the fast BMP-only
+    one unless it has astral chars."""
+    if text.isascii():
+        return _WORD_ASCII
     return _word_full() if _ASTRAL.search(text) else _word_bmp()
 
 

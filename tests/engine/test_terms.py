@@ -191,3 +191,20 @@ def test_stemming_is_right_when_threads_stem_at_once() -> None:
         sys.setswitchinterval(old)
         terms._stem.cache_clear()
     assert not failures, failures[:5]
+
+
+def test_ascii_text_gets_the_same_runs_from_the_small_pattern() -> None:
+    """word_re picks a small pattern for ASCII text: it must find exactly the runs of L*, N*
+    and M* code points (SPEC §4) that the full class finds, character by character and in
+    mixed strings, and only for ASCII text."""
+    full = terms._word_full()
+    for cp in range(128):
+        ch = chr(cp)
+        assert bool(terms.word_re(ch).fullmatch(ch)) == bool(full.fullmatch(ch)), repr(ch)
+        assert bool(terms.word_re(ch).fullmatch(ch)) == (unicodedata.category(ch)[0] in "LNM")
+    every = "".join(map(chr, range(128)))
+    sample = f"Get-Help about_Splatting v1.2.3 x86_64 {every} CamelCase99 --flag=on"
+    assert terms.word_re(sample).findall(sample) == full.findall(sample)
+    assert terms.word_re(sample) is not full and terms.word_re(sample) is not terms._word_bmp()
+    assert terms.word_re("café") is terms._word_bmp()
+    assert terms.word_re("𝐀") is full
