@@ -453,3 +453,114 @@ def test_asking_whether_a_process_lives_does_not_signal_it() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_commands_hand_the_engine_their_folder_cancel_progress_arrival_and_unsaved_text(
+    tmp_path: Path,
+) -> None:
+    """What run_command gives the engine: the chosen folder, the request as sent (a request
+    that is not an object is the engine's to refuse, not a missing `root`), the job's own
+    cancel token and progress, the time the request arrived (a capture started after it is
+    fresh enough to share) and, except for concepts (file names and titles only), the
+    open documents' unsaved text."""
+    folder = str(tmp_path / "ws")
+    ls = server_with([folder])
+    seen: list[tuple[str, Any, Any, dict[str, Any]]] = []
+
+    def spy(name: str) -> Callable[..., dict[str, Any]]:
+        def call(bundle: Any, request: Any, **kw: Any) -> dict[str, Any]:
+            seen.append((name, bundle, request, kw))
+            return {"answered": name}
+
+        return call
+
+    for name in ("search", "lines", "concepts"):
+        setattr(ls.engine, name, spy(name))
+    unsaved = {"a.md": b"# Unsaved\n"}
+    ls.overlay = lambda f: unsaved if f == folder else None  # type: ignore[method-assign]
+    handed: list[tuple[srv.CancelToken, Any]] = []
+
+    async def run_engine(job: Callable[..., Any], **_: Any) -> Any:
+        token, progress = srv.CancelToken(), (lambda *a: None)
+        handed.append((token, progress))
+        return job(token, progress)
+
+    ls.run_engine = run_engine  # type: ignore[method-assign]
+
+    def run(command: str, request: Any) -> Any:
+        params = types.ExecuteCommandParams(command=command, arguments=[request])
+        return asyncio.run(ls.run_command(params))
+
+    try:
+        before = time.monotonic()
+        assert run("citeline.search", {"query": "a"}) == {"answered": "search"}
+        assert run("citeline.lines", {"exact": "a"}) == {"answered": "lines"}
+        assert run("citeline.concepts", {"query": "a"}) == {"answered": "concepts"}
+        assert run("citeline.search", "not an object") == {"answered": "search"}
+        after = time.monotonic()
+        assert [(n, b) for n, b, _, _ in seen] == [
+            ("search", folder),
+            ("lines", folder),
+            ("concepts", folder),
+            ("search", folder),
+        ]
+        assert seen[1][2] == {"exact": "a"} and seen[3][2] == "not an object"
+        for (name, _, _, kw), (token, progress) in zip(seen, handed, strict=True):
+            assert kw["cancel"] is token and kw["progress"] is progress, name
+            assert before <= kw["fresh_after"] <= after, name
+            assert kw.get("overlay") == (None if name == "concepts" else unsaved), name
+    finally:
+        ls.engine.close()
+
+
+def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_text(
+    tmp_path: Path,
+) -> None:
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    ls = server_with([one, two])
+    seen: list[tuple[Any, Any, dict[str, Any]]] = []
+
+    def symbols(bundle: Any, query: Any, **kw: Any) -> list[Any]:
+        seen.append((bundle, query, kw))
+        return []
+
+    ls.engine.symbols = symbols  # type: ignore[method-assign]
+    ls.overlay = lambda f: {"a.md": f.encode()} if f == two else None  # type: ignore[method-assign]
+    handed: list[tuple[srv.CancelToken, Any]] = []
+
+    async def run_engine(job: Callable[..., Any], **_: Any) -> Any:
+        token, progress = srv.CancelToken(), (lambda *a: None)
+        handed.append((token, progress))
+        return job(token, progress)
+
+    ls.run_engine = run_engine  # type: ignore[method-assign]
+    try:
+        before = time.monotonic()
+        found = asyncio.run(ls.workspace_symbols(types.WorkspaceSymbolParams(query="hash")))
+        after = time.monotonic()
+        assert found == []
+        assert [(b, q) for b, q, _ in seen] == [(one, "hash"), (two, "hash")]
+        ((token, progress),) = handed
+        for bundle, _, kw in seen:
+            assert kw["cancel"] is token and kw["progress"] is progress
+            assert before <= kw["fresh_after"] <= after
+            assert kw["overlay"] == (None if bundle == one else {"a.md": two.encode()})
+    finally:
+        ls.engine.close()
+
+
+def test_unsaved_text_with_a_lone_surrogate_is_searched_as_the_bytes_it_stands_for(
+    tmp_path: Path,
+) -> None:
+    """JSON may carry "\\ud800" in an open document: with `unsaved` its text is searched as
+    the bytes UTF-8 would give it (surrogatepass), which are not UTF-8, so the file is a
+    parse error like a broken file on disk, and not an internal error of the server."""
+    folder = str(tmp_path / "ws")
+    ls = server_with([folder])
+    ls.open_texts = lambda f: {"a.md": "# A\n\ud800\n", "b.md": "# B\n"}  # type: ignore[method-assign]
+    try:
+        assert ls.overlay(folder) is None  # the setting is off by default
+        assert ls.apply_settings({"unsaved": True})
+        assert ls.overlay(folder) == {"a.md": b"# A\n\xed\xa0\x80\n", "b.md": b"# B\n"}
+    finally:
+        ls.engine.close()
