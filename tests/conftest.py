@@ -25,9 +25,10 @@ if MUTATION:
     settings.load_profile("mutation")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if MUTATION:
         mutation.fastest_first(items)
+        mutation.quick_pass(items, config)
 
 
 # Set by .ci/run: every tool, editor and corpus is installed there, so a skip can only mean a

@@ -70,3 +70,29 @@ def fastest_first(items: list[Any]) -> None:
     durations = state().duration_by_test
     if durations:
         items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
+
+
+QUICK = "CITELINE_MUTATION_QUICK"
+
+
+def quick_pass(items: list[Any], config: Any) -> None:
+    """With CITELINE_MUTATION_QUICK=S, a mutant's run leaves out the tests that took more
+    than S seconds in mutmut's stats run. A survivor then costs seconds instead of a minute
+    (lsp/server.py's mutants each run language-server sessions, a few of which wait on
+    8,000-file workspaces); it is only a first pass: its survivors are run again by name
+    without it, with every test (docs/testing.md). Never during mutmut's own stats, clean
+    and forced-fail runs, whose verdicts must see every test."""
+    import os
+
+    limit = os.environ.get(QUICK, "")
+    if not limit or "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
+        return
+    try:
+        from mutmut.state import state
+    except ImportError:  # pragma: no cover - only loaded under mutmut
+        return
+    durations = state().duration_by_test
+    slow = [item for item in items if durations.get(item.nodeid, 0.0) > float(limit)]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item not in slow]
