@@ -455,6 +455,20 @@ def test_asking_whether_a_process_lives_does_not_signal_it() -> None:
         child.wait()
 
 
+def run_jobs_here(ls: srv.CitelineServer) -> list[tuple[srv.CancelToken, Any]]:
+    """Make run_engine run each job at once in this thread; returns the (cancel token,
+    progress) handed to each job, in order."""
+    handed: list[tuple[srv.CancelToken, Any]] = []
+
+    async def run_engine(job: Callable[..., Any], **_: Any) -> Any:
+        token, progress = srv.CancelToken(), (lambda *a: None)
+        handed.append((token, progress))
+        return job(token, progress)
+
+    ls.run_engine = run_engine  # type: ignore[method-assign]
+    return handed
+
+
 def test_commands_hand_the_engine_their_folder_cancel_progress_arrival_and_unsaved_text(
     tmp_path: Path,
 ) -> None:
@@ -478,14 +492,7 @@ def test_commands_hand_the_engine_their_folder_cancel_progress_arrival_and_unsav
         setattr(ls.engine, name, spy(name))
     unsaved = {"a.md": b"# Unsaved\n"}
     ls.overlay = lambda f: unsaved if f == folder else None  # type: ignore[method-assign]
-    handed: list[tuple[srv.CancelToken, Any]] = []
-
-    async def run_engine(job: Callable[..., Any], **_: Any) -> Any:
-        token, progress = srv.CancelToken(), (lambda *a: None)
-        handed.append((token, progress))
-        return job(token, progress)
-
-    ls.run_engine = run_engine  # type: ignore[method-assign]
+    handed = run_jobs_here(ls)
 
     def run(command: str, request: Any) -> Any:
         params = types.ExecuteCommandParams(command=command, arguments=[request])
@@ -526,14 +533,7 @@ def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_t
 
     ls.engine.symbols = symbols  # type: ignore[method-assign]
     ls.overlay = lambda f: {"a.md": f.encode()} if f == two else None  # type: ignore[method-assign]
-    handed: list[tuple[srv.CancelToken, Any]] = []
-
-    async def run_engine(job: Callable[..., Any], **_: Any) -> Any:
-        token, progress = srv.CancelToken(), (lambda *a: None)
-        handed.append((token, progress))
-        return job(token, progress)
-
-    ls.run_engine = run_engine  # type: ignore[method-assign]
+    handed = run_jobs_here(ls)
     try:
         before = time.monotonic()
         found = asyncio.run(ls.workspace_symbols(types.WorkspaceSymbolParams(query="hash")))
