@@ -599,3 +599,133 @@ def test_shutdown_cancels_engine_jobs_and_stops_both_pools_without_waiting() -> 
     finally:
         release.set()
         ls.engine.close()
+
+
+def fake_open_documents(
+    monkeypatch: pytest.MonkeyPatch, docs: dict[str, tuple[str | None, str]]
+) -> None:
+    """The editor's open documents: URI -> (file path or None, text)."""
+    from types import SimpleNamespace
+
+    workspace = SimpleNamespace(
+        text_documents={
+            uri: SimpleNamespace(path=path, source=text) for uri, (path, text) in docs.items()
+        }
+    )
+    monkeypatch.setattr(srv.CitelineServer, "workspace", property(lambda self: workspace))
+
+
+def test_open_texts_are_the_open_markdown_documents_of_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    fake_open_documents(
+        monkeypatch,
+        {
+            "u1": (str(ws / "a.md"), "A"),
+            "u2": (str(ws / "sub" / "B.MARKDOWN"), "B"),
+            "u3": (str(ws / "notes.txt"), "not Markdown"),
+            "u4": (str(tmp_path / "ws-other" / "c.md"), "another folder"),
+            "u5": (str(tmp_path / "d.md"), "outside"),
+            "u6": (None, "untitled"),
+        },
+    )
+    ls = server_with([str(ws)])
+    try:
+        expected = {"a.md": "A", "sub/B.MARKDOWN": "B"}
+        assert ls.open_texts(str(ws)) == expected
+        assert ls.open_texts(str(ws) + "/") == expected  # the folder spelt with a slash
+        assert ls.open_texts(str(tmp_path / "elsewhere")) == {}
+    finally:
+        ls.engine.close()
+
+
+def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk's parse errors, except for open documents, whose editor text decides; an
+    open document that the folder's capture does not hold (a new, unsaved file that is
+    not searched) has none."""
+    folder = str(tmp_path / "ws")
+    ls = server_with([folder])
+    broken_yaml = "---\ntitle: [unclosed\n---\n# X\n"
+    open_docs = {
+        "new.md": broken_yaml,  # neither on disk nor captured: no diagnostics
+        "fixed.md": "# Fixed in the editor\n",  # broken on disk
+        "broken-in-editor.md": broken_yaml,  # fine on disk, captured
+        "surrogate.md": "# A\n\ud800\n",  # captured
+        "still-broken.md": broken_yaml,  # broken on disk, not in the last capture
+    }
+    ls.open_texts = lambda f: open_docs if f == folder else {}  # type: ignore[method-assign]
+    ls.captured = lambda f, rel: rel in {"broken-in-editor.md", "surrogate.md"}  # type: ignore[method-assign]
+    on_disk = [
+        srv.Problem("fixed.md", 1, "invalid UTF-8 (byte 0xff at offset 0)"),
+        srv.Problem("closed.md", 4, "invalid YAML in front matter: on disk"),
+        srv.Problem("still-broken.md", 9, "invalid YAML in front matter: on disk"),
+    ]
+    asked: list[tuple[Any, ...]] = []
+
+    def problems(bundle: str, analysis: Any, *, settings: Any, cancel: Any) -> list[Any]:
+        asked.append((bundle, analysis, settings, cancel))
+        return on_disk
+
+    ls.engine.problems = problems  # type: ignore[method-assign]
+    yaml_reason = "invalid YAML in front matter: expected ',' or ']', but got '<stream end>'"
+    expected = [
+        srv.Problem("broken-in-editor.md", 2, yaml_reason),
+        srv.Problem("closed.md", 4, "invalid YAML in front matter: on disk"),
+        srv.Problem("still-broken.md", 2, yaml_reason),
+        srv.Problem("surrogate.md", 2, "invalid UTF-8 (byte 0xed at offset 4)"),
+    ]
+    token = srv.CancelToken()
+    try:
+        assert ls.problems_of(folder, token) == expected
+        opts = ls.options
+        assert asked == [(folder, opts.relevance_options.analysis, opts.engine, token)]
+        # the warm-up hands over the problems of the index it built: not asked again
+        assert ls.problems_of(folder, token, found=on_disk) == expected
+        assert len(asked) == 1
+    finally:
+        ls.engine.close()
+
+
+def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = str(tmp_path / "ws")
+    ls = server_with([folder])
+    runs: list[dict[str, Any]] = []
+    checked: list[tuple[Any, ...]] = []
+    failures: list[Any] = []
+    outcome: list[Any] = [[]]
+
+    async def run_engine(job: Callable[..., Any], **kw: Any) -> Any:
+        runs.append(kw)
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        token = srv.CancelToken()
+        kw["token"] = token
+        return job(token, None)
+
+    def problems_of(f: str, cancel: Any, found: Any = "not given") -> list[Any]:
+        checked.append((f, cancel, found))
+        return []
+
+    ls.run_engine = run_engine  # type: ignore[method-assign]
+    ls.problems_of = problems_of  # type: ignore[method-assign]
+    ls.tell_failure = lambda f, exc: failures.append((f, exc))  # type: ignore[method-assign]
+    ls.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+    handed = [srv.Problem("a.md", 1, "r")]
+    try:
+        asyncio.run(ls.check_folder(folder))
+        asyncio.run(ls.check_folder(folder, after_warm_up=False, found=handed))
+        assert [r["after_warm_up"] for r in runs] == [True, False]
+        assert checked == [(folder, runs[0]["token"], None), (folder, runs[1]["token"], handed)]
+        outcome[0] = JsonRpcException("the folder is gone.", data={"code": "bundle_not_found"})
+        with caplog.at_level(logging.WARNING, "citeline"):
+            asyncio.run(ls.check_folder(folder))
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged == [f"diagnostics for {folder}: the folder is gone."]
+        assert failures == [(folder, outcome[0])]
+    finally:
+        ls.engine.close()
