@@ -729,3 +729,44 @@ def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
         assert failures == [(folder, outcome[0])]
     finally:
         ls.engine.close()
+
+
+def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
+    tmp_path: Path,
+) -> None:
+    """With skip_invalid (the editors' default), check_folder tells the user which files
+    are left out, once per set of files: the same set again says nothing, another set of
+    the same size does, and so does the first set again after a check that found none."""
+    folder = str(tmp_path / "ws")
+    ls = server_with([folder])
+    assert ls.options.engine.skip_invalid
+    outcome: list[list[Any]] = []
+
+    async def run_engine(job: Callable[..., Any], **_: Any) -> Any:
+        return outcome[-1]
+
+    shown: list[str] = []
+    ls.run_engine = run_engine  # type: ignore[method-assign]
+    ls.window_show_message = lambda params: shown.append(params.message)  # type: ignore[method-assign]
+    ls.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
+    a, b = srv.Problem("a.md", 1, "r"), srv.Problem("b.md", 1, "r")
+    one = (
+        f"citeline: 1 file in {folder} cannot be parsed and is left out of search (see the "
+        "diagnostics). The setting citeline.skip_invalid decides whether such files block "
+        "search."
+    )
+    try:
+        for problems, told in (
+            ([a], [one]),
+            ([a], []),  # the same file again: nothing new to say
+            ([b], [one]),  # another file, the same words
+            ([], []),  # all fine: nothing to say ...
+            ([a], [one]),  # ... but a file broken again is told again
+            ([a, b], [one.replace("1 file", "2 files").replace("is left", "are left")]),
+        ):
+            outcome.append(problems)
+            before = len(shown)
+            asyncio.run(ls.check_folder(folder))
+            assert shown[before:] == told, problems
+    finally:
+        ls.engine.close()
