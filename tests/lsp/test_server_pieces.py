@@ -735,8 +735,9 @@ def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
     tmp_path: Path,
 ) -> None:
     """With skip_invalid (the editors' default), check_folder tells the user which files
-    are left out, once per set of files: the same set again says nothing, another set of
-    the same size does, and so does the first set again after a check that found none."""
+    are left out, once per folder and set of files: the same set again says nothing,
+    another set of the same size does, and so does a set again after a check that found
+    none."""
     folder = str(tmp_path / "ws")
     ls = server_with([folder])
     assert ls.options.engine.skip_invalid
@@ -761,12 +762,17 @@ def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
             ([a], []),  # the same file again: nothing new to say
             ([b], [one]),  # another file, the same words
             ([], []),  # all fine: nothing to say ...
-            ([a], [one]),  # ... but a file broken again is told again
+            ([b], [one]),  # ... but the same file broken again is told again
             ([a, b], [one.replace("1 file", "2 files").replace("is left", "are left")]),
         ):
             outcome.append(problems)
             before = len(shown)
             asyncio.run(ls.check_folder(folder))
             assert shown[before:] == told, problems
+        # each folder has its own situation: the same file name elsewhere is news
+        other = str(tmp_path / "other")
+        outcome.append([a])
+        asyncio.run(ls.check_folder(other))
+        assert shown[-1] == one.replace(folder, other)
     finally:
         ls.engine.close()
