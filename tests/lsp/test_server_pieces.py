@@ -776,3 +776,49 @@ def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
         assert shown[-1] == one.replace(folder, other)
     finally:
         ls.engine.close()
+
+
+def test_a_lost_client_is_logged_and_the_server_shuts_down(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A broken pipe to the client ends start_io with one error line, not a traceback, and
+    the engine's jobs and pools are stopped as after `shutdown`."""
+    import io
+
+    ls = server_with([])
+    token = srv.CancelToken()
+    ls.tokens.add(token)
+
+    async def serve(frames: Any) -> None:
+        raise BrokenPipeError
+
+    ls.serve = serve  # type: ignore[method-assign]
+    try:
+        with caplog.at_level(logging.ERROR, "citeline"):
+            ls.start_io(io.BytesIO(), io.BytesIO())
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged == ["the connection to the client is lost; shutting down"]
+        assert token.is_cancelled
+        with pytest.raises(RuntimeError):
+            ls.pool.submit(lambda: None)
+    finally:
+        ls.engine.close()
+
+
+def test_threads_are_named_after_what_they_do(tmp_path: Path) -> None:
+    """A thread dump of a busy server (py-spy, faulthandler) shows citeline's own threads
+    by name: the one reading stdin and the engine's workers."""
+    import threading
+
+    from inprocess import LspServer
+
+    (tmp_path / "a.md").write_text("# Alpha\n\nalpha text\n")
+    lsp = LspServer()
+    try:
+        lsp.initialize([tmp_path])
+        assert lsp.call("workspace/symbol", {"query": "alpha"})["result"]
+        names = [t.name for t in threading.enumerate()]
+        assert sum(n.startswith("citeline-stdin") for n in names) == 1, names
+        assert any(n.startswith("citeline-engine") for n in names), names
+    finally:
+        lsp.close()
