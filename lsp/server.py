@@ -430,7 +430,6 @@ class CitelineServer(LanguageServer):
         `Content-Length: N`, never resynchronises after a wrong length, and turns invalid
         JSON into a window/showMessage instead of an answer.
         """
-        self._stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         try:
             asyncio.run(self.serve(FrameReader(stdin or sys.stdin.buffer)))
@@ -444,13 +443,12 @@ class CitelineServer(LanguageServer):
     async def serve(self, frames: FrameReader) -> None:
         """Read and dispatch messages until end of input, `exit`, or the client's death."""
         loop = asyncio.get_running_loop()
-        stop = self._stop_event
         self.closing = asyncio.Event()
         closing = asyncio.ensure_future(self.closing.wait())
         # A thread of its own: it stays blocked in read() at exit, which main() tolerates.
         reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citeline-stdin")
         try:
-            while stop is None or not stop.is_set():
+            while True:
                 frame = loop.run_in_executor(reader, frames.read_frame)
                 await asyncio.wait([frame, closing], return_when=asyncio.FIRST_COMPLETED)
                 if not frame.done():
@@ -506,8 +504,6 @@ class CitelineServer(LanguageServer):
     def shutdown(self) -> None:
         """Like pygls' shutdown, without waiting for the stdin reader thread (see main)."""
         self.cancel_all()
-        if self._stop_event is not None:
-            self._stop_event.set()
         if self._thread_pool is not None:
             self._thread_pool.shutdown(wait=False, cancel_futures=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
