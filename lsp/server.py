@@ -595,9 +595,9 @@ class CitelineServer(LanguageServer):
                 per_folder.append([(path, h) for h in hits])
             if len(per_folder) == 1:
                 return per_folder[0]
-            listing = not any(ch.isalnum() for ch in query) or all(
-                h.score == 0.0 for hits in per_folder for _, h in hits
-            )
+            # The engine lists (score 0) when the query holds no word, and its ranked hits
+            # score above 0: asking it, not the query, keeps the two in step.
+            listing = all(h.score == 0.0 for hits in per_folder for _, h in hits)
             # heapq.merge is stable: equal scores keep folder order, and each folder's
             # own order (the engine's ranking or listing order) is kept.
             merged = heapq.merge(*per_folder, key=lambda ph: -ph[1].score)
