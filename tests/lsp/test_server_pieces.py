@@ -820,3 +820,104 @@ def test_threads_are_named_after_what_they_do(tmp_path: Path) -> None:
         assert any(n.startswith("citeline-engine") for n in names), names
     finally:
         lsp.close()
+
+
+def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warm-up prepares each folder (only the added ones when folders are added) for the
+    settings' options and for `recall` (what the editors search with), hands the capture's
+    start time to the engine (requests waiting for it may share that capture), and a
+    second warm-up waits for the first: they would read the same files. A client that
+    refuses the progress token gets a warm-up without progress."""
+    import threading
+    from types import SimpleNamespace
+
+    from citeline.engine.options import AnalysisOptions
+    from citeline.engine.terms import Tokenizer
+
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    ls = server_with([one, two])
+    prepared: list[tuple[str, Any, float]] = []
+    calls: list[str] = []
+    first_may_finish = threading.Event()
+
+    def prepare(folder: str, options: Any, **kw: Any) -> Any:
+        calls.append(folder)
+        if len(calls) == 1:
+            first_may_finish.wait(10)  # the first call of the first warm-up takes a while
+        assert kw["settings"] is ls.options.engine and isinstance(kw["cancel"], srv.CancelToken)
+        prepared.append((folder, options, kw["fresh_after"]))
+        return SimpleNamespace(problems=[srv.Problem(f"{len(prepared)}.md", 1, "r")])
+
+    checked: list[tuple[str, bool, Any]] = []
+
+    async def check_folder(folder: str, after_warm_up: bool = True, found: Any = None) -> None:
+        checked.append((folder, after_warm_up, found))
+
+    class Refusing:
+        async def create_async(self, token: str) -> None:
+            raise RuntimeError("the client refused the token")
+
+    ls.engine.prepare = prepare  # type: ignore[method-assign]
+    ls.check_folder = check_folder  # type: ignore[method-assign]
+    ls.client_has_progress = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: Refusing()))
+    monkeypatch.setattr(srv.gc, "freeze", lambda: None)  # not the test process's objects
+
+    async def scenario() -> float:
+        before = time.monotonic()
+        ls.start_warm_up([one])  # a folder was added
+        ls.start_warm_up()  # then the settings changed: every folder again
+        await asyncio.sleep(0.3)
+        assert calls == [one]  # the second waits while the first is busy
+        first_may_finish.set()
+        await asyncio.wait_for(asyncio.shield(ls.warming), 10)
+        for _ in range(1000):
+            if not ls.background:
+                break
+            await asyncio.sleep(0.01)
+        return before
+
+    try:
+        with caplog.at_level(logging.INFO, "citeline"):
+            before = asyncio.run(scenario())
+        default = ls.options.relevance_options.analysis
+        recall = AnalysisOptions(
+            Tokenizer(cjk="bigrams", stemming="english", identifiers="split"), outline=True
+        )
+        wanted = [default, recall] if default != recall else [recall]
+        order = [one] * len(wanted) + [f for f in (one, two) for _ in wanted]
+        assert [(f, o) for f, o, _ in prepared] == list(zip(order, wanted * 3, strict=True))
+        assert all(before <= at <= time.monotonic() for _, _, at in prepared)
+        # each folder's diagnostics from the problems of the first index built for it
+        assert [(f, w) for f, w, _ in checked] == [(one, False), (one, False), (two, False)]
+        assert checked[1][2][0].path == f"{len(wanted) + 1}.md"
+        assert checked[2][2][0].path == f"{2 * len(wanted) + 1}.md"
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged.count("no warm-up progress: the client refused the token") == 2
+        assert not ls.background  # finished tasks are not kept
+    finally:
+        ls.engine.close()
+
+
+def test_spawned_tasks_are_held_until_they_end() -> None:
+    """asyncio keeps only a weak reference to a task: the server holds each background task
+    (warm-ups, diagnostics) until it ends, then lets it go."""
+    ls = server_with([])
+    try:
+
+        async def scenario() -> None:
+            release = asyncio.Event()
+            ls.spawn(release.wait())
+            await asyncio.sleep(0)
+            (task,) = ls.background
+            assert not task.done()
+            release.set()
+            await asyncio.wait_for(task, 5)
+            await asyncio.sleep(0)
+            assert ls.background == set()
+
+        asyncio.run(scenario())
+    finally:
+        ls.engine.close()
