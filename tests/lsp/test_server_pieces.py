@@ -921,3 +921,77 @@ def test_spawned_tasks_are_held_until_they_end() -> None:
         asyncio.run(scenario())
     finally:
         ls.engine.close()
+
+
+@pytest.mark.parametrize("pid", [None, 0, -1, "self"])
+def test_no_client_process_to_watch(pid: Any) -> None:
+    """processId null (not started by a process), 0 or negative (os.kill would read them as
+    process groups) or the server's own pid: nothing is watched."""
+    import os
+
+    ls = server_with([])
+    watched: list[Any] = []
+    ls.spawn = lambda coro: (watched.append(coro), coro.close())  # type: ignore[method-assign,func-returns-value]
+    try:
+
+        async def scenario() -> None:
+            loop = asyncio.get_running_loop()
+            loop.add_reader = lambda fd, cb: watched.append(fd)  # type: ignore[method-assign,assignment]
+            ls.watch_parent(os.getpid() if pid == "self" else pid)
+
+        asyncio.run(scenario())
+        assert watched == []
+    finally:
+        ls.engine.close()
+
+
+def test_a_live_client_process_is_watched_and_a_missing_one_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """pid 1 is a live process like any other (a client that is PID 1 of its container); a
+    pid that is not a process here belongs to a client in another PID namespace: logged,
+    not watched."""
+    import os
+    import subprocess
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # reaped: its pid names no process now
+    ls = server_with([])
+    polled: list[Any] = []  # without pidfd_open (not Linux >= 5.3) the pid is polled
+    ls.spawn = lambda coro: (polled.append(coro), coro.close())  # type: ignore[method-assign,func-returns-value]
+    try:
+
+        async def scenario() -> list[int]:
+            loop = asyncio.get_running_loop()
+            readers: list[int] = []
+            loop.add_reader = lambda fd, cb: readers.append(fd)  # type: ignore[method-assign,assignment]
+            ls.watch_parent(1)
+            ls.watch_parent(gone.pid)
+            for fd in readers:
+                os.close(fd)
+            return readers
+
+        with caplog.at_level(logging.WARNING, "citeline"):
+            readers = asyncio.run(scenario())
+        assert len(readers) + len(polled) == 1  # pid 1 only
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged == [f"processId {gone.pid} is not a process visible here: not watching it"]
+    finally:
+        ls.engine.close()
+
+
+def test_a_failing_stdin_ends_serving_with_one_logged_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Failing:
+        def read_frame(self) -> bytes:
+            raise OSError("Input/output error")
+
+    ls = server_with([])
+    try:
+        with caplog.at_level(logging.ERROR, "citeline"):
+            asyncio.run(asyncio.wait_for(ls.serve(Failing()), 10))  # type: ignore[arg-type]
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged == ["reading stdin failed: Input/output error"]
+    finally:
+        ls.engine.close()
