@@ -995,3 +995,79 @@ def test_a_failing_stdin_ends_serving_with_one_logged_line(
         assert logged == ["reading stdin failed: Input/output error"]
     finally:
         ls.engine.close()
+
+
+def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A folder the warm-up cannot prepare (over a limit, say) is logged and left for its
+    requests to report; the next folder is still prepared. A cancelled warm-up (a shutdown)
+    stops at once. With a client that accepts it, the warm-up reports progress."""
+    import re
+    from types import SimpleNamespace
+
+    one, two, three = (str(tmp_path / n) for n in ("one", "two", "three"))
+    ls = server_with([one, two, three])
+    prepared: list[tuple[str, Any]] = []
+
+    def prepare(folder: str, options: Any, **kw: Any) -> Any:
+        prepared.append((folder, kw["progress"]))
+        if folder == one:
+            raise srv.CitelineError("resource_limit", "too many files in one.")
+        if folder == two:
+            raise srv.CitelineError("cancelled", "The request was cancelled.")
+        return SimpleNamespace(problems=[])
+
+    class Accepting:
+        def __init__(self) -> None:
+            self.sent: list[str] = []
+
+        async def create_async(self, token: str) -> None:
+            self.sent.append("create")
+
+        def begin(self, token: str, value: Any) -> None:
+            self.sent.append("begin")
+
+        def report(self, token: str, value: Any) -> None:
+            self.sent.append("report")
+
+        def end(self, token: str, value: Any) -> None:
+            self.sent.append("end")
+
+    client = Accepting()
+    checked: list[str] = []
+
+    async def check_folder(folder: str, after_warm_up: bool = True, found: Any = None) -> None:
+        checked.append(folder)
+
+    ls.engine.prepare = prepare  # type: ignore[method-assign]
+    ls.check_folder = check_folder  # type: ignore[method-assign]
+    ls.client_has_progress = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: client))
+    monkeypatch.setattr(srv.gc, "freeze", lambda: None)
+
+    async def scenario() -> None:
+        ls.start_warm_up()
+        await asyncio.wait_for(asyncio.shield(ls.warming), 10)
+        for _ in range(1000):
+            if not ls.background:
+                break
+            await asyncio.sleep(0.01)
+
+    try:
+        with caplog.at_level(logging.INFO, "citeline"):
+            asyncio.run(scenario())
+        # one: its first option failed, the rest of it skipped; two: cancelled, so three
+        # is never reached
+        assert [f for f, _ in prepared] == [one, two]
+        assert all(callable(p) for _, p in prepared)  # progress goes to the client
+        assert client.sent[:2] == ["create", "begin"] and client.sent[-1] == "end"
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert f"warm-up of {one}: too many files in one." in logged
+        assert "warm-up stopped: The request was cancelled." in logged
+        took = [m for m in logged if m.startswith("warm-up of 3 folder(s) took ")]
+        assert len(took) == 1 and re.fullmatch(r"warm-up of 3 folder\(s\) took \d+\.\d\ds", took[0])
+        assert float(took[0].split()[-1][:-1]) < 60
+        assert checked == [one, two, three]  # every folder's diagnostics, failed or not
+    finally:
+        ls.engine.close()
