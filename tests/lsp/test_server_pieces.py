@@ -1071,3 +1071,44 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
         assert checked == [one, two, three]  # every folder's diagnostics, failed or not
     finally:
         ls.engine.close()
+
+
+def test_settings_switch_the_cache_and_rereading_and_a_bad_change_keeps_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("CITELINE_CACHE_DIR", str(tmp_path / "cache"))
+    ls = server_with([])
+    shown: list[Any] = []
+    ls.window_show_message = lambda params: shown.append(params)  # type: ignore[method-assign]
+    try:
+        assert ls.apply_settings({"cache": False, "reread": True}) is True
+        assert ls.engine.reuse.store.folder is None and ls.engine.reread is True
+        assert ls.apply_settings({"cache": True, "reread": False}) is True
+        assert ls.engine.reuse.store.folder == str(tmp_path / "cache")
+        assert ls.engine.reread is False
+        good = ls.options
+        with caplog.at_level(logging.WARNING, "citeline"):
+            assert ls.apply_settings({"cache": "yes", "reread": True}) is False
+        assert ls.options is good and ls.engine.reread is False  # nothing changed
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert len(logged) == 1 and logged[0].startswith("invalid settings: ")
+        assert "cache" in logged[0]
+        (params,) = shown
+        assert params.type == types.MessageType.Error
+        assert params.message.endswith(" The previous settings stay in effect.")
+        assert logged[0][len("invalid settings: ") :] in params.message
+    finally:
+        ls.engine.close()
+
+
+def test_an_engine_job_is_logged_under_its_title(caplog: pytest.LogCaptureFixture) -> None:
+    """The DEBUG log names each engine job and how it ended (tests and bug reports read it);
+    a job given no title is `citeline`'s."""
+    ls = server_with([])
+    try:
+        with caplog.at_level(logging.DEBUG, "citeline"):
+            assert asyncio.run(ls.run_engine(lambda c, p: 42, after_warm_up=False)) == 42
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert [m.rsplit(" after ", 1)[0] for m in logged] == ["engine job citeline finished"]
+    finally:
+        ls.engine.close()
