@@ -1112,3 +1112,77 @@ def test_an_engine_job_is_logged_under_its_title(caplog: pytest.LogCaptureFixtur
         assert [m.rsplit(" after ", 1)[0] for m in logged] == ["engine job citeline finished"]
     finally:
         ls.engine.close()
+
+
+def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each engine job gets its own cancel token and, when the client gave a token, the
+    progress to report to; the progress ends with how the request ended (done, the error
+    code, internal_error, or cancelled when the client cancelled it), and the DEBUG log says
+    how the engine call itself ended (a cancelled request's call may run on and finish)."""
+    import threading
+
+    ls = server_with([])
+    fake = FakeProgress()
+    monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: fake))
+    monkeypatch.setattr(srv, "log", logging.getLogger("citeline.test-run-engine"))
+    handed: list[tuple[Any, Any]] = []
+    release = threading.Event()
+
+    def ok(cancel: Any, progress: Any) -> str:
+        handed.append((cancel, progress))
+        return "answer"
+
+    def over(cancel: Any, progress: Any) -> None:
+        raise srv.CitelineError("resource_limit", "too big.")
+
+    def stopped(cancel: Any, progress: Any) -> None:
+        raise srv.CitelineError("cancelled", "stopped.")
+
+    def bug(cancel: Any, progress: Any) -> None:
+        raise ValueError("a bug")
+
+    def slow(cancel: Any, progress: Any) -> bool:
+        release.wait(10)
+        return bool(cancel.is_cancelled)
+
+    async def scenario() -> None:
+        run = ls.run_engine
+        assert await run(ok, work_done_token="t1", title="T", after_warm_up=False) == "answer"
+        for job in (over, stopped, bug):
+            with pytest.raises(JsonRpcException):
+                await run(job, work_done_token="t2", title="T", after_warm_up=False)
+        task = asyncio.ensure_future(run(slow, work_done_token="t3", title="T"))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+        for _ in range(500):
+            if any("T finished" in r.getMessage() for r in caplog.records[-1:]):
+                break
+            await asyncio.sleep(0.01)
+
+    try:
+        with caplog.at_level(logging.DEBUG, "citeline.test-run-engine"):
+            asyncio.run(scenario())
+        ((token, progress),) = handed
+        assert isinstance(token, srv.CancelToken) and isinstance(progress, srv._Progress)
+        ends = [value.message for kind, _, value in fake.sent if kind == "end"]
+        assert ends == ["done", "resource_limit", "cancelled", "internal_error", "cancelled"]
+        jobs = [
+            r.getMessage().rsplit(" after ", 1)[0]
+            for r in caplog.records
+            if r.getMessage().startswith("engine job")
+        ]
+        assert jobs == [
+            "engine job T finished",
+            "engine job T failed (resource_limit)",
+            "engine job T stopped (cancelled)",
+            "engine job T failed",
+            "engine job T finished",  # the cancelled request's call ran on
+        ]
+    finally:
+        release.set()
+        ls.engine.close()
