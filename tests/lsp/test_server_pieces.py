@@ -1183,6 +1183,33 @@ def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
             "engine job T failed",
             "engine job T finished",  # the cancelled request's call ran on
         ]
+        assert "internal error in T" in [r.getMessage() for r in caplog.records]
+        assert ls.tokens == set()  # no job left to cancel at shutdown
     finally:
         release.set()
+        ls.engine.close()
+
+
+def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import json
+
+    ls = server_with([])
+    sent: list[tuple[Any, Any]] = []
+    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": ' + b"x" * 300
+    try:
+        json.loads(body)
+    except ValueError as exc:
+        reason = str(exc)
+    try:
+        with caplog.at_level(logging.WARNING, "citeline"):
+            ls.protocol.handle_body(body)
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged == [f"unparsable message ({reason}): {body[:200]!r}"]
+        ((msg_id, err),) = sent
+        assert msg_id is None and isinstance(err, srv.JsonRpcParseError)
+        assert err.message == f"Parse error: {reason}."
+    finally:
         ls.engine.close()
