@@ -1213,3 +1213,26 @@ def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
         assert err.message == f"Parse error: {reason}."
     finally:
         ls.engine.close()
+
+
+def test_a_message_that_is_not_an_object_is_an_invalid_request() -> None:
+    ls = server_with([])
+    sent: list[tuple[Any, Any]] = []
+    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    try:
+        for data, kind in (
+            ([{"jsonrpc": "2.0"}], "an array"),
+            ("hello", "a string"),
+            (7, "a number"),
+        ):
+            assert ls.protocol.checked_message(data) is None
+            msg_id, err = sent.pop()
+            assert msg_id is None and isinstance(err, srv.JsonRpcInvalidRequest)
+            assert err.message == f"Invalid Request: expected an object, got {kind}."
+        # "method" makes it a request, even beside a stray "result": the client is answered
+        both = {"jsonrpc": "2.0", "id": 5, "method": "citeline/unknown", "result": 1}
+        assert ls.protocol.checked_message(both) is None
+        ((msg_id, err),) = sent
+        assert msg_id == 5 and isinstance(err, srv.JsonRpcInvalidParams)
+    finally:
+        ls.engine.close()
