@@ -1236,3 +1236,60 @@ def test_a_message_that_is_not_an_object_is_an_invalid_request() -> None:
         assert msg_id == 5 and isinstance(err, srv.JsonRpcInvalidParams)
     finally:
         ls.engine.close()
+
+
+@pytest.mark.parametrize(
+    ("data", "answered_id", "problem"),
+    [
+        ({"id": 1, "method": "workspace/symbol"}, 1, 'jsonrpc must be "2.0"'),
+        ({"jsonrpc": "2.0", "id": 2, "method": 5}, 2, "method must be a string"),
+        ({"jsonrpc": "2.0", "id": 3}, 3, "method is missing"),
+        ({"jsonrpc": "2.0", "id": True, "method": "x"}, None, "id must be an integer or a string"),
+    ],
+)
+def test_an_invalid_request_is_answered_and_logged_with_its_problem(
+    data: dict[str, Any], answered_id: Any, problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import json
+
+    ls = server_with([])
+    sent: list[tuple[Any, Any]] = []
+    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    try:
+        with caplog.at_level(logging.WARNING, "citeline"):
+            assert ls.protocol.checked_message(data) is None
+        ((msg_id, err),) = sent
+        assert msg_id == answered_id and isinstance(err, srv.JsonRpcInvalidRequest)
+        assert err.message == f"Invalid Request: {problem}."
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged == [f"invalid request ({problem}): {json.dumps(data)[:200]}"]
+    finally:
+        ls.engine.close()
+
+
+def test_a_malformed_response_is_logged_and_never_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import json
+
+    ls = server_with([])
+    sent: list[Any] = []
+    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    malformed = [
+        {"jsonrpc": "1.0", "id": 77, "result": None},  # not 2.0
+        {"jsonrpc": "2.0", "result": 1},  # no id
+        {"jsonrpc": "2.0", "id": 79, "error": "bad", "filler": "x" * 300},  # not an error
+    ]
+    try:
+        with caplog.at_level(logging.WARNING, "citeline"):
+            for data in malformed:
+                assert ls.protocol.checked_message(data) is None
+        assert sent == []
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        expected = [f"ignoring a malformed response: {json.dumps(d)[:200]}" for d in malformed]
+        assert [m for m in logged if m.startswith("ignoring")] == expected
+        # a well-formed response to an unknown request is structured (pygls ignores it)
+        reply = ls.protocol.checked_message({"jsonrpc": "2.0", "id": 80, "result": 1})
+        assert reply is not None and reply.id == 80 and sent == []
+    finally:
+        ls.engine.close()
