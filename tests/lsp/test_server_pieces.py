@@ -1293,3 +1293,94 @@ def test_a_malformed_response_is_logged_and_never_answered(
         assert reply is not None and reply.id == 80 and sent == []
     finally:
         ls.engine.close()
+
+
+def test_params_that_do_not_fit_the_method_are_answered_or_logged_with_where(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A request whose params do not fit its method gets -32602 naming every field that is
+    wrong and where; a notification (nothing to answer) is logged the same way. An
+    unknown notification with params is handed on (pygls ignores it)."""
+    ls = server_with([])
+    sent: list[tuple[Any, Any]] = []
+    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    request = {"jsonrpc": "2.0", "id": 9, "method": "textDocument/documentSymbol", "params": {}}
+    opened = {"textDocument": {"uri": "file:///a.md"}}
+    notification = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}
+    stray = {"jsonrpc": "2.0", "id": 10, "method": "citeline/unknown", "result": 1}
+    try:
+        with caplog.at_level(logging.WARNING, "citeline"):
+            assert ls.protocol.checked_message(request) is None
+            assert ls.protocol.checked_message(notification) is None
+            assert ls.protocol.checked_message(stray) is None
+        (msg_id, err), (stray_id, stray_err) = sent
+        assert msg_id == 9 and isinstance(err, srv.JsonRpcInvalidParams)
+        assert err.message == (
+            "Invalid params for textDocument/documentSymbol: required field missing @ "
+            "$.params.text_document."
+        )
+        # not a cattrs validation error: its own words
+        assert stray_id == 10 and stray_err.message == (
+            "Invalid params for citeline/unknown: JsonRPCRequestMessage.__init__() got an "
+            "unexpected keyword argument 'result'."
+        )
+        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        assert logged == [
+            "ignoring notification textDocument/didOpen: Invalid params for "
+            "textDocument/didOpen: "
+            + "; ".join(
+                f"required field missing @ $.params.text_document.{f}"
+                for f in ("language_id", "version", "text")
+            )
+            + "."
+        ]
+        unknown = {"jsonrpc": "2.0", "method": "$/unknownNotification", "params": {}}
+        assert isinstance(ls.protocol.checked_message(unknown), srv.JsonRPCNotification)
+    finally:
+        ls.engine.close()
+
+
+def test_only_execute_command_arguments_are_checked_before_conversion() -> None:
+    ls = server_with([])
+    sent: list[tuple[Any, Any]] = []
+    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    command = {"command": "citeline.search", "arguments": "alpha"}
+    try:
+        symbols = {"query": "a", "arguments": "not checked here"}
+        message = {"jsonrpc": "2.0", "id": 1, "method": "workspace/symbol", "params": symbols}
+        assert ls.protocol.checked_message(message) is not None and sent == []
+        message = {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand"}
+        assert ls.protocol.checked_message({**message, "params": command}) is None
+        ((msg_id, err),) = sent
+        assert msg_id == 2 and isinstance(err, srv.JsonRpcInvalidParams)
+        assert err.data["code"] == "schema_validation"
+        assert err.data["details"] == {"field": "arguments"}
+        assert err.message == (
+            "citeline.search arguments must be an array with one request object; got a string."
+        )
+    finally:
+        ls.engine.close()
+
+
+def test_a_handler_that_raises_is_logged_and_reported(caplog: pytest.LogCaptureFixture) -> None:
+    ls = server_with([])
+    boom = RuntimeError("boom")
+    reported: list[tuple[Any, Any]] = []
+
+    def handle_message(message: Any) -> None:
+        raise boom
+
+    ls.protocol.handle_message = handle_message  # type: ignore[method-assign]
+    ls._report_server_error = lambda exc, kind: reported.append((exc, kind))  # type: ignore[method-assign]
+    try:
+        with caplog.at_level(logging.ERROR, "citeline"):
+            ls.protocol.handle_body(
+                b'{"jsonrpc": "2.0", "method": "$/unknownNotification", "params": {}}'
+            )
+        records = [r for r in caplog.records if r.name.startswith("citeline")]
+        assert [r.getMessage() for r in records] == ["unable to handle message"]
+        assert records[0].exc_info is not None and records[0].exc_info[1] is boom
+        assert reported == [(boom, JsonRpcException)]
+        assert ls.version == srv.VERSION  # what initialize's serverInfo reports
+    finally:
+        ls.engine.close()
