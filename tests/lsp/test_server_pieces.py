@@ -116,6 +116,18 @@ def test_the_first_report_is_sent_at_once(clock: list[float]) -> None:
     assert reports(fake) == [("capture 1/10", 10)]
 
 
+def citeline_log(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The messages citeline logged during the test."""
+    return [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+
+
+def errors_sent(ls: srv.CitelineServer) -> list[tuple[Any, Any]]:
+    """The (id, error) pairs the protocol answers with, instead of writing them."""
+    sent: list[tuple[Any, Any]] = []
+    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    return sent
+
+
 def server_with(folders: list[str]) -> srv.CitelineServer:
     ls = srv.CitelineServer()
     ls.folders = lambda: [(f"file://{p}", p) for p in folders]  # type: ignore[method-assign]
@@ -434,9 +446,7 @@ def test_the_server_says_why_it_leaves_when_its_client_is_gone(
     try:
         with caplog.at_level(logging.WARNING, "citeline"):
             ls.parent_gone(4242)
-        assert [r.getMessage() for r in caplog.records if r.name.startswith("citeline")] == [
-            "the client process 4242 is gone: exiting"
-        ]
+        assert citeline_log(caplog) == ["the client process 4242 is gone: exiting"]
         assert cancelled == [True]
     finally:
         ls.engine.close()
@@ -722,7 +732,7 @@ def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
         outcome[0] = JsonRpcException("the folder is gone.", data={"code": "bundle_not_found"})
         with caplog.at_level(logging.WARNING, "citeline"):
             asyncio.run(ls.check_folder(folder))
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged == [f"diagnostics for {folder}: the folder is gone."]
         assert failures == [(folder, outcome[0])]
     finally:
@@ -794,7 +804,7 @@ def test_a_lost_client_is_logged_and_the_server_shuts_down(
     try:
         with caplog.at_level(logging.ERROR, "citeline"):
             ls.start_io(io.BytesIO(), io.BytesIO())
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged == ["the connection to the client is lost; shutting down"]
         assert token.is_cancelled
         with pytest.raises(RuntimeError):
@@ -894,7 +904,7 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
         assert [(f, w) for f, w, _ in checked] == [(one, False), (one, False), (two, False)]
         assert checked[1][2][0].path == f"{len(wanted) + 1}.md"
         assert checked[2][2][0].path == f"{2 * len(wanted) + 1}.md"
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged.count("no warm-up progress: the client refused the token") == 2
         assert not ls.background  # finished tasks are not kept
     finally:
@@ -974,7 +984,7 @@ def test_a_live_client_process_is_watched_and_a_missing_one_is_logged(
         with caplog.at_level(logging.WARNING, "citeline"):
             readers = asyncio.run(scenario())
         assert len(readers) + len(polled) == 1  # pid 1 only
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged == [f"processId {gone.pid} is not a process visible here: not watching it"]
     finally:
         ls.engine.close()
@@ -991,7 +1001,7 @@ def test_a_failing_stdin_ends_serving_with_one_logged_line(
     try:
         with caplog.at_level(logging.ERROR, "citeline"):
             asyncio.run(asyncio.wait_for(ls.serve(Failing()), 10))  # type: ignore[arg-type]
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged == ["reading stdin failed: Input/output error"]
     finally:
         ls.engine.close()
@@ -1062,7 +1072,7 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
         assert [f for f, _ in prepared] == [one, two]
         assert all(callable(p) for _, p in prepared)  # progress goes to the client
         assert client.sent[:2] == ["create", "begin"] and client.sent[-1] == "end"
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert f"warm-up of {one}: too many files in one." in logged
         assert "warm-up stopped: The request was cancelled." in logged
         took = [m for m in logged if m.startswith("warm-up of 3 folder(s) took ")]
@@ -1090,7 +1100,7 @@ def test_settings_switch_the_cache_and_rereading_and_a_bad_change_keeps_the_last
         with caplog.at_level(logging.WARNING, "citeline"):
             assert ls.apply_settings({"cache": "yes", "reread": True}) is False
         assert ls.options is good and ls.engine.reread is False  # nothing changed
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert len(logged) == 1 and logged[0].startswith("invalid settings: ")
         assert "cache" in logged[0]
         (params,) = shown
@@ -1108,7 +1118,7 @@ def test_an_engine_job_is_logged_under_its_title(caplog: pytest.LogCaptureFixtur
     try:
         with caplog.at_level(logging.DEBUG, "citeline"):
             assert asyncio.run(ls.run_engine(lambda c, p: 42, after_warm_up=False)) == 42
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert [m.rsplit(" after ", 1)[0] for m in logged] == ["engine job citeline finished"]
     finally:
         ls.engine.close()
@@ -1196,8 +1206,7 @@ def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
     import json
 
     ls = server_with([])
-    sent: list[tuple[Any, Any]] = []
-    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    sent = errors_sent(ls)
     body = b'{"jsonrpc": "2.0", "id": 1, "method": ' + b"x" * 300
     try:
         json.loads(body)
@@ -1206,7 +1215,7 @@ def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
     try:
         with caplog.at_level(logging.WARNING, "citeline"):
             ls.protocol.handle_body(body)
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged == [f"unparsable message ({reason}): {body[:200]!r}"]
         ((msg_id, err),) = sent
         assert msg_id is None and isinstance(err, srv.JsonRpcParseError)
@@ -1217,8 +1226,7 @@ def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
 
 def test_a_message_that_is_not_an_object_is_an_invalid_request() -> None:
     ls = server_with([])
-    sent: list[tuple[Any, Any]] = []
-    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    sent = errors_sent(ls)
     try:
         for data, kind in (
             ([{"jsonrpc": "2.0"}], "an array"),
@@ -1253,15 +1261,14 @@ def test_an_invalid_request_is_answered_and_logged_with_its_problem(
     import json
 
     ls = server_with([])
-    sent: list[tuple[Any, Any]] = []
-    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    sent = errors_sent(ls)
     try:
         with caplog.at_level(logging.WARNING, "citeline"):
             assert ls.protocol.checked_message(data) is None
         ((msg_id, err),) = sent
         assert msg_id == answered_id and isinstance(err, srv.JsonRpcInvalidRequest)
         assert err.message == f"Invalid Request: {problem}."
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged == [f"invalid request ({problem}): {json.dumps(data)[:200]}"]
     finally:
         ls.engine.close()
@@ -1273,8 +1280,7 @@ def test_a_malformed_response_is_logged_and_never_answered(
     import json
 
     ls = server_with([])
-    sent: list[Any] = []
-    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    sent = errors_sent(ls)
     malformed = [
         {"jsonrpc": "1.0", "id": 77, "result": None},  # not 2.0
         {"jsonrpc": "2.0", "result": 1},  # no id
@@ -1285,7 +1291,7 @@ def test_a_malformed_response_is_logged_and_never_answered(
             for data in malformed:
                 assert ls.protocol.checked_message(data) is None
         assert sent == []
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         expected = [f"ignoring a malformed response: {json.dumps(d)[:200]}" for d in malformed]
         assert [m for m in logged if m.startswith("ignoring")] == expected
         # a well-formed response to an unknown request is structured (pygls ignores it)
@@ -1302,8 +1308,7 @@ def test_params_that_do_not_fit_the_method_are_answered_or_logged_with_where(
     wrong and where; a notification (nothing to answer) is logged the same way. An
     unknown notification with params is handed on (pygls ignores it)."""
     ls = server_with([])
-    sent: list[tuple[Any, Any]] = []
-    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    sent = errors_sent(ls)
     request = {"jsonrpc": "2.0", "id": 9, "method": "textDocument/documentSymbol", "params": {}}
     opened = {"textDocument": {"uri": "file:///a.md"}}
     notification = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}
@@ -1324,7 +1329,7 @@ def test_params_that_do_not_fit_the_method_are_answered_or_logged_with_where(
             "Invalid params for citeline/unknown: JsonRPCRequestMessage.__init__() got an "
             "unexpected keyword argument 'result'."
         )
-        logged = [r.getMessage() for r in caplog.records if r.name.startswith("citeline")]
+        logged = citeline_log(caplog)
         assert logged == [
             "ignoring notification textDocument/didOpen: Invalid params for "
             "textDocument/didOpen: "
@@ -1342,8 +1347,7 @@ def test_params_that_do_not_fit_the_method_are_answered_or_logged_with_where(
 
 def test_only_execute_command_arguments_are_checked_before_conversion() -> None:
     ls = server_with([])
-    sent: list[tuple[Any, Any]] = []
-    ls.protocol.send_error = lambda msg_id, err: sent.append((msg_id, err))  # type: ignore[method-assign]
+    sent = errors_sent(ls)
     command = {"command": "citeline.search", "arguments": "alpha"}
     try:
         symbols = {"query": "a", "arguments": "not checked here"}
