@@ -106,7 +106,8 @@ class Ahead:
         if self.total < PARALLEL_MIN_BYTES:
             return  # a small bundle is analysed in this process: no pool for it
         busy = sum(not result.done() for _, _, result in self.flying)
-        while self.waiting and busy < _most_in_flight(self.pool):
+        most = _most_in_flight(self.pool)
+        while self.waiting and busy < most:
             run = self.waiting.pop(0)
             known = self.structures.get_many([sha for _, sha, _ in run])
             items: list[Item] = [(p, sha, d, known.get(sha)) for p, sha, d in run]
@@ -333,9 +334,10 @@ def _in_workers(
     total = len(todo) + sum(count for count, _, _ in early)
     done = 0
     later = chunks(todo)
+    most = _most_in_flight(pool)
 
     def top_up() -> None:
-        while len(flight) < _most_in_flight(pool):
+        while len(flight) < most:
             run = next(later, None)
             if run is None:
                 return

@@ -14,6 +14,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from types import ModuleType
 from typing import Any
@@ -59,15 +60,20 @@ def install() -> None:
     sys.meta_path.insert(0, _Alias())
 
 
+def _durations() -> dict[str, float]:
+    """How long each test took in mutmut's stats run (empty outside mutmut)."""
+    try:
+        from mutmut.state import state
+    except ImportError:  # pragma: no cover - only loaded under mutmut
+        return {}
+    return state().duration_by_test
+
+
 def fastest_first(items: list[Any]) -> None:
     """Order a mutant's tests by the time each took in mutmut's stats run, quickest first:
     mutmut stops at the first failure, so a mutant is most often killed in a fraction of a
     second instead of after the slow tests that happen to come first in file order."""
-    try:
-        from mutmut.state import state
-    except ImportError:  # pragma: no cover - only loaded under mutmut
-        return
-    durations = state().duration_by_test
+    durations = _durations()
     if durations:
         items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
 
@@ -82,17 +88,13 @@ def quick_pass(items: list[Any], config: Any) -> None:
     8,000-file workspaces); it is only a first pass: its survivors are run again by name
     without it, with every test (docs/testing.md). Never during mutmut's own stats, clean
     and forced-fail runs, whose verdicts must see every test."""
-    import os
-
     limit = os.environ.get(QUICK, "")
     if not limit or "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
         return
-    try:
-        from mutmut.state import state
-    except ImportError:  # pragma: no cover - only loaded under mutmut
-        return
-    durations = state().duration_by_test
-    slow = [item for item in items if durations.get(item.nodeid, 0.0) > float(limit)]
+    durations = _durations()
+    keep, slow = [], []
+    for item in items:
+        (slow if durations.get(item.nodeid, 0.0) > float(limit) else keep).append(item)
     if slow:
         config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if item not in slow]
+        items[:] = keep
