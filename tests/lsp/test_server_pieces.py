@@ -6,6 +6,7 @@ The session tests (test_lsp_server.py) see these only through a real client's ti
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import time
@@ -832,6 +833,15 @@ def test_threads_are_named_after_what_they_do(tmp_path: Path) -> None:
         lsp.close()
 
 
+async def warm_up_done(ls: srv.CitelineServer) -> None:
+    """Wait for the warm-up's gate, then for its background task (diagnostics) to end."""
+    await asyncio.wait_for(asyncio.shield(ls.warming), 10)
+    for _ in range(1000):
+        if not ls.background:
+            return
+        await asyncio.sleep(0.01)
+
+
 def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -882,11 +892,7 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
         await asyncio.sleep(0.3)
         assert calls == [one]  # the second waits while the first is busy
         first_may_finish.set()
-        await asyncio.wait_for(asyncio.shield(ls.warming), 10)
-        for _ in range(1000):
-            if not ls.background:
-                break
-            await asyncio.sleep(0.01)
+        await warm_up_done(ls)
         return before
 
     try:
@@ -1028,21 +1034,9 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
             raise srv.CitelineError("cancelled", "The request was cancelled.")
         return SimpleNamespace(problems=[])
 
-    class Accepting:
-        def __init__(self) -> None:
-            self.sent: list[str] = []
-
+    class Accepting(FakeProgress):
         async def create_async(self, token: str) -> None:
-            self.sent.append("create")
-
-        def begin(self, token: str, value: Any) -> None:
-            self.sent.append("begin")
-
-        def report(self, token: str, value: Any) -> None:
-            self.sent.append("report")
-
-        def end(self, token: str, value: Any) -> None:
-            self.sent.append("end")
+            self.sent.append(("create", token, None))
 
     client = Accepting()
     checked: list[str] = []
@@ -1058,11 +1052,7 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
 
     async def scenario() -> None:
         ls.start_warm_up()
-        await asyncio.wait_for(asyncio.shield(ls.warming), 10)
-        for _ in range(1000):
-            if not ls.background:
-                break
-            await asyncio.sleep(0.01)
+        await warm_up_done(ls)
 
     try:
         with caplog.at_level(logging.INFO, "citeline"):
@@ -1071,7 +1061,8 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
         # is never reached
         assert [f for f, _ in prepared] == [one, two]
         assert all(callable(p) for _, p in prepared)  # progress goes to the client
-        assert client.sent[:2] == ["create", "begin"] and client.sent[-1] == "end"
+        kinds = [kind for kind, _, _ in client.sent]
+        assert kinds[:2] == ["create", "begin"] and kinds[-1] == "end"
         logged = citeline_log(caplog)
         assert f"warm-up of {one}: too many files in one." in logged
         assert "warm-up stopped: The request was cancelled." in logged
@@ -1203,8 +1194,6 @@ def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
 def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import json
-
     ls = server_with([])
     sent = errors_sent(ls)
     body = b'{"jsonrpc": "2.0", "id": 1, "method": ' + b"x" * 300
@@ -1258,8 +1247,6 @@ def test_a_message_that_is_not_an_object_is_an_invalid_request() -> None:
 def test_an_invalid_request_is_answered_and_logged_with_its_problem(
     data: dict[str, Any], answered_id: Any, problem: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import json
-
     ls = server_with([])
     sent = errors_sent(ls)
     try:
@@ -1277,8 +1264,6 @@ def test_an_invalid_request_is_answered_and_logged_with_its_problem(
 def test_a_malformed_response_is_logged_and_never_answered(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import json
-
     ls = server_with([])
     sent = errors_sent(ls)
     malformed = [
