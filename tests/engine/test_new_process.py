@@ -148,3 +148,44 @@ def test_a_new_process_answers_as_a_full_read_reading_nothing(
     assert reads.by_cached == 0 and reads.by_full > 0, vars(reads)
     hits = {h["path"] for h in full[0]["hits"]}
     assert "sub/index.md" in hits and not hits & {"index.md", "log.md"}, hits
+
+
+def test_files_added_since_the_stat_index_are_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stat index's maxima cover the files it held when it was made: a file added since
+    is measured (by the same engine and by a new process), and the maxima written after it
+    was seen cover it too, so a lower limit set later still finds it."""
+    from citeline.engine.reuse import stats
+
+    monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
+    bundle = write_bundle(tmp_path / "docs", FILES)
+    time.sleep(0.06)
+    cache = tmp_path / "cache"
+    first = Engine(cache=cache)
+    assert outcome(first, bundle, Limits())[0] == "ok"
+    # Longer (60 bytes) and deeper (6 components) than any path the index holds (25 and 5).
+    new = "n/e/w/e/r/" + "a-long-name-for-a-file-that-comes-later-on-disk.md"
+    assert (len(new.encode()), new.count("/") + 1) == (60, 6)
+    (bundle / new).parent.mkdir(parents=True)
+    (bundle / new).write_text("# Late\n\nhashtable\n", encoding="utf-8")
+    time.sleep(0.06)
+
+    def over(engine: Engine, name: str, value: int, advice: str) -> None:
+        limits = replace(Limits(), **{name: value - 1})
+        full = outcome(Engine(cache=None), bundle, limits, advice)
+        assert full[:2] == ("error", "resource_limit") and full[3]["path"] == new, full
+        assert full[3]["limit"] == name and full[3]["value"] == value, full
+        # The message names what to change where the user is: a flag or a setting.
+        assert ("--" in full[2]) == (advice == "cli"), full[2]
+        assert outcome(engine, bundle, limits, advice) == full
+
+    for advice in ("cli", "editor"):
+        for name, value in (("max_path_bytes", 60), ("max_path_components", 6)):
+            over(Engine(cache=cache), name, value, advice)  # a new process
+            over(first, name, value, advice)  # the engine that made the index
+    # Seen within the limits, the file is in the stat index and in its maxima.
+    assert outcome(first, bundle, Limits())[:2] == ("ok", 5)
+    for name, value in (("max_path_bytes", 60), ("max_path_components", 6)):
+        over(Engine(cache=cache), name, value, "cli")
+        over(first, name, value, "cli")

@@ -408,6 +408,38 @@ def test_a_read_stops_one_byte_past_max_file_bytes(tmp_path: Path) -> None:
     assert stat[2] == 6000
 
 
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [(100_000, b"# Grown\n" + b"alpha " * 500), (100, (b"# Grown\n" + b"alpha " * 500)[:101])],
+)
+def test_a_file_growing_after_its_stat_is_read_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, expected: bytes
+) -> None:
+    """The read asks for the size the file had at fstat (plus one byte); a file that grew
+    after it is read on to its real end, or to one byte past max_file_bytes."""
+    from citeline.engine.capture import read_file
+
+    target = tmp_path / "grows.md"
+    target.write_bytes(b"# Grown\n")
+    real = os.fstat
+
+    def fstat_then_grow(fd: int) -> os.stat_result:
+        info = real(fd)
+        with open(target, "ab") as fh:
+            fh.write(b"alpha " * 500)
+        return info
+
+    monkeypatch.setattr(os, "fstat", fstat_then_grow)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        got = read_file(fd, "grows.md", "grows.md", limit)
+    finally:
+        os.close(fd)
+    assert got is not None
+    assert got[0] == expected
+    assert got[1][2] == 8  # the fingerprint is the stat the read began with
+
+
 def test_file_changing_mid_capture_is_cited_as_read(
     bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
