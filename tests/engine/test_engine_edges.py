@@ -122,6 +122,79 @@ def test_a_file_that_cannot_be_read_for_another_reason(
     assert err.value.details == {"path": "sub/x.md"}
 
 
+class _FailingReads(_Os):
+    """The os module as capture sees it, with reads of one file failing after its open."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        super().__init__(name, error)
+        self.fds: set[int] = set()
+
+    def open(self, path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        fd = os.open(path, flags, *args, **kwargs)
+        if os.fsencode(path).split(b"/")[-1] == self.name:
+            self.fds.add(fd)
+        return fd
+
+    def read(self, fd: int, n: int) -> bytes:
+        if fd in self.fds:
+            raise self.error
+        return os.read(fd, n)
+
+
+@pytest.mark.parametrize(
+    ("error", "message", "details"),
+    [
+        (
+            OSError(errno.EIO, "Input/output error"),
+            "File 'sub/x.md' in the bundle cannot be read: Input/output error.",
+            {"path": "sub/x.md"},
+        ),
+        (
+            PermissionError(errno.EACCES, "Permission denied"),  # a FUSE or NFS file can
+            "File 'sub/x.md' in the bundle cannot be read (permission denied). Fix its "
+            "permissions, or add it to .gitignore.",
+            {"path": "sub/x.md", "reason": "permission_denied"},
+        ),
+    ],
+)
+def test_a_file_that_opens_but_fails_while_read(
+    make_bundle: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+    error: OSError,
+    message: str,
+    details: dict[str, str],
+) -> None:
+    bundle = make_bundle(FILES)
+    failing = _FailingReads("x.md", error)
+    monkeypatch.setattr(cap, "os", failing)
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings())
+    assert failing.fds, "x.md was never opened"
+    assert (err.value.code, err.value.message, err.value.details) == (
+        "bundle_invalid",
+        message,
+        details,
+    )
+
+
+def test_only_the_first_16_mib_of_a_gitignore_apply(
+    make_bundle: Callable[..., Path],
+) -> None:
+    """A .gitignore is read up to 16 MiB (docs/decisions.md): lines past it are not read."""
+    cap_bytes = 16 * 1024 * 1024
+    comment = b"#" * (cap_bytes - len(b"early.md\n") - 1) + b"\n"
+    bundle = make_bundle(
+        {
+            ".gitignore": b"early.md\n" + comment + b"late.md\n",
+            "a.md": "# A\nalpha\n",
+            "early.md": "# Early\nalpha\n",
+            "late.md": "# Late\nalpha\n",
+        }
+    )
+    assert len(b"early.md\n" + comment) == cap_bytes
+    assert [f.path for f in capture(bundle, Settings()).files] == ["a.md", "late.md"]
+
+
 # -- unsaved editor text and the disk's revision ------------------------------------------------
 
 
