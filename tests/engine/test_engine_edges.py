@@ -298,3 +298,42 @@ def test_a_bundle_gone_after_the_capture_is_named(aged: Path) -> None:
         f"Bundle {str(aged)!r} cannot be opened: No such file or directory."
     )
     assert err.value.details == {"bundle": str(aged)}
+
+
+def test_a_late_read_of_a_file_gone_resized_or_rewritten_names_it(aged: Path) -> None:
+    """A stage that reads a file after the capture gets the recorded bytes or Changed
+    naming the file (the request then captures again, reading that file)."""
+    disk = capture(aged, Settings())
+    again = capture(aged, Settings(), known=disk.known)
+    files = {f.path: f for f in again.files}
+    assert all(f.data is None for f in files.values())
+    (aged / "w.md").unlink()  # gone
+    (aged / "zz.md").write_text("# Z\nalpha beta\n", encoding="utf-8")  # another size
+    (aged / "x/y/a.md").write_text("# A\nomega\n", encoding="utf-8")  # same size
+    with cap.Fetcher(again) as fetch:
+        assert fetch(files["v/d.md"]) == NESTED["v/d.md"].encode()
+        for path in ("w.md", "x/y/a.md", "zz.md"):
+            with pytest.raises(cap.Changed) as err:
+                fetch(files[path])
+            assert err.value.path == path
+        assert fetch(files["x/y/b.md"]) == NESTED["x/y/b.md"].encode()
+
+
+@pytest.mark.parametrize("name", ["docs ", "NOTES X"])
+def test_a_late_read_opens_a_bundle_whose_name_ends_oddly(
+    monkeypatch: pytest.MonkeyPatch, make_bundle: Callable[..., Path], name: str
+) -> None:
+    """The bundle's own name, trailing space or letter included, is where files are read."""
+    import time
+
+    from citeline.engine.reuse import stats
+
+    monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
+    root = make_bundle(NESTED, name=name)
+    assert str(root).endswith(name)
+    time.sleep(0.06)
+    again = capture(root, Settings(), known=capture(root, Settings()).known)
+    late = again.files[-1]
+    assert late.data is None
+    with cap.Fetcher(again) as fetch:
+        assert fetch(late) == (root / late.path).read_bytes()
