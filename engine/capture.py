@@ -173,7 +173,7 @@ def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
 
 
 def _open_dir(
-    name: str | bytes, dir_fd: int | None, rel_dir: str, limits: Limits, advice: str = "cli"
+    name: str | bytes, dir_fd: int | None, rel_dir: str, limits: Limits, advice: str
 ) -> int | None:
     """A directory opened without following a link (None when it vanished or became one).
 

@@ -122,6 +122,76 @@ def test_a_file_that_cannot_be_read_for_another_reason(
     assert err.value.details == {"path": "sub/x.md"}
 
 
+def test_the_bundle_folder_refused_by_the_walk_is_named_dot(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = make_bundle(FILES)
+    refuse(monkeypatch, bundle.name, PermissionError(errno.EACCES, "Permission denied"))
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings())
+    assert err.value.code == "bundle_invalid"
+    assert err.value.message == (
+        "Folder '.' in the bundle cannot be read (permission denied). Fix its permissions, "
+        "or add it to .gitignore."
+    )
+    assert err.value.details == {"path": ".", "reason": "permission_denied"}
+
+
+class _FewDescriptors(_Os):
+    """The os module as capture sees it, out of file descriptors from the n-th nested
+    folder named `name` on (the walk holds a descriptor for each folder of its path)."""
+
+    def __init__(self, name: str, n: int) -> None:
+        super().__init__(name, OSError(errno.EMFILE, "Too many open files"))
+        self.n = n
+        self.opened = 0
+
+    def open(self, path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fsencode(path).split(b"/")[-1] == self.name:
+            self.opened += 1
+            if self.opened >= self.n:
+                raise self.error
+        return os.open(path, flags, *args, **kwargs)
+
+
+@pytest.mark.parametrize("advice", ["cli", "editor"])
+def test_out_of_descriptors_past_the_depth_limit_is_that_limit(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, advice: str
+) -> None:
+    """Every file below the folder that could not be opened is deeper than
+    max_path_components allows, so that limit is the answer, as with descriptors to spare."""
+    bundle = make_bundle({"a.md": "# A\nalpha\n", "/".join(["d"] * 70 + ["deep.md"]): "alpha\n"})
+    monkeypatch.setattr(cap, "os", _FewDescriptors("d", 64))
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings(advice=advice))
+    folder = "/".join(["d"] * 64)
+    assert err.value.code == "resource_limit"
+    assert err.value.details == {
+        "limit": "max_path_components",
+        "value": 65,
+        "max": 64,
+        "setting": "max_path_components",
+        "flag": "--max-path-components",
+        "path": folder,
+    }
+    assert ("--max-path-components" in err.value.message) == (advice == "cli")
+
+
+def test_out_of_descriptors_within_the_depth_limit_names_the_folder(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = make_bundle({"/".join(["d"] * 70 + ["deep.md"]): "alpha\n"})
+    monkeypatch.setattr(cap, "os", _FewDescriptors("d", 63))  # one short of the limit
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings())
+    folder = "/".join(["d"] * 63)
+    assert err.value.code == "bundle_invalid"
+    assert (
+        err.value.message == f"Folder '{folder}' in the bundle cannot be read: Too many open files."
+    )
+    assert err.value.details == {"path": folder}
+
+
 class _FailingReads(_Os):
     """The os module as capture sees it, with reads of one file failing after its open."""
 
