@@ -407,3 +407,21 @@ def test_a_late_read_opens_a_bundle_whose_name_ends_oddly(
     assert late.data is None
     with cap.Fetcher(again) as fetch:
         assert fetch(late) == (root / late.path).read_bytes()
+
+
+def test_the_walk_tells_on_read_of_each_file_it_reads(aged: Path) -> None:
+    """capture's on_read hears of every file the walk reads, with the bytes and SHA-256 its
+    record gets (the analysis starts on them before the walk ends), and of no file reused."""
+    heard: list[tuple[str, str, bytes]] = []
+
+    def on_read(path: str, sha256: str, data: bytes) -> None:
+        heard.append((path, sha256, data))
+
+    disk = capture(aged, Settings(), on_read=on_read)
+    assert sorted(heard) == sorted((f.path, f.sha256, f.data) for f in disk.files)
+    assert len(heard) == len(NESTED)
+    heard.clear()
+    (aged / "w.md").write_text("# W\nalpha beta\n", encoding="utf-8")
+    again = capture(aged, Settings(), known=disk.known, on_read=on_read)
+    (changed,) = [f for f in again.files if f.path == "w.md"]
+    assert heard == [("w.md", changed.sha256, b"# W\nalpha beta\n")]
