@@ -9,7 +9,8 @@ from collections import Counter
 from dataclasses import dataclass
 from sys import intern
 
-from .layout import Layout, ParseIssue, decode, layout, line_index
+from .errors import ParseIssue
+from .layout import Layout, decode, layout, line_index
 from .limits import MAX_HEADING_BYTES
 from .options import AnalysisOptions
 from .sections import Heading, Structure, cut, find_headings, headings

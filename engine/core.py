@@ -35,7 +35,8 @@ from .terms import Tokenizer, normalise, query_terms, word_re
 
 if TYPE_CHECKING:
     from .build import Ahead
-    from .layout import Layout, ParseIssue
+    from .errors import ParseIssue
+    from .layout import Layout
     from .sections import Heading
 
 Bundle = str | os.PathLike[str]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 CODES = (
@@ -24,6 +25,15 @@ INTERNAL_EXIT = 70
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A lone surrogate as repr() shows it, not preceded by an escaped backslash.
 _REPR_ESCAPED_BYTE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseIssue:
+    """Why a file cannot be searched, and where (1-based line): not an error of the request
+    (the file is reported, or skipped with skip_invalid), but what becomes a parse_error."""
+
+    line: int
+    reason: str
 
 
 class CitelineError(Exception):

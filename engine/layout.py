@@ -6,15 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ParseIssue
+
 _LF = re.compile("\n")
-
-
-@dataclass(frozen=True, slots=True)
-class ParseIssue:
-    """Why a file cannot be searched, and where (1-based line)."""
-
-    line: int
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)

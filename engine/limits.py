@@ -102,3 +102,20 @@ class Settings:
     skip_invalid: bool = False
     # How error messages say what to change: CLI flags ("cli") or editor settings ("editor").
     advice: str = "cli"
+
+
+def with_limit_advice(err: CitelineError, advice: str) -> CitelineError:
+    """A resource_limit error that the editor limits would lift, with `advice` (how to get
+    them: --raise-limits) added to its message: the editor value of that limit is above the
+    default, the limit in force is below it, and the value reached is within it."""
+    details = err.details or {}
+    name, value, maximum = details.get("limit"), details.get("value"), details.get("max")
+    if err.code != "resource_limit" or not isinstance(name, str):
+        return err
+    editor = getattr(Limits.editor(), name, None)
+    default = getattr(Limits(), name, None)
+    if not all(isinstance(n, int) for n in (editor, default, value, maximum)):
+        return err
+    if editor <= default or maximum >= editor or value > editor:
+        return err
+    return CitelineError(err.code, f"{err.message} {advice}", details)

@@ -30,8 +30,8 @@ import re2
 
 from .cancel import CancelToken
 from .capture import CapturedFile, Snapshot
-from .errors import CitelineError, parse_error, schema_error
-from .layout import ParseIssue, decode
+from .errors import CitelineError, ParseIssue, parse_error, schema_error
+from .layout import decode
 from .requests import bool_field, check_keys, check_text, int_field
 
 MODES = ("exact", "regex")

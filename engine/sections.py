@@ -9,7 +9,8 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from .layout import Layout, ParseIssue, layout
+from .errors import ParseIssue
+from .layout import Layout, layout
 from .simple import atx_headings
 
 # Block structure is all that decides where headings are; inline parsing is only needed

@@ -474,27 +474,9 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
         err = CitelineError(err.code, message, details)
     if args is not None and args.raise_limits:
         return err
+    from citeline.engine.limits import with_limit_advice
+
     return with_limit_advice(err, f"Or raise every limit at once with {RAISE_LIMITS}.")
-
-
-def with_limit_advice(err: Any, advice: str) -> Any:
-    """A resource_limit error that the editor limits would lift says so, naming
-    --raise-limits: the flag raises that limit at all, the limit in force is below its editor
-    value, and the value reached is within it."""
-    from citeline.engine import CitelineError
-    from citeline.engine.limits import Limits
-
-    details = err.details or {}
-    name, value, maximum = details.get("limit"), details.get("value"), details.get("max")
-    if err.code != "resource_limit" or not isinstance(name, str):
-        return err
-    editor = getattr(Limits.editor(), name, None)
-    default = getattr(Limits(), name, None)
-    if not all(isinstance(n, int) for n in (editor, default, value, maximum)):
-        return err
-    if editor <= default or maximum >= editor or value > editor:
-        return err
-    return CitelineError(err.code, f"{err.message} {advice}", details)
 
 
 def leave_now(engine: Any, code: int) -> NoReturn:

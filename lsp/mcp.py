@@ -37,10 +37,9 @@ from citeline.engine import CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
 from citeline.engine.errors import internal_error, printable
+from citeline.engine.limits import with_limit_advice
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
-
-from .cli import with_limit_advice
 
 log = logging.getLogger("citeline.mcp")
 

@@ -57,8 +57,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevance, SectionHit
-from citeline.engine.errors import INTERNAL, internal_error
-from citeline.engine.layout import ParseIssue
+from citeline.engine.errors import INTERNAL, ParseIssue, internal_error
 from citeline.engine.parallel import default_workers
 
 from . import symbols as conv

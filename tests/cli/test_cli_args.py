@@ -15,6 +15,7 @@ from bundles import write_bundle as write
 from inprocess import run_cli
 
 from citeline.engine import CitelineError, Engine, Limits
+from citeline.engine.limits import with_limit_advice
 from citeline.engine.present import encode
 from citeline.lsp import cli
 
@@ -129,36 +130,36 @@ def test_limit_advice_only_where_the_editor_limits_lift_the_limit() -> None:
     advice = "Or raise every limit at once with --raise-limits."
     default, editor = Limits().max_files, Limits.editor().max_files
     # over the default, within the editor limit: --raise-limits would do
-    lifted = cli.with_limit_advice(limit("max_files", default + 1, default), advice)
+    lifted = with_limit_advice(limit("max_files", default + 1, default), advice)
     assert lifted.message == f"max_files over {advice}"
     assert lifted.details == {"limit": "max_files", "value": default + 1, "max": default}
-    at_editor = cli.with_limit_advice(limit("max_files", editor, default), advice)
+    at_editor = with_limit_advice(limit("max_files", editor, default), advice)
     assert at_editor.message.endswith(advice)
     # beyond the editor limit too, or with the limit already at it: it would not
-    assert cli.with_limit_advice(limit("max_files", editor + 1, default), advice).message == (
+    assert with_limit_advice(limit("max_files", editor + 1, default), advice).message == (
         "max_files over"
     )
-    assert cli.with_limit_advice(limit("max_files", editor, editor - 1), advice).message == (
+    assert with_limit_advice(limit("max_files", editor, editor - 1), advice).message == (
         f"max_files over {advice}"
     )
-    assert cli.with_limit_advice(limit("max_files", editor + 5, editor), advice).message == (
+    assert with_limit_advice(limit("max_files", editor + 5, editor), advice).message == (
         "max_files over"
     )
     # a limit the editor limits leave as it is
     same = Limits().max_file_bytes
     assert Limits.editor().max_file_bytes == same
-    assert cli.with_limit_advice(limit("max_file_bytes", same + 1, same), advice).message == (
+    assert with_limit_advice(limit("max_file_bytes", same + 1, same), advice).message == (
         "max_file_bytes over"
     )
     # not a limit error, or details it cannot read: unchanged
     other = CitelineError("bundle_invalid", "no", {"limit": "max_files", "value": 1, "max": 0})
-    assert cli.with_limit_advice(other, advice) is other
+    assert with_limit_advice(other, advice) is other
     odd = CitelineError("resource_limit", "x", {"limit": "max_files", "value": "many", "max": 1})
-    assert cli.with_limit_advice(odd, advice) is odd
+    assert with_limit_advice(odd, advice) is odd
     unnamed = CitelineError("resource_limit", "x", {"value": 5, "max": 1})
-    assert cli.with_limit_advice(unnamed, advice) is unnamed
+    assert with_limit_advice(unnamed, advice) is unnamed
     unknown = CitelineError("resource_limit", "x", {"limit": "max_moons", "value": 5, "max": 1})
-    assert cli.with_limit_advice(unknown, advice) is unknown
+    assert with_limit_advice(unknown, advice) is unknown
 
 
 def test_recall_request_keeps_the_options_but_match() -> None:

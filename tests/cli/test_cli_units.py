@@ -27,6 +27,7 @@ import pytest
 from bundles import write_bundle as write
 
 from citeline.engine import CitelineError, Engine, Limits, Settings
+from citeline.engine.limits import with_limit_advice
 from citeline.lsp import cli
 
 
@@ -523,9 +524,9 @@ def test_limit_advice_unless_the_limits_are_raised_already() -> None:
     # The limit in force already at the editor's value: nothing to raise.
     editor = Limits.editor().max_files
     at = limit_error("max_files", editor, editor)
-    assert cli.with_limit_advice(at, "More.") is at
+    assert with_limit_advice(at, "More.") is at
     # a details mapping that is None
-    assert cli.with_limit_advice(CitelineError("resource_limit", "x"), "More.").message == "x"
+    assert with_limit_advice(CitelineError("resource_limit", "x"), "More.").message == "x"
 
 
 # -- reports and exit codes ----------------------------------------------------------------------

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from needs import corpus
 
-from citeline.engine.layout import ParseIssue, layout
+from citeline.engine.errors import ParseIssue
+from citeline.engine.layout import layout
 from citeline.engine.sections import _BLOCK, parser_input
 from citeline.engine.simple import atx_headings
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from citeline.engine import CitelineError, Engine, Settings
-from citeline.engine.layout import Layout, ParseIssue, layout
+from citeline.engine.errors import ParseIssue
+from citeline.engine.layout import Layout, layout
 
 
 def ok(data: bytes) -> Layout:

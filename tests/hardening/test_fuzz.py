@@ -32,7 +32,7 @@ from markdown_it import MarkdownIt
 
 from citeline.engine import CODES, CitelineError, Engine, Limits, Settings
 from citeline.engine.contracts import validate
-from citeline.engine.layout import ParseIssue
+from citeline.engine.errors import ParseIssue
 from citeline.engine.present import encode
 from citeline.engine.requests import CHOICES, Relevance
 from citeline.lsp.symbols import EMPTY_HEADING, display, document_symbols

@@ -30,8 +30,9 @@ from yaml_surface import file_names, front_matter, names, titled_front_matter
 
 from citeline.engine import CODES
 from citeline.engine.contracts import validate
+from citeline.engine.errors import ParseIssue
 from citeline.engine.frontmatter import FRONT_FIELDS
-from citeline.engine.layout import Layout, ParseIssue, layout
+from citeline.engine.layout import Layout, layout
 from citeline.engine.sections import Structure, structure
 from citeline.lsp.cli import EXIT
 

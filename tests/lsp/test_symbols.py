@@ -14,7 +14,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from citeline.engine import Engine, Problem, SectionHit
-from citeline.engine.layout import ParseIssue
+from citeline.engine.errors import ParseIssue
 from citeline.lsp.symbols import (
     EMPTY_HEADING,
     diagnostic,
