@@ -425,3 +425,68 @@ def test_the_walk_tells_on_read_of_each_file_it_reads(aged: Path) -> None:
     again = capture(aged, Settings(), known=disk.known, on_read=on_read)
     (changed,) = [f for f in again.files if f.path == "w.md"]
     assert heard == [("w.md", changed.sha256, b"# W\nalpha beta\n")]
+
+
+class _Vanished:
+    """A directory entry whose file is gone by the time it is stat'ed."""
+
+    def __init__(self, entry: os.DirEntry[str]) -> None:
+        self.name = entry.name
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", self.name)
+
+
+def test_a_file_gone_between_listing_and_stat_is_left_out_alone(
+    aged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the vanished file is missing: the walk goes on with the rest of its folder."""
+    known = capture(aged, Settings()).known
+    real = cap._entries
+
+    def listing(fd: int) -> Any:
+        for name, is_folder, entry in sorted(real(fd), key=lambda e: e[0]):
+            yield name, is_folder, (_Vanished(entry) if name == "a.md" else entry)
+
+    monkeypatch.setattr(cap, "_entries", listing)
+    again = capture(aged, Settings(), known=known)
+    assert [f.path for f in again.files] == sorted(set(NESTED) - {"x/y/a.md"})
+
+
+@pytest.mark.parametrize(("folder", "shown"), [("x/z", "x/z"), ("", ".")])
+def test_a_folder_that_opens_but_cannot_be_listed(
+    aged: Path, monkeypatch: pytest.MonkeyPatch, folder: str, shown: str
+) -> None:
+    real = cap._entries
+    refused = os.path.realpath(aged / folder)
+
+    def listing(fd: int) -> Any:
+        if os.readlink(f"/proc/self/fd/{fd}") == refused:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(fd)
+
+    monkeypatch.setattr(cap, "_entries", listing)
+    with pytest.raises(CitelineError) as err:
+        capture(aged, Settings())
+    assert (err.value.code, err.value.message, err.value.details) == (
+        "bundle_invalid",
+        f"Folder '{shown}' in the bundle cannot be read (permission denied). Fix its "
+        "permissions, or add it to .gitignore.",
+        {"path": shown, "reason": "permission_denied"},
+    )
+
+
+def test_a_gitignore_applies_below_its_folder_only(make_bundle: Callable[..., Path]) -> None:
+    """The walk leaves a folder's .gitignore behind with the folder: siblings walked after
+    it, and the folders above, are not ignored by it."""
+    bundle = make_bundle(
+        {
+            "a/.gitignore": "x.md\n",
+            "a/x.md": "# ignored\n",
+            "a/deeper/x.md": "# ignored too\n",
+            "b/x.md": "# kept\n",
+            "b/c/x.md": "# kept\n",
+            "x.md": "# kept\n",
+        }
+    )
+    assert [f.path for f in capture(bundle, Settings()).files] == ["b/c/x.md", "b/x.md", "x.md"]
