@@ -283,10 +283,10 @@ _UNREAD = object()  # a file the walk left for the path-order pass
 
 
 class Found(list):  # type: ignore[type-arg]
-    """The walk's (path, content) pairs, and how many of them the stat index did not vouch
-    for (so a capture knows at once whether anything at all must be read)."""
+    """The walk's (path, content) pairs, and whether the stat index failed to vouch for any
+    of them (so a capture knows at once whether anything at all must be read)."""
 
-    unread = 0
+    unread = False
 
 
 def list_markdown(
@@ -384,7 +384,7 @@ def list_markdown(
                         cancel.check()
                     content = _read(fd, name, rel, max_bytes, prefetch)
                 found.append((rel, content))
-                found.unread += 1
+                found.unread = True
                 if len(found) > max_files:
                     raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
         except BaseException:
@@ -613,7 +613,7 @@ def capture(
         and len(found) == len(previous)
         and known.captured is not None
         and known.captured.settings == (settings.reserved, settings.limits)
-        and getattr(found, "unread", 1) == 0
+        and not getattr(found, "unread", True)
     ):
         # Nothing read, nothing added, nothing removed (every path found was in `known`, and
         # as many): the snapshot of the capture that made `known`, already checked against
@@ -624,7 +624,7 @@ def capture(
         and previous is not None
         and not overlay
         and len(found) == len(previous)
-        and getattr(found, "unread", 1) == 0
+        and not getattr(found, "unread", True)
         and known.paths_max is not None
         and known.sizes is not None
     ):

@@ -453,12 +453,13 @@ def test_a_file_gone_between_listing_and_stat_is_left_out_alone(
     assert [f.path for f in again.files] == sorted(set(NESTED) - {"x/y/a.md"})
 
 
-@pytest.mark.parametrize(("folder", "shown"), [("x/z", "x/z"), ("", ".")])
+@pytest.mark.parametrize(("folder", "shown"), [("x/z", "x/z"), ("NOTES X", "NOTES X"), ("", ".")])
 def test_a_folder_that_opens_but_cannot_be_listed(
-    aged: Path, monkeypatch: pytest.MonkeyPatch, folder: str, shown: str
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, folder: str, shown: str
 ) -> None:
+    bundle = make_bundle({"a.md": "# A\n", "x/z/c.md": "# C\n", "NOTES X/n.md": "# N\n"})
     real = cap._entries
-    refused = os.path.realpath(aged / folder)
+    refused = os.path.realpath(bundle / folder)
 
     def listing(fd: int) -> Any:
         if os.readlink(f"/proc/self/fd/{fd}") == refused:
@@ -467,7 +468,7 @@ def test_a_folder_that_opens_but_cannot_be_listed(
 
     monkeypatch.setattr(cap, "_entries", listing)
     with pytest.raises(CitelineError) as err:
-        capture(aged, Settings())
+        capture(bundle, Settings())
     assert (err.value.code, err.value.message, err.value.details) == (
         "bundle_invalid",
         f"Folder '{shown}' in the bundle cannot be read (permission denied). Fix its "
@@ -490,3 +491,37 @@ def test_a_gitignore_applies_below_its_folder_only(make_bundle: Callable[..., Pa
         }
     )
     assert [f.path for f in capture(bundle, Settings()).files] == ["b/c/x.md", "b/x.md", "x.md"]
+
+
+def test_unsaved_text_counts_when_the_disk_is_unchanged(aged: Path) -> None:
+    """The capture that reuses its last snapshot (nothing changed on disk) still uses the
+    editor's unsaved text."""
+    disk = capture(aged, Settings())
+    again = capture(aged, Settings(), known=disk.known)
+    assert (again.read, again.revision) == (0, disk.revision)  # nothing read: reused
+    edited = capture(aged, Settings(), known=disk.known, overlay={"w.md": b"# W\nomega\n"})
+    (w,) = [f for f in edited.files if f.path == "w.md"]
+    assert (w.data, w.unsaved) == (b"# W\nomega\n", True)
+    assert edited.revision != disk.revision
+
+
+class _CancelAfter:
+    """A cancel token that is cancelled from its n-th check on."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.checks = 0
+
+    def check(self) -> None:
+        self.checks += 1
+        if self.checks >= self.n:
+            raise CitelineError("cancelled", "Request cancelled.")
+
+
+def test_a_cancel_during_the_walk_stops_it(aged: Path, file_reads: list[str]) -> None:
+    token = _CancelAfter(3)
+    with pytest.raises(CitelineError) as err:
+        capture(aged, Settings(), cancel=token)  # type: ignore[arg-type]
+    assert err.value.code == "cancelled"
+    assert token.checks == 3
+    assert len(file_reads) < len(NESTED)  # the walk stopped before reading everything
