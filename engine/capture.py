@@ -296,7 +296,7 @@ def list_markdown(
     prefetch: _Prefetch | None = None,
     known: Mapping[str, FileState] | None = None,
     marked: frozenset[str] = frozenset(),
-) -> list[tuple[str, object]]:
+) -> Found:
     """(relative path, content) of every capturable file, in the walk's order.
 
     The content is the FileState from `known` when the file's stat fingerprint still equals
@@ -613,7 +613,7 @@ def capture(
         and len(found) == len(previous)
         and known.captured is not None
         and known.captured.settings == (settings.reserved, settings.limits)
-        and not getattr(found, "unread", True)
+        and not found.unread
     ):
         # Nothing read, nothing added, nothing removed (every path found was in `known`, and
         # as many): the snapshot of the capture that made `known`, already checked against
@@ -624,7 +624,7 @@ def capture(
         and previous is not None
         and not overlay
         and len(found) == len(previous)
-        and not getattr(found, "unread", True)
+        and not found.unread
         and known.paths_max is not None
         and known.sizes is not None
     ):

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import citeline.engine.capture as cap
-from citeline.engine import CitelineError, Engine, Settings
+from citeline.engine import CitelineError, Engine, Limits, Settings
 from citeline.engine.capture import capture
 from citeline.engine.index import MAX_EXPANSIONS
 
@@ -498,7 +498,9 @@ def test_unsaved_text_counts_when_the_disk_is_unchanged(aged: Path) -> None:
     editor's unsaved text."""
     disk = capture(aged, Settings())
     again = capture(aged, Settings(), known=disk.known)
-    assert (again.read, again.revision) == (0, disk.revision)  # nothing read: reused
+    # Nothing read, and the stat index handed back as it was (not rebuilt).
+    assert (again.read, again.revision, again.known) == (0, disk.revision, disk.known)
+    assert again.known is disk.known
     edited = capture(aged, Settings(), known=disk.known, overlay={"w.md": b"# W\nomega\n"})
     (w,) = [f for f in edited.files if f.path == "w.md"]
     assert (w.data, w.unsaved) == (b"# W\nomega\n", True)
@@ -525,3 +527,18 @@ def test_a_cancel_during_the_walk_stops_it(aged: Path, file_reads: list[str]) ->
     assert err.value.code == "cancelled"
     assert token.checks == 3
     assert len(file_reads) < len(NESTED)  # the walk stopped before reading everything
+
+
+def test_unsaved_text_counts_under_new_settings(aged: Path) -> None:
+    """Under settings other than the stat index's, the records are rebuilt from it without
+    reading; the editor's unsaved text still counts."""
+    disk = capture(aged, Settings())
+    settings = Settings(limits=Limits(max_files=100))
+    again = capture(aged, settings, known=disk.known)
+    assert (again.read, again.revision) == (0, disk.revision)
+    assert again.known is not disk.known and again.known is not None
+    assert again.known.files is disk.known.files  # the same states, not a copy
+    assert isinstance(again.files, cap.Records)  # records made when asked for, not all at once
+    edited = capture(aged, settings, known=disk.known, overlay={"w.md": b"# W\nomega\n"})
+    (w,) = [f for f in edited.files if f.path == "w.md"]
+    assert (w.data, w.unsaved) == (b"# W\nomega\n", True)
