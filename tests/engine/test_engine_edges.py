@@ -180,11 +180,11 @@ def test_out_of_descriptors_past_the_depth_limit_is_that_limit(
 def test_out_of_descriptors_within_the_depth_limit_names_the_folder(
     make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bundle = make_bundle({"/".join(["d"] * 70 + ["deep.md"]): "alpha\n"})
-    monkeypatch.setattr(cap, "os", _FewDescriptors("d", 63))  # one short of the limit
+    bundle = make_bundle({"/".join(["dX"] * 70 + ["deep.md"]): "alpha\n"})
+    monkeypatch.setattr(cap, "os", _FewDescriptors("dX", 63))  # one short of the limit
     with pytest.raises(CitelineError) as err:
         capture(bundle, Settings())
-    folder = "/".join(["d"] * 63)
+    folder = "/".join(["dX"] * 63)
     assert err.value.code == "bundle_invalid"
     assert (
         err.value.message == f"Folder '{folder}' in the bundle cannot be read: Too many open files."
@@ -542,3 +542,64 @@ def test_unsaved_text_counts_under_new_settings(aged: Path) -> None:
     edited = capture(aged, settings, known=disk.known, overlay={"w.md": b"# W\nomega\n"})
     (w,) = [f for f in edited.files if f.path == "w.md"]
     assert (w.data, w.unsaved) == (b"# W\nomega\n", True)
+
+
+def test_a_gitignore_line_is_one_pattern_spaces_and_all(make_bundle: Callable[..., Path]) -> None:
+    bundle = make_bundle(
+        {
+            ".gitignore": "my notes.md\n",
+            "my notes.md": "# ignored\n",
+            "notes.md": "# kept\n",
+            "my": "not markdown\n",
+        }
+    )
+    assert [f.path for f in capture(bundle, Settings()).files] == ["notes.md"]
+
+
+def test_links_to_markdown_files_do_not_count_as_files(
+    make_bundle: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A link is not captured, so it does not count against max_files either."""
+    bundle = make_bundle({"a.md": "# A\n", "b.md": "# B\n"})
+    os.symlink(bundle / "a.md", bundle / "link.md")
+    os.symlink(bundle / "b.md", bundle / "z-link.md")
+    snap = capture(bundle, Settings(limits=Limits(max_files=2)))
+    assert [f.path for f in snap.files] == ["a.md", "b.md"]
+
+
+class _Entry:
+    """A directory entry whose type can no longer be read (the file went meanwhile)."""
+
+    def __init__(self, entry: os.DirEntry[str]) -> None:
+        self.name = entry.name
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", self.name)
+
+    is_file = is_dir
+
+
+class _Listing:
+    def __init__(self, entries: list[Any]) -> None:
+        self.entries = entries
+
+    def __enter__(self) -> list[Any]:
+        return self.entries
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+
+def test_an_entry_gone_while_its_folder_is_listed_leaves_the_rest(
+    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = make_bundle({"a.md": "# A\n", "b.md": "# B\n", "c.md": "# C\n"})
+
+    class Os(_Os):
+        def scandir(self, fd: Any) -> _Listing:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            return _Listing([_Entry(e) if e.name == "a.md" else e for e in entries])
+
+    monkeypatch.setattr(cap, "os", Os("none", OSError()))
+    assert [f.path for f in capture(bundle, Settings()).files] == ["b.md", "c.md"]
