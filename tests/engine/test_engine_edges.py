@@ -539,6 +539,8 @@ def test_unsaved_text_counts_under_new_settings(aged: Path) -> None:
     assert again.known is not disk.known and again.known is not None
     assert again.known.files is disk.known.files  # the same states, not a copy
     assert isinstance(again.files, cap.Records)  # records made when asked for, not all at once
+    # ... and the next capture under these settings hands that stat index back as it is.
+    assert capture(aged, settings, known=again.known).known is again.known
     edited = capture(aged, settings, known=disk.known, overlay={"w.md": b"# W\nomega\n"})
     (w,) = [f for f in edited.files if f.path == "w.md"]
     assert (w.data, w.unsaved) == (b"# W\nomega\n", True)
