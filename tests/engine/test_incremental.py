@@ -209,7 +209,11 @@ def test_random_edit_sequences_match_reading_everything(
     assert reused_steps >= 5
 
 
-def test_unchanged_files_are_not_read_again(make_bundle, file_reads) -> None:
+@pytest.mark.parametrize("coarse", [0, 20_000_000], ids=["fs-times", "coarse-20ms"])
+def test_unchanged_files_are_not_read_again(make_bundle, file_reads, monkeypatch, coarse) -> None:
+    from citeline.engine.reuse import stats
+
+    monkeypatch.setattr(stats, "COARSE_NS", coarse)  # fingerprints of whole 20 ms ticks
     bundle = make_bundle({"a.md": "# A\nalpha\n", "sub/b.md": "beta\n", "c.md": "gamma\n"})
     for f in Path(bundle).rglob("*.md"):
         age(f)
