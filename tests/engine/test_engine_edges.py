@@ -538,6 +538,7 @@ def test_unsaved_text_counts_under_new_settings(aged: Path) -> None:
     assert (again.read, again.revision) == (0, disk.revision)
     assert again.known is not disk.known and again.known is not None
     assert again.known.files is disk.known.files  # the same states, not a copy
+    assert (again.known.paths_max, again.known.sizes) == (disk.known.paths_max, disk.known.sizes)
     assert isinstance(again.files, cap.Records)  # records made when asked for, not all at once
     # ... and the next capture under these settings hands that stat index back as it is.
     assert capture(aged, settings, known=again.known).known is again.known
@@ -605,3 +606,30 @@ def test_an_entry_gone_while_its_folder_is_listed_leaves_the_rest(
 
     monkeypatch.setattr(cap, "os", Os("none", OSError()))
     assert [f.path for f in capture(bundle, Settings()).files] == ["b.md", "c.md"]
+
+
+def test_capture_progress_every_256_files_and_at_the_end(
+    make_bundle: Callable[..., Path],
+) -> None:
+    bundle = make_bundle({f"f{i:03}.md": "# F\n" for i in range(600)})
+    told: list[tuple[str, int, int]] = []
+    capture(bundle, Settings(), progress=lambda *args: told.append(args))
+    assert told == [("capture", 256, 600), ("capture", 512, 600), ("capture", 600, 600)]
+
+
+@pytest.mark.parametrize("name", ["docs ", "NOTES X"])
+def test_files_read_in_path_order_after_the_walk_come_from_the_bundle(
+    make_bundle: Callable[..., Path], name: str
+) -> None:
+    """Past max_total_bytes the walk stops reading; files before the limit in path order are
+    then read from the bundle, whose own name may end in a space or a letter."""
+    bundle = make_bundle(
+        {"a.md": "# A\nalpha\n", "b/c.md": "# C", "c.md": "# C\nalpha\n"}, name=name
+    )
+    assert str(bundle).endswith(name)
+    # The walk reads a.md and c.md (the bundle's own folder first), then stops: b/c.md is
+    # read in path order, between them, before c.md takes the total over.
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, Settings(limits=Limits(max_total_bytes=15)))
+    assert err.value.details["limit"] == "max_total_bytes"
+    assert err.value.details["value"] == 10 + 3 + 10
