@@ -419,6 +419,7 @@ def test_the_walk_tells_on_read_of_each_file_it_reads(aged: Path) -> None:
 
     disk = capture(aged, Settings(), on_read=on_read)
     assert sorted(heard) == sorted((f.path, f.sha256, f.data) for f in disk.files)
+    assert disk.read == len(NESTED)
     assert len(heard) == len(NESTED)
     heard.clear()
     (aged / "w.md").write_text("# W\nalpha beta\n", encoding="utf-8")
@@ -505,6 +506,9 @@ def test_unsaved_text_counts_when_the_disk_is_unchanged(aged: Path) -> None:
     (w,) = [f for f in edited.files if f.path == "w.md"]
     assert (w.data, w.unsaved) == (b"# W\nomega\n", True)
     assert edited.revision != disk.revision
+    # The disk is as it was: its stat index and revision are handed on, not rebuilt.
+    assert edited.known is not None and edited.known.files is disk.known.files
+    assert edited.known.revision == disk.revision
 
 
 class _CancelAfter:
@@ -633,3 +637,38 @@ def test_files_read_in_path_order_after_the_walk_come_from_the_bundle(
         capture(bundle, Settings(limits=Limits(max_total_bytes=15)))
     assert err.value.details["limit"] == "max_total_bytes"
     assert err.value.details["value"] == 10 + 3 + 10
+
+
+def test_unsaved_text_over_max_file_bytes_reports_its_own_size(aged: Path) -> None:
+    """The value is the unsaved text's size, not the (bigger) file's on disk."""
+    (aged / "w.md").write_bytes(b"# W\n" + b"alpha " * 20)  # 124 bytes on disk
+    unsaved = b"# W\n" + b"alpha " * 5  # 34 bytes in the editor
+    with pytest.raises(CitelineError) as err:
+        capture(aged, Settings(limits=Limits(max_file_bytes=30)), overlay={"w.md": unsaved})
+    details = err.value.details
+    assert (details["limit"], details["path"], details["value"]) == ("max_file_bytes", "w.md", 34)
+
+
+def test_a_bundle_path_holding_nul_cannot_exist() -> None:
+    with pytest.raises(CitelineError) as err:
+        cap.check_bundle("docs\x00/notes")
+    assert (err.value.code, err.value.message, err.value.details) == (
+        "bundle_not_found",
+        "Bundle 'docs\\x00/notes' cannot exist: it holds a NUL character.",
+        {"bundle": "docs\x00/notes"},  # as given (JSON writes it \u0000)
+    )
+
+
+def test_the_disk_after_unsaved_text_is_checked_against_its_own_sizes(aged: Path) -> None:
+    """Unsaved text smaller than its file on disk: the next capture of the disk alone still
+    finds the file over max_file_bytes (the maxima kept are the disk's, not the editor's)."""
+    import time
+
+    (aged / "w.md").write_bytes(b"# W\n" + b"alpha " * 20)  # 124 bytes on disk
+    time.sleep(0.06)  # past the (shortened) racy window: its stat can vouch for it
+    disk = capture(aged, Settings())
+    edited = capture(aged, Settings(), known=disk.known, overlay={"w.md": b"# W\nalpha\n"})
+    with pytest.raises(CitelineError) as err:
+        capture(aged, Settings(limits=Limits(max_file_bytes=100)), known=edited.known)
+    details = err.value.details
+    assert (details["limit"], details["path"], details["value"]) == ("max_file_bytes", "w.md", 124)
