@@ -672,3 +672,19 @@ def test_the_disk_after_unsaved_text_is_checked_against_its_own_sizes(aged: Path
         capture(aged, Settings(limits=Limits(max_file_bytes=100)), known=edited.known)
     details = err.value.details
     assert (details["limit"], details["path"], details["value"]) == ("max_file_bytes", "w.md", 124)
+
+
+def test_a_bundle_path_that_cannot_be_examined(tmp_path: Path) -> None:
+    """lstat fails for another reason than absence: a file used as a folder, a name longer
+    than the file system allows."""
+    (tmp_path / "notes.md").write_text("# N\n", encoding="utf-8")
+    under_a_file = str(tmp_path / "notes.md" / "docs")
+    too_long = str(tmp_path / ("d" * 300))
+    for path, why in ((under_a_file, "Not a directory"), (too_long, "File name too long")):
+        with pytest.raises(CitelineError) as err:
+            cap.check_bundle(path)
+        assert (err.value.code, err.value.message, err.value.details) == (
+            "bundle_invalid",
+            f"Bundle {path!r} cannot be examined: {why}.",
+            {"bundle": path},
+        )
