@@ -688,3 +688,21 @@ def test_a_bundle_path_that_cannot_be_examined(tmp_path: Path) -> None:
             f"Bundle {path!r} cannot be examined: {why}.",
             {"bundle": path},
         )
+
+
+def test_a_bundle_that_is_a_link_or_a_file_is_named_in_details(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "notes.md").write_text("# N\n", encoding="utf-8")
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    for name, reason in (
+        ("link", "symlink"),
+        ("link/", "symlink"),
+        ("notes.md", "not_a_directory"),
+    ):
+        path = str(tmp_path / name) + ("/" if name.endswith("/") else "")
+        with pytest.raises(CitelineError) as err:
+            cap.check_bundle(path)
+        assert (err.value.code, err.value.details) == (
+            "bundle_invalid",
+            {"bundle": path, "reason": reason},
+        )
