@@ -509,6 +509,10 @@ def test_unsaved_text_counts_when_the_disk_is_unchanged(aged: Path) -> None:
     # The disk is as it was: its stat index and revision are handed on, not rebuilt.
     assert edited.known is not None and edited.known.files is disk.known.files
     assert edited.known.revision == disk.revision
+    # The next capture of the disk alone (nothing read) describes the disk again.
+    later = capture(aged, Settings(), known=edited.known)
+    assert (later.read, later.revision) == (0, disk.revision)
+    assert [f.unsaved for f in later.files] == [False] * len(NESTED)
 
 
 class _CancelAfter:
