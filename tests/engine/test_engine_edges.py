@@ -80,6 +80,22 @@ def refuse(monkeypatch: pytest.MonkeyPatch, name: str, error: OSError) -> None:
     monkeypatch.setattr(cap, "os", _Os(name, error))
 
 
+def assert_folder_refused(err: CitelineError, shown: str) -> None:
+    assert (err.code, err.message, err.details) == (
+        "bundle_invalid",
+        f"Folder '{shown}' in the bundle cannot be read (permission denied). Fix its "
+        "permissions, or add it to .gitignore.",
+        {"path": shown, "reason": "permission_denied"},
+    )
+
+
+def capture_fails(bundle: Path, settings: Settings | None = None, **kwargs: Any) -> CitelineError:
+    """The error a capture of `bundle` raises (the test fails if it raises none)."""
+    with pytest.raises(CitelineError) as err:
+        capture(bundle, settings or Settings(), **kwargs)
+    return err.value
+
+
 FILES = {"a.md": "# A\nalpha\n", "sub/x.md": "# X\nalpha\n"}
 
 
@@ -89,25 +105,25 @@ def test_a_file_that_cannot_be_opened_for_permissions(
 ) -> None:
     bundle = make_bundle(FILES)
     refuse(monkeypatch, "x.md", PermissionError(code, os.strerror(code)))
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings())
-    assert err.value.code == "bundle_invalid"
-    assert err.value.message == (
+    err = capture_fails(bundle)
+    assert err.code == "bundle_invalid"
+    assert err.message == (
         "File 'sub/x.md' in the bundle cannot be read (permission denied). Fix its "
         "permissions, or add it to .gitignore."
     )
-    assert err.value.details == {"path": "sub/x.md", "reason": "permission_denied"}
+    assert err.details == {"path": "sub/x.md", "reason": "permission_denied"}
 
 
+@pytest.mark.parametrize(("folder", "shown"), [("sub", "sub"), (None, ".")])  # None: the bundle
 def test_a_folder_that_cannot_be_opened_for_permissions(
-    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+    make_bundle: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+    folder: str | None,
+    shown: str,
 ) -> None:
     bundle = make_bundle(FILES)
-    refuse(monkeypatch, "sub", PermissionError(errno.EACCES, "Permission denied"))
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings())
-    assert err.value.message.startswith("Folder 'sub' in the bundle cannot be read (permission")
-    assert err.value.details == {"path": "sub", "reason": "permission_denied"}
+    refuse(monkeypatch, folder or bundle.name, PermissionError(errno.EACCES, "Permission denied"))
+    assert_folder_refused(capture_fails(bundle), shown)
 
 
 def test_a_file_that_cannot_be_read_for_another_reason(
@@ -115,26 +131,10 @@ def test_a_file_that_cannot_be_read_for_another_reason(
 ) -> None:
     bundle = make_bundle(FILES)
     refuse(monkeypatch, "x.md", OSError(errno.EIO, "Input/output error"))
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings())
-    assert err.value.code == "bundle_invalid"
-    assert err.value.message == "File 'sub/x.md' in the bundle cannot be read: Input/output error."
-    assert err.value.details == {"path": "sub/x.md"}
-
-
-def test_the_bundle_folder_refused_by_the_walk_is_named_dot(
-    make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    bundle = make_bundle(FILES)
-    refuse(monkeypatch, bundle.name, PermissionError(errno.EACCES, "Permission denied"))
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings())
-    assert err.value.code == "bundle_invalid"
-    assert err.value.message == (
-        "Folder '.' in the bundle cannot be read (permission denied). Fix its permissions, "
-        "or add it to .gitignore."
-    )
-    assert err.value.details == {"path": ".", "reason": "permission_denied"}
+    err = capture_fails(bundle)
+    assert err.code == "bundle_invalid"
+    assert err.message == "File 'sub/x.md' in the bundle cannot be read: Input/output error."
+    assert err.details == {"path": "sub/x.md"}
 
 
 class _FewDescriptors(_Os):
@@ -162,11 +162,10 @@ def test_out_of_descriptors_past_the_depth_limit_is_that_limit(
     max_path_components allows, so that limit is the answer, as with descriptors to spare."""
     bundle = make_bundle({"a.md": "# A\nalpha\n", "/".join(["d"] * 70 + ["deep.md"]): "alpha\n"})
     monkeypatch.setattr(cap, "os", _FewDescriptors("d", 64))
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings(advice=advice))
+    err = capture_fails(bundle, Settings(advice=advice))
     folder = "/".join(["d"] * 64)
-    assert err.value.code == "resource_limit"
-    assert err.value.details == {
+    assert err.code == "resource_limit"
+    assert err.details == {
         "limit": "max_path_components",
         "value": 65,
         "max": 64,
@@ -174,7 +173,7 @@ def test_out_of_descriptors_past_the_depth_limit_is_that_limit(
         "flag": "--max-path-components",
         "path": folder,
     }
-    assert ("--max-path-components" in err.value.message) == (advice == "cli")
+    assert ("--max-path-components" in err.message) == (advice == "cli")
 
 
 def test_out_of_descriptors_within_the_depth_limit_names_the_folder(
@@ -182,14 +181,11 @@ def test_out_of_descriptors_within_the_depth_limit_names_the_folder(
 ) -> None:
     bundle = make_bundle({"/".join(["dX"] * 70 + ["deep.md"]): "alpha\n"})
     monkeypatch.setattr(cap, "os", _FewDescriptors("dX", 63))  # one short of the limit
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings())
+    err = capture_fails(bundle)
     folder = "/".join(["dX"] * 63)
-    assert err.value.code == "bundle_invalid"
-    assert (
-        err.value.message == f"Folder '{folder}' in the bundle cannot be read: Too many open files."
-    )
-    assert err.value.details == {"path": folder}
+    assert err.code == "bundle_invalid"
+    assert err.message == f"Folder '{folder}' in the bundle cannot be read: Too many open files."
+    assert err.details == {"path": folder}
 
 
 class _FailingReads(_Os):
@@ -237,10 +233,9 @@ def test_a_file_that_opens_but_fails_while_read(
     bundle = make_bundle(FILES)
     failing = _FailingReads("x.md", error)
     monkeypatch.setattr(cap, "os", failing)
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings())
+    err = capture_fails(bundle)
     assert failing.fds, "x.md was never opened"
-    assert (err.value.code, err.value.message, err.value.details) == (
+    assert (err.code, err.message, err.details) == (
         "bundle_invalid",
         message,
         details,
@@ -468,14 +463,7 @@ def test_a_folder_that_opens_but_cannot_be_listed(
         return real(fd)
 
     monkeypatch.setattr(cap, "_entries", listing)
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings())
-    assert (err.value.code, err.value.message, err.value.details) == (
-        "bundle_invalid",
-        f"Folder '{shown}' in the bundle cannot be read (permission denied). Fix its "
-        "permissions, or add it to .gitignore.",
-        {"path": shown, "reason": "permission_denied"},
-    )
+    assert_folder_refused(capture_fails(bundle), shown)
 
 
 def test_a_gitignore_applies_below_its_folder_only(make_bundle: Callable[..., Path]) -> None:
@@ -530,9 +518,8 @@ class _CancelAfter:
 
 def test_a_cancel_during_the_walk_stops_it(aged: Path, file_reads: list[str]) -> None:
     token = _CancelAfter(3)
-    with pytest.raises(CitelineError) as err:
-        capture(aged, Settings(), cancel=token)  # type: ignore[arg-type]
-    assert err.value.code == "cancelled"
+    err = capture_fails(aged, cancel=token)  # type: ignore[arg-type]
+    assert err.code == "cancelled"
     assert token.checks == 3
     assert len(file_reads) < len(NESTED)  # the walk stopped before reading everything
 
@@ -637,19 +624,17 @@ def test_files_read_in_path_order_after_the_walk_come_from_the_bundle(
     assert str(bundle).endswith(name)
     # The walk reads a.md and c.md (the bundle's own folder first), then stops: b/c.md is
     # read in path order, between them, before c.md takes the total over.
-    with pytest.raises(CitelineError) as err:
-        capture(bundle, Settings(limits=Limits(max_total_bytes=15)))
-    assert err.value.details["limit"] == "max_total_bytes"
-    assert err.value.details["value"] == 10 + 3 + 10
+    err = capture_fails(bundle, Settings(limits=Limits(max_total_bytes=15)))
+    assert err.details["limit"] == "max_total_bytes"
+    assert err.details["value"] == 10 + 3 + 10
 
 
 def test_unsaved_text_over_max_file_bytes_reports_its_own_size(aged: Path) -> None:
     """The value is the unsaved text's size, not the (bigger) file's on disk."""
     (aged / "w.md").write_bytes(b"# W\n" + b"alpha " * 20)  # 124 bytes on disk
     unsaved = b"# W\n" + b"alpha " * 5  # 34 bytes in the editor
-    with pytest.raises(CitelineError) as err:
-        capture(aged, Settings(limits=Limits(max_file_bytes=30)), overlay={"w.md": unsaved})
-    details = err.value.details
+    err = capture_fails(aged, Settings(limits=Limits(max_file_bytes=30)), overlay={"w.md": unsaved})
+    details = err.details
     assert (details["limit"], details["path"], details["value"]) == ("max_file_bytes", "w.md", 34)
 
 
@@ -672,9 +657,8 @@ def test_the_disk_after_unsaved_text_is_checked_against_its_own_sizes(aged: Path
     time.sleep(0.06)  # past the (shortened) racy window: its stat can vouch for it
     disk = capture(aged, Settings())
     edited = capture(aged, Settings(), known=disk.known, overlay={"w.md": b"# W\nalpha\n"})
-    with pytest.raises(CitelineError) as err:
-        capture(aged, Settings(limits=Limits(max_file_bytes=100)), known=edited.known)
-    details = err.value.details
+    err = capture_fails(aged, Settings(limits=Limits(max_file_bytes=100)), known=edited.known)
+    details = err.details
     assert (details["limit"], details["path"], details["value"]) == ("max_file_bytes", "w.md", 124)
 
 
