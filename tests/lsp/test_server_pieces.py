@@ -10,7 +10,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,26 +129,35 @@ def errors_sent(ls: srv.CitelineServer) -> list[tuple[Any, Any]]:
     return sent
 
 
+_MADE: list[srv.CitelineServer] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_servers_made() -> Iterator[None]:
+    """Each server made by server_with has its engine closed when its test ends."""
+    yield
+    while _MADE:
+        _MADE.pop().engine.close()
+
+
 def server_with(folders: list[str]) -> srv.CitelineServer:
     ls = srv.CitelineServer()
     ls.folders = lambda: [(f"file://{p}", p) for p in folders]  # type: ignore[method-assign]
+    _MADE.append(ls)
     return ls
 
 
 def test_a_file_belongs_to_the_deepest_folder_that_holds_it(tmp_path: Path) -> None:
     outer, inner, sibling = tmp_path / "ws", tmp_path / "ws" / "sub", tmp_path / "ws-other"
     ls = server_with([str(outer), str(inner), str(sibling)])
-    try:
-        assert ls.folder_of(str(inner / "a.md")) == str(inner)
-        assert ls.folder_of(str(outer / "a.md")) == str(outer)
-        assert ls.folder_of(str(sibling / "a.md")) == str(sibling)  # not "ws" by prefix
-        assert ls.folder_of(str(tmp_path / "elsewhere.md")) is None
-        assert ls.folder_of(str(outer)) is None  # the folder itself is not in it
-        # given in the other order, the deepest still wins
-        ls.folders = lambda: [(f"file://{p}", p) for p in (str(inner), str(outer))]  # type: ignore[method-assign]
-        assert ls.folder_of(str(inner / "b" / "c.md")) == str(inner)
-    finally:
-        ls.engine.close()
+    assert ls.folder_of(str(inner / "a.md")) == str(inner)
+    assert ls.folder_of(str(outer / "a.md")) == str(outer)
+    assert ls.folder_of(str(sibling / "a.md")) == str(sibling)  # not "ws" by prefix
+    assert ls.folder_of(str(tmp_path / "elsewhere.md")) is None
+    assert ls.folder_of(str(outer)) is None  # the folder itself is not in it
+    # given in the other order, the deepest still wins
+    ls.folders = lambda: [(f"file://{p}", p) for p in (str(inner), str(outer))]  # type: ignore[method-assign]
+    assert ls.folder_of(str(inner / "b" / "c.md")) == str(inner)
 
 
 def test_a_change_on_disk_marks_the_file_and_rechecks_its_folder(tmp_path: Path) -> None:
@@ -158,23 +167,20 @@ def test_a_change_on_disk_marks_the_file_and_rechecks_its_folder(tmp_path: Path)
     checked: list[str] = []
     ls.engine.changed = lambda bundle, paths=None: marked.append((bundle, paths))  # type: ignore[method-assign]
     ls.schedule_check = lambda f, delay=0.0: checked.append(f)  # type: ignore[method-assign]
-    try:
-        ls.document_changed((folder / "d" / "a.md").as_uri())
-        assert marked == [(str(folder), ["d/a.md"])]
-        assert checked == [str(folder)]
-        # a file that is not Markdown: read again next time, no diagnostics to redo
-        ls.document_changed((folder / "notes.txt").as_uri())
-        assert marked[-1] == (str(folder), ["notes.txt"]) and checked == [str(folder)]
-        ls.document_changed((folder / "B.MARKDOWN").as_uri())
-        assert checked == [str(folder)] * 2
-        # unsaved text: nothing on disk changed, but the diagnostics follow the buffer
-        ls.document_changed((folder / "c.md").as_uri(), on_disk=False)
-        assert len(marked) == 3 and checked == [str(folder)] * 3
-        ls.document_changed((tmp_path / "outside.md").as_uri())  # no folder: nothing
-        ls.document_changed("untitled:Untitled-1")  # not a file: nothing
-        assert len(marked) == 3 and len(checked) == 3
-    finally:
-        ls.engine.close()
+    ls.document_changed((folder / "d" / "a.md").as_uri())
+    assert marked == [(str(folder), ["d/a.md"])]
+    assert checked == [str(folder)]
+    # a file that is not Markdown: read again next time, no diagnostics to redo
+    ls.document_changed((folder / "notes.txt").as_uri())
+    assert marked[-1] == (str(folder), ["notes.txt"]) and checked == [str(folder)]
+    ls.document_changed((folder / "B.MARKDOWN").as_uri())
+    assert checked == [str(folder)] * 2
+    # unsaved text: nothing on disk changed, but the diagnostics follow the buffer
+    ls.document_changed((folder / "c.md").as_uri(), on_disk=False)
+    assert len(marked) == 3 and checked == [str(folder)] * 3
+    ls.document_changed((tmp_path / "outside.md").as_uri())  # no folder: nothing
+    ls.document_changed("untitled:Untitled-1")  # not a file: nothing
+    assert len(marked) == 3 and len(checked) == 3
 
 
 def test_a_bug_is_answered_with_one_line_and_the_internal_error_envelope(
@@ -348,43 +354,37 @@ def test_main_log_level_from_the_environment_and_quiet_error_answers(
 def test_choose_folder_by_uri_or_path_and_the_error_naming_the_open_ones(tmp_path: Path) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
     ls = server_with([str(one), str(two)])
-    try:
-        assert ls.choose_folder(None) == str(one)  # the first folder by default
-        assert ls.choose_folder(f"file://{two}") == str(two)  # the client's own URI
-        assert ls.choose_folder(two.as_uri()) == str(two)
-        assert ls.choose_folder(f"file://{two}/") == str(two)  # another spelling of it
-        assert ls.choose_folder(str(two)) == str(two)  # a plain path
-        assert ls.choose_folder(str(two) + "/") == str(two)  # normalised
-        with pytest.raises(srv.CitelineError) as err:
-            ls.choose_folder(42)
-        assert err.value.code == "schema_validation"
-        assert err.value.message == "root must be a file URI of a workspace folder."
-        assert err.value.details["field"] == "root"
-        with pytest.raises(srv.CitelineError) as err:
-            ls.choose_folder((tmp_path / "three").as_uri())
-        assert err.value.code == "schema_validation"
-        assert err.value.details["field"] == "root"
-        assert err.value.message == (
-            f"root {(tmp_path / 'three').as_uri()!r} is not a workspace folder; open "
-            f"folders: file://{one}, file://{two}."
-        )
-        ls.folders = lambda: []  # type: ignore[method-assign]
-        with pytest.raises(srv.CitelineError) as err:
-            ls.choose_folder(two.as_uri())
-        assert err.value.message.endswith("open folders: none.")
-        with pytest.raises(srv.CitelineError) as err:
-            ls.choose_folder(None)
-        assert err.value.code == "bundle_not_found"
-    finally:
-        ls.engine.close()
+    assert ls.choose_folder(None) == str(one)  # the first folder by default
+    assert ls.choose_folder(f"file://{two}") == str(two)  # the client's own URI
+    assert ls.choose_folder(two.as_uri()) == str(two)
+    assert ls.choose_folder(f"file://{two}/") == str(two)  # another spelling of it
+    assert ls.choose_folder(str(two)) == str(two)  # a plain path
+    assert ls.choose_folder(str(two) + "/") == str(two)  # normalised
+    with pytest.raises(srv.CitelineError) as err:
+        ls.choose_folder(42)
+    assert err.value.code == "schema_validation"
+    assert err.value.message == "root must be a file URI of a workspace folder."
+    assert err.value.details["field"] == "root"
+    with pytest.raises(srv.CitelineError) as err:
+        ls.choose_folder((tmp_path / "three").as_uri())
+    assert err.value.code == "schema_validation"
+    assert err.value.details["field"] == "root"
+    assert err.value.message == (
+        f"root {(tmp_path / 'three').as_uri()!r} is not a workspace folder; open "
+        f"folders: file://{one}, file://{two}."
+    )
+    ls.folders = lambda: []  # type: ignore[method-assign]
+    with pytest.raises(srv.CitelineError) as err:
+        ls.choose_folder(two.as_uri())
+    assert err.value.message.endswith("open folders: none.")
+    with pytest.raises(srv.CitelineError) as err:
+        ls.choose_folder(None)
+    assert err.value.code == "bundle_not_found"
 
 
 def test_a_folder_given_with_a_trailing_slash_still_holds_its_files(tmp_path: Path) -> None:
     ls = server_with([str(tmp_path / "ws") + "/"])
-    try:
-        assert ls.folder_of(str(tmp_path / "ws" / "a.md")) == str(tmp_path / "ws") + "/"
-    finally:
-        ls.engine.close()
+    assert ls.folder_of(str(tmp_path / "ws" / "a.md")) == str(tmp_path / "ws") + "/"
 
 
 def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> None:
@@ -393,47 +393,38 @@ def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> No
     (ws / "a.md").write_text("# A\n")
     (ws / "index.md").write_text("# Index\n")
     ls = server_with([str(ws)])
-    try:
-        assert ls.captured(str(ws), "a.md") is False  # nothing captured yet
-        ls.engine.prepare(ws)
-        assert ls.captured(str(ws), "a.md") is True
-        assert ls.captured(str(ws), "b.md") is False  # not in the capture
-        assert ls.captured(str(ws), "index.md") is False  # captured, but reserved
-    finally:
-        ls.engine.close()
+    assert ls.captured(str(ws), "a.md") is False  # nothing captured yet
+    ls.engine.prepare(ws)
+    assert ls.captured(str(ws), "a.md") is True
+    assert ls.captured(str(ws), "b.md") is False  # not in the capture
+    assert ls.captured(str(ws), "index.md") is False  # captured, but reserved
 
 
 def test_a_failure_on_the_workspace_itself_is_told_once_per_folder(tmp_path: Path) -> None:
     ls = server_with([str(tmp_path)])
     told: list[tuple[str, str]] = []
     ls.tell = lambda folder, message, key=None: told.append((folder, message))  # type: ignore[method-assign]
-    try:
-        for code in ("resource_limit", "parse_error", "bundle_invalid"):
-            exc = JsonRpcException(f"{code} happened.", data={"code": code})
-            ls.tell_failure("/ws", exc)
-            assert told[-1] == ("/ws", f"citeline: {code} happened.")
-        ls.tell_failure("/ws", JsonRpcException("bad query", data={"code": "schema_validation"}))
-        ls.tell_failure("/ws", JsonRpcException("odd", data="resource_limit"))
-        assert len(told) == 3  # a bad request, or data that is not an error object: nothing
-    finally:
-        ls.engine.close()
+    for code in ("resource_limit", "parse_error", "bundle_invalid"):
+        exc = JsonRpcException(f"{code} happened.", data={"code": code})
+        ls.tell_failure("/ws", exc)
+        assert told[-1] == ("/ws", f"citeline: {code} happened.")
+    ls.tell_failure("/ws", JsonRpcException("bad query", data={"code": "schema_validation"}))
+    ls.tell_failure("/ws", JsonRpcException("odd", data="resource_limit"))
+    assert len(told) == 3  # a bad request, or data that is not an error object: nothing
 
 
 def test_a_new_check_replaces_the_pending_one() -> None:
     async def run() -> tuple[bool, bool, int]:
         ls = server_with([])
-        try:
-            ls.schedule_check("/ws", delay=30)
-            first = ls.pending_check["/ws"]
-            ls.schedule_check("/other", delay=30)
-            ls.schedule_check("/ws", delay=30)
-            second = ls.pending_check["/ws"]
-            kept = not ls.pending_check["/other"].cancelled()
-            for handle in ls.pending_check.values():
-                handle.cancel()
-            return first.cancelled() and second is not first, kept, len(ls.pending_check)
-        finally:
-            ls.engine.close()
+        ls.schedule_check("/ws", delay=30)
+        first = ls.pending_check["/ws"]
+        ls.schedule_check("/other", delay=30)
+        ls.schedule_check("/ws", delay=30)
+        second = ls.pending_check["/ws"]
+        kept = not ls.pending_check["/other"].cancelled()
+        for handle in ls.pending_check.values():
+            handle.cancel()
+        return first.cancelled() and second is not first, kept, len(ls.pending_check)
 
     assert asyncio.run(run()) == (True, True, 2)
 
@@ -444,13 +435,10 @@ def test_the_server_says_why_it_leaves_when_its_client_is_gone(
     ls = server_with([])
     cancelled: list[bool] = []
     ls.cancel_all = lambda: cancelled.append(True)  # type: ignore[method-assign]
-    try:
-        with caplog.at_level(logging.WARNING, "citeline"):
-            ls.parent_gone(4242)
-        assert citeline_log(caplog) == ["the client process 4242 is gone: exiting"]
-        assert cancelled == [True]
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.WARNING, "citeline"):
+        ls.parent_gone(4242)
+    assert citeline_log(caplog) == ["the client process 4242 is gone: exiting"]
+    assert cancelled == [True]
 
 
 def test_asking_whether_a_process_lives_does_not_signal_it() -> None:
@@ -509,26 +497,23 @@ def test_commands_hand_the_engine_their_folder_cancel_progress_arrival_and_unsav
         params = types.ExecuteCommandParams(command=command, arguments=[request])
         return asyncio.run(ls.run_command(params))
 
-    try:
-        before = time.monotonic()
-        assert run("citeline.search", {"query": "a"}) == {"answered": "search"}
-        assert run("citeline.lines", {"exact": "a"}) == {"answered": "lines"}
-        assert run("citeline.concepts", {"query": "a"}) == {"answered": "concepts"}
-        assert run("citeline.search", "not an object") == {"answered": "search"}
-        after = time.monotonic()
-        assert [(n, b) for n, b, _, _ in seen] == [
-            ("search", folder),
-            ("lines", folder),
-            ("concepts", folder),
-            ("search", folder),
-        ]
-        assert seen[1][2] == {"exact": "a"} and seen[3][2] == "not an object"
-        for (name, _, _, kw), (token, progress) in zip(seen, handed, strict=True):
-            assert kw["cancel"] is token and kw["progress"] is progress, name
-            assert before <= kw["fresh_after"] <= after, name
-            assert kw.get("overlay") == (None if name == "concepts" else unsaved), name
-    finally:
-        ls.engine.close()
+    before = time.monotonic()
+    assert run("citeline.search", {"query": "a"}) == {"answered": "search"}
+    assert run("citeline.lines", {"exact": "a"}) == {"answered": "lines"}
+    assert run("citeline.concepts", {"query": "a"}) == {"answered": "concepts"}
+    assert run("citeline.search", "not an object") == {"answered": "search"}
+    after = time.monotonic()
+    assert [(n, b) for n, b, _, _ in seen] == [
+        ("search", folder),
+        ("lines", folder),
+        ("concepts", folder),
+        ("search", folder),
+    ]
+    assert seen[1][2] == {"exact": "a"} and seen[3][2] == "not an object"
+    for (name, _, _, kw), (token, progress) in zip(seen, handed, strict=True):
+        assert kw["cancel"] is token and kw["progress"] is progress, name
+        assert before <= kw["fresh_after"] <= after, name
+        assert kw.get("overlay") == (None if name == "concepts" else unsaved), name
 
 
 def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_text(
@@ -545,19 +530,16 @@ def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_t
     ls.engine.symbols = symbols  # type: ignore[method-assign]
     ls.overlay = lambda f: {"a.md": f.encode()} if f == two else None  # type: ignore[method-assign]
     handed = run_jobs_here(ls)
-    try:
-        before = time.monotonic()
-        found = asyncio.run(ls.workspace_symbols(types.WorkspaceSymbolParams(query="hash")))
-        after = time.monotonic()
-        assert found == []
-        assert [(b, q) for b, q, _ in seen] == [(one, "hash"), (two, "hash")]
-        ((token, progress),) = handed
-        for bundle, _, kw in seen:
-            assert kw["cancel"] is token and kw["progress"] is progress
-            assert before <= kw["fresh_after"] <= after
-            assert kw["overlay"] == (None if bundle == one else {"a.md": two.encode()})
-    finally:
-        ls.engine.close()
+    before = time.monotonic()
+    found = asyncio.run(ls.workspace_symbols(types.WorkspaceSymbolParams(query="hash")))
+    after = time.monotonic()
+    assert found == []
+    assert [(b, q) for b, q, _ in seen] == [(one, "hash"), (two, "hash")]
+    ((token, progress),) = handed
+    for bundle, _, kw in seen:
+        assert kw["cancel"] is token and kw["progress"] is progress
+        assert before <= kw["fresh_after"] <= after
+        assert kw["overlay"] == (None if bundle == one else {"a.md": two.encode()})
 
 
 def test_unsaved_text_with_a_lone_surrogate_is_searched_as_the_bytes_it_stands_for(
@@ -569,12 +551,9 @@ def test_unsaved_text_with_a_lone_surrogate_is_searched_as_the_bytes_it_stands_f
     folder = str(tmp_path / "ws")
     ls = server_with([folder])
     ls.open_texts = lambda f: {"a.md": "# A\n\ud800\n", "b.md": "# B\n"}  # type: ignore[method-assign]
-    try:
-        assert ls.overlay(folder) is None  # the setting is off by default
-        assert ls.apply_settings({"unsaved": True})
-        assert ls.overlay(folder) == {"a.md": b"# A\n\xed\xa0\x80\n", "b.md": b"# B\n"}
-    finally:
-        ls.engine.close()
+    assert ls.overlay(folder) is None  # the setting is off by default
+    assert ls.apply_settings({"unsaved": True})
+    assert ls.overlay(folder) == {"a.md": b"# A\n\xed\xa0\x80\n", "b.md": b"# B\n"}
 
 
 def test_shutdown_cancels_engine_jobs_and_stops_both_pools_without_waiting() -> None:
@@ -607,7 +586,6 @@ def test_shutdown_cancels_engine_jobs_and_stops_both_pools_without_waiting() -> 
             ls._thread_pool.submit(lambda: None)
     finally:
         release.set()
-        ls.engine.close()
 
 
 def fake_open_documents(
@@ -640,13 +618,10 @@ def test_open_texts_are_the_open_markdown_documents_of_the_folder(
         },
     )
     ls = server_with([str(ws)])
-    try:
-        expected = {"a.md": "A", "sub/B.MARKDOWN": "B"}
-        assert ls.open_texts(str(ws)) == expected
-        assert ls.open_texts(str(ws) + "/") == expected  # the folder spelt with a slash
-        assert ls.open_texts(str(tmp_path / "elsewhere")) == {}
-    finally:
-        ls.engine.close()
+    expected = {"a.md": "A", "sub/B.MARKDOWN": "B"}
+    assert ls.open_texts(str(ws)) == expected
+    assert ls.open_texts(str(ws) + "/") == expected  # the folder spelt with a slash
+    assert ls.open_texts(str(tmp_path / "elsewhere")) == {}
 
 
 def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
@@ -687,15 +662,12 @@ def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
         srv.Problem("surrogate.md", 2, "invalid UTF-8 (byte 0xed at offset 4)"),
     ]
     token = srv.CancelToken()
-    try:
-        assert ls.problems_of(folder, token) == expected
-        opts = ls.options
-        assert asked == [(folder, opts.relevance_options.analysis, opts.engine, token)]
-        # the warm-up hands over the problems of the index it built: not asked again
-        assert ls.problems_of(folder, token, found=on_disk) == expected
-        assert len(asked) == 1
-    finally:
-        ls.engine.close()
+    assert ls.problems_of(folder, token) == expected
+    opts = ls.options
+    assert asked == [(folder, opts.relevance_options.analysis, opts.engine, token)]
+    # the warm-up hands over the problems of the index it built: not asked again
+    assert ls.problems_of(folder, token, found=on_disk) == expected
+    assert len(asked) == 1
 
 
 def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
@@ -725,19 +697,16 @@ def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
     ls.tell_failure = lambda f, exc: failures.append((f, exc))  # type: ignore[method-assign]
     ls.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
     handed = [srv.Problem("a.md", 1, "r")]
-    try:
+    asyncio.run(ls.check_folder(folder))
+    asyncio.run(ls.check_folder(folder, after_warm_up=False, found=handed))
+    assert [r["after_warm_up"] for r in runs] == [True, False]
+    assert checked == [(folder, runs[0]["token"], None), (folder, runs[1]["token"], handed)]
+    outcome[0] = JsonRpcException("the folder is gone.", data={"code": "bundle_not_found"})
+    with caplog.at_level(logging.WARNING, "citeline"):
         asyncio.run(ls.check_folder(folder))
-        asyncio.run(ls.check_folder(folder, after_warm_up=False, found=handed))
-        assert [r["after_warm_up"] for r in runs] == [True, False]
-        assert checked == [(folder, runs[0]["token"], None), (folder, runs[1]["token"], handed)]
-        outcome[0] = JsonRpcException("the folder is gone.", data={"code": "bundle_not_found"})
-        with caplog.at_level(logging.WARNING, "citeline"):
-            asyncio.run(ls.check_folder(folder))
-        logged = citeline_log(caplog)
-        assert logged == [f"diagnostics for {folder}: the folder is gone."]
-        assert failures == [(folder, outcome[0])]
-    finally:
-        ls.engine.close()
+    logged = citeline_log(caplog)
+    assert logged == [f"diagnostics for {folder}: the folder is gone."]
+    assert failures == [(folder, outcome[0])]
 
 
 def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
@@ -765,26 +734,23 @@ def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
         "diagnostics). The setting citeline.skip_invalid decides whether such files block "
         "search."
     )
-    try:
-        for problems, told in (
-            ([a], [one]),
-            ([a], []),  # the same file again: nothing new to say
-            ([b], [one]),  # another file, the same words
-            ([], []),  # all fine: nothing to say ...
-            ([b], [one]),  # ... but the same file broken again is told again
-            ([a, b], [one.replace("1 file", "2 files").replace("is left", "are left")]),
-        ):
-            outcome.append(problems)
-            before = len(shown)
-            asyncio.run(ls.check_folder(folder))
-            assert shown[before:] == told, problems
-        # each folder has its own situation: the same file name elsewhere is news
-        other = str(tmp_path / "other")
-        outcome.append([a])
-        asyncio.run(ls.check_folder(other))
-        assert shown[-1] == one.replace(folder, other)
-    finally:
-        ls.engine.close()
+    for problems, told in (
+        ([a], [one]),
+        ([a], []),  # the same file again: nothing new to say
+        ([b], [one]),  # another file, the same words
+        ([], []),  # all fine: nothing to say ...
+        ([b], [one]),  # ... but the same file broken again is told again
+        ([a, b], [one.replace("1 file", "2 files").replace("is left", "are left")]),
+    ):
+        outcome.append(problems)
+        before = len(shown)
+        asyncio.run(ls.check_folder(folder))
+        assert shown[before:] == told, problems
+    # each folder has its own situation: the same file name elsewhere is news
+    other = str(tmp_path / "other")
+    outcome.append([a])
+    asyncio.run(ls.check_folder(other))
+    assert shown[-1] == one.replace(folder, other)
 
 
 def test_a_lost_client_is_logged_and_the_server_shuts_down(
@@ -802,16 +768,13 @@ def test_a_lost_client_is_logged_and_the_server_shuts_down(
         raise BrokenPipeError
 
     ls.serve = serve  # type: ignore[method-assign]
-    try:
-        with caplog.at_level(logging.ERROR, "citeline"):
-            ls.start_io(io.BytesIO(), io.BytesIO())
-        logged = citeline_log(caplog)
-        assert logged == ["the connection to the client is lost; shutting down"]
-        assert token.is_cancelled
-        with pytest.raises(RuntimeError):
-            ls.pool.submit(lambda: None)
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.ERROR, "citeline"):
+        ls.start_io(io.BytesIO(), io.BytesIO())
+    logged = citeline_log(caplog)
+    assert logged == ["the connection to the client is lost; shutting down"]
+    assert token.is_cancelled
+    with pytest.raises(RuntimeError):
+        ls.pool.submit(lambda: None)
 
 
 def test_threads_are_named_after_what_they_do(tmp_path: Path) -> None:
@@ -895,48 +858,42 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
         await warm_up_done(ls)
         return before
 
-    try:
-        with caplog.at_level(logging.INFO, "citeline"):
-            before = asyncio.run(scenario())
-        default = ls.options.relevance_options.analysis
-        recall = AnalysisOptions(
-            Tokenizer(cjk="bigrams", stemming="english", identifiers="split"), outline=True
-        )
-        wanted = [default, recall] if default != recall else [recall]
-        order = [one] * len(wanted) + [f for f in (one, two) for _ in wanted]
-        assert [(f, o) for f, o, _ in prepared] == list(zip(order, wanted * 3, strict=True))
-        assert all(before <= at <= time.monotonic() for _, _, at in prepared)
-        # each folder's diagnostics from the problems of the first index built for it
-        assert [(f, w) for f, w, _ in checked] == [(one, False), (one, False), (two, False)]
-        assert checked[1][2][0].path == f"{len(wanted) + 1}.md"
-        assert checked[2][2][0].path == f"{2 * len(wanted) + 1}.md"
-        logged = citeline_log(caplog)
-        assert logged.count("no warm-up progress: the client refused the token") == 2
-        assert not ls.background  # finished tasks are not kept
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.INFO, "citeline"):
+        before = asyncio.run(scenario())
+    default = ls.options.relevance_options.analysis
+    recall = AnalysisOptions(
+        Tokenizer(cjk="bigrams", stemming="english", identifiers="split"), outline=True
+    )
+    wanted = [default, recall] if default != recall else [recall]
+    order = [one] * len(wanted) + [f for f in (one, two) for _ in wanted]
+    assert [(f, o) for f, o, _ in prepared] == list(zip(order, wanted * 3, strict=True))
+    assert all(before <= at <= time.monotonic() for _, _, at in prepared)
+    # each folder's diagnostics from the problems of the first index built for it
+    assert [(f, w) for f, w, _ in checked] == [(one, False), (one, False), (two, False)]
+    assert checked[1][2][0].path == f"{len(wanted) + 1}.md"
+    assert checked[2][2][0].path == f"{2 * len(wanted) + 1}.md"
+    logged = citeline_log(caplog)
+    assert logged.count("no warm-up progress: the client refused the token") == 2
+    assert not ls.background  # finished tasks are not kept
 
 
 def test_spawned_tasks_are_held_until_they_end() -> None:
     """asyncio keeps only a weak reference to a task: the server holds each background task
     (warm-ups, diagnostics) until it ends, then lets it go."""
     ls = server_with([])
-    try:
 
-        async def scenario() -> None:
-            release = asyncio.Event()
-            ls.spawn(release.wait())
-            await asyncio.sleep(0)
-            (task,) = ls.background
-            assert not task.done()
-            release.set()
-            await asyncio.wait_for(task, 5)
-            await asyncio.sleep(0)
-            assert ls.background == set()
+    async def scenario() -> None:
+        release = asyncio.Event()
+        ls.spawn(release.wait())
+        await asyncio.sleep(0)
+        (task,) = ls.background
+        assert not task.done()
+        release.set()
+        await asyncio.wait_for(task, 5)
+        await asyncio.sleep(0)
+        assert ls.background == set()
 
-        asyncio.run(scenario())
-    finally:
-        ls.engine.close()
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("pid", [None, 0, -1, "self"])
@@ -948,17 +905,14 @@ def test_no_client_process_to_watch(pid: Any) -> None:
     ls = server_with([])
     watched: list[Any] = []
     ls.spawn = lambda coro: (watched.append(coro), coro.close())  # type: ignore[method-assign,func-returns-value]
-    try:
 
-        async def scenario() -> None:
-            loop = asyncio.get_running_loop()
-            loop.add_reader = lambda fd, cb: watched.append(fd)  # type: ignore[method-assign,assignment]
-            ls.watch_parent(os.getpid() if pid == "self" else pid)
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_reader = lambda fd, cb: watched.append(fd)  # type: ignore[method-assign,assignment]
+        ls.watch_parent(os.getpid() if pid == "self" else pid)
 
-        asyncio.run(scenario())
-        assert watched == []
-    finally:
-        ls.engine.close()
+    asyncio.run(scenario())
+    assert watched == []
 
 
 def test_a_live_client_process_is_watched_and_a_missing_one_is_logged(
@@ -975,25 +929,22 @@ def test_a_live_client_process_is_watched_and_a_missing_one_is_logged(
     ls = server_with([])
     polled: list[Any] = []  # without pidfd_open (not Linux >= 5.3) the pid is polled
     ls.spawn = lambda coro: (polled.append(coro), coro.close())  # type: ignore[method-assign,func-returns-value]
-    try:
 
-        async def scenario() -> list[int]:
-            loop = asyncio.get_running_loop()
-            readers: list[int] = []
-            loop.add_reader = lambda fd, cb: readers.append(fd)  # type: ignore[method-assign,assignment]
-            ls.watch_parent(1)
-            ls.watch_parent(gone.pid)
-            for fd in readers:
-                os.close(fd)
-            return readers
+    async def scenario() -> list[int]:
+        loop = asyncio.get_running_loop()
+        readers: list[int] = []
+        loop.add_reader = lambda fd, cb: readers.append(fd)  # type: ignore[method-assign,assignment]
+        ls.watch_parent(1)
+        ls.watch_parent(gone.pid)
+        for fd in readers:
+            os.close(fd)
+        return readers
 
-        with caplog.at_level(logging.WARNING, "citeline"):
-            readers = asyncio.run(scenario())
-        assert len(readers) + len(polled) == 1  # pid 1 only
-        logged = citeline_log(caplog)
-        assert logged == [f"processId {gone.pid} is not a process visible here: not watching it"]
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.WARNING, "citeline"):
+        readers = asyncio.run(scenario())
+    assert len(readers) + len(polled) == 1  # pid 1 only
+    logged = citeline_log(caplog)
+    assert logged == [f"processId {gone.pid} is not a process visible here: not watching it"]
 
 
 def test_a_failing_stdin_ends_serving_with_one_logged_line(
@@ -1004,13 +955,10 @@ def test_a_failing_stdin_ends_serving_with_one_logged_line(
             raise OSError("Input/output error")
 
     ls = server_with([])
-    try:
-        with caplog.at_level(logging.ERROR, "citeline"):
-            asyncio.run(asyncio.wait_for(ls.serve(Failing()), 10))  # type: ignore[arg-type]
-        logged = citeline_log(caplog)
-        assert logged == ["reading stdin failed: Input/output error"]
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.ERROR, "citeline"):
+        asyncio.run(asyncio.wait_for(ls.serve(Failing()), 10))  # type: ignore[arg-type]
+    logged = citeline_log(caplog)
+    assert logged == ["reading stdin failed: Input/output error"]
 
 
 def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
@@ -1054,24 +1002,21 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
         ls.start_warm_up()
         await warm_up_done(ls)
 
-    try:
-        with caplog.at_level(logging.INFO, "citeline"):
-            asyncio.run(scenario())
-        # one: its first option failed, the rest of it skipped; two: cancelled, so three
-        # is never reached
-        assert [f for f, _ in prepared] == [one, two]
-        assert all(callable(p) for _, p in prepared)  # progress goes to the client
-        kinds = [kind for kind, _, _ in client.sent]
-        assert kinds[:2] == ["create", "begin"] and kinds[-1] == "end"
-        logged = citeline_log(caplog)
-        assert f"warm-up of {one}: too many files in one." in logged
-        assert "warm-up stopped: The request was cancelled." in logged
-        took = [m for m in logged if m.startswith("warm-up of 3 folder(s) took ")]
-        assert len(took) == 1 and re.fullmatch(r"warm-up of 3 folder\(s\) took \d+\.\d\ds", took[0])
-        assert float(took[0].split()[-1][:-1]) < 60
-        assert checked == [one, two, three]  # every folder's diagnostics, failed or not
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.INFO, "citeline"):
+        asyncio.run(scenario())
+    # one: its first option failed, the rest of it skipped; two: cancelled, so three
+    # is never reached
+    assert [f for f, _ in prepared] == [one, two]
+    assert all(callable(p) for _, p in prepared)  # progress goes to the client
+    kinds = [kind for kind, _, _ in client.sent]
+    assert kinds[:2] == ["create", "begin"] and kinds[-1] == "end"
+    logged = citeline_log(caplog)
+    assert f"warm-up of {one}: too many files in one." in logged
+    assert "warm-up stopped: The request was cancelled." in logged
+    took = [m for m in logged if m.startswith("warm-up of 3 folder(s) took ")]
+    assert len(took) == 1 and re.fullmatch(r"warm-up of 3 folder\(s\) took \d+\.\d\ds", took[0])
+    assert float(took[0].split()[-1][:-1]) < 60
+    assert checked == [one, two, three]  # every folder's diagnostics, failed or not
 
 
 def test_settings_switch_the_cache_and_rereading_and_a_bad_change_keeps_the_last(
@@ -1081,38 +1026,32 @@ def test_settings_switch_the_cache_and_rereading_and_a_bad_change_keeps_the_last
     ls = server_with([])
     shown: list[Any] = []
     ls.window_show_message = lambda params: shown.append(params)  # type: ignore[method-assign]
-    try:
-        assert ls.apply_settings({"cache": False, "reread": True}) is True
-        assert ls.engine.reuse.store.folder is None and ls.engine.reread is True
-        assert ls.apply_settings({"cache": True, "reread": False}) is True
-        assert ls.engine.reuse.store.folder == str(tmp_path / "cache")
-        assert ls.engine.reread is False
-        good = ls.options
-        with caplog.at_level(logging.WARNING, "citeline"):
-            assert ls.apply_settings({"cache": "yes", "reread": True}) is False
-        assert ls.options is good and ls.engine.reread is False  # nothing changed
-        logged = citeline_log(caplog)
-        assert len(logged) == 1 and logged[0].startswith("invalid settings: ")
-        assert "cache" in logged[0]
-        (params,) = shown
-        assert params.type == types.MessageType.Error
-        assert params.message.endswith(" The previous settings stay in effect.")
-        assert logged[0][len("invalid settings: ") :] in params.message
-    finally:
-        ls.engine.close()
+    assert ls.apply_settings({"cache": False, "reread": True}) is True
+    assert ls.engine.reuse.store.folder is None and ls.engine.reread is True
+    assert ls.apply_settings({"cache": True, "reread": False}) is True
+    assert ls.engine.reuse.store.folder == str(tmp_path / "cache")
+    assert ls.engine.reread is False
+    good = ls.options
+    with caplog.at_level(logging.WARNING, "citeline"):
+        assert ls.apply_settings({"cache": "yes", "reread": True}) is False
+    assert ls.options is good and ls.engine.reread is False  # nothing changed
+    logged = citeline_log(caplog)
+    assert len(logged) == 1 and logged[0].startswith("invalid settings: ")
+    assert "cache" in logged[0]
+    (params,) = shown
+    assert params.type == types.MessageType.Error
+    assert params.message.endswith(" The previous settings stay in effect.")
+    assert logged[0][len("invalid settings: ") :] in params.message
 
 
 def test_an_engine_job_is_logged_under_its_title(caplog: pytest.LogCaptureFixture) -> None:
     """The DEBUG log names each engine job and how it ended (tests and bug reports read it);
     a job given no title is `citeline`'s."""
     ls = server_with([])
-    try:
-        with caplog.at_level(logging.DEBUG, "citeline"):
-            assert asyncio.run(ls.run_engine(lambda c, p: 42, after_warm_up=False)) == 42
-        logged = citeline_log(caplog)
-        assert [m.rsplit(" after ", 1)[0] for m in logged] == ["engine job citeline finished"]
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.DEBUG, "citeline"):
+        assert asyncio.run(ls.run_engine(lambda c, p: 42, after_warm_up=False)) == 42
+    logged = citeline_log(caplog)
+    assert [m.rsplit(" after ", 1)[0] for m in logged] == ["engine job citeline finished"]
 
 
 def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
@@ -1188,7 +1127,6 @@ def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
         assert ls.tokens == set()  # no job left to cancel at shutdown
     finally:
         release.set()
-        ls.engine.close()
 
 
 def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
@@ -1201,38 +1139,32 @@ def test_an_unparsable_body_is_logged_and_answered_with_a_parse_error(
         json.loads(body)
     except ValueError as exc:
         reason = str(exc)
-    try:
-        with caplog.at_level(logging.WARNING, "citeline"):
-            ls.protocol.handle_body(body)
-        logged = citeline_log(caplog)
-        assert logged == [f"unparsable message ({reason}): {body[:200]!r}"]
-        ((msg_id, err),) = sent
-        assert msg_id is None and isinstance(err, srv.JsonRpcParseError)
-        assert err.message == f"Parse error: {reason}."
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.WARNING, "citeline"):
+        ls.protocol.handle_body(body)
+    logged = citeline_log(caplog)
+    assert logged == [f"unparsable message ({reason}): {body[:200]!r}"]
+    ((msg_id, err),) = sent
+    assert msg_id is None and isinstance(err, srv.JsonRpcParseError)
+    assert err.message == f"Parse error: {reason}."
 
 
 def test_a_message_that_is_not_an_object_is_an_invalid_request() -> None:
     ls = server_with([])
     sent = errors_sent(ls)
-    try:
-        for data, kind in (
-            ([{"jsonrpc": "2.0"}], "an array"),
-            ("hello", "a string"),
-            (7, "a number"),
-        ):
-            assert ls.protocol.checked_message(data) is None
-            msg_id, err = sent.pop()
-            assert msg_id is None and isinstance(err, srv.JsonRpcInvalidRequest)
-            assert err.message == f"Invalid Request: expected an object, got {kind}."
-        # "method" makes it a request, even beside a stray "result": the client is answered
-        both = {"jsonrpc": "2.0", "id": 5, "method": "citeline/unknown", "result": 1}
-        assert ls.protocol.checked_message(both) is None
-        ((msg_id, err),) = sent
-        assert msg_id == 5 and isinstance(err, srv.JsonRpcInvalidParams)
-    finally:
-        ls.engine.close()
+    for data, kind in (
+        ([{"jsonrpc": "2.0"}], "an array"),
+        ("hello", "a string"),
+        (7, "a number"),
+    ):
+        assert ls.protocol.checked_message(data) is None
+        msg_id, err = sent.pop()
+        assert msg_id is None and isinstance(err, srv.JsonRpcInvalidRequest)
+        assert err.message == f"Invalid Request: expected an object, got {kind}."
+    # "method" makes it a request, even beside a stray "result": the client is answered
+    both = {"jsonrpc": "2.0", "id": 5, "method": "citeline/unknown", "result": 1}
+    assert ls.protocol.checked_message(both) is None
+    ((msg_id, err),) = sent
+    assert msg_id == 5 and isinstance(err, srv.JsonRpcInvalidParams)
 
 
 @pytest.mark.parametrize(
@@ -1249,16 +1181,13 @@ def test_an_invalid_request_is_answered_and_logged_with_its_problem(
 ) -> None:
     ls = server_with([])
     sent = errors_sent(ls)
-    try:
-        with caplog.at_level(logging.WARNING, "citeline"):
-            assert ls.protocol.checked_message(data) is None
-        ((msg_id, err),) = sent
-        assert msg_id == answered_id and isinstance(err, srv.JsonRpcInvalidRequest)
-        assert err.message == f"Invalid Request: {problem}."
-        logged = citeline_log(caplog)
-        assert logged == [f"invalid request ({problem}): {json.dumps(data)[:200]}"]
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.WARNING, "citeline"):
+        assert ls.protocol.checked_message(data) is None
+    ((msg_id, err),) = sent
+    assert msg_id == answered_id and isinstance(err, srv.JsonRpcInvalidRequest)
+    assert err.message == f"Invalid Request: {problem}."
+    logged = citeline_log(caplog)
+    assert logged == [f"invalid request ({problem}): {json.dumps(data)[:200]}"]
 
 
 def test_a_malformed_response_is_logged_and_never_answered(
@@ -1271,19 +1200,16 @@ def test_a_malformed_response_is_logged_and_never_answered(
         {"jsonrpc": "2.0", "result": 1},  # no id
         {"jsonrpc": "2.0", "id": 79, "error": "bad", "filler": "x" * 300},  # not an error
     ]
-    try:
-        with caplog.at_level(logging.WARNING, "citeline"):
-            for data in malformed:
-                assert ls.protocol.checked_message(data) is None
-        assert sent == []
-        logged = citeline_log(caplog)
-        expected = [f"ignoring a malformed response: {json.dumps(d)[:200]}" for d in malformed]
-        assert [m for m in logged if m.startswith("ignoring")] == expected
-        # a well-formed response to an unknown request is structured (pygls ignores it)
-        reply = ls.protocol.checked_message({"jsonrpc": "2.0", "id": 80, "result": 1})
-        assert reply is not None and reply.id == 80 and sent == []
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.WARNING, "citeline"):
+        for data in malformed:
+            assert ls.protocol.checked_message(data) is None
+    assert sent == []
+    logged = citeline_log(caplog)
+    expected = [f"ignoring a malformed response: {json.dumps(d)[:200]}" for d in malformed]
+    assert [m for m in logged if m.startswith("ignoring")] == expected
+    # a well-formed response to an unknown request is structured (pygls ignores it)
+    reply = ls.protocol.checked_message({"jsonrpc": "2.0", "id": 80, "result": 1})
+    assert reply is not None and reply.id == 80 and sent == []
 
 
 def test_params_that_do_not_fit_the_method_are_answered_or_logged_with_where(
@@ -1298,57 +1224,51 @@ def test_params_that_do_not_fit_the_method_are_answered_or_logged_with_where(
     opened = {"textDocument": {"uri": "file:///a.md"}}
     notification = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}
     stray = {"jsonrpc": "2.0", "id": 10, "method": "citeline/unknown", "result": 1}
-    try:
-        with caplog.at_level(logging.WARNING, "citeline"):
-            assert ls.protocol.checked_message(request) is None
-            assert ls.protocol.checked_message(notification) is None
-            assert ls.protocol.checked_message(stray) is None
-        (msg_id, err), (stray_id, stray_err) = sent
-        assert msg_id == 9 and isinstance(err, srv.JsonRpcInvalidParams)
-        assert err.message == (
-            "Invalid params for textDocument/documentSymbol: required field missing @ "
-            "$.params.text_document."
+    with caplog.at_level(logging.WARNING, "citeline"):
+        assert ls.protocol.checked_message(request) is None
+        assert ls.protocol.checked_message(notification) is None
+        assert ls.protocol.checked_message(stray) is None
+    (msg_id, err), (stray_id, stray_err) = sent
+    assert msg_id == 9 and isinstance(err, srv.JsonRpcInvalidParams)
+    assert err.message == (
+        "Invalid params for textDocument/documentSymbol: required field missing @ "
+        "$.params.text_document."
+    )
+    # not a cattrs validation error: its own words
+    assert stray_id == 10 and stray_err.message == (
+        "Invalid params for citeline/unknown: JsonRPCRequestMessage.__init__() got an "
+        "unexpected keyword argument 'result'."
+    )
+    logged = citeline_log(caplog)
+    assert logged == [
+        "ignoring notification textDocument/didOpen: Invalid params for "
+        "textDocument/didOpen: "
+        + "; ".join(
+            f"required field missing @ $.params.text_document.{f}"
+            for f in ("language_id", "version", "text")
         )
-        # not a cattrs validation error: its own words
-        assert stray_id == 10 and stray_err.message == (
-            "Invalid params for citeline/unknown: JsonRPCRequestMessage.__init__() got an "
-            "unexpected keyword argument 'result'."
-        )
-        logged = citeline_log(caplog)
-        assert logged == [
-            "ignoring notification textDocument/didOpen: Invalid params for "
-            "textDocument/didOpen: "
-            + "; ".join(
-                f"required field missing @ $.params.text_document.{f}"
-                for f in ("language_id", "version", "text")
-            )
-            + "."
-        ]
-        unknown = {"jsonrpc": "2.0", "method": "$/unknownNotification", "params": {}}
-        assert isinstance(ls.protocol.checked_message(unknown), srv.JsonRPCNotification)
-    finally:
-        ls.engine.close()
+        + "."
+    ]
+    unknown = {"jsonrpc": "2.0", "method": "$/unknownNotification", "params": {}}
+    assert isinstance(ls.protocol.checked_message(unknown), srv.JsonRPCNotification)
 
 
 def test_only_execute_command_arguments_are_checked_before_conversion() -> None:
     ls = server_with([])
     sent = errors_sent(ls)
     command = {"command": "citeline.search", "arguments": "alpha"}
-    try:
-        symbols = {"query": "a", "arguments": "not checked here"}
-        message = {"jsonrpc": "2.0", "id": 1, "method": "workspace/symbol", "params": symbols}
-        assert ls.protocol.checked_message(message) is not None and sent == []
-        message = {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand"}
-        assert ls.protocol.checked_message({**message, "params": command}) is None
-        ((msg_id, err),) = sent
-        assert msg_id == 2 and isinstance(err, srv.JsonRpcInvalidParams)
-        assert err.data["code"] == "schema_validation"
-        assert err.data["details"] == {"field": "arguments"}
-        assert err.message == (
-            "citeline.search arguments must be an array with one request object; got a string."
-        )
-    finally:
-        ls.engine.close()
+    symbols = {"query": "a", "arguments": "not checked here"}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "workspace/symbol", "params": symbols}
+    assert ls.protocol.checked_message(message) is not None and sent == []
+    message = {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand"}
+    assert ls.protocol.checked_message({**message, "params": command}) is None
+    ((msg_id, err),) = sent
+    assert msg_id == 2 and isinstance(err, srv.JsonRpcInvalidParams)
+    assert err.data["code"] == "schema_validation"
+    assert err.data["details"] == {"field": "arguments"}
+    assert err.message == (
+        "citeline.search arguments must be an array with one request object; got a string."
+    )
 
 
 def test_a_handler_that_raises_is_logged_and_reported(caplog: pytest.LogCaptureFixture) -> None:
@@ -1361,15 +1281,12 @@ def test_a_handler_that_raises_is_logged_and_reported(caplog: pytest.LogCaptureF
 
     ls.protocol.handle_message = handle_message  # type: ignore[method-assign]
     ls._report_server_error = lambda exc, kind: reported.append((exc, kind))  # type: ignore[method-assign]
-    try:
-        with caplog.at_level(logging.ERROR, "citeline"):
-            ls.protocol.handle_body(
-                b'{"jsonrpc": "2.0", "method": "$/unknownNotification", "params": {}}'
-            )
-        records = [r for r in caplog.records if r.name.startswith("citeline")]
-        assert [r.getMessage() for r in records] == ["unable to handle message"]
-        assert records[0].exc_info is not None and records[0].exc_info[1] is boom
-        assert reported == [(boom, JsonRpcException)]
-        assert ls.version == srv.VERSION  # what initialize's serverInfo reports
-    finally:
-        ls.engine.close()
+    with caplog.at_level(logging.ERROR, "citeline"):
+        ls.protocol.handle_body(
+            b'{"jsonrpc": "2.0", "method": "$/unknownNotification", "params": {}}'
+        )
+    records = [r for r in caplog.records if r.name.startswith("citeline")]
+    assert [r.getMessage() for r in records] == ["unable to handle message"]
+    assert records[0].exc_info is not None and records[0].exc_info[1] is boom
+    assert reported == [(boom, JsonRpcException)]
+    assert ls.version == srv.VERSION  # what initialize's serverInfo reports
