@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 EXIT = {
     "schema_validation": 2,
@@ -496,18 +496,47 @@ def leave_now(engine: Any, code: int) -> NoReturn:
     os._exit(code)
 
 
-def run_query(args: argparse.Namespace) -> int:
-    import gc
+class Engines(Protocol):
+    """Where a request's engine comes from, and what happens to it after the request."""
 
-    # One request per process: reference counting frees what it no longer needs, and the
-    # cyclic collector would only walk the tens of thousands of records a big workspace
-    # loads (about a tenth of a warm call on the tldr pages).
-    gc.disable()
+    def open(self, bundle: str, settings: Any, args: argparse.Namespace) -> Any: ...
 
-    from citeline.engine import CitelineError, Engine
-    from citeline.engine.parallel import default_workers
+    def done(self, engine: Any) -> None: ...
+
+
+class FreshEngine:
+    """One request per process: a new engine, closed when the request is answered."""
+
+    def open(self, bundle: str, settings: Any, args: argparse.Namespace) -> Any:
+        import gc
+
+        from citeline.engine import Engine
+        from citeline.engine.parallel import default_workers
+
+        # Reference counting frees what the request no longer needs, and the cyclic
+        # collector would only walk the tens of thousands of records a big workspace loads
+        # (about a tenth of a warm call on the tldr pages).
+        gc.disable()
+        # No bytes worth holding; big cold parses use the other cores; the persistent cache
+        # carries what an earlier call learnt.
+        return Engine(
+            settings,
+            workers=default_workers(),
+            cache=not args.no_cache,
+            reread=args.reread,
+            hold_bytes=0,
+        )
+
+    def done(self, engine: Any) -> None:
+        engine.close(wait=True)  # workers gone before the interpreter's own clean-up
+
+
+def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
+    from citeline.engine import CitelineError
 
     from . import render
+
+    engines = engines or FreshEngine()
 
     bundle = args.bundle if args.bundle is not None else "."
     color = render.use_color(args.color, sys.stdout)
@@ -518,15 +547,7 @@ def run_query(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
         request = request_from(args)
-        # One request: no bytes worth holding; big cold parses use the other cores; the
-        # persistent cache carries what an earlier call learnt.
-        engine = Engine(
-            settings,
-            workers=default_workers(),
-            cache=not args.no_cache,
-            reread=args.reread,
-            hold_bytes=0,
-        )
+        engine = engines.open(bundle, settings, args)
         method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
         result = method[args.command](bundle, request, progress=progress)
         if wants_recall(args, result):
@@ -539,13 +560,13 @@ def run_query(args: argparse.Namespace) -> int:
         return report(worded_for_cli(err, args), args.json)
     except KeyboardInterrupt:
         progress.clear()
-        code = report(CitelineError("cancelled", "Interrupted; nothing was returned."), args.json)
+        code = interrupted(args.json)
         if engine is not None and engine.workers.started:
             leave_now(engine, code)
         return code
     finally:
         if engine is not None:
-            engine.close(wait=True)  # workers gone before the interpreter's own clean-up
+            engines.done(engine)
     progress.clear()
     if args.json:
         from citeline.engine.present import encode
@@ -622,6 +643,13 @@ def report(err: Any, as_json: bool) -> int:
     return EXIT[err.code]
 
 
+def interrupted(as_json: bool) -> int:
+    """Ctrl-C: the cancelled error, reported as any other."""
+    from citeline.engine import CitelineError
+
+    return report(CitelineError("cancelled", "Interrupted; nothing was returned."), as_json)
+
+
 def wants_json(argv: Sequence[str]) -> bool:
     """Whether --json is one of the options: not the value of -q, -F or -e (`-F --json`, `-F
     -- --json`), nor a word after a bare `--`."""
@@ -694,9 +722,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     the traceback goes to stderr only when CITELINE_LOG=debug.
     """
     _utf8_output()
-    words = list(sys.argv[1:] if argv is None else argv)
+    return answer(list(sys.argv[1:] if argv is None else argv))
+
+
+def answer(words: list[str], engines: Engines | None = None) -> int:
+    """One call's output and exit code, a bug reported as in `main` (`engines`: see
+    run_query; the warm process, lsp/daemon.py, passes the ones it keeps)."""
     try:
-        return _main(words)
+        return _main(words, engines)
     except Exception as exc:
         return report_bug(exc, wants_json(words))
 
@@ -732,7 +765,7 @@ def _utf8_output() -> None:
                 reconfigure(encoding=encoding or stream.encoding, errors="backslashreplace")
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], engines: Engines | None = None) -> int:
     try:
         args = parser().parse_args(bind_text_values(argv))
     except UsageError as err:
@@ -744,7 +777,7 @@ def _main(argv: list[str]) -> int:
     if args.command == "mcp":
         return serve_mcp(args)
     try:
-        return run_query(args)
+        return run_query(args, engines)
     except BrokenPipeError:
         # Output piped into `head`: stop quietly like other Unix tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -60,9 +60,12 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Servers and CLI calls started by the tests use a cache of the test session's own
-    (CITELINE_CACHE_DIR), never the user's."""
+    (CITELINE_CACHE_DIR), never the user's, and no warm process."""
     folder = tmp_path_factory.mktemp("citeline-cache")
     os.environ["CITELINE_CACHE_DIR"] = str(folder)
+    # No warm process unless a test asks for one (tests/cli/test_daemon.py): a call's own
+    # process is what the other tests check, and none leaves a process behind.
+    os.environ["CITELINE_DAEMON"] = "0"
     return folder
 
 

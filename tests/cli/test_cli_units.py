@@ -940,7 +940,7 @@ def test_lsp_runs_the_language_server(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- bugs, broken pipes, the streams -------------------------------------------------------------
 
 
-def boom(_argv: list[str]) -> int:
+def boom(_argv: list[str], _engines: object = None) -> int:
     raise RuntimeError("boom\nat two")
 
 
@@ -998,7 +998,7 @@ def test_main_reads_sys_argv_without_arguments(
 ) -> None:
     seen: list[list[str]] = []
 
-    def record(argv: list[str]) -> int:
+    def record(argv: list[str], _engines: object = None) -> int:
         seen.append(argv)
         return 9
 
@@ -1012,7 +1012,7 @@ def test_main_reads_sys_argv_without_arguments(
 def test_a_closed_pipe_ends_quietly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`citeline … | head`: stdout's reader left; the rest goes to /dev/null, exit 0."""
 
-    def broken_pipe(_args: argparse.Namespace) -> int:
+    def broken_pipe(_args: argparse.Namespace, _engines: object = None) -> int:
         raise BrokenPipeError
 
     target = tmp_path / "stdout"
