@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .launch import (
+    COMMANDS,
     ENVIRONMENT,
     MAGIC,
     address,
@@ -163,6 +164,9 @@ def handle(conn: socket.socket, fingerprint: bytes, key: bytes, engines: KeptEng
     pairs = (os.fsdecode(f).partition("=") for f in rest[: int(count)])
     env = {name: value for name, _, value in pairs if name in ENVIRONMENT}
     argv = [os.fsdecode(w) for w in rest[int(count) :]]
+    if not argv or argv[0] not in COMMANDS:
+        conn.sendall(b"no command\n")  # `lsp` or `mcp` would serve this process's stdio
+        return True
     try:
         os.chdir(cwd)
     except OSError:

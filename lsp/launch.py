@@ -56,10 +56,11 @@ def private(folder: str) -> bool:
 
 
 def socket_name(key: str) -> str:
-    """One socket per cache folder: a 64-bit FNV-1a hash of its key (a clash only means the
-    two share a process that answers one of them; the request carries the whole key)."""
+    """One socket per cache folder and interpreter (two installations sharing a cache each
+    have their own): a 64-bit FNV-1a hash of both (a clash only means the two share a
+    process that answers one of them; the request carries the whole key)."""
     h = 0xCBF29CE484222325
-    for byte in os.fsencode(key):
+    for byte in os.fsencode(f"{key}\0{sys.executable}"):
         h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return f"{h:016x}.sock"
 

@@ -220,6 +220,8 @@ def test_it_answers_only_its_own_code_and_cache(warm: Warm, tmp_path: Path) -> N
         b"",
     )
     assert raw_call(warm, [b"hello", b"there"]) == b"no protocol\n"
+    for other in ("lsp", "mcp"):  # they would serve the warm process's own stdio
+        assert raw_call(warm, fields_for(warm, other, str(bundle))) == b"no command\n"
     assert raw_call(warm, fields_for(warm, "search", key="dir:/elsewhere")) == b"no other\n"
     assert warm.alive()
     # Other code (an upgraded or edited citeline): it says so and leaves.
