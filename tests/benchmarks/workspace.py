@@ -468,6 +468,7 @@ def warm_process_bench(
     while not sock.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     calls = [cli_call(run, root, q, cache, flags, warm=True) for q in queries]
+    vmhwm = warm_process_vmhwm_mib(cache)
     with contextlib.suppress(FileNotFoundError):
         sock.unlink()
     answered = sum(c.warm for c in calls)
@@ -477,12 +478,34 @@ def warm_process_bench(
         "starting_call_ms": ms(starting.seconds),
         "answered_by_warm_process": f"{answered}/{len(calls)}",
         "peak_rss_mib": max(c.peak_rss_mib for c in calls),
+        "warm_process_vmhwm_mib": vmhwm,
         "errors": [c.error for c in calls if c.error],
         "note": "the default (CITELINE_DAEMON unset): a call that starts the warm process "
         "(starting_call_ms, answered in its own process), then every query once, each a new "
         "process that the warm process answers (first_ms: its first answer, which loads the "
-        "index from the cache); peak_rss_mib is the calling process's",
+        "index from the cache); peak_rss_mib is the calling process's, "
+        "warm_process_vmhwm_mib the warm process's own peak (it stays, idle, ten minutes)",
     }
+
+
+def warm_process_vmhwm_mib(cache: str) -> float | None:
+    """The peak resident memory of the warm process serving `cache` (found by its command
+    line and its CITELINE_CACHE_DIR), None if it cannot be found."""
+    wanted = f"CITELINE_CACHE_DIR={cache}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"citeline.lsp.daemon" not in (entry / "cmdline").read_bytes():
+                continue
+            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024.0, 1)
+        except OSError:
+            continue
+    return None
 
 
 # -- the language server ----------------------------------------------------------------------
