@@ -23,7 +23,7 @@ import pytest
 from bundles import write_bundle as write
 from needs import corpus
 
-from citeline.lsp import daemon, launch
+from citeline.lsp import launch
 
 CLIENT = [sys.executable, "-m", "citeline.lsp.launch"]
 MARK = b"citeline: answered by the warm process (CITELINE_DAEMON=0 turns it off)\n"
@@ -319,51 +319,3 @@ def test_a_sockets_folder_open_to_others_is_never_used(warm: Warm, tmp_path: Pat
         [sys.executable, "-m", "citeline.lsp.daemon"], env=warm.env, timeout=60, check=False
     )
     assert started.returncode == 1 and not list(folder.iterdir())
-
-
-def test_a_caller_of_another_user_gets_nothing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(daemon, "peer_uid", lambda conn: os.getuid() + 1)
-    ours, theirs = socket.socketpair()
-    with ours, theirs:
-        theirs.sendall(b"anything\0")
-        theirs.shutdown(socket.SHUT_WR)
-        assert daemon.handle(ours, b"fp", b"key", daemon.KeptEngines()) is True
-        ours.shutdown(socket.SHUT_WR)
-        assert theirs.recv(10) == b""
-
-
-def test_replies_that_are_cut_or_garbled_are_not_trusted() -> None:
-    assert launch.reply_of(b"run 0 3 2\nabcde") == (0, b"abc", b"de")
-    assert launch.reply_of(b"run 1 0 0\n") == (1, b"", b"")
-    assert launch.reply_of(b"run 0 3 2\nabcd") == "broken"  # it ended mid-answer
-    assert launch.reply_of(b"run 0 x 2\nabcd") == "broken"
-    assert launch.reply_of(b"") == "broken"
-    assert launch.reply_of(b"no stale\n") == "stale"
-
-
-def test_where_the_socket_lives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("CITELINE_CACHE_DIR", "rel/cache")
-    monkeypatch.chdir(tmp_path)
-    assert launch.cache_key() == f"dir:{tmp_path}/rel/cache"  # absolute: the process is in /
-    monkeypatch.delenv("CITELINE_CACHE_DIR")
-    monkeypatch.setenv("HOME", "/home/a")
-    monkeypatch.setenv("XDG_CACHE_HOME", "/x")
-    one = launch.cache_key()
-    monkeypatch.setenv("XDG_CACHE_HOME", "/y")
-    assert launch.cache_key() != one
-    assert launch.socket_name(one) == launch.socket_name(one)
-    assert launch.socket_name(one) != launch.socket_name(launch.cache_key())
-    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/7")
-    assert launch.runtime_folder() == f"/run/user/7/citeline-{os.getuid()}"
-    monkeypatch.delenv("XDG_RUNTIME_DIR")
-    monkeypatch.setenv("TMPDIR", "/t")
-    assert launch.runtime_folder() == f"/t/citeline-{os.getuid()}"
-    long = tmp_path / ("x" * 120)
-    long.mkdir()
-    path, fd = launch.address(str(long), "a.sock")
-    assert fd is not None and path == f"/proc/self/fd/{fd}/a.sock"
-    assert os.path.samefile(os.path.dirname(path), long)
-    os.close(fd)
-    assert launch.address("/short", "a.sock") == ("/short/a.sock", None)

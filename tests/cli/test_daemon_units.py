@@ -281,3 +281,369 @@ def test_no_cache_folder_no_warm_process(places: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("CITELINE_CACHE_DIR", str(places / "never-made"))
     assert daemon.serve() == 0
     assert not Path(launch.runtime_folder()).exists()
+
+
+# -- the protocol, one call at a time (daemon.handle over a socket pair) -------------------------
+
+FP = b"this code"
+KEY = b"dir:/the/cache"
+
+
+def request(
+    *argv: str,
+    fingerprint: bytes = FP,
+    key: bytes = KEY,
+    cwd: str | None = None,
+    encoding: bytes = b"utf-8",
+    env: tuple[str, ...] = (),
+) -> list[bytes]:
+    return [
+        launch.MAGIC,
+        fingerprint,
+        key,
+        os.fsencode(cwd or os.getcwd()),
+        encoding,
+        b"%d" % len(env),
+        *(e.encode() for e in env),
+        *(a.encode() for a in argv),
+    ]
+
+
+def handled(
+    fields: list[bytes], engines: daemon.KeptEngines | None = None, end: bytes = b"\0"
+) -> tuple[bool, bytes]:
+    """daemon.handle of one request: whether to go on, and the whole reply."""
+    ours, theirs = socket.socketpair()
+    with theirs:
+        with ours:
+            theirs.sendall(b"\0".join(fields) + end)
+            theirs.shutdown(socket.SHUT_WR)
+            keep = daemon.handle(ours, FP, KEY, engines or daemon.KeptEngines())
+        try:
+            return keep, b"".join(iter(lambda: theirs.recv(1 << 16), b""))
+        except ConnectionResetError:  # closed with the request unread
+            return keep, b""
+
+
+def test_requests_it_cannot_answer(tmp_path: Path) -> None:
+    bundle = str(tmp_path)
+    cases = [
+        ([b"hello", b"there"], b"\0", (True, b"no protocol\n")),
+        (request("search")[:-1], b"\0", (True, b"no protocol\n")),  # too short
+        (request("search", bundle, "-q"), b"", (True, b"no protocol\n")),  # not ended
+        ([b"other", *request("search", bundle, "-q")[1:]], b"\0", (True, b"no protocol\n")),
+        (request("search", bundle, fingerprint=b"other code"), b"\0", (False, b"no stale\n")),
+        (request("search", bundle, key=b"dir:/elsewhere"), b"\0", (True, b"no other\n")),
+        (request("lsp", bundle), b"\0", (True, b"no command\n")),
+        (request("mcp", bundle), b"\0", (True, b"no command\n")),
+        (request(env=("COLUMNS=80",)), b"\0", (True, b"no command\n")),  # no arguments
+        (request("search", cwd=str(tmp_path / "gone")), b"\0", (True, b"no cwd\n")),
+    ]
+    for fields, end, expected in cases:
+        assert handled(fields, end=end) == expected, fields
+    count = request("search", bundle, "-q", "x")
+    for bad in (b"x", b"-1", b"3", b"9"):  # not a count, or more than there can be
+        count[5] = bad
+        assert handled(count) == (True, b"no protocol\n"), bad
+
+
+def test_a_caller_of_another_user_gets_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(daemon, "peer_uid", lambda conn: os.getuid() + 1)
+    assert handled(request("search", "-q", "x")) == (True, b"")
+    monkeypatch.undo()
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        assert daemon.peer_uid(ours) == os.getuid()
+
+
+def test_a_call_is_answered_with_the_kept_engines(
+    places: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    bundle = write(places / "b", FILES)
+    argv = ["search", str(bundle), "-q", "hashtable", "--json"]
+    engines = daemon.KeptEngines()
+    try:
+        for _ in range(2):
+            keep, reply = handled(request(*argv, env=("COLUMNS=70", "CITELINE_LOG=x")), engines)
+            assert keep and launch.reply_of(reply) == in_process(argv, capfd)
+            assert len(engines._engines) == 1  # made once, then kept
+    finally:
+        engines.close()
+
+
+def test_the_call_s_environment_and_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], str, dict[str, str]]] = []
+
+    def record(argv: list[str], encoding: str, env: dict[str, str], engines: object) -> bytes:
+        calls.append((argv, encoding, env))
+        return b"run 0 0 0\n"
+
+    monkeypatch.setattr(daemon, "run_call", record)
+    env = ("CITELINE_LOG=a=b", "COLUMNS=70")
+    assert handled(request("search", "-q", "x", env=env, encoding=b"utf-\xff")) == (
+        True,
+        b"run 0 0 0\n",
+    )
+    assert calls == [
+        (["search", "-q", "x"], "utf-\ufffd", {"CITELINE_LOG": "a=b", "COLUMNS": "70"})
+    ]
+
+
+def test_run_call_reports_what_the_call_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+    def writes(argv: list[str], engines: object) -> int:
+        sys.stdout.write("out é \udcff")
+        sys.stderr.write("err é")
+        if argv:
+            raise SystemExit(argv[0] if argv[0] != "none" else None)
+        return 4
+
+    monkeypatch.setattr(cli, "answer", writes)
+    engines = daemon.KeptEngines()
+    assert launch.reply_of(daemon.run_call([], "ascii", {}, engines)) == (
+        4,
+        "out é \\udcff".encode(),
+        b"err \\xe9",
+    )
+    for code, expected in (("none", 0), ("bye", 1)):
+        got = launch.reply_of(daemon.run_call([code], "no-such-codec", {}, engines))
+        assert isinstance(got, tuple) and got[0] == expected and got[2] == "err é".encode()
+    monkeypatch.setattr(cli, "answer", lambda argv, engines: (_ for _ in ()).throw(SystemExit(3)))
+    assert launch.reply_of(daemon.run_call([], "utf-8", {}, engines)) == (3, b"", b"")
+
+
+def test_the_environment_is_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "90")
+    monkeypatch.delenv("CITELINE_LOG", raising=False)
+    with daemon.environment({"CITELINE_LOG": "debug"}):
+        assert os.environ["CITELINE_LOG"] == "debug" and "COLUMNS" not in os.environ
+    assert os.environ["COLUMNS"] == "90" and "CITELINE_LOG" not in os.environ
+
+
+class Chunks:
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = list(chunks)
+
+    def recv(self, _size: int) -> bytes:
+        return self.chunks.pop(0) if self.chunks else b""
+
+
+def test_a_request_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(daemon, "MAX_REQUEST", 10)
+    assert daemon.read_request(Chunks(b"12345", b"67890")) == b"1234567890"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="too large"):
+        daemon.read_request(Chunks(b"123456", b"78901"))  # type: ignore[arg-type]
+
+
+def test_still_ours(tmp_path: Path) -> None:
+    sock = tmp_path / "s"
+    sock.write_text("")
+    inode = sock.stat().st_ino
+    assert daemon.still_ours(str(sock), inode, "default:x")
+    assert daemon.still_ours(str(sock), inode, f"dir:{tmp_path}")
+    assert not daemon.still_ours(str(sock), inode, f"dir:{tmp_path / 'gone'}")
+    assert not daemon.still_ours(str(sock), inode + 1, "default:x")
+    sock.unlink()
+    assert not daemon.still_ours(str(sock), inode, "default:x")
+
+
+def test_what_a_warm_process_leaves_in_its_folder(served: threading.Thread, places: Path) -> None:
+    sock = socket_path()
+    lock = sock.with_suffix(".lock")
+    assert sorted(p.name for p in sock.parent.iterdir()) == sorted([sock.name, lock.name])
+    for path in (sock, lock, sock.parent):
+        assert not path.stat().st_mode & 0o077, path
+    assert not list(Path.cwd().glob("*.lock"))
+
+
+def test_a_warm_process_told_of_other_code_leaves(served: threading.Thread, places: Path) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(socket_path()))
+        sock.sendall(b"\0".join(request("search", fingerprint=b"other")) + b"\0")
+        sock.shutdown(socket.SHUT_WR)
+        assert sock.recv(100) == b"no stale\n"
+    served.join(30)
+    assert not served.is_alive() and not socket_path().exists()
+
+
+def test_a_sockets_folder_open_to_others_is_refused(places: Path) -> None:
+    Path(launch.runtime_folder()).mkdir(mode=0o755)
+    Path(launch.runtime_folder()).chmod(0o755)
+    assert daemon.serve() == 1
+    assert not list(Path(launch.runtime_folder()).iterdir())
+
+
+def test_kept_engines_are_made_as_a_call_s_own(places: Path) -> None:
+    from citeline.engine.parallel import default_workers
+
+    engines = daemon.KeptEngines()
+    args = cli.parser().parse_args(["search", "x", "-q", "y", "--max-files", "7"])
+    settings = cli.settings_from(args)
+    engine = engines.open(str(places), settings, args)
+    try:
+        assert engine.settings is settings and engine.settings.limits.max_files == 7
+        assert engine.workers.count == default_workers() and engine.reread is False
+        assert engine.reuse.store.folder == os.environ["CITELINE_CACHE_DIR"]
+        assert engine.reuse.held.max_bytes == 0
+        assert engine.reuse.store.enabled
+    finally:
+        engines.close()
+    assert engine.reuse.store._db is None
+
+
+# -- the launcher's own choices ---------------------------------------------------------------
+
+
+@pytest.fixture
+def quiet_start(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    started: list[str] = []
+    monkeypatch.setattr(launch, "start", started.append)
+    monkeypatch.setattr(os, "isatty", lambda fd: False)
+    monkeypatch.setenv("CITELINE_DAEMON", "1")
+    return started
+
+
+@pytest.mark.parametrize("why", ["absent", "stale"])
+def test_a_warm_process_is_started_when_none_answers(
+    places: Path,
+    quiet_start: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    why: str,
+) -> None:
+    monkeypatch.setattr(launch, "ask", lambda key, argv: why)
+    monkeypatch.setattr(sys, "argv", ["citeline", "search", str(places), "-q", "x"])
+    assert launch.main() == 1  # answered here: nothing matched
+    assert quiet_start == [launch.cache_key()]
+    for other in ("other", "broken", "unsafe", "cwd"):
+        monkeypatch.setattr(launch, "ask", lambda key, argv, other=other: other)
+        assert launch.main() == 1
+    assert quiet_start == [launch.cache_key()]
+    # Not for a cache folder that is not there (the call could not make it) ...
+    monkeypatch.setattr(launch, "ask", lambda key, argv: why)
+    monkeypatch.setenv("CITELINE_CACHE_DIR", str(places / "not-made"))
+    monkeypatch.setattr(cli, "main", lambda argv: 0)
+    assert launch.main() == 0 and len(quiet_start) == 1
+    # ... but for the default folder, whatever it is.
+    monkeypatch.delenv("CITELINE_CACHE_DIR")
+    assert launch.main() == 0 and quiet_start[1].startswith("default:")
+    capfd.readouterr()
+
+
+def test_ctrl_c_while_waiting(
+    quiet_start: list[str], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(key: str, argv: list[str]) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launch, "ask", interrupted)
+    monkeypatch.setattr(sys, "argv", ["citeline", "search", ".", "-q", "x", "--json"])
+    assert launch.main() == 130
+    out, err = capfd.readouterr()
+    assert '"code":"cancelled"' in out and err == ""
+    monkeypatch.setattr(sys, "argv", ["citeline", "search", ".", "-q", "x"])
+    assert launch.main() == 130
+    out, err = capfd.readouterr()
+    assert out == "" and err.startswith("citeline: cancelled:")
+    assert quiet_start == []
+
+
+def test_the_answer_is_written_as_given(
+    quiet_start: list[str], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(launch, "ask", lambda key, argv: (5, b"out\n", b"err\n"))
+    monkeypatch.setattr(sys, "argv", ["citeline", "search", ".", "-q", "x"])
+    monkeypatch.delenv("CITELINE_LOG", raising=False)
+    assert launch.main() == 5
+    assert capfd.readouterr() == ("out\n", "err\n")
+    monkeypatch.setenv("CITELINE_LOG", " Debug ")
+    assert launch.main() == 5
+    assert capfd.readouterr() == ("out\n", "err\n" + launch_mark())
+
+    def broken(fd: int, data: bytes) -> None:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(launch, "write_all", broken)
+    assert launch.main() == 0  # piped into `head`: quietly, as the CLI does
+    assert quiet_start == []
+
+
+def test_a_long_answer_arrives_whole(places: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = Path(launch.runtime_folder())
+    folder.mkdir(mode=0o700)
+    key = launch.cache_key()
+    body = bytes(range(256)) * (3 * 4096)  # 3 MiB: several reads
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(folder / launch.socket_name(key)))
+        listener.listen(1)
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(1 << 16)
+                conn.sendall(b"run 0 %d 0\n" % len(body) + body)
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        assert launch.ask(key, ["search"]) == (0, body, b"")
+        thread.join()
+
+
+def test_the_fingerprint_does_not_depend_on_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = launch.code_fingerprint()
+    monkeypatch.chdir(tmp_path)
+    assert launch.code_fingerprint() == here
+
+
+def test_the_longest_direct_socket_path(tmp_path: Path) -> None:
+    name = "s.sock"
+    room = launch.LONGEST_PATH - len(os.fsencode(str(tmp_path))) - len(name) - 2
+    folder = tmp_path / ("d" * room)
+    folder.mkdir()
+    assert len(os.fsencode(str(folder / name))) == launch.LONGEST_PATH
+    assert launch.address(str(folder), name) == (str(folder / name), None)
+    longer = tmp_path / ("d" * (room + 1))
+    longer.mkdir()
+    path, fd = launch.address(str(longer), name)
+    assert fd is not None and path == f"/proc/self/fd/{fd}/{name}"
+    os.close(fd)
+
+
+def test_replies_that_are_cut_or_garbled_are_not_trusted() -> None:
+    assert launch.reply_of(b"run 0 3 2\nabcde") == (0, b"abc", b"de")
+    assert launch.reply_of(b"run 1 0 0\n") == (1, b"", b"")
+    assert launch.reply_of(b"run 0 3 2\nabcd") == "broken"  # it ended mid-answer
+    assert launch.reply_of(b"run 0 x 2\nabcd") == "broken"
+    assert launch.reply_of(b"") == "broken"
+    assert launch.reply_of(b"no stale\n") == "stale"
+    assert launch.reply_of(b"no \xff\n") == "\ufffd"
+    assert launch.reply_of(b"run 0\n") == "broken"  # two words, not a refusal
+    assert launch.reply_of(b"run x 0 0\n") == "broken"
+    assert launch.reply_of(b"ran 0 0 0\n") == "broken"
+
+
+def test_where_the_socket_lives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CITELINE_CACHE_DIR", "rel/cache")
+    monkeypatch.chdir(tmp_path)
+    assert launch.cache_key() == f"dir:{tmp_path}/rel/cache"  # absolute: the process is in /
+    monkeypatch.delenv("CITELINE_CACHE_DIR")
+    monkeypatch.setenv("HOME", "/home/a")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/x")
+    one = launch.cache_key()
+    monkeypatch.setenv("XDG_CACHE_HOME", "/y")
+    assert launch.cache_key() != one
+    assert launch.socket_name(one) == launch.socket_name(one)
+    assert launch.socket_name(one) != launch.socket_name(launch.cache_key())
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/7")
+    assert launch.runtime_folder() == f"/run/user/7/citeline-{os.getuid()}"
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    monkeypatch.setenv("TMPDIR", "/t")
+    assert launch.runtime_folder() == f"/t/citeline-{os.getuid()}"
+    long = tmp_path / ("x" * 120)
+    long.mkdir()
+    path, fd = launch.address(str(long), "a.sock")
+    assert fd is not None and path == f"/proc/self/fd/{fd}/a.sock"
+    assert os.path.samefile(os.path.dirname(path), long)
+    os.close(fd)
+    assert launch.address("/short", "a.sock") == ("/short/a.sock", None)
