@@ -34,7 +34,10 @@ def cache_key() -> str:
     folder = os.environ.get("CITELINE_CACHE_DIR")
     if folder:
         return "dir:" + os.path.abspath(folder)
-    return "default:" + "\0".join(os.environ.get(k, "") for k in ("HOME", "XDG_CACHE_HOME"))
+    # Length-prefixed: the key travels in a NUL-separated request, and no two pairs of
+    # values give the same key.
+    home, xdg = (os.environ.get(k, "") for k in ("HOME", "XDG_CACHE_HOME"))
+    return f"default:{len(home)}:{home}{xdg}"
 
 
 def runtime_folder() -> str:

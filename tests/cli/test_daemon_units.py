@@ -84,6 +84,32 @@ def test_round_trip_gives_the_call_s_own_answer(
     assert {launch.ask(launch.cache_key(), a)[0] for a in (["search", "--bogus"],)} == {2}
 
 
+def test_the_default_cache_folder_s_warm_process(
+    places: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without CITELINE_CACHE_DIR the key is made of HOME and XDG_CACHE_HOME, and still
+    travels in the request (a NUL in it once split it in two)."""
+    monkeypatch.delenv("CITELINE_CACHE_DIR")
+    monkeypatch.setenv("HOME", str(places / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(places / "xdg"))
+    assert "\0" not in launch.cache_key()
+    thread = threading.Thread(target=daemon.serve, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not socket_path().exists():
+        assert time.monotonic() < deadline and thread.is_alive()
+        time.sleep(0.01)
+    try:
+        bundle = write(places / "b", FILES)
+        argv = ["search", str(bundle), "-q", "hashtable", "--json"]
+        assert launch.ask(launch.cache_key(), argv) == in_process(argv, capfd)
+        assert (places / "xdg" / "citeline").is_dir()  # the engine's own default folder
+    finally:
+        socket_path().unlink()
+        thread.join(30)
+    assert not thread.is_alive()
+
+
 def test_the_caller_s_environment_is_the_call_s(
     served: threading.Thread,
     places: Path,
@@ -633,6 +659,9 @@ def test_where_the_socket_lives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     one = launch.cache_key()
     monkeypatch.setenv("XDG_CACHE_HOME", "/y")
     assert launch.cache_key() != one
+    monkeypatch.setenv("HOME", "/home/a/y")
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    assert launch.cache_key() != one.replace("/x", "/y")  # not the same pair run together
     assert launch.socket_name(one) == launch.socket_name(one)
     assert launch.socket_name(one) != launch.socket_name(launch.cache_key())
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/7")
