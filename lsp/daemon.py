@@ -191,18 +191,26 @@ def still_ours(path: str, inode: int, key: str) -> bool:
 
 def take_lock(path: str) -> int | None:
     """The socket's lock, held while this process lives (so one process per cache folder);
-    None when another process keeps it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    None when another process keeps it. The process removes the file when it leaves, so a
+    lock taken on a file that is no longer the one at `path` is taken again on the new one
+    (otherwise two processes could each hold "the" lock)."""
     deadline = time.monotonic() + LOCK_WAIT
     while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
         except BlockingIOError:
+            os.close(fd)
             if time.monotonic() > deadline:
-                os.close(fd)
                 return None
             time.sleep(0.1)
+            continue
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # removed by the process that left: take the new file's
 
 
 def idle_seconds() -> float:
@@ -230,7 +238,8 @@ def serve() -> int:
         if not make_private(folder):
             return 1  # someone else's folder, or open to others: never used
         name = socket_name(key)
-        lock = take_lock(os.path.join(folder, name[: -len(".sock")] + ".lock"))
+        lock_path = os.path.join(folder, name[: -len(".sock")] + ".lock")
+        lock = take_lock(lock_path)
     except OSError:
         return 1
     if lock is None:
@@ -275,6 +284,8 @@ def serve() -> int:
         if fd is not None:
             os.close(fd)
         engines.close()
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path)  # still held: whoever opened it takes it again
         os.close(lock)
 
 

@@ -66,9 +66,10 @@ class Warm:
         assert len(names) <= 1, names
         return names[0] if names else self.runtime / "none.sock"
 
-    def lock(self) -> Path:
-        (name,) = self.runtime.glob("citeline-*/*.lock")  # made before the socket, kept
-        return name
+    def lock(self) -> Path | None:
+        names = list(self.runtime.glob("citeline-*/*.lock"))  # made before the socket
+        assert len(names) <= 1, names
+        return names[0] if names else None
 
     def start(self, *args: str) -> Answer:
         """A first call (answered in its own process), then wait until the warm process it
@@ -82,8 +83,15 @@ class Warm:
         return first
 
     def alive(self) -> bool:
-        """Whether a process holds the socket's lock (a warm process lives)."""
-        fd = os.open(self.lock(), os.O_RDWR)
+        """Whether a process holds the socket's lock (a warm process lives; one that leaves
+        removes its lock)."""
+        lock = self.lock()
+        if lock is None:
+            return False
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except FileNotFoundError:
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -242,7 +250,7 @@ def test_it_leaves_when_idle(warm: Warm, tmp_path: Path) -> None:
     warm.env["CITELINE_DAEMON_IDLE"] = "0.5"
     warm.start("search", str(bundle), "-q", "hashtable")
     warm.wait_gone(within=15)
-    assert not warm.socket().exists()
+    assert not warm.socket().exists() and warm.lock() is None  # it leaves nothing behind
 
 
 def test_it_leaves_when_its_cache_folder_goes(warm: Warm, tmp_path: Path) -> None:

@@ -460,6 +460,24 @@ def test_a_request_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         daemon.read_request(Chunks(b"123456", b"78901"))  # type: ignore[arg-type]
 
 
+def test_a_lock_file_replaced_while_waiting_is_taken_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "x.lock")
+    held = daemon.take_lock(path)
+    assert held is not None and not os.stat(path).st_mode & 0o077
+    monkeypatch.setattr(daemon, "LOCK_WAIT", 0.3)
+    assert daemon.take_lock(path) is None  # held by another
+    # The holder leaves (removes the file, then lets go): the next process must lock the
+    # file now at the path, not the removed one.
+    os.unlink(path)
+    taken = daemon.take_lock(path)
+    assert taken is not None
+    assert os.fstat(taken).st_ino == os.stat(path).st_ino != os.fstat(held).st_ino
+    os.close(held)
+    os.close(taken)
+
+
 def test_still_ours(tmp_path: Path) -> None:
     sock = tmp_path / "s"
     sock.write_text("")
@@ -472,12 +490,26 @@ def test_still_ours(tmp_path: Path) -> None:
     assert not daemon.still_ours(str(sock), inode, "default:x")
 
 
-def test_what_a_warm_process_leaves_in_its_folder(served: threading.Thread, places: Path) -> None:
-    sock = socket_path()
-    lock = sock.with_suffix(".lock")
-    assert sorted(p.name for p in sock.parent.iterdir()) == sorted([sock.name, lock.name])
-    for path in (sock, lock, sock.parent):
-        assert not path.stat().st_mode & 0o077, path
+def test_what_a_warm_process_keeps_in_its_folder(places: Path) -> None:
+    """Its socket and its lock, user-only, while it lives; nothing once it has left."""
+    seen: list[list[str]] = []
+    modes: list[int] = []
+
+    def look() -> None:
+        while not socket_path().exists():
+            time.sleep(0.01)
+        folder = socket_path().parent
+        seen.append(sorted(p.name for p in folder.iterdir()))
+        modes.extend(p.stat().st_mode & 0o077 for p in (*folder.iterdir(), folder))
+        socket_path().unlink()
+
+    looking = threading.Thread(target=look)
+    looking.start()
+    assert daemon.serve() == 0
+    looking.join()
+    name = socket_path().name
+    assert seen == [sorted([name, name.replace(".sock", ".lock")])] and not any(modes)
+    assert not list(socket_path().parent.iterdir())
     assert not list(Path.cwd().glob("*.lock"))
 
 
