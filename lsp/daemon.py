@@ -24,7 +24,7 @@ import struct
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .launch import (
@@ -102,18 +102,18 @@ def read_request(conn: socket.socket) -> bytes:
 
 
 @contextlib.contextmanager
-def environment(given: dict[str, str]) -> Iterator[None]:
-    """The caller's values of launch.ENVIRONMENT for the length of its call."""
-    before = {name: os.environ.get(name) for name in ENVIRONMENT}
-    for name in ENVIRONMENT:
-        if name in given:
-            os.environ[name] = given[name]
-        else:
-            os.environ.pop(name, None)
+def environment(changes: Mapping[str, str | None]) -> Iterator[None]:
+    """These variables set (None: unset) for the length of a call, then put back."""
+    saved = {name: os.environ.get(name) for name in changes}
     try:
+        for name, value in changes.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         yield
     finally:
-        for name, value in before.items():
+        for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
@@ -133,7 +133,12 @@ def run_call(
         err_encoding = "utf-8"
     stdout = io.TextIOWrapper(out, "utf-8", "backslashreplace", write_through=True)
     stderr = io.TextIOWrapper(err, err_encoding, "backslashreplace", write_through=True)
-    with environment(env), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+    caller = {name: env.get(name) for name in ENVIRONMENT}  # the caller's, set or not
+    with (
+        environment(caller),
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+    ):
         try:
             code = answer(argv, engines)
         except SystemExit as leave:  # --help and --version leave through argparse

@@ -16,7 +16,7 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,28 +56,11 @@ def run_cli(
     )
 
 
-@contextlib.contextmanager
-def _environment(changes: Mapping[str, str | None]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in changes}
-    try:
-        for name, value in changes.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _call(
     argv: list[str], cwd: Path | None, changes: Mapping[str, str | None]
 ) -> subprocess.CompletedProcess[str]:
     from citeline.lsp import cli
+    from citeline.lsp.daemon import environment
 
     # Pipes, as a subprocess's are: not terminals, bytes decoded as the test decodes them.
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
@@ -85,7 +68,7 @@ def _call(
     streams = sys.stdout, sys.stderr
     here = os.getcwd()
     try:
-        with _environment(changes):
+        with environment(changes):
             if cwd is not None:
                 os.chdir(cwd)
             sys.stdout, sys.stderr = out, err

@@ -440,7 +440,7 @@ def test_run_call_reports_what_the_call_wrote(monkeypatch: pytest.MonkeyPatch) -
 def test_the_environment_is_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "90")
     monkeypatch.delenv("CITELINE_LOG", raising=False)
-    with daemon.environment({"CITELINE_LOG": "debug"}):
+    with daemon.environment({"CITELINE_LOG": "debug", "COLUMNS": None}):
         assert os.environ["CITELINE_LOG"] == "debug" and "COLUMNS" not in os.environ
     assert os.environ["COLUMNS"] == "90" and "CITELINE_LOG" not in os.environ
 
@@ -708,3 +708,20 @@ def test_where_the_socket_lives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert os.path.samefile(os.path.dirname(path), long)
     os.close(fd)
     assert launch.address("/short", "a.sock") == ("/short/a.sock", None)
+
+
+def test_a_call_sees_the_caller_s_environment_not_the_process_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    def look(argv: list[str], engines: object) -> int:
+        seen.append((os.environ.get("COLUMNS"), os.environ.get("CITELINE_LOG")))
+        return 0
+
+    monkeypatch.setattr(cli, "answer", look)
+    monkeypatch.setenv("COLUMNS", "50")
+    monkeypatch.setenv("CITELINE_LOG", "info")
+    daemon.run_call([], "utf-8", {"CITELINE_LOG": "debug"}, daemon.KeptEngines())
+    assert seen == [(None, "debug")]
+    assert (os.environ["COLUMNS"], os.environ["CITELINE_LOG"]) == ("50", "info")
