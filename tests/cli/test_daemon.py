@@ -164,6 +164,22 @@ def test_answers_as_a_new_process_would(warm: Warm, tmp_path: Path) -> None:
     assert codes == {0, 1, 2, 4}  # found, nothing found, bad request, no bundle
 
 
+def test_calls_at_once_each_get_their_own_answer(warm: Warm, tmp_path: Path) -> None:
+    """Agents run several calls together: the warm process answers them one at a time,
+    each with its own answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bundle = write(tmp_path / "b", FILES)
+    queries = ["ordered", "hashtable", "keys values", "insertion order", "nothing here"]
+    warm.start("search", str(bundle), "-q", "hashtable", "--json")
+    with ThreadPoolExecutor(len(queries)) as pool:
+        got = list(pool.map(lambda q: warm.call("search", str(bundle), "-q", q, "--json"), queries))
+    for query, answer in zip(queries, got, strict=True):
+        assert answer.warm
+        same(answer, warm.here("search", str(bundle), "-q", query, "--json"))
+    assert len({a.out for a in got}) == len(queries)
+
+
 def test_every_edit_is_seen(warm: Warm, tmp_path: Path) -> None:
     """Edits between calls, same-size rewrites within one timestamp tick among them: each
     answer is the one a new process gives right after it."""
