@@ -725,3 +725,188 @@ def test_a_call_sees_the_caller_s_environment_not_the_process_s(
     daemon.run_call([], "utf-8", {"CITELINE_LOG": "debug"}, daemon.KeptEngines())
     assert seen == [(None, "debug")]
     assert (os.environ["COLUMNS"], os.environ["CITELINE_LOG"]) == ("50", "info")
+
+
+# -- what mutation testing showed untested ------------------------------------------------------
+
+
+def test_how_a_warm_process_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    started: list[tuple[list[str], dict[str, object]]] = []
+
+    def popen(argv: list[str], **kwargs: object) -> None:
+        started.append((argv, kwargs))
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setenv("CITELINE_CACHE_DIR", "relative")
+    launch.start("dir:/abs/cache")
+    launch.start("default:3:/hx")
+    (argv, first), (_, second) = started
+    assert argv == [sys.executable, "-m", "citeline.lsp.daemon"]
+    devnull = subprocess.DEVNULL
+    assert {k: first[k] for k in ("stdin", "stdout", "stderr", "cwd", "start_new_session")} == {
+        "stdin": devnull,
+        "stdout": devnull,
+        "stderr": devnull,
+        "cwd": "/",
+        "start_new_session": True,
+    }
+    env = first["env"]
+    assert isinstance(env, dict) and env["CITELINE_CACHE_DIR"] == "/abs/cache"
+    assert env["PATH"] == os.environ["PATH"]
+    assert second["env"] == dict(os.environ)  # the default folder: the caller's variables
+
+    def refused(argv: list[str], **kwargs: object) -> None:
+        raise PermissionError("no")
+
+    monkeypatch.setattr(subprocess, "Popen", refused)
+    launch.start("dir:/abs/cache")  # the next call is answered in its own process
+
+
+def test_keys_and_folders_without_their_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("CITELINE_CACHE_DIR", "HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TMPDIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert launch.cache_key() == "default:0:"
+    assert launch.runtime_folder() == f"/tmp/citeline-{os.getuid()}"
+    monkeypatch.setenv("HOME", "/h1")
+    one = launch.cache_key()
+    monkeypatch.setenv("HOME", "/h2")
+    assert launch.cache_key() != one
+
+
+def test_the_request_names_stderr_s_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(io.BytesIO(), encoding="latin-1"))
+    assert launch.request_bytes("k", ["search"]).split(b"\0")[4] == b"latin-1"
+    monkeypatch.setattr(sys, "stderr", None)
+    assert launch.request_bytes("k", ["search"]).split(b"\0")[4] == b"utf-8"
+
+
+def test_the_long_path_descriptor(tmp_path: Path) -> None:
+    import fcntl
+
+    folder = tmp_path / ("d" * 120)
+    folder.mkdir()
+    _, fd = launch.address(str(folder), "s.sock")
+    assert fd is not None
+    try:
+        assert fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC  # not left to children
+    finally:
+        os.close(fd)
+    (tmp_path / ("f" * 120)).write_text("not a folder")
+    with pytest.raises(NotADirectoryError):
+        launch.address(str(tmp_path / ("f" * 120)), "s.sock")
+
+
+def test_a_warm_process_that_hangs_up_is_broken(places: Path) -> None:
+    folder = Path(launch.runtime_folder())
+    folder.mkdir(mode=0o700)
+    key = launch.cache_key()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(folder / launch.socket_name(key)))
+        listener.listen(1)
+
+        def hang_up() -> None:
+            conn, _ = listener.accept()
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+            conn.close()  # a reset, as a process that died mid-call
+
+        thread = threading.Thread(target=hang_up)
+        thread.start()
+        assert launch.ask(key, ["search", "-q", "x" * 100_000]) == "broken"
+        thread.join()
+
+
+def test_a_lock_let_go_while_waiting_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    path = str(tmp_path / "x.lock")
+    held = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    threading.Timer(0.2, lambda: os.close(held)).start()
+    started = time.monotonic()
+    taken = daemon.take_lock(path)
+    assert taken is not None and time.monotonic() - started < 1.0
+    os.close(taken)
+
+
+def test_a_lock_file_removed_between_lock_and_check_is_taken_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "x.lock")
+    real_stat = os.stat
+    calls: list[str] = []
+
+    def gone_once(p: str, *args: object, **kwargs: object) -> os.stat_result:
+        if p == path and not calls:
+            calls.append(p)
+            raise FileNotFoundError(p)
+        return real_stat(p, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", gone_once)
+    taken = daemon.take_lock(path)
+    monkeypatch.undo()
+    assert taken is not None and calls == [path]
+    assert os.fstat(taken).st_ino == os.stat(path).st_ino
+    os.close(taken)
+
+
+def test_a_lock_path_that_is_a_link_is_refused(places: Path, tmp_path: Path) -> None:
+    folder = Path(launch.runtime_folder())
+    folder.mkdir(mode=0o700)
+    lock = folder / launch.socket_name(launch.cache_key()).replace(".sock", ".lock")
+    lock.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError):
+        daemon.take_lock(str(lock))
+    assert daemon.serve() == 1
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_the_served_calls_use_the_kept_engines(
+    places: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    made: list[daemon.KeptEngines] = []
+
+    class Recorded(daemon.KeptEngines):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(daemon, "KeptEngines", Recorded)
+    bundle = write(places / "b", FILES)
+    opened: list[int] = []
+
+    def serve_and_count() -> None:
+        daemon.serve()
+
+    thread = threading.Thread(target=serve_and_count, daemon=True)
+    thread.start()
+    while not socket_path().exists():
+        time.sleep(0.01)
+    argv = ["search", str(bundle), "-q", "hashtable", "--json"]
+    assert launch.ask(launch.cache_key(), argv) == in_process(argv, capfd)
+    (engines,) = made
+    opened.append(len(engines._engines))
+    socket_path().unlink()
+    thread.join(30)
+    assert opened == [1] and not engines._engines  # kept while it lived, closed as it left
+
+
+def test_a_lock_file_removed_by_someone_else_does_not_stop_the_leaving(places: Path) -> None:
+    result: list[int] = []
+
+    def remove_both() -> None:
+        while not socket_path().exists():
+            time.sleep(0.01)
+        socket_path().with_suffix(".lock").unlink()
+        socket_path().unlink()
+
+    remover = threading.Thread(target=remove_both)
+    remover.start()
+    result.append(daemon.serve())
+    remover.join()
+    assert result == [0]
