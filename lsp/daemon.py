@@ -7,9 +7,10 @@ the engines of the last bundles it searched: each call still captures its own sn
 (SPEC §2: it stats every file and reads what it cannot prove unchanged), so an answer is
 the one a new process would give, byte for byte (tests/cli/test_daemon.py).
 
-It listens on a socket in the cache folder (user-only, 0700), answers only its own user,
-one call at a time, and leaves after ten idle minutes, when its socket or its folder is
-removed, or when a call comes from other code (an upgraded or edited citeline).
+It listens on a socket in a folder only its user may enter (launch.runtime_folder), answers
+only that user, one call at a time, and leaves after ten idle minutes, when its socket or
+its cache folder is removed, or when a call comes from other code (an upgraded or edited
+citeline), taking its socket and lock with it.
 """
 
 from __future__ import annotations
