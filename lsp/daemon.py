@@ -107,18 +107,18 @@ def environment(changes: Mapping[str, str | None]) -> Iterator[None]:
     """These variables set (None: unset) for the length of a call, then put back."""
     saved = {name: os.environ.get(name) for name in changes}
     try:
-        for name, value in changes.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _put(changes)
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _put(saved)
+
+
+def _put(values: Mapping[str, str | None]) -> None:
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def run_call(
