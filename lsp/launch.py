@@ -42,8 +42,10 @@ def cache_key() -> str:
 
 def runtime_folder() -> str:
     """The user's folder for warm processes' sockets: XDG_RUNTIME_DIR (made for them), else
-    TMPDIR or /tmp, in a `citeline-UID` folder (as tmux does)."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    TMPDIR, else /tmp (the first that is a folder: a session's stale XDG_RUNTIME_DIR must
+    not leave every call without one), in a `citeline-UID` folder (as tmux does)."""
+    bases = (os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR"))
+    base = next((b for b in bases if b and os.path.isdir(b)), "/tmp")
     return os.path.join(base, f"citeline-{os.getuid()}")
 
 

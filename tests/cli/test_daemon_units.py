@@ -696,11 +696,18 @@ def test_where_the_socket_lives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert launch.cache_key() != one.replace("/x", "/y")  # not the same pair run together
     assert launch.socket_name(one) == launch.socket_name(one)
     assert launch.socket_name(one) != launch.socket_name(launch.cache_key())
-    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/7")
-    assert launch.runtime_folder() == f"/run/user/7/citeline-{os.getuid()}"
+    run, tmp = tmp_path / "run", tmp_path / "tmp"
+    run.mkdir()
+    tmp.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    assert launch.runtime_folder() == f"{run}/citeline-{os.getuid()}"
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "stale"))  # not a folder
+    assert launch.runtime_folder() == f"{tmp}/citeline-{os.getuid()}"
     monkeypatch.delenv("XDG_RUNTIME_DIR")
-    monkeypatch.setenv("TMPDIR", "/t")
-    assert launch.runtime_folder() == f"/t/citeline-{os.getuid()}"
+    assert launch.runtime_folder() == f"{tmp}/citeline-{os.getuid()}"
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "stale"))
+    assert launch.runtime_folder() == f"/tmp/citeline-{os.getuid()}"
     long = tmp_path / ("x" * 120)
     long.mkdir()
     path, fd = launch.address(str(long), "a.sock")
