@@ -181,7 +181,8 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
         "--no-cache",
         action="store_true",
         help="neither use nor fill the persistent cache (CITELINE_CACHE_DIR, else the user "
-        "cache folder); results are the same, only slower",
+        "cache folder), nor the warm process (CITELINE_DAEMON=0 turns off only that); "
+        "results are the same, only slower",
     )
     p.add_argument(
         "--reread",

@@ -85,7 +85,8 @@ CAPTURE = {
     "index.md, log.md)",
     "--no-reserved": "search index.md and log.md too",
     "--no-cache": "neither use nor fill the persistent cache (CITELINE_CACHE_DIR, else the "
-    "user cache folder); results are the same, only slower",
+    "user cache folder), nor the warm process (CITELINE_DAEMON=0 turns off only that); "
+    "results are the same, only slower",
     "--reread": "read every file again, even those whose size, times and inode show them "
     "unchanged since an earlier call",
     "--raise-limits": "raise every limit at once to the editor limits (those marked below); "
