@@ -35,6 +35,7 @@ from .launch import (
     address,
     cache_key,
     code_fingerprint,
+    folder_missing,
     private,
     runtime_folder,
     socket_name,
@@ -192,7 +193,7 @@ def still_ours(path: str, inode: int, key: str) -> bool:
             return False
     except OSError:
         return False
-    return not key.startswith("dir:") or os.path.isdir(key[4:])
+    return not folder_missing(key)
 
 
 def take_lock(path: str) -> int | None:
@@ -237,7 +238,7 @@ def serve() -> int:
     socket's folder come from the environment, as the calls' own do."""
     fingerprint = code_fingerprint()  # before the code it names is imported
     key = cache_key()
-    if key.startswith("dir:") and not os.path.isdir(key[4:]):
+    if folder_missing(key):
         return 0
     folder = runtime_folder()
     try:

@@ -19,6 +19,7 @@ import sys
 COMMANDS = ("search", "concepts", "lines")
 OFF = ("0", "off", "no", "false")
 MAGIC = b"citeline-daemon-1"
+GIVEN = "dir:"  # a cache key's prefix when CITELINE_CACHE_DIR names the folder
 READY = b"run"  # first word of a reply that carries an answer
 # What a call's output depends on beyond its arguments, working folder and stderr's encoding:
 # the width argparse wraps help and usage to, and whether a bug's traceback is shown.
@@ -33,11 +34,23 @@ def cache_key() -> str:
     CITELINE_CACHE_DIR made absolute, else the variables platformdirs reads for it."""
     folder = os.environ.get("CITELINE_CACHE_DIR")
     if folder:
-        return "dir:" + os.path.abspath(folder)
+        return GIVEN + os.path.abspath(folder)
     # Length-prefixed: the key travels in a NUL-separated request, and no two pairs of
     # values give the same key.
     home, xdg = (os.environ.get(k, "") for k in ("HOME", "XDG_CACHE_HOME"))
     return f"default:{len(home)}:{home}{xdg}"
+
+
+def given_folder(key: str) -> str | None:
+    """The cache folder a key names (CITELINE_CACHE_DIR, absolute); None for the default."""
+    return key[len(GIVEN) :] if key.startswith(GIVEN) else None
+
+
+def folder_missing(key: str) -> bool:
+    """Whether the key names a cache folder that is not there (a call could not make it, or
+    it was removed: a warm process for it would leave at once)."""
+    folder = given_folder(key)
+    return folder is not None and not os.path.isdir(folder)
 
 
 def runtime_folder() -> str:
@@ -193,8 +206,9 @@ def start(key: str) -> None:
     import subprocess
 
     env = dict(os.environ)
-    if key.startswith("dir:"):
-        env["CITELINE_CACHE_DIR"] = key[4:]  # absolute: the process works from /
+    folder = given_folder(key)
+    if folder is not None:
+        env["CITELINE_CACHE_DIR"] = folder  # absolute: the process works from /
     # Failing, the next call is answered in its own process, as this one was.
     with contextlib.suppress(OSError):
         subprocess.Popen(
@@ -227,8 +241,7 @@ def main() -> int:
         return interrupted(wants_json(argv))
     if isinstance(got, str):
         code = here(argv)
-        # A cache folder that the call could not make would make the process leave at once.
-        if got in ("absent", "stale") and (not key.startswith("dir:") or os.path.isdir(key[4:])):
+        if got in ("absent", "stale") and not folder_missing(key):
             start(key)
         return code
     code, out, err = got
