@@ -103,6 +103,11 @@ def read_request(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def exit_code(leave: SystemExit) -> int:
+    """The status a process leaving with `leave` has: its code, 0 for None, else 1."""
+    return leave.code if isinstance(leave.code, int) else (0 if leave.code is None else 1)
+
+
 @contextlib.contextmanager
 def environment(changes: Mapping[str, str | None]) -> Iterator[None]:
     """These variables set (None: unset) for the length of a call, then put back."""
@@ -144,7 +149,7 @@ def run_call(
         try:
             code = answer(argv, engines)
         except SystemExit as leave:  # --help and --version leave through argparse
-            code = leave.code if isinstance(leave.code, int) else (0 if leave.code is None else 1)
+            code = exit_code(leave)
     stdout.flush()
     stderr.flush()
     return b"run %d %d %d\n" % (code, out.tell(), err.tell()) + out.getvalue() + err.getvalue()

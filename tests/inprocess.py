@@ -60,7 +60,7 @@ def _call(
     argv: list[str], cwd: Path | None, changes: Mapping[str, str | None]
 ) -> subprocess.CompletedProcess[str]:
     from citeline.lsp import cli
-    from citeline.lsp.daemon import environment
+    from citeline.lsp.daemon import environment, exit_code
 
     # Pipes, as a subprocess's are: not terminals, bytes decoded as the test decodes them.
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
@@ -75,7 +75,7 @@ def _call(
             try:
                 code = cli.main(argv)
             except SystemExit as exit_:  # --help, --version: argparse exits
-                code = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+                code = exit_code(exit_)
     finally:
         sys.stdout, sys.stderr = streams
         os.chdir(here)

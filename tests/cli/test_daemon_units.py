@@ -4,6 +4,7 @@ processes; these reach every branch quickly, and mutation testing sees them)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -41,9 +42,9 @@ def socket_path() -> Path:
     return Path(launch.runtime_folder()) / launch.socket_name(launch.cache_key())
 
 
-@pytest.fixture
-def served(places: Path) -> Iterator[threading.Thread]:
-    """daemon.serve in a thread, until its socket is removed."""
+@contextlib.contextmanager
+def serving() -> Iterator[threading.Thread]:
+    """daemon.serve in a thread, from the moment it listens until its socket is removed."""
     done: list[int] = []
     thread = threading.Thread(target=lambda: done.append(daemon.serve()), daemon=True)
     thread.start()
@@ -51,18 +52,26 @@ def served(places: Path) -> Iterator[threading.Thread]:
     while not socket_path().exists():
         assert time.monotonic() < deadline and thread.is_alive()
         time.sleep(0.01)
-    yield thread
-    if socket_path().exists():
-        socket_path().unlink()
-    thread.join(30)
+    try:
+        yield thread
+    finally:
+        if socket_path().exists():
+            socket_path().unlink()
+        thread.join(30)
     assert not thread.is_alive() and done == [0]
+
+
+@pytest.fixture
+def served(places: Path) -> Iterator[threading.Thread]:
+    with serving() as thread:
+        yield thread
 
 
 def in_process(argv: list[str], capfd: pytest.CaptureFixture[str]) -> tuple[int, bytes, bytes]:
     try:
         code = cli.answer(argv)
     except SystemExit as leave:  # --help, as a process leaves
-        code = int(leave.code or 0)
+        code = daemon.exit_code(leave)
     out, err = capfd.readouterr()
     return code, out.encode(), err.encode()
 
@@ -93,21 +102,11 @@ def test_the_default_cache_folder_s_warm_process(
     monkeypatch.setenv("HOME", str(places / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(places / "xdg"))
     assert "\0" not in launch.cache_key()
-    thread = threading.Thread(target=daemon.serve, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not socket_path().exists():
-        assert time.monotonic() < deadline and thread.is_alive()
-        time.sleep(0.01)
-    try:
+    with serving():
         bundle = write(places / "b", FILES)
         argv = ["search", str(bundle), "-q", "hashtable", "--json"]
         assert launch.ask(launch.cache_key(), argv) == in_process(argv, capfd)
         assert (places / "xdg" / "citeline").is_dir()  # the engine's own default folder
-    finally:
-        socket_path().unlink()
-        thread.join(30)
-    assert not thread.is_alive()
 
 
 def test_the_caller_s_environment_is_the_call_s(
@@ -886,20 +885,11 @@ def test_the_served_calls_use_the_kept_engines(
     monkeypatch.setattr(daemon, "KeptEngines", Recorded)
     bundle = write(places / "b", FILES)
     opened: list[int] = []
-
-    def serve_and_count() -> None:
-        daemon.serve()
-
-    thread = threading.Thread(target=serve_and_count, daemon=True)
-    thread.start()
-    while not socket_path().exists():
-        time.sleep(0.01)
-    argv = ["search", str(bundle), "-q", "hashtable", "--json"]
-    assert launch.ask(launch.cache_key(), argv) == in_process(argv, capfd)
-    (engines,) = made
-    opened.append(len(engines._engines))
-    socket_path().unlink()
-    thread.join(30)
+    with serving():
+        argv = ["search", str(bundle), "-q", "hashtable", "--json"]
+        assert launch.ask(launch.cache_key(), argv) == in_process(argv, capfd)
+        (engines,) = made
+        opened.append(len(engines._engines))
     assert opened == [1] and not engines._engines  # kept while it lived, closed as it left
 
 
