@@ -266,16 +266,10 @@ WARM_MARK = b"answered by the warm process"
 def warm_socket(cache: str) -> Path:
     """Where the warm process of `cache` listens (lsp/launch.py)."""
     from citeline.lsp import launch
+    from citeline.lsp.daemon import environment
 
-    saved = os.environ.get("CITELINE_CACHE_DIR")
-    os.environ["CITELINE_CACHE_DIR"] = cache
-    try:
+    with environment({"CITELINE_CACHE_DIR": cache}):
         return Path(launch.runtime_folder()) / launch.socket_name(launch.cache_key())
-    finally:
-        if saved is None:
-            del os.environ["CITELINE_CACHE_DIR"]
-        else:
-            os.environ["CITELINE_CACHE_DIR"] = saved
 
 
 class Caches:
