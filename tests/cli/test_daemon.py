@@ -207,22 +207,19 @@ def test_every_edit_is_seen(warm: Warm, tmp_path: Path) -> None:
 def raw_call(warm: Warm, fields: list[bytes]) -> bytes:
     """Speak to the warm process directly: the request's fields, its whole reply."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        path = str(warm.socket())
-        if len(os.fsencode(path)) > launch.LONGEST_PATH:
-            os.chdir(warm.socket().parent)  # pytest restores nothing: go back below
-            try:
-                sock.connect(warm.socket().name)
-            finally:
-                os.chdir(Path(__file__).parent)
-        else:
+        path, fd = launch.address(str(warm.socket().parent), warm.socket().name)
+        try:
             sock.connect(path)
+        finally:
+            if fd is not None:
+                os.close(fd)
         sock.sendall(b"\0".join(fields) + b"\0")
         sock.shutdown(socket.SHUT_WR)
         return b"".join(iter(lambda: sock.recv(1 << 16), b""))
 
 
 def fields_for(warm: Warm, *args: str, fingerprint: bytes | None = None, key: str = "") -> list:
-    cache = "dir:" + warm.env["CITELINE_CACHE_DIR"]
+    cache = launch.GIVEN + warm.env["CITELINE_CACHE_DIR"]
     return [
         launch.MAGIC,
         launch.code_fingerprint() if fingerprint is None else fingerprint,
