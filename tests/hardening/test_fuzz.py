@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 from bundles import section_text
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
@@ -260,6 +260,8 @@ def front_matter(lines: list[str]) -> tuple[dict[str, Any], int] | None:
         value = yaml.safe_load(source) if source.strip() else {}
     except Exception:  # any failure to load is a parse error (SPEC §3)
         return None
+    if value is None:  # only comments, or `null`: an empty mapping (docs/decisions.md)
+        value = {}
     return (value, close + 1) if isinstance(value, dict) else None
 
 
@@ -641,6 +643,7 @@ FILES = settings(FAST, max_examples=100)
 @at_least("search files", 120)
 @FILES
 @given(bundles, st.sampled_from(["alpha", "gamma beta", "网关", "title", "h"]), st.booleans())
+@example({"a.md": b"---\n# alpha\n---"}, "alpha", True)  # front matter of a comment only
 def test_search_arbitrary_files(files: dict[str, bytes], query: str, skip: bool) -> None:
     bundle = make_bundle(files)
     opts = Settings(skip_invalid=skip)
