@@ -19,6 +19,9 @@ module's k1 and b):
   not reward sections that merely say "do" and "I"). When every term is a stop word,
   they all count.
 
+English stop words count fully in the BM25 sum: weighing them less there (`stop_weight`)
+was measured and not adopted (docs/relevance.md, "Third round").
+
 The score is then multiplied by a heading bonus, 1 + heading × (the share of the query's
 weight found in the section's heading, outline and document title): a section whose
 heading names what was asked is likely about it. The bonus needs the heading's words,
@@ -72,6 +75,7 @@ class AnyScoring:
     idf_weighted: bool = True  # False: each term counts 1 (Lucene's matched ÷ terms)
     stop_words: bool = True  # English stop words stay out of the coordination factor
     heading: float = 0.1  # the heading bonus reaches 1 + heading; 0 switches it off
+    stop_weight: float = 1.0  # of an English stop word in the BM25 sum (measured: keep 1)
 
 
 MATCH_ANY = AnyScoring()
@@ -132,6 +136,11 @@ def plan(terms: Sequence[str], idfs: Sequence[float], scoring: AnyScoring = MATC
     counted = [t not in stops for t in terms]
     if not any(counted):
         counted = [True] * len(terms)
+    elif scoring.stop_weight != 1:
+        multipliers = tuple(
+            m if keep else m * scoring.stop_weight
+            for m, keep in zip(multipliers, counted, strict=True)
+        )
     weights = tuple(
         (idf if scoring.idf_weighted else 1.0) * m if keep else 0.0
         for idf, m, keep in zip(idfs, multipliers, counted, strict=True)

@@ -72,6 +72,26 @@ def test_a_query_of_stop_words_only_counts_them() -> None:
     assert coordination(0b100, p) == 0.5
 
 
+def test_stop_weight_scales_stop_words_in_the_bm25_sum_only() -> None:
+    """A measured proposal (docs/relevance.md, "Third round"): stop words counting less in
+    the BM25 sum. Off by default; when on, it leaves the factor's weights alone."""
+    terms = QueryTerms(["how", "负载", "载均", "zebra"], [1, 2, 2, 1])
+    idfs = [1.0, 3.0, 3.0, 4.0]
+    assert plan(terms, idfs).multipliers == (1.0, 0.5, 0.5, 1.0)
+    half = plan(terms, idfs, replace(MATCH_ANY, stop_weight=0.5))
+    assert half.multipliers == (0.5, 0.5, 0.5, 1.0)
+    assert half.weights == plan(terms, idfs).weights == (0.0, 1.5, 1.5, 4.0)
+    assert plan(terms, idfs, replace(MATCH_ANY, stop_weight=0.0)).multipliers[0] == 0.0
+    # a query of stop words only keeps them whole: there is nothing else to rank by
+    assert plan(("how", "do"), [1.0, 2.0], replace(MATCH_ANY, stop_weight=0.0)).multipliers == (
+        1.0,
+        1.0,
+    )
+    # with stop words counted as ordinary words, there are none to scale
+    counted = replace(MATCH_ANY, stop_words=False, stop_weight=0.0)
+    assert plan(terms, idfs, counted).multipliers == (1.0, 0.5, 0.5, 1.0)
+
+
 def test_stop_terms_cover_stems() -> None:
     assert {"how", "do", "i", "the"} <= STOP_WORDS
     assert "doe" in stop_terms()  # the English stem of "does"

@@ -23,6 +23,17 @@ Systems:
   the parts of an identifier) that stand next to each other in the section's text;
   measured here (exactly: rescoring only the sections that can reach the top 10), not
   an engine feature, since it did not earn its cost;
+- `proposal:stop words weigh w`: recall with English stop words counting w (instead of 1)
+  in the BM25 sum; `proposal:heading bonus 0.3`: a stronger heading bonus;
+- `proposal:recall + page score λ`: each section's score plus λ × its page's summed
+  section scores (a page prior); `proposal:recall + exact forms γ`: a bonus of up to
+  ×(1+γ) for the query's words found as typed when the stemmer changes them. Measured in
+  a third round, not adopted (docs/relevance.md says why);
+- `proposal:recall + unstemmed λ`: recall's score plus λ × the score of recall without
+  stemming (two indexes: the stems and the words as typed, summed);
+- `proposal:recall + feedback α`: pseudo-relevance feedback (RM3-like): the ten words
+  that weigh most in recall's top five sections, ranked as a second query whose scores
+  are added with weight α; also measured and not adopted;
 - `fts5-unicode61` / `fts5-trigram`: an in-memory SQLite FTS5 table over the very sections
   the engine sees (text = the section's lines), queried with citeline's contract tokens,
   each quoted, joined with OR, ranked by bm25(). The targets compare `recall` with the
@@ -59,7 +70,7 @@ from citeline.engine.index import Index
 from citeline.engine.layout import decode
 from citeline.engine.limits import Limits, Settings
 from citeline.engine.options import AnalysisOptions
-from citeline.engine.rank import rank
+from citeline.engine.rank import idf, rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import (
     LUCENE_CLASSIC,
@@ -72,7 +83,7 @@ from citeline.engine.terms import CJK_RE, CONTRACT, Tokenizer, query_terms, word
 
 HERE = Path(__file__).resolve().parent
 K = 10  # results asked for; MRR is MRR@10
-SETS = ("en", "zh", "tldr")
+SETS = ("en", "zh", "tldr", "ref", "cmd")  # ref and cmd: written after tuning, all held out
 SPLITS = ("dev", "heldout", "all")
 METRICS = ("hit@1", "hit@5", "mrr@10", "no_result")
 FTS_TOKENIZERS = ("unicode61", "trigram")
@@ -85,7 +96,9 @@ class System:
     name: str
     options: dict[str, str]
     scoring: AnyScoring = MATCH_ANY
-    adjacency: float = 0.0  # a proposal measured here, not an engine feature (see below)
+    # A proposal measured here, not an engine feature (see below): its name and strength.
+    proposal: str = ""
+    strength: float = 0.0
 
     @property
     def relevance(self) -> Relevance:
@@ -117,7 +130,14 @@ SYSTEMS: tuple[System, ...] = (
     System("recall scoring:heading bonus off", RECALL, replace(MATCH_ANY, heading=0.0)),
     System("recall scoring:k1=1.2 b=0.75", RECALL, replace(MATCH_ANY, k1=1.2, b=0.75)),
     System("recall scoring:Lucene classic", RECALL, LUCENE_CLASSIC),
-    System("proposal:recall + adjacency 0.25", RECALL, MATCH_ANY, 0.25),
+    System("proposal:recall + adjacency 0.25", RECALL, MATCH_ANY, "adjacency", 0.25),
+    System("proposal:stop words weigh 0.5", RECALL, replace(MATCH_ANY, stop_weight=0.5)),
+    System("proposal:stop words weigh 0", RECALL, replace(MATCH_ANY, stop_weight=0.0)),
+    System("proposal:heading bonus 0.3", RECALL, replace(MATCH_ANY, heading=0.3)),
+    System("proposal:recall + page score 0.1", RECALL, MATCH_ANY, "page", 0.1),
+    System("proposal:recall + exact forms 0.2", RECALL, MATCH_ANY, "forms", 0.2),
+    System("proposal:recall + feedback 0.2", RECALL, MATCH_ANY, "feedback", 0.2),
+    System("proposal:recall + unstemmed 1", RECALL, MATCH_ANY, "unstemmed", 1.0),
 )
 
 
@@ -169,7 +189,13 @@ class Texts:
         return text
 
 
-def engine_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
+# The index of another analysis of the same snapshot (for a proposal that needs two).
+Indexes = Callable[[AnalysisOptions], Index]
+
+
+def engine_search(
+    index: Index, system: System, texts: Texts, indexes: Indexes
+) -> Callable[[str], list[Hit]]:
     """What Engine.search ranks for this system, without capturing the bundle again."""
     rel = system.relevance
 
@@ -254,7 +280,9 @@ def adjacent_share(
     return found / len(pairs)
 
 
-def adjacency_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
+def adjacency_search(
+    index: Index, system: System, texts: Texts, indexes: Indexes
+) -> Callable[[str], list[Hit]]:
     rel = system.relevance
 
     def search(text: str) -> list[Hit]:
@@ -267,13 +295,167 @@ def adjacency_search(index: Index, system: System, texts: Texts) -> Callable[[st
             score, g = e
             sec = index.section(g)
             share = adjacent_share(texts(sec.path)[sec.start : sec.end], pairs, rel.tokenizer)
-            return (score * (1 + system.adjacency * share), g)
+            return (score * (1 + system.strength * share), g)
 
-        kept = rescore_bounded(found, K, 1 + system.adjacency, bonus) if pairs else found
-        kept.sort(key=lambda e: (-e[0], *index.concept_and_line(e[1])))
-        return [where(index, g) for _, g in kept[:K]]
+        kept = rescore_bounded(found, K, 1 + system.strength, bonus) if pairs else found
+        return best(index, kept)
 
     return search
+
+
+def best(index: Index, found: list[tuple[float, int]]) -> list[Hit]:
+    """The first K of (score, section) in the engine's order (ties: concept_id, line)."""
+    found.sort(key=lambda e: (-e[0], *index.concept_and_line(e[1])))
+    return [where(index, g) for _, g in found[:K]]
+
+
+# -- a proposal: the page's evidence ---------------------------------------------------------
+
+
+def page_search(
+    index: Index, system: System, texts: Texts, indexes: Indexes
+) -> Callable[[str], list[Hit]]:
+    """recall, each section's score plus λ × the summed scores of its page's sections
+    (scaled so that the best page's sum equals the best section's score): a page that
+    answers the question as a whole lifts its sections."""
+    rel = system.relevance
+
+    def search(text: str) -> list[Hit]:
+        terms = query_terms(text, rel.tokenizer)
+        found = [(s.score, s.section) for s in rank(index, terms, match_any=True).best]
+        if not found:
+            return []
+        pages: dict[str, float] = {}
+        for score, g in found:
+            path = index.section(g).path
+            pages[path] = pages.get(path, 0.0) + score
+        scale = found[0][0] / max(pages.values())
+        return best(
+            index,
+            [(s + system.strength * scale * pages[index.section(g).path], g) for s, g in found],
+        )
+
+    return search
+
+
+# -- a proposal: exact forms under stemming ---------------------------------------------------
+
+
+def forms_search(
+    index: Index, system: System, texts: Texts, indexes: Indexes
+) -> Callable[[str], list[Hit]]:
+    """recall with a bonus of up to ×(1+γ) for the share (by idf) of the query's typed
+    words that the stemmer changes (`stopped` → `stop`) and that the section holds as
+    typed, as Lucene's KeywordRepeatFilter rewards an exact form; rescored exactly."""
+    rel = system.relevance
+    stops = stop_terms()
+
+    def search(text: str) -> list[Hit]:
+        terms = query_terms(text, rel.tokenizer)
+        found = [(s.score, s.section) for s in rank(index, terms, match_any=True).best]
+        forms = []
+        for word in dict.fromkeys(CONTRACT.tokens(text)):
+            stems = rel.tokenizer.tokens(word)
+            if stems and stems != [word] and word not in stops:
+                forms.append((word, max(idf(index, t) for t in stems)))
+        total = sum(w for _, w in forms)
+        if not total:
+            return best(index, found)
+
+        def bonus(e: tuple[float, int]) -> tuple[float, int]:
+            score, g = e
+            sec = index.section(g)
+            words = set(CONTRACT.tokens(f"{texts(sec.path)[sec.start : sec.end]}\n{sec.title}"))
+            held = sum(w for word, w in forms if word in words)
+            return (score * (1 + system.strength * held / total), g)
+
+        return best(index, rescore_bounded(found, K, 1 + system.strength, bonus))
+
+    return search
+
+
+# -- a proposal: pseudo-relevance feedback ----------------------------------------------------
+
+FEEDBACK_SECTIONS = 5  # the top sections read for new words
+FEEDBACK_TERMS = 10  # the words added
+
+
+def feedback_search(
+    index: Index, system: System, texts: Texts, indexes: Indexes
+) -> Callable[[str], list[Hit]]:
+    """recall, then the words that weigh most in its top sections (RM3-like: a word's
+    share of each section's tokens × that section's share of their scores × idf; stop
+    words and the query's own terms left out) ranked as a second query whose scores,
+    scaled to the first query's best, are added with weight α. The usual lexical answer to
+    a vocabulary gap: the answer's words may be found in what the query finds first."""
+    rel = system.relevance
+    stops = stop_terms()
+    plain = replace(MATCH_ANY, exponent=0.0, heading=0.0)
+
+    def search(text: str) -> list[Hit]:
+        terms = query_terms(text, rel.tokenizer)
+        found = [(s.score, s.section) for s in rank(index, terms, match_any=True).best]
+        top = found[:FEEDBACK_SECTIONS]
+        mass = sum(s for s, _ in top)
+        weights: dict[str, float] = {}
+        for score, g in top:
+            sec = index.section(g)
+            tokens = rel.tokenizer.tokens(f"{texts(sec.path)[sec.start : sec.end]}\n{sec.title}")
+            kept = [t for t in tokens if t not in stops and t not in terms and len(t) > 1]
+            for t in set(kept):
+                share = kept.count(t) / len(kept) * score / mass
+                weights[t] = weights.get(t, 0.0) + share * idf(index, t)
+        added = sorted(weights, key=lambda t: (-weights[t], t))[:FEEDBACK_TERMS]
+        if not added:
+            return best(index, found)
+        more = rank(index, added, match_any=True, scoring=plain).best
+        scale = system.strength * found[0][0] / more[0].score
+        scores = {g: s for s, g in found}
+        for hit in more:
+            scores[hit.section] = scores.get(hit.section, 0.0) + scale * hit.score
+        return best(index, [(s, g) for g, s in scores.items()])
+
+    return search
+
+
+# -- a proposal: stems and words as typed, both -------------------------------------------------
+
+
+def unstemmed_search(
+    index: Index, system: System, texts: Texts, indexes: Indexes
+) -> Callable[[str], list[Hit]]:
+    """recall's score plus λ × the score recall gives without stemming (the same analysis
+    otherwise): every section is ranked by its stems *and* by the words as typed, as
+    Elasticsearch's `most_fields` over a text field and its stemmed sub-field does. A word
+    found as typed counts twice, a variant once."""
+    rel = system.relevance
+    plain = Relevance.from_mapping({**system.options, "stemming": "none"})
+    other = indexes(plain.analysis)
+    tokenizer = plain.tokenizer
+
+    def search(text: str) -> list[Hit]:
+        found = rank(index, query_terms(text, rel.tokenizer), match_any=True).best
+        typed = rank(other, query_terms(text, tokenizer), match_any=True).best
+        scores = {where(index, h.section): (h.score, h.section) for h in found}
+        for h in typed:
+            # both indexes hold the same sections; a section's place is its identity
+            at = where(other, h.section)
+            score, g = scores.get(at, (0.0, -1))
+            scores[at] = (score + system.strength * h.score, g)
+        missing = [at for at, (_, g) in scores.items() if g < 0]
+        assert not missing, missing  # every typed word's section holds its stem too
+        return best(index, [(s, g) for s, g in scores.values()])
+
+    return search
+
+
+PROPOSALS = {
+    "adjacency": adjacency_search,
+    "page": page_search,
+    "forms": forms_search,
+    "feedback": feedback_search,
+    "unstemmed": unstemmed_search,
+}
 
 
 # -- the FTS5 baseline ---------------------------------------------------------------------
@@ -367,7 +549,7 @@ def crosscheck(
 ) -> int:
     """The direct ranker agrees with Engine.search (recall) on the first queries."""
     system = next(s for s in SYSTEMS if s.name == "recall")
-    search = engine_search(index, system, texts)
+    search = engine_search(index, system, texts, lambda _: index)
     checked = 0
     for q in queries[:2]:
         result = engine.search(bundle, {"query": q.text, "limit": K, **system.options})
@@ -395,9 +577,15 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
         index = None
         sections = skipped = checked = 0
         deep: dict[str, int | None] = {}
+
+        def indexes(
+            analysis: AnalysisOptions, snapshot: Any = snapshot, bundle: Path = bundle
+        ) -> Index:
+            return engine.index(snapshot, analysis, bundle=bundle)
+
         for analysis, group in by_analysis.items():
             start = time.perf_counter()
-            index = engine.index(snapshot, analysis, bundle=bundle)
+            index = indexes(analysis)
             seconds[f"index for {group[0].name} (+{len(group) - 1} systems)"] = (
                 time.perf_counter() - start
             )
@@ -405,12 +593,13 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
             skipped = len(index.problems)
             for system in group:
                 times: list[float] = []
-                make = adjacency_search if system.adjacency else engine_search
-                systems[system.name] = run_system(queries, make(index, system, texts), times)
+                make = PROPOSALS[system.proposal] if system.proposal else engine_search
+                search = make(index, system, texts, indexes)
+                systems[system.name] = run_system(queries, search, times)
                 if system.name == "recall":
                     deep = full_ranks(index, system, queries, systems["recall"])
                     # again, now that the corpus remembers each term's documents
-                    again = engine_search(index, system, texts)
+                    again = engine_search(index, system, texts, indexes)
                     warm: list[float] = []
                     for q in queries:
                         start = time.perf_counter()
@@ -439,7 +628,8 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
             table[system_name] = {}
             for split in SPLITS:
                 chosen = [q for q in queries if split in ("all", q.split)]
-                table[system_name][split] = score([results[q.id][:2] for q in chosen])
+                if chosen:
+                    table[system_name][split] = score([results[q.id][:2] for q in chosen])
         report["sets"][name] = {
             "bundle": bundle_name,
             "sections": sections,
@@ -456,8 +646,9 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
     return report, raw
 
 
-TARGET_HIT5 = {"en": 0.9, "zh": 0.8, "tldr": 0.85}
-TARGET_HIT1 = {"en": 0.7}
+# ref (English) is held to the English targets, cmd (tldr's languages) to tldr's.
+TARGET_HIT5 = {"en": 0.9, "zh": 0.8, "tldr": 0.85, "ref": 0.9, "cmd": 0.85}
+TARGET_HIT1 = {"en": 0.7, "ref": 0.7}
 MAX_NO_RESULT = 0.02
 
 
@@ -468,6 +659,8 @@ def targets(
     each measure."""
     out: dict[str, Any] = {}
     for split in ("dev", "heldout"):
+        if split not in table["recall"]:
+            continue  # a set written after tuning has no dev queries
         r = table["recall"][split]
         best = {m: max(table[f][split][m] for f in fts) for m in ("hit@1", "hit@5", "mrr@10")}
         checks = {f"hit@5>={TARGET_HIT5[name]}": r["hit@5"] >= TARGET_HIT5[name]}
@@ -524,13 +717,14 @@ def print_table(report: dict[str, Any]) -> None:
             f"{data['recall_rank_ms'].get('warm_max')} ms max)",
             file=err,
         )
-        head = f"{'system':<{width}}" + "".join(f" | {split:^27}" for split in SPLITS)
-        sub = f"{'':<{width}}" + " | H@1   H@5   MRR   none " * len(SPLITS)
+        shown = [split for split in SPLITS if split in data["systems"]["recall"]]
+        head = f"{'system':<{width}}" + "".join(f" | {split:^27}" for split in shown)
+        sub = f"{'':<{width}}" + " | H@1   H@5   MRR   none " * len(shown)
         print(head, file=err)
         print(sub.rstrip(), file=err)
         for system, splits in data["systems"].items():
             cells = "".join(
-                " | " + " ".join(f"{splits[s][m]:.2f}".ljust(5) for m in METRICS) for s in SPLITS
+                " | " + " ".join(f"{splits[s][m]:.2f}".ljust(5) for m in METRICS) for s in shown
             )
             print(f"{system:<{width}}{cells}".rstrip(), file=err)
         for split, verdict in data["targets"].items():
@@ -544,15 +738,17 @@ def markdown(report: dict[str, Any], systems: Sequence[str] | None = None) -> st
     out = []
     for name, data in report["sets"].items():
         out.append(f"\n#### {name} ({data['sections']:,} sections)\n")
+        shown = [s for s in ("dev", "heldout") if s in data["systems"]["recall"]]
+        names = {"dev": "dev", "heldout": "held-out"}
+        metrics = ("H@1", "H@5", "MRR", "none")
         out.append(
-            "| system | dev H@1 | dev H@5 | dev MRR | dev none | held-out H@1 | held-out H@5 "
-            "| held-out MRR | held-out none |"
+            "| system | " + " | ".join(f"{names[s]} {m}" for s in shown for m in metrics) + " |"
         )
-        out.append("|---" * 9 + "|")
+        out.append("|---" * (1 + 4 * len(shown)) + "|")
         for system, splits in data["systems"].items():
             if systems is not None and system not in systems:
                 continue
-            cells = [f"{splits[s][m]:.2f}" for s in ("dev", "heldout") for m in METRICS]
+            cells = [f"{splits[s][m]:.2f}" for s in shown for m in METRICS]
             label = f"**{system}**" if system == "recall" else system
             out.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(out)
