@@ -6,15 +6,23 @@ parser (markdown-it-py, PyYAML).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .terms import Tokenizer
 
 
 @dataclass(frozen=True, slots=True)
 class AnalysisOptions:
+    """What an index is built with. `stemming` is not among it: an index keeps the words
+    as typed and a stemmed query reads them through engine/stems.py, so a tokenizer given
+    with stemming is kept without it (one index serves both values)."""
+
     tokenizer: Tokenizer = Tokenizer()
     outline: bool = False
+
+    def __post_init__(self) -> None:
+        if self.tokenizer.stemming != "none":
+            object.__setattr__(self, "tokenizer", replace(self.tokenizer, stemming="none"))
 
 
 __all__ = ["AnalysisOptions"]

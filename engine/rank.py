@@ -9,7 +9,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .index import K1, Index
-from .scoring import MATCH_ANY, AnyScoring, factor, heading_bonus, plan, rescore_bounded
+from .scoring import (
+    MATCH_ANY,
+    AnyScoring,
+    QueryPlan,
+    factor,
+    heading_bonus,
+    plan,
+    rescore_bounded,
+)
+from .stems import Stemmed, stemmed
 from .terms import Tokenizer
 
 _K1P = K1 + 1
@@ -28,7 +37,7 @@ class Ranking:
     best: list[Scored]  # the first `limit` of them (all, without a limit), best first
 
 
-def idf(index: Index, term: str) -> float:
+def idf(index: Index | Stemmed, term: str) -> float:
     df = index.df(term)
     return math.log(1 + (index.n - df + 0.5) / (df + 0.5))
 
@@ -88,69 +97,48 @@ def rank(
 
     With `prefix_last`, the last term matches any indexed term it is a prefix of, each
     expansion scored as its own term (as-you-type symbol search). With `match_any`, the
-    score is engine/scoring.py's (SPEC §13); otherwise it is SPEC §5's BM25.
+    score is engine/scoring.py's (SPEC §13); otherwise it is SPEC §5's BM25. Terms that are
+    English stems (terms.QueryTerms under `stemming=english`) are read through
+    engine/stems.py; under `match_any` the words as typed then add their own score.
     """
+    typed = getattr(terms, "typed", None)
+    source: Index | Stemmed = stemmed(index) if typed is not None else index
     # groups[i]: the indexed terms that stand for query term i (one, or its expansions)
     groups = [[t] for t in terms]
     if prefix_last and terms:
-        groups[-1] = index.expand(terms[-1])
+        groups[-1] = source.expand(terms[-1])
     need = len(groups)
-    if match_any:
-        present = [g for g in range(need) if any(index.where(t) for t in groups[g])]
-    else:
-        present = list(range(need))
-        if not all(any(index.where(t) for t in group) for group in groups):
-            return Ranking(0, [])  # some term is nowhere: nothing can hold all of them
-    if match_any:
-        query = plan(terms, [max((idf(index, t) for t in g), default=0.0) for g in groups], scoring)
-        k1p = query.k1 + 1
-        pre = _denominators(index, query.k1, query.b)
-        multipliers = query.multipliers
-    else:
-        k1p = _K1P
-        pre = index.denominators()
+    if not match_any and not all(any(source.where(t) for t in group) for group in groups):
+        return Ranking(0, [])  # some term is nowhere: nothing can hold all of them
     scores = [0.0] * index.n
     masks = [0] * index.n
-    touched: list[int] = []
-    for gi in present:
-        bit = 1 << gi
-        for term in groups[gi]:
-            weight = idf(index, term)
-            if match_any:
-                weight *= multipliers[gi]  # a CJK chain's bigrams share one word's weight
-            for block, base, lo, hi in index.where(term):
-                for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
-                    g = base + s
-                    # The formula exactly as SPEC §5 writes it (the length part evaluated
-                    # once per index, in the same order): scores are part of the output,
-                    # and a different rounding could reorder equal scores.
-                    scores[g] += weight * tf * k1p / (tf + pre[g])
-                    mask = masks[g]
-                    if not mask:
-                        touched.append(g)
-                    masks[g] = mask | bit
+    touched, query = _add(source, terms, groups, match_any, scoring, scores, masks)
+    parts = [_Part(groups, masks, query, getattr(terms, "tokenizer", None), scores, 1.0)]
+    if match_any and typed is not None and scoring.typed and not prefix_last:
+        # The words as typed, scored alike and added: a section holding a word as it was
+        # asked gains over one holding only its variants (every such section holds the
+        # stem too, so it is among those touched).
+        typed_groups = [[t] for t in typed]
+        plain, typed_masks = [0.0] * index.n, [0] * index.n
+        kept, typed_query = _add(index, typed, typed_groups, True, scoring, plain, typed_masks)
+        parts.append(
+            _Part(typed_groups, typed_masks, typed_query, typed.tokenizer, plain, scoring.typed)
+        )
+        scores = scores.copy()  # the stems' own scores stay in parts[0] for the bonus
+        for g in kept:
+            scores[g] += scoring.typed * plain[g]
     if match_any:
-        factors: dict[int, float] = {}  # the coordination factor by mask: few masks
-        for g in touched:
-            mask = masks[g]
-            f = factors.get(mask)
-            if f is None:
-                f = factors[mask] = factor(mask, query)
-            scores[g] *= f  # scoring.final_score(score, mask, query)
         found = touched
     else:
         full = (1 << need) - 1
         found = [g for g in touched if masks[g] == full]
     total = len(found)
     chosen = found
-    tokenizer = getattr(terms, "tokenizer", None)  # terms.QueryTerms know theirs
-    if match_any and query.heading and tokenizer is not None:
+    if query is not None and query.heading and all(p.tokenizer for p in parts):
 
         def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
-            score, g = e
-            words = _named(index, tokenizer, g)
-            held = sum(1 << i for i, group in enumerate(groups) if not words.isdisjoint(group))
-            return (score * heading_bonus(held & masks[g], query), g)
+            _, g = e
+            return (sum(p.weight * p.scores[g] * p.bonus(index, g) for p in parts), g)
 
         kept = rescore_bounded(
             [(scores[g], g) for g in found], limit, 1 + query.heading, with_bonus
@@ -172,6 +160,78 @@ def rank(
         for g in chosen
     ]
     return Ranking(total, best)
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One part of a match=any score (the stems, or the words as typed) as the heading
+    bonus needs it: the bonus multiplies each part by the share of its own terms found in
+    the section's heading, outline and title."""
+
+    groups: list[list[str]]
+    masks: list[int]
+    query: QueryPlan | None
+    tokenizer: Tokenizer | None
+    scores: list[float]
+    weight: float
+
+    def bonus(self, index: Index, g: int) -> float:
+        assert self.query is not None and self.tokenizer is not None
+        words = _named(index, self.tokenizer, g)
+        held = sum(1 << i for i, group in enumerate(self.groups) if not words.isdisjoint(group))
+        return heading_bonus(held & self.masks[g], self.query)
+
+
+def _add(
+    source: Index | Stemmed,
+    terms: Sequence[str],
+    groups: list[list[str]],
+    match_any: bool,
+    scoring: AnyScoring,
+    scores: list[float],
+    masks: list[int],
+) -> tuple[list[int], QueryPlan | None]:
+    """Adds each section's score for `terms` to `scores` (and the terms it holds to
+    `masks`); under `match_any`, scaled by its coordination factor. Returns the sections
+    touched, in the order first met, and the query's plan (under `match_any`)."""
+    index = source.index if isinstance(source, Stemmed) else source
+    query = None
+    if match_any:
+        idfs = [max((idf(source, t) for t in g), default=0.0) for g in groups]
+        query = plan(terms, idfs, scoring)
+        k1p = query.k1 + 1
+        pre = _denominators(index, query.k1, query.b)
+        multipliers = query.multipliers
+    else:
+        k1p = _K1P
+        pre = index.denominators()
+    touched: list[int] = []
+    for gi, group in enumerate(groups):
+        bit = 1 << gi
+        for term in group:
+            weight = idf(source, term)
+            if match_any:
+                weight *= multipliers[gi]  # a CJK chain's bigrams share one word's weight
+            for block, base, lo, hi in source.where(term):
+                for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+                    g = base + s
+                    # The formula exactly as SPEC §5 writes it (the length part evaluated
+                    # once per index, in the same order): scores are part of the output,
+                    # and a different rounding could reorder equal scores.
+                    scores[g] += weight * tf * k1p / (tf + pre[g])
+                    mask = masks[g]
+                    if not mask:
+                        touched.append(g)
+                    masks[g] = mask | bit
+    if match_any:
+        factors: dict[int, float] = {}  # the coordination factor by mask: few masks
+        for g in touched:
+            mask = masks[g]
+            f = factors.get(mask)
+            if f is None:
+                f = factors[mask] = factor(mask, query)
+            scores[g] *= f  # scoring.final_score(score, mask, query)
+    return touched, query
 
 
 def _cut(found: list[int], scores: list[float], limit: int) -> list[int]:

@@ -76,12 +76,22 @@ class AnyScoring:
     stop_words: bool = True  # English stop words stay out of the coordination factor
     heading: float = 0.1  # the heading bonus reaches 1 + heading; 0 switches it off
     stop_weight: float = 1.0  # of an English stop word in the BM25 sum (measured: keep 1)
+    # Under stemming: the weight of the words as typed, whose score (the same formula over
+    # the query's unstemmed terms) is added to the stems'; 0 switches it off.
+    typed: float = 1.0
 
 
 MATCH_ANY = AnyScoring()
 # Lucene's classic coordination (matched ÷ distinct terms) over §5's BM25, for comparison.
 LUCENE_CLASSIC = AnyScoring(
-    k1=1.2, b=0.75, chains=False, exponent=1.0, idf_weighted=False, stop_words=False, heading=0
+    k1=1.2,
+    b=0.75,
+    chains=False,
+    exponent=1.0,
+    idf_weighted=False,
+    stop_words=False,
+    heading=0,
+    typed=0,
 )
 
 

@@ -13,7 +13,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from itertools import pairwise
 
@@ -347,16 +347,21 @@ class QueryTerms(tuple[str, ...]):
 
     chains: tuple[int, ...]
     tokenizer: Tokenizer | None  # the tokenisation that made them, to read headings alike
+    # Under stemming=english: the same query's terms without stemming (the words as typed,
+    # which match=any also ranks by); None otherwise.
+    typed: QueryTerms | None
 
     def __new__(
         cls,
         terms: Iterable[str],
         chains: Iterable[int] | None = None,
         tokenizer: Tokenizer | None = None,
+        typed: QueryTerms | None = None,
     ) -> QueryTerms:
         self = super().__new__(cls, terms)
         self.chains = tuple(chains) if chains is not None else (1,) * len(self)
         self.tokenizer = tokenizer
+        self.typed = typed
         return self
 
 
@@ -394,10 +399,13 @@ def query_terms(query: str, tokenizer: Tokenizer = CONTRACT) -> QueryTerms:
     check_term_limits(words)
     if tokenizer.is_plain:
         return QueryTerms(words, None, tokenizer)
+    typed = None
+    if tokenizer.stemming != "none":
+        typed = query_terms(query, replace(tokenizer, stemming="none"))
     terms = tuple(dict.fromkeys(tokenizer.tokens(query)))
     if tokenizer.cjk != "bigrams":
-        return QueryTerms(terms, None, tokenizer)
-    return QueryTerms(terms, _chains(query, terms, tokenizer), tokenizer)
+        return QueryTerms(terms, None, tokenizer, typed)
+    return QueryTerms(terms, _chains(query, terms, tokenizer), tokenizer, typed)
 
 
 def check_term_limits(words: list[str]) -> None:

@@ -29,8 +29,6 @@ Systems:
   section scores (a page prior); `proposal:recall + exact forms γ`: a bonus of up to
   ×(1+γ) for the query's words found as typed when the stemmer changes them. Measured in
   a third round, not adopted (docs/relevance.md says why);
-- `proposal:recall + unstemmed λ`: recall's score plus λ × the score of recall without
-  stemming (two indexes: the stems and the words as typed, summed);
 - `proposal:recall + feedback α`: pseudo-relevance feedback (RM3-like): the ten words
   that weigh most in recall's top five sections, ranked as a second query whose scores
   are added with weight α; also measured and not adopted;
@@ -79,6 +77,7 @@ from citeline.engine.scoring import (
     rescore_bounded,
     stop_terms,
 )
+from citeline.engine.stems import stemmed
 from citeline.engine.terms import CJK_RE, CONTRACT, Tokenizer, query_terms, word_re
 
 HERE = Path(__file__).resolve().parent
@@ -128,6 +127,7 @@ SYSTEMS: tuple[System, ...] = (
     System("recall scoring:terms count 1", RECALL, replace(MATCH_ANY, idf_weighted=False)),
     System("recall scoring:stop words count", RECALL, replace(MATCH_ANY, stop_words=False)),
     System("recall scoring:heading bonus off", RECALL, replace(MATCH_ANY, heading=0.0)),
+    System("recall scoring:typed words off", RECALL, replace(MATCH_ANY, typed=0.0)),
     System("recall scoring:k1=1.2 b=0.75", RECALL, replace(MATCH_ANY, k1=1.2, b=0.75)),
     System("recall scoring:Lucene classic", RECALL, LUCENE_CLASSIC),
     System("proposal:recall + adjacency 0.25", RECALL, MATCH_ANY, "adjacency", 0.25),
@@ -137,7 +137,6 @@ SYSTEMS: tuple[System, ...] = (
     System("proposal:recall + page score 0.1", RECALL, MATCH_ANY, "page", 0.1),
     System("proposal:recall + exact forms 0.2", RECALL, MATCH_ANY, "forms", 0.2),
     System("proposal:recall + feedback 0.2", RECALL, MATCH_ANY, "feedback", 0.2),
-    System("proposal:recall + unstemmed 1", RECALL, MATCH_ANY, "unstemmed", 1.0),
 )
 
 
@@ -189,13 +188,7 @@ class Texts:
         return text
 
 
-# The index of another analysis of the same snapshot (for a proposal that needs two).
-Indexes = Callable[[AnalysisOptions], Index]
-
-
-def engine_search(
-    index: Index, system: System, texts: Texts, indexes: Indexes
-) -> Callable[[str], list[Hit]]:
+def engine_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
     """What Engine.search ranks for this system, without capturing the bundle again."""
     rel = system.relevance
 
@@ -280,9 +273,7 @@ def adjacent_share(
     return found / len(pairs)
 
 
-def adjacency_search(
-    index: Index, system: System, texts: Texts, indexes: Indexes
-) -> Callable[[str], list[Hit]]:
+def adjacency_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
     rel = system.relevance
 
     def search(text: str) -> list[Hit]:
@@ -312,9 +303,7 @@ def best(index: Index, found: list[tuple[float, int]]) -> list[Hit]:
 # -- a proposal: the page's evidence ---------------------------------------------------------
 
 
-def page_search(
-    index: Index, system: System, texts: Texts, indexes: Indexes
-) -> Callable[[str], list[Hit]]:
+def page_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
     """recall, each section's score plus λ × the summed scores of its page's sections
     (scaled so that the best page's sum equals the best section's score): a page that
     answers the question as a whole lifts its sections."""
@@ -341,9 +330,7 @@ def page_search(
 # -- a proposal: exact forms under stemming ---------------------------------------------------
 
 
-def forms_search(
-    index: Index, system: System, texts: Texts, indexes: Indexes
-) -> Callable[[str], list[Hit]]:
+def forms_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
     """recall with a bonus of up to ×(1+γ) for the share (by idf) of the query's typed
     words that the stemmer changes (`stopped` → `stop`) and that the section holds as
     typed, as Lucene's KeywordRepeatFilter rewards an exact form; rescored exactly."""
@@ -357,7 +344,7 @@ def forms_search(
         for word in dict.fromkeys(CONTRACT.tokens(text)):
             stems = rel.tokenizer.tokens(word)
             if stems and stems != [word] and word not in stops:
-                forms.append((word, max(idf(index, t) for t in stems)))
+                forms.append((word, max(idf(stemmed(index), t) for t in stems)))
         total = sum(w for _, w in forms)
         if not total:
             return best(index, found)
@@ -380,28 +367,29 @@ FEEDBACK_SECTIONS = 5  # the top sections read for new words
 FEEDBACK_TERMS = 10  # the words added
 
 
-def feedback_search(
-    index: Index, system: System, texts: Texts, indexes: Indexes
-) -> Callable[[str], list[Hit]]:
+def feedback_search(index: Index, system: System, texts: Texts) -> Callable[[str], list[Hit]]:
     """recall, then the words that weigh most in its top sections (RM3-like: a word's
     share of each section's tokens × that section's share of their scores × idf; stop
     words and the query's own terms left out) ranked as a second query whose scores,
     scaled to the first query's best, are added with weight α. The usual lexical answer to
     a vocabulary gap: the answer's words may be found in what the query finds first."""
     rel = system.relevance
+    words = replace(rel.tokenizer, stemming="none")
     stops = stop_terms()
     plain = replace(MATCH_ANY, exponent=0.0, heading=0.0)
 
     def search(text: str) -> list[Hit]:
         terms = query_terms(text, rel.tokenizer)
         found = [(s.score, s.section) for s in rank(index, terms, match_any=True).best]
+        asked = {*terms, *(terms.typed or ())}
         top = found[:FEEDBACK_SECTIONS]
         mass = sum(s for s, _ in top)
         weights: dict[str, float] = {}
         for score, g in top:
             sec = index.section(g)
-            tokens = rel.tokenizer.tokens(f"{texts(sec.path)[sec.start : sec.end]}\n{sec.title}")
-            kept = [t for t in tokens if t not in stops and t not in terms and len(t) > 1]
+            # the words as indexed (an index keeps them as typed: engine/stems.py)
+            tokens = words.tokens(f"{texts(sec.path)[sec.start : sec.end]}\n{sec.title}")
+            kept = [t for t in tokens if t not in stops and t not in asked and len(t) > 1]
             for t in set(kept):
                 share = kept.count(t) / len(kept) * score / mass
                 weights[t] = weights.get(t, 0.0) + share * idf(index, t)
@@ -409,6 +397,8 @@ def feedback_search(
         if not added:
             return best(index, found)
         more = rank(index, added, match_any=True, scoring=plain).best
+        if not more:
+            return best(index, found)
         scale = system.strength * found[0][0] / more[0].score
         scores = {g: s for s, g in found}
         for hit in more:
@@ -418,43 +408,11 @@ def feedback_search(
     return search
 
 
-# -- a proposal: stems and words as typed, both -------------------------------------------------
-
-
-def unstemmed_search(
-    index: Index, system: System, texts: Texts, indexes: Indexes
-) -> Callable[[str], list[Hit]]:
-    """recall's score plus λ × the score recall gives without stemming (the same analysis
-    otherwise): every section is ranked by its stems *and* by the words as typed, as
-    Elasticsearch's `most_fields` over a text field and its stemmed sub-field does. A word
-    found as typed counts twice, a variant once."""
-    rel = system.relevance
-    plain = Relevance.from_mapping({**system.options, "stemming": "none"})
-    other = indexes(plain.analysis)
-    tokenizer = plain.tokenizer
-
-    def search(text: str) -> list[Hit]:
-        found = rank(index, query_terms(text, rel.tokenizer), match_any=True).best
-        typed = rank(other, query_terms(text, tokenizer), match_any=True).best
-        scores = {where(index, h.section): (h.score, h.section) for h in found}
-        for h in typed:
-            # both indexes hold the same sections; a section's place is its identity
-            at = where(other, h.section)
-            score, g = scores.get(at, (0.0, -1))
-            scores[at] = (score + system.strength * h.score, g)
-        missing = [at for at, (_, g) in scores.items() if g < 0]
-        assert not missing, missing  # every typed word's section holds its stem too
-        return best(index, [(s, g) for s, g in scores.values()])
-
-    return search
-
-
 PROPOSALS = {
     "adjacency": adjacency_search,
     "page": page_search,
     "forms": forms_search,
     "feedback": feedback_search,
-    "unstemmed": unstemmed_search,
 }
 
 
@@ -549,7 +507,7 @@ def crosscheck(
 ) -> int:
     """The direct ranker agrees with Engine.search (recall) on the first queries."""
     system = next(s for s in SYSTEMS if s.name == "recall")
-    search = engine_search(index, system, texts, lambda _: index)
+    search = engine_search(index, system, texts)
     checked = 0
     for q in queries[:2]:
         result = engine.search(bundle, {"query": q.text, "limit": K, **system.options})
@@ -577,15 +535,9 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
         index = None
         sections = skipped = checked = 0
         deep: dict[str, int | None] = {}
-
-        def indexes(
-            analysis: AnalysisOptions, snapshot: Any = snapshot, bundle: Path = bundle
-        ) -> Index:
-            return engine.index(snapshot, analysis, bundle=bundle)
-
         for analysis, group in by_analysis.items():
             start = time.perf_counter()
-            index = indexes(analysis)
+            index = engine.index(snapshot, analysis, bundle=bundle)
             seconds[f"index for {group[0].name} (+{len(group) - 1} systems)"] = (
                 time.perf_counter() - start
             )
@@ -594,12 +546,12 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
             for system in group:
                 times: list[float] = []
                 make = PROPOSALS[system.proposal] if system.proposal else engine_search
-                search = make(index, system, texts, indexes)
+                search = make(index, system, texts)
                 systems[system.name] = run_system(queries, search, times)
                 if system.name == "recall":
                     deep = full_ranks(index, system, queries, systems["recall"])
                     # again, now that the corpus remembers each term's documents
-                    again = engine_search(index, system, texts, indexes)
+                    again = engine_search(index, system, texts)
                     warm: list[float] = []
                     for q in queries:
                         start = time.perf_counter()

@@ -1,0 +1,150 @@
+"""English stems at query time, over an index of the words as typed (SPEC §13 `stemming`).
+
+An index keeps every word as the tokenizer found it, whatever the `stemming` option: the
+option changes how a query is matched, not what is indexed. A query under
+`stemming=english` is made of stems, and here a stem stands for the group of indexed words
+that stem to it (`run` → `run`, `runs`, `running`): its tf in a section is the sum of theirs
+and its df the number of sections holding any of them. These are exactly the tf, df and
+section lengths an index of stems would hold, since stemming maps each token to one token;
+so a ranking over stems is the same as before, and the words as typed stay in the index for
+`match=any` to rank by too (engine/scoring.py, `typed`). One index then serves every
+`stemming` value, and costs less memory than an index of stems did (no word → stem memo
+for the whole corpus).
+
+Finding a stem's words: Snowball's English stemmer only ever rewrites the last two
+characters of what it keeps (`possibility` → `possibl`, `hoping` → `hope`, `dying` →
+`die`), so every word whose stem is s starts with s minus its last two characters. The
+words of the vocabulary with that prefix are stemmed (each word once per process) and
+those whose stem is s form the group. tests/engine/test_stems.py checks the prefix rule
+on every word of the real corpora.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .index import MAX_EXPANSIONS, Index, Where
+from .terms import _stem, cjk_re
+
+# Merged postings a view keeps, counted in postings (8 bytes each): a stem of a common
+# word merges tens of thousands, and as-you-type queries ask for the same stems again.
+_REMEMBERED_POSTINGS = 1_000_000
+
+
+def stem_of(token: str) -> str:
+    """The stem the `stemming=english` tokenizer gives an indexed token: a CJK bigram is
+    kept as it is (the tokenizer never stems one), anything else goes to Snowball."""
+    if len(token) == 2 and cjk_re().fullmatch(token) is not None:
+        return token
+    return _stem(token)
+
+
+def stem_prefix(stem: str) -> str:
+    """What every word with this stem starts with (at least its first character)."""
+    return stem[: max(1, len(stem) - 2)]
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """A stem's postings in one block: its words' postings summed per section, in section
+    order. Shaped like a block's posting arrays, so the ranker reads both alike."""
+
+    p_sec: array[int]
+    p_tf: array[int]
+
+
+class Stemmed:
+    """An index seen through stems: `where`, `df` and `expand` take stems; everything
+    else is the index's own."""
+
+    __slots__ = ("__weakref__", "_held", "_lock", "_where", "index")
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._where: OrderedDict[str, tuple[tuple[Where, ...], int]] = OrderedDict()
+        self._held = 0  # merged postings kept in _where
+        self._lock = threading.Lock()
+
+    @property
+    def n(self) -> int:
+        return self.index.n
+
+    def words(self, stem: str) -> list[str]:
+        """The indexed words whose stem is `stem`, in vocabulary order."""
+        prefix = stem_prefix(stem)
+        found: set[str] = set()
+        for block in self.index.blocks:
+            for word, _ in block.prefixed(prefix):
+                if word not in found and stem_of(word) == stem:
+                    found.add(word)
+        return sorted(found)
+
+    def where(self, stem: str) -> tuple[Where, ...]:
+        """The stem's postings in each block that holds one of its words."""
+        with self._lock:
+            known = self._where.get(stem)
+            if known is not None:
+                self._where.move_to_end(stem)
+                return known[0]
+        words = self.words(stem)
+        places: list[Where] = []
+        for block, base in zip(self.index.blocks, self.index.bases, strict=True):
+            spans = [span for span in map(block.find, words) if span is not None]
+            if not spans:
+                continue
+            if len(spans) == 1:  # one word: the block's own postings
+                places.append((block, base, *spans[0]))
+                continue
+            tf: dict[int, int] = {}
+            for lo, hi in spans:
+                for s, count in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+                    tf[s] = tf.get(s, 0) + count
+            order = sorted(tf)
+            merged = Merged(array("I", order), array("I", [tf[s] for s in order]))
+            places.append((merged, base, 0, len(order)))  # type: ignore[arg-type]
+        found = tuple(places)
+        size = sum(len(m.p_sec) for m, _, _, _ in places if isinstance(m, Merged))
+        with self._lock:
+            if stem not in self._where:
+                self._where[stem] = (found, size)
+                self._held += size
+            while self._held > _REMEMBERED_POSTINGS and len(self._where) > 1:
+                _, (_, dropped) = self._where.popitem(last=False)
+                self._held -= dropped
+        return found
+
+    def df(self, stem: str) -> int:
+        return sum(hi - lo for _, _, lo, hi in self.where(stem))
+
+    def expand(self, prefix: str) -> list[str]:
+        """Stems that start with `prefix` (itself included), most frequent first by the
+        sections holding their words, at most MAX_EXPANSIONS of them, as Index.expand
+        gives words."""
+        counts: dict[str, int] = {}
+        for block in self.index.blocks:
+            for word, count in block.prefixed(stem_prefix(prefix)):
+                stem = stem_of(word)
+                if stem.startswith(prefix):
+                    counts[stem] = counts.get(stem, 0) + count
+        ranked = sorted(counts, key=lambda t: (-counts[t], t))[:MAX_EXPANSIONS]
+        return sorted(ranked)
+
+
+_VIEWS: weakref.WeakKeyDictionary[Index, Stemmed] = weakref.WeakKeyDictionary()
+_VIEWS_LOCK = threading.Lock()
+
+
+def stemmed(index: Index) -> Stemmed:
+    """The index's stem view, one per index (it remembers merged postings)."""
+    with _VIEWS_LOCK:
+        view = _VIEWS.get(index)
+        if view is None:
+            view = _VIEWS[index] = Stemmed(index)
+        return view
+
+
+__all__ = ["Merged", "Stemmed", "stem_of", "stem_prefix", "stemmed"]

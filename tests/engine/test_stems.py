@@ -1,0 +1,200 @@
+"""English stems read at query time from an index of the words as typed (engine/stems.py),
+and the words as typed adding their own score under match=any (engine/rank.py)."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import snowballstemmer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from citeline.engine import Engine
+from citeline.engine.index import Index
+from citeline.engine.options import AnalysisOptions
+from citeline.engine.rank import rank
+from citeline.engine.scoring import MATCH_ANY
+from citeline.engine.stems import stem_of, stem_prefix, stemmed
+from citeline.engine.terms import QueryTerms, Tokenizer, query_terms
+from tests.bundles import write_bundle
+from tests.needs import corpus
+
+STEMS = Tokenizer(stemming="english")
+PLAIN = Tokenizer()
+SNOWBALL = snowballstemmer.stemmer("english")
+
+# Words whose stems differ in every way Snowball has: plain suffixes, a doubled consonant
+# undone (stopped), an e restored (hoping → hope), y → i, the exceptions (dying → die).
+WORDS = (
+    "run runs running ran stop stops stopped stopping list lists listing listed happy "
+    "happiness happily hope hoping hoped hopes die dying dies lie lying connect connection "
+    "connections connected possible possibility generous generously cat cats"
+).split()
+
+
+def index_of(files: dict[str, str], tokenizer: Tokenizer = PLAIN) -> Index:
+    root = Path(tempfile.mkdtemp()) / "b"
+    write_bundle(root, files)
+    engine = Engine()
+    return engine.index(engine.capture(root), AnalysisOptions(tokenizer), bundle=root)
+
+
+def pre_stemmed(text: str) -> str:
+    """The text with every word replaced by its English stem (lines unchanged)."""
+    return re.sub(r"[a-z]+", lambda m: SNOWBALL.stemWord(m.group()), text.lower())
+
+
+def ranked(idx: Index, terms: tuple[str, ...], **kw: object) -> list[tuple[str, int, float]]:
+    out = []
+    for s in rank(idx, terms, **kw).best:  # type: ignore[arg-type]
+        sec = idx.section(s.section)
+        out.append((sec.path, sec.first, s.score))
+    return out
+
+
+def test_an_index_keeps_the_words_as_typed_whatever_the_stemming() -> None:
+    assert AnalysisOptions(STEMS) == AnalysisOptions(PLAIN)
+    assert AnalysisOptions(STEMS).tokenizer.stemming == "none"
+    split = Tokenizer("bigrams", "english", "split")
+    assert AnalysisOptions(split, True).tokenizer == Tokenizer("bigrams", "none", "split")
+    idx = index_of({"a.md": "# Running\nthe dogs stopped\n"}, STEMS)
+    assert idx.where("running") and idx.where("stopped") and not idx.where("stop")
+
+
+def test_query_terms_carry_the_words_as_typed_under_stemming() -> None:
+    terms = query_terms("Running dogs", STEMS)
+    assert terms == ("run", "dog")
+    assert terms.typed == ("running", "dogs") and terms.typed.tokenizer == PLAIN
+    assert terms.typed.typed is None
+    assert query_terms("Running dogs", PLAIN).typed is None
+    both = query_terms("负载均衡 InlinePredictions", Tokenizer("bigrams", "english", "split"))
+    assert both.typed is not None
+    assert "predictions" in both.typed and "predict" in both
+    assert both.typed.chains[:3] == (3, 3, 3)  # the CJK chain is kept as typed
+
+
+def test_a_stem_stands_for_every_indexed_word_that_stems_to_it() -> None:
+    idx = index_of({"a.md": "# Notes\n" + " ".join(WORDS) + "\n", "b.md": "runner run\n"})
+    view = stemmed(idx)
+    assert view is stemmed(idx)  # one view per index: it remembers merged postings
+    assert view.words("run") == ["run", "running", "runs"]  # not ran, not runner
+    assert view.words("stop") == ["stop", "stopped", "stopping", "stops"]
+    assert view.words("hope") == ["hope", "hoped", "hopes", "hoping"]
+    assert view.words("die") == ["die", "dies", "dying"]
+    assert view.words("happi") == ["happiness", "happy"]  # happily → happili
+    assert view.words("absent") == []
+    vocab = {w for block in idx.blocks for w in block.vocab}
+    for stem in {stem_of(w) for w in vocab}:
+        assert view.words(stem) == sorted(w for w in vocab if stem_of(w) == stem)
+
+
+def test_merged_postings_sum_the_words_tf_per_section() -> None:
+    idx = index_of({"a.md": "# Stop\nstopped stops\n\n## Other\nstop\n", "b.md": "cats\n"})
+    view = stemmed(idx)
+    # one section holds stop (heading ×3 + raw 1), stopped and stops: tf 6; the other 1
+    postings = {}
+    for block, base, lo, hi in view.where("stop"):
+        for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+            postings[idx.section(base + s).heading] = tf
+    assert postings == {"Stop": 6, "Other": 1}
+    assert view.df("stop") == 2
+    # a stem with one word is that word's own postings
+    assert view.where("cat") == idx.where("cats")
+    assert view.df("cat") == 1 and view.df("dog") == 0
+
+
+def test_expand_gives_stems_by_prefix() -> None:
+    idx = index_of({"a.md": "# A\n" + " ".join(WORDS) + "\n"})
+    view = stemmed(idx)
+    assert view.expand("stop") == ["stop"]
+    assert view.expand("happ") == ["happi", "happili"]
+    assert set(view.expand("c")) == {"cat", "connect"}
+    assert view.expand("zz") == []
+
+
+def test_a_stem_starts_like_every_word_it_comes_from() -> None:
+    for word in [*WORDS, "ugly", "early", "gently", "skies", "news", "sky", "a", "i", "7"]:
+        assert word.startswith(stem_prefix(stem_of(word))), word
+    assert stem_of("负载") == "负载"  # a CJK bigram is never stemmed
+
+
+@pytest.mark.parametrize("name", ["powershell-docs", "apisix-zh"])
+def test_the_prefix_rule_holds_for_every_word_of_real_docs(name: str) -> None:
+    root = corpus(name)
+    engine = Engine()
+    idx = engine.index(engine.capture(root), AnalysisOptions(Tokenizer("bigrams")), bundle=root)
+    vocab = {w for block in idx.blocks for w in block.vocab}
+    assert len(vocab) > 10_000
+    broken = [w for w in vocab if not w.startswith(stem_prefix(stem_of(w)))]
+    assert broken == []
+
+
+sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(sentence, sentence), min_size=1, max_size=5),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_ranking_through_stems_is_ranking_an_index_of_stems(
+    sections: list[tuple[str, str]], query: list[str], any_: bool
+) -> None:
+    """The view gives exactly the scores an index of stems gave (the index built, here, from
+    the same files with every word replaced by its stem): tf, df and lengths all agree."""
+    text = "".join(f"# {head}\n{body}\n\n" for head, body in sections)
+    files = {"a.md": text, "b.md": "list of cats\n"}
+    typed_off = replace(MATCH_ANY, typed=0.0)
+    terms = query_terms(" ".join(query), STEMS)
+    got = ranked(index_of(files), terms, match_any=any_, scoring=typed_off)
+    oracle = index_of({p: pre_stemmed(t) for p, t in files.items()})
+    # the same stems, reading the oracle's (stemmed) headings alike for the heading bonus
+    plain_terms = QueryTerms(list(terms), terms.chains, STEMS)
+    want = ranked(oracle, plain_terms, match_any=any_, scoring=typed_off)
+    assert got == want
+
+
+def test_a_word_found_as_typed_outranks_its_variants() -> None:
+    files = {"a.md": "# Containers\nlist the stopped containers\n", "b.md": "# Stop\nstop it\n"}
+    idx = index_of(files)
+    terms = query_terms("stopped", STEMS)
+    best = ranked(idx, terms, match_any=True)
+    assert [p for p, _, _ in best] == ["a.md", "b.md"]
+    # without the words as typed, the heading's `stop` wins
+    off = ranked(idx, terms, match_any=True, scoring=replace(MATCH_ANY, typed=0.0))
+    assert [p for p, _, _ in off] == ["b.md", "a.md"]
+    # the score adds the typed words' own score, heading bonus included
+    assert best[0][2] > off[1][2]
+    # match=all (the contract's way) never adds it: stems only, as an index of stems
+    assert ranked(idx, terms) == ranked(idx, terms, scoring=replace(MATCH_ANY, typed=0.0))
+
+
+def test_search_reports_stems_and_spans_the_words() -> None:
+    root = Path(tempfile.mkdtemp()) / "b"
+    write_bundle(root, {"a.md": "# Stopping\nwe stopped them\n", "b.md": "nothing\n"})
+    res = Engine().search(root, {"query": "stops", "profile": "recall"})
+    assert res["terms"] == ["stop"]
+    (hit,) = res["hits"]
+    assert hit["matched_terms"] == ["stop"] and hit["path"] == "a.md"
+    assert len(hit["match_spans"]) == 2  # Stopping and stopped
+
+
+def test_merged_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import citeline.engine.stems as stems
+
+    files = {f"{i}.md": "run runs stop stops hope hoped\n" for i in range(6)}
+    view = stemmed(index_of(files))
+    monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 8)
+    first = view.where("run")  # 6 merged postings
+    assert view.where("run") is first  # remembered
+    view.where("stop")  # 6 more: over 8, the oldest goes
+    assert view._held == 6 and list(view._where) == ["stop"]
+    assert view.where("run") is not first and view.where("run") == first  # merged again
+    monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 1)
+    view.where("hope")  # alone over the bound: the newest is still kept
+    assert list(view._where) == ["hope"] and view._held == 6
