@@ -28,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .index import MAX_EXPANSIONS, Index, Where
-from .terms import _stem, cjk_re
+from .terms import _stem
 
 # Merged postings a view keeps, counted in postings (8 bytes each): a stem of a common
 # word merges tens of thousands, and as-you-type queries ask for the same stems again.
@@ -36,10 +36,9 @@ _REMEMBERED_POSTINGS = 1_000_000
 
 
 def stem_of(token: str) -> str:
-    """The stem the `stemming=english` tokenizer gives an indexed token: a CJK bigram is
-    kept as it is (the tokenizer never stems one), anything else goes to Snowball."""
-    if len(token) == 2 and cjk_re().fullmatch(token) is not None:
-        return token
+    """The stem the `stemming=english` tokenizer gives an indexed token. The tokenizer
+    never stems a CJK bigram, and Snowball leaves every token of two characters or fewer
+    as it is, so Snowball's answer is the tokenizer's for every token."""
     return _stem(token)
 
 

@@ -150,7 +150,9 @@ def test_expand_gives_stems_by_prefix() -> None:
 def test_a_stem_starts_like_every_word_it_comes_from() -> None:
     for word in [*WORDS, "ugly", "early", "gently", "skies", "news", "sky", "a", "i", "7"]:
         assert word.startswith(stem_prefix(stem_of(word))), word
-    assert stem_of("负载") == "负载"  # a CJK bigram is never stemmed
+    # the tokenizer never stems a CJK bigram; Snowball leaves any two characters alone
+    for short in ["负载", "网关", "すし", "이다", "ab", "xs", "is", "a"]:
+        assert stem_of(short) == short
 
 
 @pytest.mark.parametrize("name", ["powershell-docs", "apisix-zh"])
@@ -201,6 +203,14 @@ def test_a_word_found_as_typed_outranks_its_variants() -> None:
     assert [p for p, _, _ in off] == ["b.md", "a.md"]
     # the score adds the typed words' own score, heading bonus included
     assert best[0][2] > off[1][2]
+    # without the heading bonus the score is exactly the two parts' sum
+    flat = replace(MATCH_ANY, heading=0.0)
+    stems_part = ranked(idx, terms, match_any=True, scoring=replace(flat, typed=0.0))
+    typed_part = ranked(idx, terms.typed, match_any=True, scoring=flat)  # type: ignore[arg-type]
+    both = ranked(idx, terms, match_any=True, scoring=flat)
+    assert both[0][2] == stems_part[1][2] + typed_part[0][2]  # a.md: "stopped" as typed
+    assert [p for p, _, _ in typed_part] == ["a.md"]
+    assert [s for _, _, s in both] == sorted((s for _, _, s in both), reverse=True)
     # match=all (the contract's way) never adds it: stems only, as an index of stems
     assert ranked(idx, terms) == ranked(idx, terms, scoring=replace(MATCH_ANY, typed=0.0))
 
@@ -229,3 +239,43 @@ def test_merged_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 1)
     view.where("hope")  # alone over the bound: the newest is still kept
     assert list(view._where) == ["hope"] and view._held == 6
+    # exactly at the bound, nothing goes; the count follows what is dropped
+    monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 12)
+    view.where("stop")
+    assert list(view._where) == ["hope", "stop"] and view._held == 12
+    view.where("run")
+    assert list(view._where) == ["stop", "run"] and view._held == 12
+
+
+def test_stems_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large bundle is indexed in blocks; a stem gathers its words from every block,
+    including blocks that come after one without them."""
+    import citeline.engine.build as build
+
+    monkeypatch.setattr(build, "TARGET_BYTES", 16)  # about a file per block
+    # blocks: a (none of its words), b + c (one of them), d + e (three)
+    files = {"a.md": "nothing here at all\n", "b.md": "stops\n", "c.md": "none\n"}
+    files |= {"d.md": "stop\n", "e.md": "stopped and stops\n"}
+    idx = index_of(files)
+    assert len(idx.blocks) == 3
+    view = stemmed(idx)
+    held = {}
+    for block, base, lo, hi in view.where("stop"):
+        for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+            held[idx.section(base + s).path] = tf
+    assert held == {"b.md": 1, "d.md": 1, "e.md": 2}
+
+
+def test_expand_keeps_the_most_frequent_stems() -> None:
+    """Over MAX_EXPANSIONS stems share the prefix: the most frequent stay, counted over
+    all of a stem's words."""
+    fillers = [f"zq{a}{b}" for a in "abcdefghij" for b in "klmnopq"][:66]  # 66 stems
+    files = {f"f{i}.md": f"{w}\n" for i, w in enumerate(fillers)}
+    files |= {f"g{i}.md": f"{w}\n" for i, w in enumerate(fillers)}  # each in two sections
+    # zqzzat: in one section as itself and in two as zqzzats, three in all
+    files |= {"t1.md": "zqzzat\n", "t2.md": "zqzzats\n", "t3.md": "zqzzats\n"}
+    view = stemmed(index_of(files))
+    expanded = view.expand("zq")
+    assert len(expanded) == 64
+    assert "zqzzat" in expanded  # three sections beat the fillers' two
+    assert expanded == sorted(expanded)
