@@ -47,6 +47,10 @@ def test_query_terms_know_their_chains() -> None:
 def test_bare_strings_read_chains_from_overlaps() -> None:
     assert chains(["负载", "载均", "均衡", "算法", "法则"]) == [3, 3, 3, 2, 2]
     assert chains(["a", "负载", "b"]) == [1, 1, 1]
+    assert chains(["x", "负载", "载均"]) == [1, 2, 2]
+    # terms that know their chains are not read again: two typed words that overlap
+    assert chains(query_terms("网关 关键", BIGRAMS)) == [1, 1]
+    assert chains(["网关", "关键"]) == [2, 2]
 
 
 def test_plan_weights_chains_and_stop_words() -> None:
