@@ -61,6 +61,13 @@ Checked = tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None]
 Where = tuple[Block, int, int, int]
 
 
+def most_frequent(counts: dict[str, int]) -> list[str]:
+    """The MAX_EXPANSIONS terms held by the most sections (ties by term), in term order:
+    what a prefix stands for, whether the terms are indexed words or stems."""
+    ranked = sorted(counts, key=lambda t: (-counts[t], t))[:MAX_EXPANSIONS]
+    return sorted(ranked)
+
+
 class Index:
     def __init__(self, blocks: Sequence[Block], checked: Checked | None = None) -> None:
         """`checked`: the result of checked() for these same blocks, when known (the cache
@@ -208,8 +215,7 @@ class Index:
         for block in self.blocks:
             for term, count in block.prefixed(prefix):
                 found[term] = found.get(term, 0) + count
-        ranked = sorted(found, key=lambda t: (-found[t], t))[:MAX_EXPANSIONS]
-        return sorted(ranked)
+        return most_frequent(found)
 
     def denominators(self) -> list[float]:
         """K1·(1 − B + B·len/avglen) of every section: the length part of §5's formula,
@@ -275,4 +281,13 @@ def skip_advice(advice: str) -> str:
     return "Fix them, or skip unparsable files with --skip-invalid."
 
 
-__all__ = ["K1", "MAX_EXPANSIONS", "B", "Index", "Problem", "Section", "skip_advice"]
+__all__ = [
+    "K1",
+    "MAX_EXPANSIONS",
+    "B",
+    "Index",
+    "Problem",
+    "Section",
+    "most_frequent",
+    "skip_advice",
+]

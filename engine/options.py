@@ -6,7 +6,7 @@ parser (markdown-it-py, PyYAML).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .terms import Tokenizer
 
@@ -21,8 +21,7 @@ class AnalysisOptions:
     outline: bool = False
 
     def __post_init__(self) -> None:
-        if self.tokenizer.stemming != "none":
-            object.__setattr__(self, "tokenizer", replace(self.tokenizer, stemming="none"))
+        object.__setattr__(self, "tokenizer", self.tokenizer.unstemmed)
 
 
 __all__ = ["AnalysisOptions"]

@@ -8,8 +8,7 @@ and its df the number of sections holding any of them. These are exactly the tf,
 section lengths an index of stems would hold, since stemming maps each token to one token;
 so a ranking over stems is the same as before, and the words as typed stay in the index for
 `match=any` to rank by too (engine/scoring.py, `typed`). One index then serves every
-`stemming` value, and costs less memory than an index of stems did (no word → stem memo
-for the whole corpus).
+`stemming` value, in about the memory an index of stems took.
 
 Finding a stem's words: Snowball's English stemmer only ever rewrites the last two
 characters of what it keeps (`possibility` → `possibl`, `hoping` → `hope`, `dying` →
@@ -27,7 +26,7 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .index import MAX_EXPANSIONS, Index, Where
+from .index import Index, Where, most_frequent
 from .terms import _stem
 
 # Merged postings a view keeps, counted in postings (8 bytes each): a stem of a common
@@ -120,17 +119,15 @@ class Stemmed:
         return sum(hi - lo for _, _, lo, hi in self.where(stem))
 
     def expand(self, prefix: str) -> list[str]:
-        """Stems that start with `prefix` (itself included), most frequent first by the
-        sections holding their words, at most MAX_EXPANSIONS of them, as Index.expand
-        gives words."""
+        """Stems that start with `prefix` (itself included), as Index.expand gives words,
+        counted by the sections holding their words."""
         counts: dict[str, int] = {}
         for block in self.index.blocks:
             for word, count in block.prefixed(stem_prefix(prefix)):
                 stem = stem_of(word)
                 if stem.startswith(prefix):
                     counts[stem] = counts.get(stem, 0) + count
-        ranked = sorted(counts, key=lambda t: (-counts[t], t))[:MAX_EXPANSIONS]
-        return sorted(ranked)
+        return most_frequent(counts)
 
 
 _VIEWS: weakref.WeakKeyDictionary[Index, Stemmed] = weakref.WeakKeyDictionary()

@@ -155,6 +155,12 @@ class Tokenizer:
         return self.cjk == "runs" and self.stemming == "none" and self.identifiers == "whole"
 
     @property
+    def unstemmed(self) -> Tokenizer:
+        """This tokenisation without stemming: the words as typed, which is what an index
+        keeps (engine/stems.py reads stems from them at query time)."""
+        return replace(self, stemming="none") if self.stemming != "none" else self
+
+    @property
     def ascii_words(self) -> bool:
         """In ASCII text, the tokens are exactly the lower-cased word runs (snippets use
         this to find terms with one regex instead of tokenising)."""
@@ -401,7 +407,7 @@ def query_terms(query: str, tokenizer: Tokenizer = CONTRACT) -> QueryTerms:
         return QueryTerms(words, None, tokenizer)
     typed = None
     if tokenizer.stemming != "none":
-        typed = query_terms(query, replace(tokenizer, stemming="none"))
+        typed = query_terms(query, tokenizer.unstemmed)
     terms = tuple(dict.fromkeys(tokenizer.tokens(query)))
     if tokenizer.cjk != "bigrams":
         return QueryTerms(terms, None, tokenizer, typed)

@@ -7,6 +7,7 @@ import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import snowballstemmer
@@ -68,10 +69,12 @@ WORDS = [
 
 
 def index_of(files: dict[str, str], tokenizer: Tokenizer = PLAIN) -> Index:
-    root = Path(tempfile.mkdtemp()) / "b"
-    write_bundle(root, files)
-    engine = Engine()
-    return engine.index(engine.capture(root), AnalysisOptions(tokenizer), bundle=root)
+    """The index of `files` (the property test calls it too often for a fixture's folder:
+    each bundle lives only while its index is built; ranking reads only the index)."""
+    with tempfile.TemporaryDirectory() as top:
+        root = write_bundle(Path(top) / "b", files)
+        engine = Engine()
+        return engine.index(engine.capture(root), AnalysisOptions(tokenizer), bundle=root)
 
 
 def pre_stemmed(text: str) -> str:
@@ -215,9 +218,8 @@ def test_a_word_found_as_typed_outranks_its_variants() -> None:
     assert ranked(idx, terms) == ranked(idx, terms, scoring=replace(MATCH_ANY, typed=0.0))
 
 
-def test_search_reports_stems_and_spans_the_words() -> None:
-    root = Path(tempfile.mkdtemp()) / "b"
-    write_bundle(root, {"a.md": "# Stopping\nwe stopped them\n", "b.md": "nothing\n"})
+def test_search_reports_stems_and_spans_the_words(make_bundle: Any) -> None:
+    root = make_bundle({"a.md": "# Stopping\nwe stopped them\n", "b.md": "nothing\n"})
     res = Engine().search(root, {"query": "stops", "profile": "recall"})
     assert res["terms"] == ["stop"]
     (hit,) = res["hits"]

@@ -374,7 +374,7 @@ def feedback_search(index: Index, system: System, texts: Texts) -> Callable[[str
     scaled to the first query's best, are added with weight α. The usual lexical answer to
     a vocabulary gap: the answer's words may be found in what the query finds first."""
     rel = system.relevance
-    words = replace(rel.tokenizer, stemming="none")
+    words = rel.tokenizer.unstemmed
     stops = stop_terms()
     plain = replace(MATCH_ANY, exponent=0.0, heading=0.0)
 
