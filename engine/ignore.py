@@ -27,6 +27,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,8 +65,11 @@ class Rules:
         # so no file), when each pattern tells: most files match no pattern, and a file
         # ending in none of them needs no regex (a warm capture of 38,000 files matched
         # against this project's .gitignore: see docs/performance.md).
-        tails = [t for _, t in patterns]
-        self.tails: tuple[str, ...] | None = None if None in tails else tuple(tails)  # type: ignore[arg-type]
+        # (with "/": a folder is always matched in full; folder paths end in "/")
+        tails = {t for _, t in patterns}
+        self.tails: tuple[str, ...] | None = (
+            None if None in tails else tuple(sorted(tails | {"/"}))  # type: ignore[type-var]
+        )
         self._simple: PathSpec | None = None
         try:
             self.spec: PathSpec = PathSpec(self.patterns)  # RE2 when it is there
@@ -76,7 +81,7 @@ class Rules:
     def check(self, path: str) -> bool | None:
         """True: ignored; False: re-included by a negation; None: no pattern matches."""
         tails = self.tails
-        if tails is not None and path[-1:] != "/" and not path.endswith(tails):
+        if tails is not None and not path.endswith(tails):
             return None
         try:
             return self.spec.check_file(path).include
@@ -169,11 +174,17 @@ class Ignores:
     """The rules in force at one point of the walk: those above the bundle (outermost
     first), then the bundle's own `.gitignore` files down to the current folder."""
 
-    __slots__ = ("above", "stack")
+    __slots__ = ("_above_tails", "above", "stack")
 
     def __init__(self, above: Sequence[Above] = ()) -> None:
         self.above = tuple(above)
         self.stack: list[tuple[str, Rules]] = []  # (bundle-relative folder "a/", its rules)
+        # The files' ends any rule above can match (see Rules.tails; a tail holds no "/",
+        # so it ends the path relative to the rule's folder exactly when it ends `rel`).
+        tails = [r.rules.tails for r in self.above]
+        self._above_tails: tuple[str, ...] | None = (
+            None if None in tails else tuple(sorted({"/"}.union(*tails)))  # type: ignore[arg-type]
+        )
 
     @property
     def active(self) -> bool:
@@ -182,10 +193,14 @@ class Ignores:
     def ignored(self, rel: str) -> bool:
         """Whether the bundle-relative path `rel` (a folder ends in "/") is ignored."""
         # The deepest file with an opinion decides, so look from the deepest up.
-        for base, rules in reversed(self.stack):
-            result = rules.check(rel[len(base) :])
-            if result is not None:
-                return result
+        if self.stack:
+            for base, rules in reversed(self.stack):
+                result = rules.check(rel[len(base) :])
+                if result is not None:
+                    return result
+        tails = self._above_tails
+        if tails is not None and not rel.endswith(tails):
+            return False  # (most files: no rule above can match them)
         for rule in reversed(self.above):
             result = rule.check(rel)
             if result is not None:
@@ -199,9 +214,29 @@ def read_gitignore(dir_fd: int, name: str | bytes = b".gitignore") -> Rules | No
     raw = _read_small(dir_fd, name, MAX_IGNORE_BYTES)
     if raw is None:
         return None
+    with _LOCK:
+        rules = _COMPILED.get(raw)
+        if rules is not None:
+            _COMPILED.move_to_end(raw)
+            return rules
     # git splits at LF only (a CR before it is dropped by the pattern parser); str.splitlines
     # would also split at form feeds and U+2028.
-    return compile_rules(raw.decode("utf-8", "surrogateescape").split("\n"))
+    rules = compile_rules(raw.decode("utf-8", "surrogateescape").split("\n"))
+    if len(raw) <= MAX_MEMO_BYTES:
+        with _LOCK:
+            _COMPILED[raw] = rules
+            while len(_COMPILED) > MAX_MEMO:
+                _COMPILED.popitem(last=False)
+    return rules
+
+
+# Every capture reads each ignore file again (an edit must be seen at once), but compiling
+# one costs a millisecond or more (RE2 builds its set) where reading it costs microseconds:
+# the compiled rules are kept by the file's bytes, so unchanged bytes are not compiled twice.
+MAX_MEMO = 64
+MAX_MEMO_BYTES = 64 * 1024
+_COMPILED: OrderedDict[bytes, Rules] = OrderedDict()
+_LOCK = threading.Lock()
 
 
 def compile_rules(lines: list[str]) -> Rules:
