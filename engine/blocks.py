@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 # Bumped whenever what a block holds for the same bytes changes (tokenizer, sections, …):
 # cached blocks of another version are never used.
 # .5: blocks a server built while two threads stemmed at once may hold wrong stems
-ANALYSIS_VERSION = "2026-11-30.5"  # .2: heading line breaks and CRs, front-matter errors
+# .6: front-matter fences may end in spaces or tabs (a file opening with "--- " now has
+#     front matter), so a structure or block of the same bytes differs
+ANALYSIS_VERSION = "2026-11-30.6"  # .2: heading line breaks and CRs, front-matter errors
 
 
 @dataclass(frozen=True, slots=True)

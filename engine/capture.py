@@ -12,17 +12,15 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from .cancel import CancelToken
 from .errors import CitelineError, printable, quoted
+from .ignore import Ignores, read_gitignore, repository_rules
 from .limits import Limits, Settings, limit_error
 from .reuse import stats
 from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
 from .revision import snapshot_revision
-
-if TYPE_CHECKING:
-    from pathspec import GitIgnoreSpec
 
 S_ISREG = stat.S_ISREG
 
@@ -98,62 +96,6 @@ def check_bundle(bundle: str | os.PathLike[str]) -> str:
             {"bundle": path, "reason": "not_a_directory"},
         )
     return path
-
-
-class _Ignores:
-    """git's .gitignore rules: nested files, deeper ones win, last matching pattern wins."""
-
-    def __init__(self) -> None:
-        self.stack: list[tuple[str, GitIgnoreSpec]] = []
-
-    def ignored(self, rel: str) -> bool:
-        decision = None
-        for base, spec in self.stack:
-            result = spec.check_file(rel[len(base) :]).include
-            if result is not None:
-                decision = result
-        return bool(decision)
-
-
-def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
-    try:
-        fd = os.open(b".gitignore", _OPEN_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read(16 * 1024 * 1024)
-    finally:
-        os.close(fd)
-    # git splits at LF only (a CR before it is dropped by the pattern parser); str.splitlines
-    # would also split at form feeds and U+2028.
-    lines = raw.decode("utf-8", "surrogateescape").split("\n")
-    return _gitignore_spec(lines)
-
-
-def _gitignore_spec(lines: list[str]) -> GitIgnoreSpec:
-    """The patterns of a .gitignore; like git, a line that is not a valid pattern is skipped
-    and the others still apply."""
-    import warnings
-
-    from pathspec import GitIgnoreSpec  # only for bundles that have a .gitignore
-
-    with warnings.catch_warnings():  # re's FutureWarnings about odd patterns: not the user's
-        warnings.simplefilter("ignore")
-        try:
-            return GitIgnoreSpec.from_lines(lines)
-        except Exception:  # pathspec's own errors, re.error, UnicodeEncodeError, …
-            pass
-        kept = []
-        for line in lines:
-            try:
-                GitIgnoreSpec.from_lines([line])
-            except Exception:
-                continue
-            kept.append(line)
-        return GitIgnoreSpec.from_lines(kept)
 
 
 def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
@@ -309,7 +251,9 @@ def list_markdown(
     max_bytes = limits.max_file_bytes
     max_files = limits.max_files
     found = Found()
-    ignores = _Ignores()
+    # The repository's rules above the bundle are read afresh by every capture: an edit to
+    # one of them is an input of this capture like the bundle's own files.
+    ignores = Ignores(repository_rules(root) if settings.use_ignore else ())
     root_fs = os.fsencode(root).rstrip(b"/") or b"/"
     previous = known or {}
     get = previous.get
@@ -320,7 +264,7 @@ def list_markdown(
     def scan(fd: int, rel_dir: str, folders: list[str], unread: list[tuple[str, str]]) -> None:
         """One folder's entries: subfolders to `folders`, files whose bytes the stat index
         vouches for to `found`, the others to `unread`."""
-        ignoring = bool(ignores.stack)
+        ignoring = ignores.active
         coarse = stats.COARSE_NS
         for name, is_folder, entry in _entries(fd):
             if is_folder:
@@ -360,9 +304,9 @@ def list_markdown(
                 cancel.check()
             pushed = False
             if settings.use_ignore:
-                spec = _read_gitignore(fd)
-                if spec is not None:
-                    ignores.stack.append((rel_dir, spec))
+                rules = read_gitignore(fd)
+                if rules is not None:
+                    ignores.stack.append((rel_dir, rules))
                     pushed = True
             folders: list[str] = []
             unread: list[tuple[str, str]] = []
@@ -405,7 +349,7 @@ def list_markdown(
                 continue
             name = folders.pop()
             rel = rel_dir + name + "/"
-            if not ignores.stack or not ignores.ignored(rel):
+            if not ignores.active or not ignores.ignored(rel):
                 enter(name, fd, rel)
     finally:
         for fd, *_ in stack:

@@ -9,6 +9,9 @@ from typing import Any
 from .errors import ParseIssue
 
 _LF = re.compile("\n")
+# A front-matter fence may end in spaces or tabs (SPEC §3, as Jekyll and Hugo read it: real
+# pages close their front matter with "--- "); nothing else may follow or precede it.
+_BLANKS = " \t"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +67,10 @@ def layout(data: bytes) -> Layout | ParseIssue:
         return text
     starts, ends = line_index(text)
     lay = Layout(text, starts, ends, {}, 0)
-    if not starts or lay.line(0) != "---":
+    if not starts or lay.line(0).rstrip(_BLANKS) != "---":
         return lay
     close = next(
-        (i for i in range(1, len(starts)) if lay.line(i) in ("---", "...")),
+        (i for i in range(1, len(starts)) if lay.line(i).rstrip(_BLANKS) in ("---", "...")),
         None,
     )
     if close is None:

@@ -163,7 +163,12 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
     """What settings_from() reads: ignore handling, skipping, reserved files, limits."""
     from citeline.engine.limits import Limits
 
-    p.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files")
+    p.add_argument(
+        "--no-ignore",
+        action="store_true",
+        help="do not honour git's ignore rules (.gitignore files, and in a repository its "
+        "info/exclude and the .gitignore files above the bundle)",
+    )
     p.add_argument(
         "--skip-invalid",
         action="store_true",

@@ -78,7 +78,8 @@ COMMON = {
     "--stats": "print the summary line (counts, snapshot) on stderr even when it is not a terminal",
 }
 CAPTURE = {
-    "--no-ignore": "do not honour .gitignore files",
+    "--no-ignore": "do not honour git's ignore rules (.gitignore files, and in a repository its "
+    "info/exclude and the .gitignore files above the bundle)",
     "--skip-invalid": "leave unparsable files out of the search (each is named on stderr, and "
     "under 'skipped' with --json)",
     "--reserved": "root file that is captured but never searched (repeatable; default "

@@ -174,6 +174,39 @@ def test_another_analysis_version_is_not_used(
     assert len(set(analysed)) == 4  # every searchable file analysed again
 
 
+def test_a_cache_of_the_strict_fence_rule_is_not_used(
+    make_bundle, tmp_path: Path, analysed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache filled by the engine before fences could end in blanks (analysis version
+    2026-11-30.5) holds a parse error for a page closed by "--- "; the engine now parses
+    that page, and must not take the old answer from the cache."""
+    from citeline.engine import blocks, layout, reuse
+
+    page = "---\ntitle: Pods\n--- \n# Lifecycle\npending phase\n"
+    bundle = make_bundle({"pods.md": page, "other.md": "# Other\npending work\n"})
+    time.sleep(0.06)
+    cache = tmp_path / "cache"
+    with monkeypatch.context() as old:
+        old.setattr(layout, "_BLANKS", "")  # the fences of version .5: exact lines only
+        for module in (blocks, reuse):
+            old.setattr(module, "ANALYSIS_VERSION", "2026-11-30.5")
+        engine = Engine(SETTINGS, cache=cache)
+        before = engine.search(bundle, {"query": "pending"}, settings=SETTINGS)
+        engine.close()
+    assert [s["path"] for s in before["skipped"]] == ["pods.md"]
+    assert [h["path"] for h in before["hits"]] == ["other.md"]
+    assert blocks.ANALYSIS_VERSION != "2026-11-30.5"
+    analysed.clear()
+    later = Engine(SETTINGS, cache=cache)
+    after = later.search(bundle, {"query": "pending"}, settings=SETTINGS)
+    assert "skipped" not in after or after["skipped"] == []
+    assert sorted(h["path"] for h in after["hits"]) == ["other.md", "pods.md"]
+    full = Engine(SETTINGS, reread=True).search(bundle, {"query": "pending"})
+    assert encode(after) == encode(full)
+    assert len(set(analysed)) == 2  # nothing analysed by the old rule was used
+    later.close()
+
+
 def test_an_unwritable_cache_folder_means_no_cache(bundle: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

@@ -108,17 +108,98 @@ def test_empty_front_matter_is_empty_mapping() -> None:
     assert lay.body_line == 2
 
 
-def test_closing_line_with_trailing_space_does_not_close() -> None:
-    lay = layout(b"---\ntitle: T\n--- \nbody\n")
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("--- ", "---"),
+        ("---\t", "---"),
+        ("---", "--- "),
+        ("---", "---\t"),
+        ("---", "... "),
+        ("---", "...\t"),
+        ("--- \t \t", "---\t \t "),
+    ],
+    ids=repr,
+)
+def test_fences_may_end_in_spaces_or_tabs(opening: str, closing: str) -> None:
+    """SPEC §3: each fence line may end in spaces or tabs (as Jekyll and Hugo read it)."""
+    for eol in ("\n", "\r\n"):
+        lay = ok(eol.join([opening, "title: T", closing, "body", ""]).encode())
+        assert lay.front == {"title": "T"}
+        assert lay.body_line == 3
+        assert lay.line(3) == "body"
+
+
+@pytest.mark.parametrize(
+    "opening",
+    ["----", " ---", "\t---", "--- x", "---\u00a0", "---\f", "---\v", "-- -", "---\r "],
+    ids=repr,
+)
+def test_an_opening_line_that_is_not_a_fence(opening: str) -> None:
+    """Only spaces and tabs may follow the dashes, and nothing may precede them: these
+    first lines open no front matter (the file is all body)."""
+    lay = ok(f"{opening}\ntitle: T\n---\nbody\n".encode())
+    assert lay.front == {}
+    assert lay.body_line == 0
+
+
+@pytest.mark.parametrize(
+    "closing", ["----", " ---", "\t...", "... x", "....", "---\u00a0", "---\f", ". .."], ids=repr
+)
+def test_a_closing_line_that_is_not_a_fence(closing: str) -> None:
+    """The block runs on past such a line: closed by none, it is a parse error."""
+    lay = layout(f"---\ntitle: T\n{closing}\nbody\n".encode())
     assert isinstance(lay, ParseIssue)
     assert lay.line == 1
     assert "never closed" in lay.reason
 
 
-def test_opening_line_must_be_exact() -> None:
-    lay = ok(b"--- \ntitle: T\n---\nbody\n")
-    assert lay.front == {}
-    assert lay.body_line == 0
+def test_a_non_fence_inside_the_block_is_yaml() -> None:
+    """A line "----" does not close the block: the next fence does; the line is YAML."""
+    lay = layout(b"---\ntitle: T\n----\n---\nbody\n")
+    assert isinstance(lay, ParseIssue)  # "----" is not valid YAML after a mapping entry
+    assert lay.line == 3
+    lay = ok(b"---\ntitle: T\n---  \n----\nbody\n")
+    assert lay.front == {"title": "T"} and lay.body_line == 3 and lay.line(3) == "----"
+
+
+# A concept page in the style of the Kubernetes website (Hugo): its front matter closes with
+# "--- " (a trailing space), as some of its real pages do; Hugo and Jekyll accept it.
+KUBERNETES_PAGE = (
+    "---\n"
+    "title: Pod Lifecycle\n"
+    "content_type: concept\n"
+    "weight: 30\n"
+    "--- \n"
+    "\n"
+    "<!-- overview -->\n"
+    "\n"
+    "This page describes the lifecycle of a Pod. Pods follow a defined lifecycle, starting\n"
+    "in the `Pending` phase.\n"
+    "\n"
+    "<!-- body -->\n"
+    "\n"
+    "## Pod lifetime\n"
+    "\n"
+    "Like individual application containers, Pods are considered to be relatively\n"
+    "ephemeral (rather than durable) entities.\n"
+)
+
+
+def test_a_kubernetes_page_closed_by_dashes_and_a_space(make_bundle) -> None:
+    lay = ok(KUBERNETES_PAGE.encode())
+    assert lay.front == {"title": "Pod Lifecycle"}  # (only title and id are kept)
+    assert lay.body_line == 5
+    bundle = make_bundle({"concepts/pod-lifecycle.md": KUBERNETES_PAGE})
+    res = Engine().search(bundle, {"query": "pod lifetime"})
+    (hit,) = [h for h in res["hits"] if h["heading"] == "Pod lifetime"]
+    assert (hit["line_start"], hit["line_end"]) == (14, 17)
+    # the title counts for every section of the page; the front matter is in none
+    preamble = Engine().search(bundle, {"query": "lifecycle pending"})["hits"]
+    assert [(h["heading"], h["line_start"]) for h in preamble] == [("", 6)]
+    assert "content_type" not in preamble[0]["snippet"]
+    concepts = Engine().concepts(bundle, {"query": "pod"})
+    assert [c["title"] for c in concepts["concepts"]] == ["Pod Lifecycle"]
 
 
 def test_unclosed_front_matter_is_parse_error() -> None:

@@ -182,11 +182,14 @@ LINES = [
     "数据 网关",
     "Straße ẞ İ",
     "...",
+    "--- ",
+    "---\t",
+    "... ",
 ]
 
 
 def build_doc(front: bool, lines: list[str], crlf: bool, bom: bool, final: bool) -> str:
-    if not front and lines[:1] == ["---"]:
+    if not front and lines and lines[0].rstrip(" \t") == "---":
         lines = ["text", *lines]  # an opening "---" without a close is a parse error
     return (
         ("\ufeff" if bom else "")

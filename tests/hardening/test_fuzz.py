@@ -176,6 +176,12 @@ md_lines = st.one_of(
         [
             "---",
             "...",
+            "--- ",
+            "---\t",
+            "... \t",
+            "----",
+            " ---",
+            "---\u00a0",
             "title: T",
             "id: x",
             "id: [1, 2",
@@ -250,9 +256,12 @@ def file_lines(data: bytes) -> list[str]:
 
 def front_matter(lines: list[str]) -> tuple[dict[str, Any], int] | None:
     """(mapping, first body line) per SPEC §3, or None when the file cannot be parsed."""
-    if not lines or lines[0] != "---":
+    # a fence may end in spaces or tabs, nothing else (SPEC §3)
+    if not lines or lines[0].rstrip(" \t") != "---":
         return {}, 0
-    close = next((i for i in range(1, len(lines)) if lines[i] in ("---", "...")), None)
+    close = next(
+        (i for i in range(1, len(lines)) if lines[i].rstrip(" \t") in ("---", "...")), None
+    )
     if close is None:
         return None
     source = "\n".join(lines[1:close])

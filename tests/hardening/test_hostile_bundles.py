@@ -63,9 +63,10 @@ STRICTER = (  # what citeline refuses that PyYAML's safe_load would load (or ove
 
 def front_source(data: bytes) -> str:
     """The YAML between the fences, found independently of the engine (SPEC §3): a line
-    `---` or `...` inside the generated text closes the block early."""
+    `---` or `...` (spaces or tabs after it or not) inside the generated text closes the
+    block early."""
     lines = [line.removesuffix("\r") for line in data.decode("utf-8").split("\n")]
-    close = next(i for i in range(1, len(lines)) if lines[i] in ("---", "..."))
+    close = next(i for i in range(1, len(lines)) if lines[i].rstrip(" \t") in ("---", "..."))
     return "\n".join(lines[1:close])
 
 
