@@ -49,8 +49,9 @@ def server(folder: Path) -> Iterator[RawServer]:
 
 
 def valid_symbol_request(srv: RawServer) -> None:
-    """The server still answers a well-formed request correctly."""
-    answer = srv.call("workspace/symbol", {"query": "hashtable"}, timeout=20)
+    """The server still answers a well-formed request correctly (the timeout is a cap, not a
+    target: a warm-up of thousands of files takes long on a loaded machine)."""
+    answer = srv.call("workspace/symbol", {"query": "hashtable"}, timeout=120)
     assert "result" in answer, answer
     assert answer["result"] and all(s["kind"] == 15 for s in answer["result"])
 
@@ -433,9 +434,9 @@ def test_cancel_request_stops_the_engine_job(tmp_path: Path) -> None:
         msg_id = srv.request("workspace/executeCommand", params)
         time.sleep(0.3)
         srv.notify("$/cancelRequest", {"id": msg_id})
-        answer = srv.response(msg_id, timeout=20)
+        answer = srv.response(msg_id, timeout=120)
         assert answer["error"]["code"] == CANCELLED, answer
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not engine_jobs(srv, "citeline.search") and time.monotonic() < deadline:
             time.sleep(0.05)
         assert engine_jobs(srv, "citeline.search") == ["stopped (cancelled)"]
