@@ -83,7 +83,7 @@ class AnyScoring:
     # the query's unstemmed terms) is added to the stems'; 0 switches it off.
     typed: float = 1.0
     # A section holding only the query's stop words is no hit, and stop words are not
-    # matched terms (SPEC §13); False: they count as any term does (before 2026-12-02).
+    # matched terms (SPEC §13); False: they count as any term does (as they did before).
     stop_filter: bool = True
 
 
@@ -119,14 +119,13 @@ def query_stops(terms: Sequence[str]) -> tuple[bool, ...]:
 
     Under `stemming=english` the terms are stems: a stem is a stop term when the words
     typed that give it are all stop words (`doing` → `do` is one; `owned` → `own`, the
-    stem of the stop word `own`, is not: the user did not type a stop word). Terms from
-    terms.query_terms know the words typed; for bare strings a term is a stop term when it
-    is a stop word or a stop word's stem."""
+    stem of the stop word `own`, is not: the user did not type a stop word). Stemmed terms
+    from terms.query_terms know the words typed; otherwise (no stemming, bare strings) the
+    terms are words, and a stop term is a stop word."""
     typed = getattr(terms, "typed", None)
     tokenizer = getattr(terms, "tokenizer", None)
     if typed is None or tokenizer is None:
-        stops = stop_terms() if typed is not None else STOP_WORDS
-        return tuple(t in stops for t in terms)
+        return tuple(t in STOP_WORDS for t in terms)
     stop_stems: set[str] = set()
     other: set[str] = set()
     for word in typed:

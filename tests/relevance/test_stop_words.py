@@ -52,7 +52,7 @@ def test_query_stops_are_the_words_typed() -> None:
         True,
         False,
     )
-    # bare strings: stop words and their stems
+    # bare strings are words: "doe" is no stop word, though it is the stem of "does"
     assert query_stops(("doe", "zebra", "the")) == (False, False, True)
 
 
