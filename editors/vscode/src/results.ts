@@ -71,7 +71,7 @@ export interface HitNode {
   /** 1-based rank in the server's order. */
   rank: number;
   hit: SearchHit;
-  /** `path:start-end — heading`, the heading's matched words highlighted. */
+  /** `path:start-end — heading`, the heading's matched words highlighted (`path:start-end` alone without a heading). */
   label: NodeLabel;
   /** `[unsaved]` for a hit from unsaved editor text, else empty. */
   description: string;
@@ -130,14 +130,18 @@ export function searchNodes(result: SearchResult, prefix: string): HitNode[] {
       .filter((line) => line.length > 0)
       .join("\n");
     // `path:lines` first: a sidebar cuts a row's end, and where the section is matters
-    // as much as its heading (the tooltip has the whole row).
-    const where = `${hit.path}:${hit.line_start}-${hit.line_end}${HIT_LABEL_SEPARATOR}`;
+    // as much as its heading (the tooltip has the whole row). A section without a heading
+    // (text before the first one) is its location alone: its label would be the path again.
+    const location = `${hit.path}:${hit.line_start}-${hit.line_end}`;
+    const headed = typeof hit.heading === "string" && hit.heading.trim().length > 0;
+    const where = headed ? location + HIT_LABEL_SEPARATOR : location;
+    const shifted = headed ? f.labelHighlights.map((s) => ({ start: s.start + where.length, end: s.end + where.length })) : [];
     return {
       kind: "hit",
       id,
       rank: i + 1,
       hit,
-      label: { label: where + f.label, highlights: toHighlights(f.labelHighlights.map((s) => ({ start: s.start + where.length, end: s.end + where.length }))) },
+      label: { label: headed ? where + f.label : where, highlights: toHighlights(shifted) },
       description: f.unsaved ? UNSAVED_MARK : "",
       tooltip,
       unsaved: f.unsaved,

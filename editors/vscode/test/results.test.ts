@@ -169,6 +169,17 @@ describe("searchNodes: one node per hit in the server's order", () => {
     assert.ok(nodes.every((n) => !/[\r\n]/.test(n.label.label)));
   });
 
+  test("a section without a heading is labelled by its location alone", () => {
+    const snippet = "Text before any heading about hashtable.";
+    const hit = makeHit({ heading: null, path: "notes/a.md", line_start: 1, line_end: 2, snippet, match_spans: byteSpans(snippet, ["hashtable"]) });
+    const [node] = searchNodes(searchResult([hit]), "g");
+    assert.equal(node.label.label, "notes/a.md:1-2");
+    assert.deepEqual(node.label.highlights, []);
+    assert.deepEqual(marked(node.lines[0].label), ["hashtable"]);
+    const blank = searchNodes(searchResult([makeHit({ heading: "  ", path: "b.md", line_start: 3, line_end: 3, snippet: "x" })]), "g");
+    assert.equal(blank[0].label.label, "b.md:3-3");
+  });
+
   test("a hit from unsaved text is marked in its description and tooltip", () => {
     const hit = makeHit({ heading: "Draft", path: "d.md", line_start: 2, line_end: 4, snippet: "# Draft", unsaved: true });
     const [node] = searchNodes(searchResult([hit]), "g");
