@@ -17,6 +17,7 @@ from .scoring import (
     heading_bonus,
     plan,
     rescore_bounded,
+    stop_bits,
 )
 from .stems import Stemmed, stemmed
 from .terms import Tokenizer
@@ -127,8 +128,14 @@ def rank(
         scores = scores.copy()  # the stems' own scores stay in parts[0] for the bonus
         for g in kept:
             scores[g] += scoring.typed * plain[g]
+    # Under match_any, the bits of the terms that make a hit and are matched terms: every
+    # term but the query's stop words (SPEC §13).
+    counted = (1 << need) - 1
+    if match_any and scoring.stop_filter:
+        counted &= ~stop_bits(terms, prefix_last)
     if match_any:
-        found = touched
+        every = counted == (1 << need) - 1
+        found = touched if every else [g for g in touched if masks[g] & counted]
     else:
         full = (1 << need) - 1
         found = [g for g in touched if masks[g] == full]
@@ -156,7 +163,7 @@ def rank(
     if limit is not None:
         chosen = chosen[:limit]
     best = [
-        Scored(g, scores[g], tuple(t for i, t in enumerate(terms) if masks[g] >> i & 1))
+        Scored(g, scores[g], tuple(t for i, t in enumerate(terms) if (masks[g] & counted) >> i & 1))
         for g in chosen
     ]
     return Ranking(total, best)

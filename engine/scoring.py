@@ -20,7 +20,10 @@ module's k1 and b):
   they all count.
 
 English stop words count fully in the BM25 sum: weighing them less there (`stop_weight`)
-was measured and not adopted (docs/relevance.md, "Third round").
+was measured and not adopted (docs/relevance.md, "Third round"). But they do not make a
+hit (SPEC §13, "Stop words under match=any"): a section that holds only the query's stop
+words is left out, and stop words are not among a hit's matched terms, so they are not
+highlighted either (`stop_bits`), unless every term of the query is one.
 
 The score is then multiplied by a heading bonus, 1 + heading × (the share of the query's
 weight found in the section's heading, outline and document title): a section whose
@@ -79,6 +82,9 @@ class AnyScoring:
     # Under stemming: the weight of the words as typed, whose score (the same formula over
     # the query's unstemmed terms) is added to the stems'; 0 switches it off.
     typed: float = 1.0
+    # A section holding only the query's stop words is no hit, and stop words are not
+    # matched terms (SPEC §13); False: they count as any term does (as they did before).
+    stop_filter: bool = True
 
 
 MATCH_ANY = AnyScoring()
@@ -106,6 +112,37 @@ class QueryPlan:
     total: float  # sum of the weights
     exponent: float
     heading: float
+
+
+def query_stops(terms: Sequence[str]) -> tuple[bool, ...]:
+    """For each query term, whether it stands for English stop words only.
+
+    Under `stemming=english` the terms are stems: a stem is a stop term when the words
+    typed that give it are all stop words (`doing` → `do` is one; `owned` → `own`, the
+    stem of the stop word `own`, is not: the user did not type a stop word). Stemmed terms
+    from terms.query_terms know the words typed; otherwise (no stemming, bare strings) the
+    terms are words, and a stop term is a stop word."""
+    typed = getattr(terms, "typed", None)
+    tokenizer = getattr(terms, "tokenizer", None)
+    if typed is None or tokenizer is None:
+        return tuple(t in STOP_WORDS for t in terms)
+    stop_stems: set[str] = set()
+    other: set[str] = set()
+    for word in typed:
+        (stop_stems if word in STOP_WORDS else other).update(tokenizer.tokens(word))
+    return tuple(t in stop_stems and t not in other for t in terms)
+
+
+def stop_bits(terms: Sequence[str], prefix_last: bool = False) -> int:
+    """The mask of the query's stop terms (bit i: term i) that make no hit on their own
+    and are no matched term (SPEC §13); 0 when every term is one (they then count as any
+    term does). A last term matched as a prefix (as-you-type) is a word being typed, not
+    a stop word: `to` may be the start of `token`."""
+    mask = 0
+    for i, stop in enumerate(query_stops(terms)):
+        if stop and not (prefix_last and i == len(terms) - 1):
+            mask |= 1 << i
+    return 0 if mask == (1 << len(terms)) - 1 else mask
 
 
 def is_cjk_bigram(term: str) -> bool:
@@ -241,6 +278,8 @@ __all__ = [
     "final_score",
     "heading_bonus",
     "plan",
+    "query_stops",
     "rescore_bounded",
+    "stop_bits",
     "stop_terms",
 ]

@@ -376,6 +376,19 @@ def _options(result: dict[str, Any]) -> list[str]:
     return [f"options: {', '.join(changed)}"] if changed else []
 
 
+def content_words(
+    words: list[tuple[str, frozenset[str]]],
+) -> list[tuple[str, frozenset[str]]]:
+    """The query's words but its English stop words, unless it has no other: under
+    match=any a stop word is never a matched term (SPEC §13), so it is neither matched nor
+    missing."""
+    from citeline.engine.scoring import STOP_WORDS
+    from citeline.engine.terms import normalise
+
+    content = [w for w in words if normalise(w[0]) not in STOP_WORDS]
+    return content or words
+
+
 def search_text(result: dict[str, Any]) -> str:
     from .render import matched_words, query_words
 
@@ -391,6 +404,8 @@ def search_text(result: dict[str, Any]) -> str:
         out.append(NO_HIT_HINT if match == "all" else NO_HIT_ANY)
         return "\n".join(out)
     words = query_words(result) if "options" in result else []
+    if (result.get("options") or {}).get("match") == "any":
+        words = content_words(words)
     for rank, hit in enumerate(hits, 1):
         heading = _quoted(hit["heading"]) if hit["heading"] else "(text before the first heading)"
         line = (

@@ -35,3 +35,22 @@ def editor_env(workspace: Path) -> dict[str, str]:
     env["HOME"] = str(workspace.parent / "home")  # no user config, no stray state
     Path(env["HOME"]).mkdir(exist_ok=True)
     return env
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One `vscode: N passed, N failed` line for the tests inside a real VS Code (a
+    failure's message names the folder of its screenshots)."""
+    mine = "test_vscode.py::"
+    counts = {
+        outcome: sum(
+            1
+            for r in terminalreporter.stats.get(outcome, [])
+            if mine in getattr(r, "nodeid", "") and getattr(r, "when", "call") in ("call", "setup")
+        )
+        for outcome in ("passed", "failed", "error", "skipped")
+    }
+    if any(counts.values()):
+        line = f"vscode: {counts['passed']} passed, {counts['failed'] + counts['error']} failed"
+        if counts["skipped"]:
+            line += f", {counts['skipped']} skipped"
+        terminalreporter.write_line(line)

@@ -363,6 +363,28 @@ def test_search_text_says_which_words_matched_under_options() -> None:
     assert "matched: alpha" in render_text("search_sections", everything).split("\n")
 
 
+def test_search_text_leaves_stop_words_out_of_matched_and_missing() -> None:
+    """Under match=any stop words are not matched terms (SPEC §13): the text neither lists
+    them as matched nor as missing, unless the query has no other word."""
+    options = {"profile": "recall", "match": "any"}
+    hits = [hit(1, matched_terms=["alpha"]), hit(2, matched_terms=[])]
+    result = search_result(hits, total=2, query="the alpha of a beta", options=options)
+    said = [x for x in render_text("search_sections", result).split("\n") if "matched" in x]
+    assert said == [
+        "matched: alpha; missing: beta",
+        "matched: (title or outline only); missing: alpha, beta",
+    ]
+    only = search_result([hit(1, matched_terms=["the"])], total=1, query="The a", options=options)
+    said = [x for x in render_text("search_sections", only).split("\n") if "matched" in x]
+    assert said == ["matched: The; missing: a"]
+    # the contract lists every word: all are required (and matched)
+    contract = {"profile": "contract", "match": "all", "context": "outline"}
+    every = search_result(
+        [hit(1, matched_terms=["the", "alpha"])], total=1, query="the alpha", options=contract
+    )
+    assert "matched: the, alpha" in render_text("search_sections", every).split("\n")
+
+
 def test_options_all_default_make_no_options_line() -> None:
     result = search_result([hit(1)], total=1, options={"profile": "contract", "match": "all"})
     lines = render_text("search_sections", result).split("\n")

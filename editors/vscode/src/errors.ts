@@ -80,3 +80,14 @@ export function startFailureMessage(command: string, error: unknown): string {
     : `See the "citeline" output channel for the server's log.`;
   return `citeline: the language server (${command}) could not be started: ${reason}. ${hint}`;
 }
+
+/**
+ * Whether a message of vscode-languageclient is its own report of a server that did not
+ * start ("… client: couldn't create connection to server.", "Server initialization
+ * failed."). The client shows the first as a toast whatever its options say; the
+ * extension shows its own message for the same failure (startFailureMessage, with Open
+ * Settings and Show Log), so these go to the log only: one failure, one message.
+ */
+export function isStartFailureReport(message: string): boolean {
+  return /couldn't create connection to server|^Server initialization failed/i.test(message);
+}

@@ -18,7 +18,7 @@ import {
   State,
 } from "vscode-languageclient/node";
 
-import { describeError, startFailureMessage } from "./errors";
+import { describeError, isStartFailureReport, startFailureMessage } from "./errors";
 import { LiveQuery } from "./latest";
 import {
   LinesMode,
@@ -37,8 +37,9 @@ import {
   LineMatch,
 } from "./mapping";
 import { codePointColumnToUtf16 } from "./offsets";
+import { showTarget } from "./open";
 import type { LinesQuery } from "./results";
-import { lineRange } from "./results";
+import { columnTarget, sectionTarget } from "./results";
 import type { ResultNode } from "./resultsTree";
 import { ResultsView } from "./resultsView";
 import { ClientSettings, needsRestart, readSettings, serverSettingsChanged } from "./settings";
@@ -119,6 +120,17 @@ async function onConfigurationChanged(): Promise<void> {
 
 // ----------------------------------------------------------------- client
 
+/**
+ * The language client, without its generic toast for a server that did not start: the
+ * extension tells the user itself, once, what failed and what to do (ensureClient). The
+ * report still goes to the output channel.
+ */
+class CitelineClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | "force"): void {
+    super.error(message, data, isStartFailureReport(message) ? false : showNotification);
+  }
+}
+
 function createClient(): LanguageClient {
   const serverOptions: ServerOptions = {
     command: settings.command,
@@ -133,6 +145,8 @@ function createClient(): LanguageClient {
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     initializationOptions: () => settings.server,
+    // A server that fails to initialize is not retried: ensureClient reports it.
+    initializationFailedHandler: () => false,
     middleware: {
       workspace: {
         // Answer the server's pull requests for our section from the mapped settings.
@@ -144,7 +158,7 @@ function createClient(): LanguageClient {
       },
     },
   };
-  return new LanguageClient("citeline", "citeline", serverOptions, clientOptions);
+  return new CitelineClient("citeline", "citeline", serverOptions, clientOptions);
 }
 
 /** The running client, starting it when needed; undefined (after telling the user) when it cannot start. */
@@ -262,25 +276,12 @@ async function openRange(root: vscode.Uri, path: string, startLine: number, endL
     const doc = await vscode.workspace.openTextDocument(uri);
     // Lines as the server counts them (LF only; the editor also breaks at a lone CR).
     const text = doc.getText();
-    const end = doc.positionAt(text.length);
-    const firstLine = lineRange(text, Math.max(0, startLine));
-    const lastLine = lineRange(text, Math.max(startLine, endLine)) ?? firstLine;
-    const first = firstLine === undefined ? end : doc.positionAt(firstLine.start);
-    const last = lastLine === undefined ? end : doc.positionAt(lastLine.end);
-    let selection: vscode.Selection;
     if (character !== undefined) {
-      const lineText = firstLine === undefined ? "" : text.slice(firstLine.start, firstLine.end);
-      const pos = firstLine === undefined ? end : doc.positionAt(firstLine.start + character(lineText));
-      selection = new vscode.Selection(pos, pos);
+      await showTarget(doc, columnTarget(text, startLine, character), { preview: false, reveal: vscode.TextEditorRevealType.InCenterIfOutsideViewport });
     } else {
-      // Anchor at the section's end, cursor on its heading: the heading stays in view.
-      selection = new vscode.Selection(last, first);
+      // The section selected, the cursor on its heading: the heading stays in view.
+      await showTarget(doc, sectionTarget(text, startLine, endLine), { preview: false, reveal: vscode.TextEditorRevealType.AtTop });
     }
-    const editor = await vscode.window.showTextDocument(doc, { selection, preview: false });
-    editor.revealRange(
-      new vscode.Range(first, last),
-      character !== undefined ? vscode.TextEditorRevealType.InCenterIfOutsideViewport : vscode.TextEditorRevealType.AtTop,
-    );
   } catch (error) {
     void vscode.window.showErrorMessage(`citeline: cannot open ${path}: ${describeError(error).message}`);
   }

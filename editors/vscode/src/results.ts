@@ -44,6 +44,9 @@ export const LINE_LABEL_UNITS = 240;
 
 const toHighlights = (spans: readonly Span[]): Highlight[] => spans.map((s) => [s.start, s.end]);
 
+/** Between a hit row's `path:lines` and its heading. */
+export const HIT_LABEL_SEPARATOR = " — ";
+
 // -------------------------------------------------------------- section hits
 
 /** A line of a hit's snippet that holds matched spans (a child of the hit). */
@@ -68,7 +71,9 @@ export interface HitNode {
   /** 1-based rank in the server's order. */
   rank: number;
   hit: SearchHit;
+  /** `path:start-end — heading`, the heading's matched words highlighted (`path:start-end` alone without a heading). */
   label: NodeLabel;
+  /** `[unsaved]` for a hit from unsaved editor text, else empty. */
   description: string;
   tooltip: string;
   unsaved: boolean;
@@ -124,13 +129,20 @@ export function searchNodes(result: SearchResult, prefix: string): HitNode[] {
     ]
       .filter((line) => line.length > 0)
       .join("\n");
+    // `path:lines` first: a sidebar cuts a row's end, and where the section is matters
+    // as much as its heading (the tooltip has the whole row). A section without a heading
+    // (text before the first one) is its location alone: its label would be the path again.
+    const location = `${hit.path}:${hit.line_start}-${hit.line_end}`;
+    const headed = typeof hit.heading === "string" && hit.heading.trim().length > 0;
+    const where = headed ? location + HIT_LABEL_SEPARATOR : location;
+    const shifted = headed ? f.labelHighlights.map((s) => ({ start: s.start + where.length, end: s.end + where.length })) : [];
     return {
       kind: "hit",
       id,
       rank: i + 1,
       hit,
-      label: { label: f.label, highlights: toHighlights(f.labelHighlights) },
-      description: f.description,
+      label: { label: headed ? where + f.label : where, highlights: toHighlights(shifted) },
+      description: f.unsaved ? UNSAVED_MARK : "",
       tooltip,
       unsaved: f.unsaved,
       spans: f.snippetHighlights,
@@ -382,4 +394,76 @@ export function matchDocumentRange(text: string, m: LineMatch, re: RegExp | unde
   const at = new OffsetMap(line).codePointToUtf16(col0);
   const found = findMatch(line, re, at);
   return found ? { start: range.start + found.start, end: range.start + found.end } : { start: range.start + at, end: range.start + at };
+}
+
+// --------------------------------------------------------- opening a result
+
+/**
+ * Where the editor's selection goes when a result opens, as UTF-16 offsets of the
+ * document's text: the selection runs from `anchor` to `active` (the cursor, which the
+ * status bar's "Ln, Col" reports), and `reveal` is the range to scroll into view.
+ *
+ * VS Code's showTextDocument takes its `selection` option as a Range, which has no
+ * direction: a selection whose cursor sits at its start must be set on the editor
+ * afterwards (TextEditor.selection), from these two offsets.
+ */
+export interface OpenTarget {
+  anchor: number;
+  active: number;
+  reveal: Span;
+}
+
+/**
+ * A section (0-based lines `first`..`last`, LF-only lines): selected whole, the cursor
+ * at the start of its first line, the heading, so that the heading stays in view and
+ * Escape leaves the cursor there. Lines past the end of the text fall back to its end.
+ */
+export function sectionTarget(text: string, first: number, last: number): OpenTarget {
+  const start = lineStartOffset(text, Math.max(0, first)) ?? text.length;
+  const end = lineRange(text, Math.max(first, last, 0))?.end ?? text.length;
+  return { anchor: Math.max(start, end), active: start, reveal: { start, end: Math.max(start, end) } };
+}
+
+/**
+ * A snippet line of a hit: the cursor on the line's first matched word, which is
+ * selected (anchor at its end). The line is the UTF-16 range [from, to) of the snippet;
+ * `spans` are the hit's spans in UTF-16 units of the snippet. Undefined when the text no
+ * longer holds the snippet inside the section (the file changed since the search).
+ */
+export function snippetLineTarget(
+  text: string,
+  node: Pick<HitNode, "hit" | "spans">,
+  line: { from: number; to: number },
+): OpenTarget | undefined {
+  const base = locateSnippet(text, node.hit);
+  if (base === undefined) return undefined;
+  const span = node.spans.find((s) => s.start < line.to && s.end > line.from);
+  const start = base + (span ? Math.max(span.start, line.from) : line.from);
+  const end = span ? base + Math.min(span.end, line.to) : start;
+  return { anchor: end, active: start, reveal: { start, end } };
+}
+
+/**
+ * A line match: the cursor at the match's column (where the server says it starts), the
+ * matched text selected when the view could find its end. Undefined past the text's end.
+ */
+export function matchTarget(text: string, m: LineMatch, re: RegExp | undefined): OpenTarget | undefined {
+  const r = matchDocumentRange(text, m, re);
+  if (r === undefined) return undefined;
+  return { anchor: r.end, active: r.start, reveal: { start: r.start, end: r.start } };
+}
+
+/** The cursor at one offset, nothing selected. */
+export function caret(at: number): OpenTarget {
+  return { anchor: at, active: at, reveal: { start: at, end: at } };
+}
+
+/**
+ * The cursor at a column of 0-based line `line`: `column` gives its UTF-16 offset in the
+ * line's text (clamped to the line); the text's end when the line is past it.
+ */
+export function columnTarget(text: string, line: number, column: (lineText: string) => number): OpenTarget {
+  const range = lineRange(text, Math.max(0, line));
+  if (range === undefined) return caret(text.length);
+  return caret(range.start + Math.min(Math.max(0, column(text.slice(range.start, range.end))), range.end - range.start));
 }

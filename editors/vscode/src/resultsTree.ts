@@ -191,7 +191,7 @@ export class ResultsTree {
         return {
           id: node.id,
           label: node.label,
-          description: node.description,
+          description: node.description || undefined,
           tooltip: node.tooltip,
           collapsible: node.lines.length > 0 ? "expanded" : "none",
           contextValue: "citeline.hit",

@@ -9,7 +9,20 @@ import * as vscode from "vscode";
 import type { LinesResult, SearchResult } from "./mapping";
 import { bundlePathSegments } from "./mapping";
 import { Span } from "./offsets";
-import { HitNode, LinesQuery, MatchNode, hitDocumentSpans, lineRange, lineStartOffset, locateSnippet, matchDocumentRange, matcher } from "./results";
+import { showTarget } from "./open";
+import {
+  HitNode,
+  LinesQuery,
+  MatchNode,
+  OpenTarget,
+  caret,
+  hitDocumentSpans,
+  matchDocumentRange,
+  matchTarget,
+  matcher,
+  sectionTarget,
+  snippetLineTarget,
+} from "./results";
 import { ResultNode, ResultsTree } from "./resultsTree";
 
 export const VIEW_ID = "citeline.results";
@@ -202,39 +215,26 @@ export class ResultsView implements vscode.Disposable {
       return;
     }
     const text = doc.getText();
-    const end = doc.positionAt(text.length);
-    const at = (offset: number | undefined, fallback: vscode.Position) => (offset === undefined ? fallback : doc.positionAt(offset));
-
-    let selection: vscode.Selection;
-    let reveal: vscode.Range;
+    let target: OpenTarget | undefined;
     if (node.kind === "match") {
-      const r = matchDocumentRange(text, node.match, matcher(this.linesQuery()));
-      const start = at(r?.start, end);
-      selection = new vscode.Selection(start, at(r?.end, start));
-      reveal = new vscode.Range(start, start);
+      target = matchTarget(text, node.match, matcher(this.linesQuery()));
     } else {
       const h = hit as HitNode;
       // The section's lines, counted as the server counts them (LF only).
-      const first = at(lineStartOffset(text, Math.max(0, h.hit.line_start - 1)), end);
-      const last = at(lineRange(text, Math.max(h.hit.line_start, h.hit.line_end) - 1)?.end, end);
-      reveal = new vscode.Range(first, last);
-      selection = new vscode.Selection(last, first); // cursor on the heading, section selected
+      const section = sectionTarget(text, h.hit.line_start - 1, h.hit.line_end - 1);
       if (node.kind === "snippetLine") {
-        // The line's first matched word, found through the snippet's place in the text.
-        const base = locateSnippet(text, h.hit);
-        if (base !== undefined) {
-          const span = h.spans.find((s) => s.start < node.to && s.end > node.from);
-          const a = base + (span ? Math.max(span.start, node.from) : node.from);
-          const b = span ? base + Math.min(span.end, node.to) : a;
-          selection = new vscode.Selection(doc.positionAt(a), doc.positionAt(b));
-        } else {
-          selection = new vscode.Selection(first, first);
-        }
-        reveal = new vscode.Range(selection.start, selection.end);
+        // The line's first matched word, found through the snippet's place in the text;
+        // the section's first line when the text no longer holds the snippet.
+        target = snippetLineTarget(text, h, node) ?? caret(section.active);
+      } else {
+        target = section;
       }
     }
-    const editor = await vscode.window.showTextDocument(doc, { selection, preview: true, preserveFocus: false });
-    editor.revealRange(reveal, node.kind === "hit" ? vscode.TextEditorRevealType.AtTop : vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    target ??= caret(text.length);
+    const editor = await showTarget(doc, target, {
+      preview: true,
+      reveal: node.kind === "hit" ? vscode.TextEditorRevealType.AtTop : vscode.TextEditorRevealType.InCenterIfOutsideViewport,
+    });
     this.decorate(editor, path, text);
   }
 

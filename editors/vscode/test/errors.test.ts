@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { describeError, startFailureMessage } from "../src/errors";
+import { describeError, isStartFailureReport, startFailureMessage } from "../src/errors";
 
 /** Shape of vscode-jsonrpc's ResponseError. */
 class FakeResponseError extends Error {
@@ -77,5 +77,20 @@ describe("startFailureMessage", () => {
 
   test("other failures point at the log", () => {
     assert.match(startFailureMessage("citeline", new Error("Server initialization failed.")), /output channel/);
+  });
+});
+
+describe("isStartFailureReport: the language client's own toasts for a server that did not start", () => {
+  test("its start and initialization failures are recognised", () => {
+    // The exact texts of vscode-languageclient 11 (client.js start() and initialize())
+    assert.ok(isStartFailureReport("citeline client: couldn't create connection to server."));
+    assert.ok(isStartFailureReport("Server initialization failed."));
+  });
+
+  test("other reports still reach the user", () => {
+    assert.ok(!isStartFailureReport("Connection to server got closed. Server will not be restarted."));
+    assert.ok(!isStartFailureReport("Request workspace/symbol failed."));
+    assert.ok(!isStartFailureReport("The citeline server crashed 5 times in the last 3 minutes. The server will not be restarted."));
+    assert.ok(!isStartFailureReport("Restarting server failed"));
   });
 });

@@ -238,7 +238,7 @@ describe("integration with the real citeline lsp", () => {
     const hits = (await tree.children()) as HitNode[];
     assert.deepEqual(
       hits.map((h) => [h.hit.path, tree.item(h).label.label, tree.item(h).description]),
-      [["setext.md", "Gateway routing rules", "setext.md:3-7"]],
+      [["setext.md", "setext.md:3-7 — Gateway routing rules", undefined]],
     );
     // The Setext heading over two lines is one label line, both words highlighted.
     const label = tree.item(hits[0]).label;
@@ -323,7 +323,8 @@ describe("integration with the real citeline lsp", () => {
       const tree = new ResultsTree(async () => edited);
       tree.showSearch("zebrafish", rootUri, result);
       const [node] = (await tree.children()) as HitNode[];
-      assert.match(tree.item(node).description ?? "", /^\[unsaved\] guide\.md:/);
+      assert.equal(tree.item(node).description, "[unsaved]");
+      assert.match(tree.item(node).label.label, /^guide\.md:\d+-\d+ — /);
       const words = hitDocumentSpans(edited, node).map((s) => edited.slice(s.start, s.end));
       assert.deepEqual(words, ["zebrafish"]);
     } finally {

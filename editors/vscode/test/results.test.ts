@@ -4,6 +4,8 @@ import { describe, test } from "node:test";
 import type { LineMatch, LinesResult, SearchResult } from "../src/mapping";
 import {
   LinesQuery,
+  caret,
+  columnTarget,
   findMatch,
   hitDocumentSpans,
   lineOfOffset,
@@ -15,11 +17,14 @@ import {
   matchDocumentRange,
   matchHighlight,
   matchOffsetInText,
+  matchTarget,
   matcher,
   rankingProfile,
   searchMessage,
   searchNodes,
+  sectionTarget,
   snippetLineNumbers,
+  snippetLineTarget,
   snippetLines,
 } from "../src/results";
 import { byteSpans, makeHit } from "./helpers";
@@ -109,7 +114,7 @@ describe("snippetLines: a child per snippet line holding spans, highlights per l
 });
 
 describe("searchNodes: one node per hit in the server's order", () => {
-  test("label = heading with highlights, description = path and lines, ids unique per query", () => {
+  test("label = path:lines, then the heading with its highlights; ids unique per query", () => {
     const s1 = "## Ordered hashtable\n\nAn ordered hashtable keeps order.";
     const s2 = "# Zeta\n\nhashtable again";
     const hits = [
@@ -129,8 +134,8 @@ describe("searchNodes: one node per hit in the server's order", () => {
     assert.deepEqual(
       nodes.map((n) => [n.rank, n.id, n.label.label, n.description]),
       [
-        [1, "g7/h1", "Zeta", "z.md:1-3"],
-        [2, "g7/h2", "Ordered hashtable", "docs/a.md:10-12"],
+        [1, "g7/h1", "z.md:1-3 — Zeta", ""],
+        [2, "g7/h2", "docs/a.md:10-12 — Ordered hashtable", ""],
       ],
     );
     assert.deepEqual(marked(nodes[1].label), ["Ordered", "hashtable"]);
@@ -147,9 +152,9 @@ describe("searchNodes: one node per hit in the server's order", () => {
     const snippet = "Ordered\nhashtable\n=====\n\nbody about hashtable";
     const hit = makeHit({ heading: "Ordered\nhashtable", snippet, match_spans: byteSpans(snippet, ["hashtable"]) });
     const [node] = searchNodes(searchResult([hit]), "g");
-    assert.equal(node.label.label, "Ordered hashtable");
+    assert.equal(node.label.label, "docs/guide.md:1-5 — Ordered hashtable");
     assert.deepEqual(marked(node.label), ["hashtable"]);
-    assert.deepEqual(node.label.highlights, [[8, 17]]);
+    assert.deepEqual(node.label.highlights, [[28, 37]]);
   });
 
   test("headings with CRLF or a lone CR show spaces", () => {
@@ -158,17 +163,29 @@ describe("searchNodes: one node per hit in the server's order", () => {
     const nodes = searchNodes(searchResult([crlf, cr]), "g");
     assert.deepEqual(
       nodes.map((n) => n.label.label),
-      ["Two lines", "lone CR"],
+      ["docs/guide.md:1-5 — Two lines", "docs/guide.md:1-5 — lone CR"],
     );
     assert.deepEqual(marked(nodes[1].label), ["CR"]);
     assert.ok(nodes.every((n) => !/[\r\n]/.test(n.label.label)));
+  });
+
+  test("a section without a heading is labelled by its location alone", () => {
+    const snippet = "Text before any heading about hashtable.";
+    const hit = makeHit({ heading: null, path: "notes/a.md", line_start: 1, line_end: 2, snippet, match_spans: byteSpans(snippet, ["hashtable"]) });
+    const [node] = searchNodes(searchResult([hit]), "g");
+    assert.equal(node.label.label, "notes/a.md:1-2");
+    assert.deepEqual(node.label.highlights, []);
+    assert.deepEqual(marked(node.lines[0].label), ["hashtable"]);
+    const blank = searchNodes(searchResult([makeHit({ heading: "  ", path: "b.md", line_start: 3, line_end: 3, snippet: "x" })]), "g");
+    assert.equal(blank[0].label.label, "b.md:3-3");
   });
 
   test("a hit from unsaved text is marked in its description and tooltip", () => {
     const hit = makeHit({ heading: "Draft", path: "d.md", line_start: 2, line_end: 4, snippet: "# Draft", unsaved: true });
     const [node] = searchNodes(searchResult([hit]), "g");
     assert.equal(node.unsaved, true);
-    assert.equal(node.description, "[unsaved] d.md:2-4");
+    assert.equal(node.description, "[unsaved]");
+    assert.equal(node.label.label, "d.md:2-4 — Draft");
     assert.match(node.tooltip, /unsaved text/);
   });
 
@@ -326,5 +343,71 @@ describe("line matches: grouped by file, the match highlighted, with columns", (
     const result = linesResult([{ path: "a.md", line: 1, column: 1, text: "x" }]);
     assert.equal(linesMessage({ pattern: "x", mode: "regex", caseSensitive: false }, { ...result, total: 300, truncated: true }), "“x” (regex, ignoring case): 300 lines (1 shown)");
     assert.equal(linesMessage(exact, result), "“hashtable” (exact): 1 line");
+  });
+});
+
+describe("open targets: where the cursor and the selection go when a result opens", () => {
+  const text = "# Intro\n\ntext\n\n## Ordered hashtable\n\nThe café hashtable keeps order.\nlast line\n";
+
+  test("a section: selected whole, the cursor at the start of its heading", () => {
+    // 0-based lines 4..7: "## Ordered hashtable" .. "last line"
+    const t = sectionTarget(text, 4, 7);
+    assert.equal(t.active, text.indexOf("## Ordered"));
+    assert.equal(t.anchor, text.indexOf("last line") + "last line".length);
+    assert.ok(t.anchor > t.active, "the cursor is at the start, not at the end");
+    assert.deepEqual(t.reveal, { start: t.active, end: t.anchor });
+    assert.equal(text.slice(t.active, t.anchor), "## Ordered hashtable\n\nThe café hashtable keeps order.\nlast line");
+  });
+
+  test("a section: CRLF is not part of the last line; lines past the end fall back to the end", () => {
+    const crlf = "# A\r\nbody\r\n# B\r\n";
+    const t = sectionTarget(crlf, 0, 1);
+    assert.equal(crlf.slice(t.active, t.anchor), "# A\r\nbody");
+    const past = sectionTarget(crlf, 10, 12);
+    assert.deepEqual([past.active, past.anchor], [crlf.length, crlf.length]);
+    const one = sectionTarget("# Only", 0, 0);
+    assert.deepEqual([one.active, one.anchor], [0, 6]);
+  });
+
+  test("a snippet line: the cursor on the line's first matched word, the word selected", () => {
+    const snippet = "## Ordered hashtable\n\nThe café hashtable keeps order.";
+    const hit = makeHit({ heading: "Ordered hashtable", line_start: 5, line_end: 8, snippet, match_spans: byteSpans(snippet, ["hashtable"]) });
+    const [node] = searchNodes(searchResult([hit]), "g");
+    const line = node.lines.find((l) => l.label.label.startsWith("The café"));
+    assert.ok(line !== undefined);
+    const t = snippetLineTarget(text, node, line);
+    assert.ok(t !== undefined);
+    assert.equal(t.active, text.indexOf("hashtable keeps"));
+    assert.equal(text.slice(t.active, t.anchor), "hashtable");
+    assert.deepEqual(t.reveal, { start: t.active, end: t.anchor });
+    // The file no longer holds the snippet: no target (the caller opens the section)
+    assert.equal(snippetLineTarget("# Changed\n", node, line), undefined);
+  });
+
+  test("a snippet line without a span of its own: the cursor at the line's start", () => {
+    const snippet = "## Ordered hashtable\n\nThe café hashtable keeps order.";
+    const hit = makeHit({ line_start: 5, line_end: 8, snippet, match_spans: [] });
+    const [node] = searchNodes(searchResult([hit]), "g");
+    const from = snippet.indexOf("The café");
+    const t = snippetLineTarget(text, node, { from, to: snippet.length });
+    assert.ok(t !== undefined);
+    assert.deepEqual([t.active, t.anchor], [text.indexOf("The café"), text.indexOf("The café")]);
+  });
+
+  test("a line match: the cursor at its column, the match selected after it", () => {
+    const m: LineMatch = { path: "a.md", line: 7, column: 10, text: "The café hashtable keeps order." };
+    const t = matchTarget(text, m, matcher({ pattern: "HASHTABLE", mode: "exact", caseSensitive: false }));
+    assert.ok(t !== undefined);
+    assert.equal(t.active, text.indexOf("hashtable keeps"));
+    assert.equal(text.slice(t.active, t.anchor), "hashtable");
+    assert.equal(matchTarget(text, { ...m, line: 99 }, undefined), undefined);
+  });
+
+  test("a column: an empty selection there, clamped to the line; the text's end past it", () => {
+    assert.deepEqual(columnTarget(text, 6, () => 4), caret(text.indexOf("café")));
+    const lineEnd = text.indexOf("\nlast line");
+    assert.deepEqual(columnTarget(text, 6, () => 999), caret(lineEnd));
+    assert.deepEqual(columnTarget(text, 6, () => -3), caret(text.indexOf("The café")));
+    assert.deepEqual(columnTarget(text, 40, () => 0), caret(text.length));
   });
 });

@@ -81,8 +81,8 @@ describe("ResultsTree", () => {
     assert.deepEqual(
       hits.map((h) => tree.item(h)).map((i) => [i.label.label, i.description, i.collapsible, i.contextValue, i.resource?.path, i.opens]),
       [
-        ["Ordered hashtable", "guide.md:5-8", "expanded", "citeline.hit", "guide.md", true],
-        ["Notes", "[unsaved] notes.md:1-3", "expanded", "citeline.hit", "notes.md", true],
+        ["guide.md:5-8 — Ordered hashtable", undefined, "expanded", "citeline.hit", "guide.md", true],
+        ["notes.md:1-3 — Notes", "[unsaved]", "expanded", "citeline.hit", "notes.md", true],
       ],
     );
     assert.equal(tree.item(hits[0]).resource?.root, ROOT);

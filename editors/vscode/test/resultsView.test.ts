@@ -146,10 +146,12 @@ function makeVscode(files: Record<string, string>) {
       get visibleTextEditors() {
         return visible;
       },
-      showTextDocument: async (doc: FakeDocument, opts: { selection: Selection }) => {
+      showTextDocument: async (doc: FakeDocument, opts: { selection: Range }) => {
         const editor: FakeEditor = {
           document: doc,
-          selection: opts.selection,
+          // As VS Code does: the option is a Range, so a reversed Selection loses its
+          // direction (the cursor lands at its end).
+          selection: new Selection(opts.selection.start, opts.selection.end),
           decorations: [],
           revealed: [],
           setDecorations(_type, ranges) {
@@ -192,9 +194,9 @@ function loadView(fake: ReturnType<typeof makeVscode>["vscode"]): typeof import(
     return original.call(this, request, ...rest);
   };
   try {
-    const path = require.resolve("../src/resultsView");
-    delete require.cache[path];
-    return require(path);
+    // Every module that imports vscode, loaded again against this fake.
+    for (const glue of ["../src/open", "../src/resultsView"]) delete require.cache[require.resolve(glue)];
+    return require("../src/resultsView");
   } finally {
     M._load = original;
   }
@@ -261,12 +263,14 @@ describe("ResultsView", () => {
     const provider = (tv.options as { treeDataProvider: { getChildren(n?: ResultNode): Promise<ResultNode[]>; getTreeItem(n: ResultNode): InstanceType<ReturnType<typeof makeVscode>["vscode"]["TreeItem"]> } }).treeDataProvider;
     const hits = await provider.getChildren();
     const item = provider.getTreeItem(hits[0]);
-    assert.equal(item.label.label, "Ordered hashtable");
+    // path:lines first (a narrow sidebar cuts the end), the heading's words highlighted
+    assert.equal(item.label.label, "guide.md:4-6 — Ordered hashtable");
     assert.deepEqual(item.label.highlights, [
-      [0, 7],
-      [8, 17],
+      [15, 22],
+      [23, 32],
     ]);
-    assert.equal(item.description, "guide.md:4-6");
+    assert.equal(item.description, undefined);
+    assert.match(String(item.tooltip), /^Ordered hashtable\nguide\.md, lines 4–6/);
     assert.equal(item.collapsibleState, 2);
     assert.equal(item.resourceUri?.toString(), "file:///ws/guide.md");
     assert.equal(item.command?.command, "citeline.ui.openResult");
@@ -292,7 +296,9 @@ describe("ResultsView", () => {
     // The lone CR makes VS Code's line numbers one more than citeline's.
     assert.equal(editor.selection.start.line, 4);
     assert.equal(text(editor, editor.selection), "## Ordered hashtable\n\nAn ordered hashtable keeps order.");
-    assert.equal(editor.selection.active.line, 4); // the cursor on the heading
+    // the cursor on the heading's first column, the selection reaching back from the end
+    assert.deepEqual([editor.selection.active.line, editor.selection.active.character], [4, 0]);
+    assert.deepEqual([editor.selection.anchor.line, editor.selection.anchor.character], [6, 33]);
     assert.deepEqual(
       editor.decorations.map((r) => text(editor, r)),
       ["Ordered", "hashtable", "ordered", "hashtable"],
@@ -309,6 +315,8 @@ describe("ResultsView", () => {
     const editor = editors[0];
     assert.equal(text(editor, editor.selection), "hashtable");
     assert.equal(editor.selection.start.line, 2);
+    // the cursor on the matched column ("The café " is 9 UTF-16 units), not after the word
+    assert.deepEqual([editor.selection.active.line, editor.selection.active.character], [2, 9]);
     assert.deepEqual(
       editor.decorations.map((r) => text(editor, r)),
       ["hashtable"],
@@ -326,6 +334,7 @@ describe("ResultsView", () => {
     assert.equal(text(editor, editor.selection), "ordered");
     assert.equal(editor.selection.start.line, 6); // VS Code's line: the lone CR added one
     assert.equal(editor.selection.start.character, 3);
+    assert.equal(editor.selection.active.character, 3);
   });
 
   test("a line search: files and matches; opening a match selects it and decorates the file's matches", async () => {
@@ -351,6 +360,8 @@ describe("ResultsView", () => {
     const editor = editors[0];
     assert.equal(text(editor, editor.selection), "hashtable");
     assert.equal(editor.selection.start.line, 6); // citeline's line 6, VS Code's 7th line
+    // the cursor at the reported column (12, 1-based), the match selected after it
+    assert.deepEqual([editor.selection.active.line, editor.selection.active.character], [6, 11]);
     assert.deepEqual(
       editor.decorations.map((r) => [r.start.line, text(editor, r)]),
       [

@@ -17,7 +17,9 @@ Systems:
 - `recall OPTION=VALUE`: recall with one option back at its default (leave-one-out);
 - `recall scoring:…`: recall with one feature of the match=any ranking switched off
   (engine/scoring.py AnyScoring), or with Lucene's classic coordination (matched ÷ terms
-  over §5's BM25, as SPEC §13 suggests starting from);
+  over §5's BM25, as SPEC §13 suggests starting from); `recall scoring:stop-word hits` is
+  recall before SPEC §13's stop-word rule (a section holding only the query's stop words
+  is a hit);
 - `proposal:recall + adjacency β`: recall with a bonus of up to ×(1+β) for the share of
   the query's neighbouring word pairs (and of the consecutive bigrams of a CJK word, and
   the parts of an identifier) that stand next to each other in the section's text;
@@ -128,6 +130,9 @@ SYSTEMS: tuple[System, ...] = (
     System("recall scoring:stop words count", RECALL, replace(MATCH_ANY, stop_words=False)),
     System("recall scoring:heading bonus off", RECALL, replace(MATCH_ANY, heading=0.0)),
     System("recall scoring:typed words off", RECALL, replace(MATCH_ANY, typed=0.0)),
+    # Before SPEC §13's "Stop words under match=any": sections holding only the query's stop
+    # words are hits, and stop words are matched terms.
+    System("recall scoring:stop-word hits", RECALL, replace(MATCH_ANY, stop_filter=False)),
     System("recall scoring:k1=1.2 b=0.75", RECALL, replace(MATCH_ANY, k1=1.2, b=0.75)),
     System("recall scoring:Lucene classic", RECALL, LUCENE_CLASSIC),
     System("proposal:recall + adjacency 0.25", RECALL, MATCH_ANY, "adjacency", 0.25),
