@@ -606,6 +606,32 @@ def read_file(
         os.close(fd)
 
 
+def read_inside(root: str, rel: str, max_bytes: int, sha256: str | None = None) -> bytes | None:
+    """A file of the bundle read after its capture, with the capture's rules: every component
+    of the bundle-relative path `rel` opened relative to its parent without following links,
+    non-blocking, a regular file only, at most `max_bytes` read; and, given `sha256`, only
+    bytes with that digest (SPEC §2: bytes "read and checked against that SHA-256").
+
+    None when the file is gone, is a link, a FIFO or a device, is larger than `max_bytes`,
+    cannot be read, has other bytes, or when `rel` is not a plain relative path (empty
+    components, "." or ".." would lead outside the folders the rules are checked for).
+    """
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    try:
+        with _Folders(os.fsencode(root).rstrip(b"/") or b"/") as folders:
+            got = folders.read(rel, max_bytes)
+    except (CitelineError, OSError, ValueError):  # ValueError: a NUL in a name
+        return None
+    if got is None or len(got[0]) > max_bytes:
+        return None
+    data = got[0]
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        return None
+    return data
+
+
 def capture(
     bundle: str | os.PathLike[str],
     settings: Settings,

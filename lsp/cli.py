@@ -545,15 +545,17 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     recall: dict[str, Any] | None = None
     recall_error: Any = None
     engine = None
+    texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
     try:
         settings = settings_from(args)
         request = request_from(args)
         engine = engines.open(bundle, settings, args)
         method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
-        result = method[args.command](bundle, request, progress=progress)
+        extra = {"texts": texts} if args.command == "search" and not args.json else {}
+        result = method[args.command](bundle, request, progress=progress, **extra)
         if wants_recall(args, result):
             try:
-                recall = engine.search(bundle, recall_request(request), progress=progress)
+                recall = engine.search(bundle, recall_request(request), progress=progress, **extra)
             except CitelineError as err:
                 recall_error = err
     except CitelineError as err:
@@ -574,7 +576,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
 
         sys.stdout.write(encode(result) + "\n")
         return 0 if result["total"] else NO_MATCH
-    sys.stdout.write(draw(args, result, recall, color))
+    sys.stdout.write(draw(args, result, recall, color, texts))
     sys.stdout.flush()
     notes = render.skipped_notes(result, args.bundle)
     if recall_error is not None:
@@ -605,6 +607,7 @@ def draw(
     result: dict[str, Any],
     recall: dict[str, Any] | None,
     color: bool,
+    texts: dict[str, str] | None = None,
 ) -> str:
     from . import render
 
@@ -619,7 +622,7 @@ def draw(
             result, color, bundle=args.bundle, context=args.context or 0, find=find
         )
     else:
-        sources = render.Sources(bundle)
+        sources = render.Sources(bundle, texts)
         body = render.render_search(
             result, color, bundle=args.bundle, sources=sources, context=args.context_lines
         )

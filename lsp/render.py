@@ -10,12 +10,11 @@ Imports stay light at module level: the engine's tokenizer is imported when a hi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -126,34 +125,49 @@ def matched_words(
 
 
 class Sources:
-    """Hit files read back to number the lines shown, trusted only when their SHA-256 is the
-    one the engine cited (SPEC §2: bytes "read and checked against that SHA-256"). A file
-    changed since the search gives None, and the hit is drawn from its snippet alone."""
+    """The lines of each hit's file, to number the lines shown.
 
-    def __init__(self, root: str) -> None:
+    First the text the search itself read (`texts`, filled by Engine.search(texts=…)): the
+    file is not read a second time. A hit without it (a caller that has only the result) has
+    its file read back with the capture's rules — no link followed, non-blocking, regular
+    files only, at most `max_bytes` — and trusted only when its SHA-256 is the one the engine
+    cited (SPEC §2: bytes "read and checked against that SHA-256"). A FIFO or a device
+    swapped in, a file grown huge or changed gives None, and the hit is drawn from its
+    snippet alone.
+    """
+
+    def __init__(
+        self, root: str, texts: Mapping[str, str] | None = None, max_bytes: int | None = None
+    ) -> None:
         self.root = root
+        self.texts = texts or {}
+        self.max_bytes = max_bytes
         self._lines: dict[tuple[str, str], list[str] | None] = {}
 
     def lines(self, path: str, sha256: str) -> list[str] | None:
         key = (path, sha256)
         if key not in self._lines:
-            self._lines[key] = self._read(path, sha256)
+            text = self.texts.get(sha256)
+            if text is None:
+                text = self._read(path, sha256)
+            self._lines[key] = (
+                None if text is None else [line.removesuffix("\r") for line in text.split("\n")]
+            )
         return self._lines[key]
 
-    def _read(self, path: str, sha256: str) -> list[str] | None:
-        full = os.path.join(self.root, *path.split("/"))
-        try:
-            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        if hashlib.sha256(data).hexdigest() != sha256:
+    def _read(self, path: str, sha256: str) -> str | None:
+        from citeline.engine.capture import read_inside
+
+        limit = self.max_bytes
+        if limit is None:
+            from citeline.engine.limits import Limits
+
+            limit = Limits().max_file_bytes
+        data = read_inside(self.root, path, limit, sha256)
+        if data is None:
             return None
         text = data.decode("utf-8", "replace")  # it decoded for the engine: same bytes
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        return [line.removesuffix("\r") for line in text.split("\n")]
+        return text[1:] if text.startswith("\ufeff") else text
 
 
 # -- one displayed line -----------------------------------------------------------------------
