@@ -581,7 +581,10 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     notes = render.skipped_notes(result, args.bundle)
     if recall_error is not None:
         err = worded_for_cli(recall_error, args)
-        notes.append(f"citeline: the --profile recall search failed: {err.code}: {err.message}")
+        notes.append(
+            "citeline: the --profile recall search failed: "
+            f"{err.code}: {render.terminal(err.message)}"
+        )
     if args.stats or sys.stderr.isatty():
         summary = {
             "search": render.search_summary,
@@ -643,7 +646,9 @@ def report(err: Any, as_json: bool) -> int:
 
         sys.stdout.write(encode(err.to_json()) + "\n")
     else:
-        sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
+        from .render import terminal
+
+        sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
     return EXIT[err.code]
 
 
@@ -684,7 +689,9 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
         }
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
-        sys.stderr.write(f"{usage}\n{culprit.prog}: error: {err.message}\n")
+        from .render import terminal
+
+        sys.stderr.write(f"{usage}\n{culprit.prog}: error: {terminal(err.message)}\n")
     return EXIT["schema_validation"]
 
 
@@ -753,7 +760,9 @@ def report_bug(exc: BaseException, as_json: bool) -> int:
             sys.stdout.write(encode(envelope) + "\n")
             sys.stdout.flush()
         else:
-            sys.stderr.write(f"citeline: {INTERNAL}: {envelope['error']['message']}\n")
+            from .render import terminal
+
+            sys.stderr.write(f"citeline: {INTERNAL}: {terminal(envelope['error']['message'])}\n")
     return INTERNAL_EXIT
 
 
