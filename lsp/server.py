@@ -62,7 +62,7 @@ from citeline.engine.parallel import default_workers
 
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings, unwrap
-from .stdio import FrameReader
+from .stdio import MAX_DEPTH, FrameReader, nested_too_deep
 
 log = logging.getLogger("citeline.lsp")
 
@@ -170,6 +170,30 @@ class CitelineProtocol(LanguageServerProtocol):
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
             log.warning("unparsable message (%s): %r", exc, body[:200])
             self.send_error(None, JsonRpcParseError(f"Parse error: {exc}."))
+            return
+        except RecursionError:  # json's own limit, near 1,000 levels: the id is not known
+            log.warning("unparsable message (nested too deeply): %r", body[:200])
+            self.send_error(
+                None,
+                JsonRpcParseError(f"Parse error: nested more than {MAX_DEPTH} levels deep."),
+            )
+            return
+        if nested_too_deep(body, data):
+            # Refused before cattrs, pygls or a log line recurses over it.
+            msg_id = data.get("id") if isinstance(data, dict) else None
+            id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+            log.warning("invalid request (nested too deeply): %r", body[:200])
+            # A notification or a response is never answered (JSON-RPC 2.0 §4.1, §5).
+            silent = isinstance(data, dict) and (
+                "id" not in data if "method" in data else ("result" in data or "error" in data)
+            )
+            if not silent:
+                self.send_error(
+                    msg_id if id_ok else None,
+                    JsonRpcInvalidRequest(
+                        f"Invalid Request: nested more than {MAX_DEPTH} levels deep."
+                    ),
+                )
             return
         message = self.checked_message(data)
         if message is None:
@@ -319,10 +343,14 @@ class CitelineServer(LanguageServer):
         out = []
         for folder in self.workspace.folders.values():
             path = to_fs_path(folder.uri)
-            if path:
+            if path and os.path.isabs(path):
                 out.append((folder.uri, path))
-        if not out and self.workspace.root_uri and self.workspace.root_path:
-            out.append((self.workspace.root_uri, self.workspace.root_path))
+        root = self.workspace.root_path
+        if not out and self.workspace.root_uri and root and os.path.isabs(root):
+            out.append((self.workspace.root_uri, root))
+        # A URI whose path is relative (`file:docs`) names no folder: searched from the
+        # server's working directory, it would give symbols whose URIs do not exist
+        # (on_initialize logs it).
         return out
 
     def choose_folder(self, root: Any) -> str:
@@ -877,6 +905,10 @@ server = CitelineServer()
 
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: CitelineServer, params: types.InitializeParams) -> None:
+    for uri in [params.root_uri, *(f.uri for f in params.workspace_folders or ())]:
+        path = to_fs_path(uri) if uri else None
+        if uri and not (path and os.path.isabs(path)):
+            log.warning("ignoring workspace folder %r: not the URI of an absolute path", uri)
     ls.apply_settings(params.initialization_options)
     ls.watch_parent(params.process_id)
 
