@@ -57,6 +57,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevance, SectionHit
+from citeline.engine.capture import read_inside
 from citeline.engine.errors import INTERNAL, ParseIssue, internal_error
 from citeline.engine.parallel import default_workers
 
@@ -644,19 +645,18 @@ class CitelineServer(LanguageServer):
         units = self.workspace.position_codec.client_num_units
         is_open = any(d is doc for d in self.workspace.text_documents.values())
         text = doc.source if is_open else None
-        path = doc.path
+        closed = None if is_open else self.closed_document(doc.path)
+        max_bytes = self.options.engine.limits.max_file_bytes
 
         def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
             if text is not None:
-                data = text.encode("utf-8", "surrogatepass")
+                data: bytes | None = text.encode("utf-8", "surrogatepass")
+            elif closed is not None:
+                data = read_inside(*closed, max_bytes)
             else:
-                if path is None:
-                    return []
-                try:
-                    with open(path, "rb") as fh:
-                        data = fh.read()
-                except OSError:
-                    return []
+                data = None
+            if data is None:
+                return []
             found = Engine.outline(data)
             if isinstance(found, ParseIssue):
                 return []
@@ -664,6 +664,21 @@ class CitelineServer(LanguageServer):
             return conv.document_symbols(lay, heads, units)
 
         return await self.run_engine(job)
+
+    def closed_document(self, path: str | None) -> tuple[str, str] | None:
+        """(workspace folder, bundle-relative path) of a document that is not open, when it is
+        a Markdown file inside a workspace folder; None otherwise. Its outline is then read
+        with the capture's rules (engine.capture.read_inside: no link followed at any
+        component inside the folder, non-blocking, regular files only, bounded), never with
+        a plain open() that would follow a link out of the workspace, wait on a FIFO or read
+        /dev/zero until memory runs out (issue 31)."""
+        if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
+            return None
+        folder = self.folder_of(path)
+        if folder is None:
+            return None
+        rel = path[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+        return folder, rel  # read_inside refuses "..", "." and empty components
 
     # -- diagnostics ---------------------------------------------------------------------
 
