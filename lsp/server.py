@@ -179,7 +179,7 @@ class CitelineProtocol(LanguageServerProtocol):
                 JsonRpcParseError(f"Parse error: nested more than {MAX_DEPTH} levels deep."),
             )
             return
-        if nested_too_deep(body, data):
+        if nested_too_deep(data):
             # Refused before cattrs, pygls or a log line recurses over it.
             msg_id = data.get("id") if isinstance(data, dict) else None
             id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
