@@ -3,23 +3,36 @@
 Parsing and tokenising are most of a cold request's cost and a pure function of the files'
 bytes, so whole blocks are built in worker processes (build.build_chunk) and come back
 encoded, as the cache stores them.
+
+The pool is our own, not concurrent.futures' ProcessPoolExecutor: each worker is a process
+with one pipe, fed by one thread of the owner's that sends it a job and waits for the
+answer. Python 3.11's executor runs a manager thread of its own that fails on a future the
+request cancelled when a worker dies (an `InvalidStateError` traceback on the terminal
+after a Ctrl-C), and cannot always be joined after a worker was killed. Here a dead or
+killed worker only ever means "no answer": the job is built in-process, as any failure of
+the pool is, and nothing is printed.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
-# Process pools are imported when first started: most requests never need one, and the
-# command line's start-up time is part of every call.
+# multiprocessing is imported when a pool first starts: most requests never need one, and
+# the command line's start-up time is part of every call.
+
+POLL = 0.1  # seconds between a feeding thread's checks that its worker still lives
 
 
 def default_workers() -> int:
@@ -28,124 +41,244 @@ def default_workers() -> int:
     return min(cores or 1, 4) if (cores or 1) > 1 else 0
 
 
-def _init_worker(owner: int) -> None:
-    """Make a worker hold none of its owner's pipes, and end when its owner ends.
+def start_method() -> str:
+    """forkserver where the platform has it, else spawn (never fork: a forked child inherits
+    locks other threads hold — the language server's stdin reader holds stdin's, and the
+    child's start-up closes stdin: a deadlock)."""
+    from multiprocessing import get_all_start_methods
 
-    Workers inherit stdin and stdout, and a language client waits for EOF on the server's
-    stdout, so a worker must not keep that pipe open. A worker (and the forkserver, which
-    lives while any worker holds its "alive" pipe) would otherwise outlive an owner that
-    leaves without shutting the pool down, as the language server does with os._exit.
+    return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT blocked in this thread while workers start: a process inherits the mask, so a
+    worker (and the forkserver it is forked from) starts with Ctrl-C held until _serve
+    ignores it. A Ctrl-C at a terminal reaches the whole process group, and a worker killed
+    by it would print a traceback of its own; the owner alone handles it. The owner's own
+    Ctrl-C is only delayed until the workers have started. (Where the platform has no
+    signal masks, _serve ignores SIGINT as its first step.)"""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _serve(conn: Connection) -> None:
+    """A worker: run each job the owner sends, answer (True, value) or (False, None), and
+    leave on None or when the owner's end of the pipe closes (the owner has gone: its exit,
+    even with os._exit, closes the pipe, so no worker outlives it by more than one job).
+
+    Workers hold none of their owner's standard streams: a language client waits for EOF on
+    the server's stdout, so a worker must not keep that pipe open.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is dropped
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
-
-    def watch() -> None:
-        while True:
-            try:
-                os.kill(owner, 0)
-            except ProcessLookupError:
-                os._exit(0)
-            except PermissionError:
-                pass
-            time.sleep(0.25)
-
-    threading.Thread(target=watch, name="citeline-owner-watch", daemon=True).start()
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        fn, args = job
+        try:
+            reply: tuple[bool, Any] = (True, fn(*args))
+        except BaseException:  # the owner builds the job itself, and meets the error there
+            reply = (False, None)
+        try:
+            conn.send(reply)
+        except Exception:
+            return  # the owner has gone, or the answer cannot travel (built there instead)
 
 
 class Result:
-    """One job's result, fetched with cancellation checks; None if the pool broke."""
+    """One job's answer: the function's value, or None when no worker could give it (the
+    pool broke or closed, the job failed in the worker); the caller then does it itself."""
 
-    def __init__(self, owner: Workers, future: Future[Any] | None) -> None:
-        self.owner = owner
-        self.future = future
+    __slots__ = ("_answered", "_value", "args", "cancelled", "fn")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
+        self.cancelled = False
+        self._value: Any = None
+        self._answered = threading.Event()
 
     def get(self, cancel: CancelToken | None = None) -> Any:
-        if self.future is None:
-            return None
-        from concurrent.futures import TimeoutError as FutureTimeout
-        from concurrent.futures.process import BrokenProcessPool
-
-        while True:
+        while not self._answered.wait(0.05):
             if cancel is not None:
                 cancel.check()
-            try:
-                return self.future.result(timeout=0.05)
-            except FutureTimeout:
-                continue
-            except BrokenProcessPool:
-                self.owner._discard()
-                return None
+        return self._value
 
     def done(self) -> bool:
-        return self.future is None or self.future.done()
+        return self._answered.is_set()
 
     def cancel(self) -> None:
-        if self.future is not None:
-            self.future.cancel()
+        """Not wanted any more: never sent if it is still queued; one at work finishes and
+        its answer is dropped."""
+        self.cancelled = True
+
+    def answer(self, value: Any) -> None:
+        self._value = value
+        self._answered.set()
+
+
+class _Worker:
+    """A worker process and the owner's end of its pipe."""
+
+    __slots__ = ("conn", "process")
+
+    def __init__(self, process: BaseProcess, conn: Connection) -> None:
+        self.process = process
+        self.conn = conn
 
 
 class Workers:
-    """A lazily started process pool; any failure falls back to parsing in-process."""
+    """A lazily started pool of worker processes; any failure falls back to in-process."""
 
     def __init__(self, count: int) -> None:
         self.count = count
-        self._pool: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
+        self._queue: deque[Result] = deque()
+        self._workers: list[_Worker] = []
+        self._threads: list[threading.Thread] = []
+        self._generation = 0  # a pool discarded and started again: the old threads leave
 
     @property
     def started(self) -> bool:
         """Whether worker processes are running (a pool was started and not discarded)."""
-        return self._pool is not None
+        return bool(self._workers)
 
-    def _get(self) -> ProcessPoolExecutor:
-        from concurrent.futures import ProcessPoolExecutor
+    def _start(self) -> None:
+        """Start the processes and their feeding threads (the lock held)."""
         from multiprocessing import get_context
 
-        with self._lock:
-            if self._pool is None:
-                # forkserver, not fork: a forked child inherits locks that other threads
-                # hold (the language server's stdin reader holds stdin's, and the child's
-                # start-up closes stdin: a deadlock). Like spawn, forkserver imports the
-                # caller's __main__ in each worker, which is why workers are opt-in (the
-                # fronts, whose __main__ is guarded, turn them on).
-                self._pool = ProcessPoolExecutor(
-                    self.count,
-                    mp_context=get_context("forkserver"),
-                    initializer=_init_worker,
-                    initargs=(os.getpid(),),
+        ctx = get_context(start_method())
+        generation = self._generation
+        with _interrupts_held():
+            for _ in range(self.count):
+                mine, theirs = ctx.Pipe()
+                process = ctx.Process(target=_serve, args=(theirs,), daemon=True)
+                process.start()
+                theirs.close()
+                worker = _Worker(process, mine)
+                self._workers.append(worker)
+                thread = threading.Thread(
+                    target=self._feed,
+                    args=(worker, generation),
+                    name="citeline-worker-feed",
+                    daemon=True,
                 )
-            return self._pool
+                self._threads.append(thread)
+                thread.start()
 
     def run(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Result]:
-        """Start `fn(*job)` for each job, in order; results that cannot start are None."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        try:
-            pool = self._get()
-            return [Result(self, pool.submit(fn, *job)) for job in jobs]
-        except (OSError, RuntimeError, BrokenProcessPool):
-            self._discard()
-            return [Result(self, None) for _ in jobs]
-
-    def _discard(self, wait: bool = False) -> None:
+        """Queue `fn(*job)` for each job, in order; each Result answers None if it cannot
+        be done in a worker."""
+        results = [Result(fn, tuple(job)) for job in jobs]
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        if not wait:
-            # The owner leaves at once (os._exit): do not leave workers mid-parse. A pool
-            # whose worker was killed cannot be joined safely (its manager thread may wait
-            # forever for the rest of a result the worker was sending), so only a caller
-            # that will not wait for it may kill.
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.kill()
-        pool.shutdown(wait=wait, cancel_futures=True)
+            if not self._workers:
+                try:
+                    self._start()
+                except (OSError, RuntimeError, ValueError, ImportError):
+                    self._stop_locked()
+            if not self._workers:
+                for result in results:
+                    result.answer(None)
+                return results
+            self._queue.extend(results)
+            self._lock.notify_all()
+        return results
+
+    def _next(self, generation: int) -> Result | None:
+        """The next job that is still wanted, or None when this pool is being stopped."""
+        with self._lock:
+            while True:
+                if generation != self._generation:
+                    return None
+                while self._queue:
+                    job = self._queue.popleft()
+                    if not job.cancelled:
+                        return job
+                    job.answer(None)
+                self._lock.wait()
+
+    def _feed(self, worker: _Worker, generation: int) -> None:
+        """One worker's thread: send it jobs one at a time and hand back its answers. It
+        never raises: a worker that dies or is killed leaves its job unanswered by it
+        (None), and the pool is discarded, as a broken pool is."""
+        job: Result | None = None
+        try:
+            while True:
+                job = self._next(generation)
+                if job is None:
+                    return
+                worker.conn.send((job.fn, job.args))
+                while not worker.conn.poll(POLL):
+                    if not worker.process.is_alive():
+                        raise EOFError
+                ok, value = worker.conn.recv()
+                job.answer(value if ok and not job.cancelled else None)
+                job = None
+        except BaseException:
+            if job is not None:
+                job.answer(None)
+            self._discard_generation(generation)
+        finally:
+            # Closed here, by the one thread that uses it: closed from another thread, its
+            # descriptor number could be reused under a poll() still running here.
+            with suppress(OSError):
+                worker.conn.close()
+
+    def _discard_generation(self, generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:
+                self._stop_locked()
+
+    def _stop_locked(self) -> tuple[list[_Worker], list[threading.Thread]]:
+        """Stop this pool (the lock held): its feeding threads leave, queued jobs answer
+        None, every worker is killed (one at work included: nobody waits for its answer).
+        Returns what was stopped, for close() to reap."""
+        self._generation += 1
+        for job in self._queue:
+            job.answer(None)
+        self._queue.clear()
+        for worker in self._workers:
+            with suppress(OSError, ValueError, AttributeError):  # gone, or never started
+                worker.process.kill()
+        self._lock.notify_all()
+        stopped = (self._workers, self._threads)
+        self._workers, self._threads = [], []
+        return stopped
+
+    def kill(self) -> None:
+        """Kill the workers without taking the pool's lock: for a process about to leave at
+        once after a Ctrl-C, which may have come while this thread held it."""
+        for worker in list(self._workers):
+            with suppress(OSError, ValueError, AttributeError):
+                worker.process.kill()
 
     def close(self, wait: bool = False) -> None:
-        """Stop the workers. `wait`: let those at work finish their chunk and join the pool's
-        manager thread — before a normal interpreter exit, whose clean-up would otherwise
-        wake that thread through a pipe the pool may already have closed (an "Exception
-        ignored … Bad file descriptor"). Without `wait` they are killed."""
-        self._discard(wait)
+        """Stop the workers, those at work included. `wait`: also reap the processes and
+        join the feeding threads, so nothing of the pool is left when this returns (a
+        process about to exit normally); without it (a process about to leave at once)
+        the killed processes are left to the system."""
+        with self._lock:
+            workers, threads = self._stop_locked()
+        if not wait:
+            return
+        for worker in workers:
+            worker.process.join(5)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(5)

@@ -480,23 +480,6 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
     return with_limit_advice(err, f"Or raise every limit at once with {RAISE_LIMITS}.")
 
 
-def leave_now(engine: Any, code: int) -> NoReturn:
-    """End the process at once after Ctrl-C that came while worker processes ran, killing
-    them mid-chunk.
-
-    A pool whose worker was killed cannot be shut down cleanly (its manager thread can be
-    left reading the rest of a message the worker never finished sending, and on Python
-    3.11 dies on a future the request cancelled), and the interpreter's normal exit joins
-    that thread: a Ctrl-C that hung instead of exiting. Nothing is left to write; the
-    cache is a SQLite database in WAL mode, whole after any exit.
-    """
-    with contextlib.suppress(Exception):  # leaving anyway
-        engine.close(wait=False)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 class Engines(Protocol):
     """Where a request's engine comes from, and what happens to it after the request."""
 
@@ -535,7 +518,7 @@ class FreshEngine:
 def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     from citeline.engine import CitelineError
 
-    from . import render
+    from . import interrupt, render
 
     engines = engines or FreshEngine()
 
@@ -547,37 +530,48 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     engine = None
     texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
     try:
-        settings = settings_from(args)
-        request = request_from(args)
-        engine = engines.open(bundle, settings, args)
-        method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
-        extra = {"texts": texts} if args.command == "search" and not args.json else {}
-        result = method[args.command](bundle, request, progress=progress, **extra)
-        if wants_recall(args, result):
-            try:
-                recall = engine.search(bundle, recall_request(request), progress=progress, **extra)
-            except CitelineError as err:
-                recall_error = err
+        try:
+            settings = settings_from(args)
+            request = request_from(args)
+            engine = engines.open(bundle, settings, args)
+            interrupt.kill_with_process(engine.workers.kill)
+            method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
+            extra = {"texts": texts} if args.command == "search" and not args.json else {}
+            result = method[args.command](bundle, request, progress=progress, **extra)
+            if wants_recall(args, result):
+                try:
+                    recall = engine.search(
+                        bundle, recall_request(request), progress=progress, **extra
+                    )
+                except CitelineError as err:
+                    recall_error = err
+        except KeyboardInterrupt:
+            # Only where lsp/interrupt.py is not installed (a test's process): a command-line
+            # process never sees one, its Ctrl-C ends it at once.
+            with interrupt.held():
+                progress.clear()
+                return interrupted(args.json)
+        with interrupt.held():
+            progress.clear()
     except CitelineError as err:
-        progress.clear()
-        return report(worded_for_cli(err, args), args.json)
-    except KeyboardInterrupt:
-        progress.clear()
-        code = interrupted(args.json)
-        if engine is not None and engine.workers.started:
-            leave_now(engine, code)
-        return code
+        with interrupt.held():
+            progress.clear()
+            return report(worded_for_cli(err, args), args.json)
     finally:
         if engine is not None:
-            engines.done(engine)
-    progress.clear()
+            with interrupt.held():
+                engines.done(engine)
+    if interrupt.pressed():
+        return interrupted(args.json)
     if args.json:
         from citeline.engine.present import encode
 
-        sys.stdout.write(encode(result) + "\n")
+        interrupt.write_lines(sys.stdout, encode(result) + "\n")
         return 0 if result["total"] else NO_MATCH
-    sys.stdout.write(draw(args, result, recall, color, texts))
-    sys.stdout.flush()
+    with interrupt.held():  # no half-drawn answer
+        shown = draw(args, result, recall, color, texts)
+    if not interrupt.write_lines(sys.stdout, shown):
+        return interrupted(args.json)
     notes = render.skipped_notes(result, args.bundle)
     if recall_error is not None:
         err = worded_for_cli(recall_error, args)
@@ -593,8 +587,8 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
         }[args.command](result)
         reserved = render.reserved_note(bundle, settings.reserved)
         notes.append(summary + (f" · {reserved}" if reserved else ""))
-    if notes:
-        sys.stderr.write("\n".join(notes) + "\n")
+    if notes and not interrupt.write_lines(sys.stderr, "\n".join(notes) + "\n"):
+        return interrupted(args.json)
     return 0 if result["total"] else NO_MATCH
 
 
@@ -641,22 +635,34 @@ def draw(
 
 
 def report(err: Any, as_json: bool) -> int:
-    if as_json:
-        from citeline.engine.present import encode
+    from . import interrupt
 
-        sys.stdout.write(encode(err.to_json()) + "\n")
-    else:
-        from .render import terminal
+    with interrupt.held():
+        if as_json:
+            from citeline.engine.present import encode
 
-        sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
+            sys.stdout.write(encode(err.to_json()) + "\n")
+            sys.stdout.flush()
+        else:
+            from .render import terminal
+
+            sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
+            sys.stderr.flush()
     return EXIT[err.code]
 
 
 def interrupted(as_json: bool) -> int:
-    """Ctrl-C: the cancelled error, reported as any other."""
+    """Ctrl-C: the cancelled error, reported as any other — but once some of the answer
+    was written, on stderr only (a second JSON document on stdout would corrupt the first)
+    and saying so."""
     from citeline.engine import CitelineError
 
-    return report(CitelineError("cancelled", "Interrupted; nothing was returned."), as_json)
+    from . import interrupt
+
+    interrupt.reported()
+    if interrupt.wrote():
+        return report(CitelineError("cancelled", interrupt.CUT), False)
+    return report(CitelineError("cancelled", interrupt.NOTHING), as_json)
 
 
 def wants_json(argv: Sequence[str]) -> bool:
@@ -739,6 +745,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def answer(words: list[str], engines: Engines | None = None) -> int:
     """One call's output and exit code, a bug reported as in `main` (`engines`: see
     run_query; the warm process, lsp/daemon.py, passes the ones it keeps)."""
+    from . import interrupt
+
+    interrupt.begin_call()
     try:
         return _main(words, engines)
     except Exception as exc:
@@ -783,6 +792,12 @@ def _main(argv: list[str], engines: Engines | None = None) -> int:
         args = parser().parse_args(bind_text_values(argv))
     except UsageError as err:
         return usage_error(err, argv)
+    from . import interrupt
+
+    if args.command in ("lsp", "mcp"):
+        interrupt.release()  # the servers handle Ctrl-C themselves
+    else:
+        interrupt.answer_as_json(args.json)
     if args.command == "lsp":
         from .server import main as serve
 
@@ -797,5 +812,13 @@ def _main(argv: list[str], engines: Engines | None = None) -> int:
         return 0
 
 
+def console() -> NoReturn:
+    """`python -m citeline.lsp.cli`: one call as this whole process (lsp/interrupt.py)."""
+    from . import interrupt
+
+    argv = sys.argv[1:]
+    interrupt.run(lambda: main(argv), lambda: interrupted(wants_json(argv)), wants_json(argv))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -229,6 +229,9 @@ def here(argv: list[str]) -> int:
 
 
 def main() -> int:
+    from . import interrupt
+
+    interrupt.begin_call()
     argv = sys.argv[1:]
     if not eligible(argv):
         return here(argv)
@@ -248,12 +251,37 @@ def main() -> int:
     if os.environ.get("CITELINE_LOG", "").strip().lower() == "debug":
         err += b"citeline: answered by the warm process (CITELINE_DAEMON=0 turns it off)\n"
     try:
-        write_all(1, out)
-        write_all(2, err)
+        with interrupt.held():  # a Ctrl-C stops the answer at a line's end
+            for fd, data in ((1, out), (2, err)):
+                for line in interrupt.lines(data):
+                    if interrupt.pressed():
+                        from .cli import interrupted, wants_json
+
+                        return interrupted(wants_json(argv))
+                    write_all(fd, line)
+                    if fd == 1:
+                        interrupt.note_written()
     except BrokenPipeError:
         return 0  # output piped into `head`: stop quietly, as the CLI does
     return code
 
 
+def console() -> None:
+    """The `citeline` command: one call as this whole process, Ctrl-C handled at every
+    moment (lsp/interrupt.py). A server (`citeline lsp`, `citeline mcp`) ends itself."""
+    from . import interrupt
+
+    def cancelled() -> object:
+        from .cli import interrupted, wants_json
+
+        return interrupted(wants_json(sys.argv[1:]))
+
+    # Whether the call asked for --json, read as cli.wants_json reads it, but without
+    # importing the command line's module before the handler is in place.
+    words = sys.argv[1:]
+    words = words[: words.index("--")] if "--" in words else words
+    interrupt.run(main, cancelled, "--json" in words)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from . import interrupt
+
 BOLD_RED = "\x1b[1;31m"
 MAGENTA = "\x1b[35m"
 GREEN = "\x1b[32m"
@@ -610,12 +612,14 @@ class ProgressBar:
         width = 30
         filled = width * done // max(total, 1)
         bar = "█" * filled + "·" * (width - filled)
+        interrupt.progress_shown(True)  # before it shows: a Ctrl-C may land at any point
         self.stream.write(f"\r{terminal(stage):>8} {bar} {done}/{total}")
         self.stream.flush()
         self.shown = True
 
     def clear(self) -> None:
         if self.shown:
-            self.stream.write("\r\x1b[2K")
+            self.stream.write(interrupt.CLEAR)
             self.stream.flush()
             self.shown = False
+            interrupt.progress_shown(False)

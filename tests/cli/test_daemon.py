@@ -131,7 +131,7 @@ def same(a: Answer, b: Answer) -> None:
 
 def test_the_command_is_the_launcher() -> None:
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "citeline"]
-    assert script.value == "citeline.lsp.launch:main"
+    assert script.value == "citeline.lsp.launch:console"
 
 
 def test_answers_as_a_new_process_would(warm: Warm, tmp_path: Path) -> None:
