@@ -72,11 +72,7 @@ def check_bundle(bundle: str | os.PathLike[str]) -> str:
             {"bundle": printable(path)},
         ) from None
     except FileNotFoundError:
-        raise CitelineError(
-            "bundle_not_found",
-            f"Bundle {path!r} does not exist. Give the path of a folder of Markdown files.",
-            {"bundle": path},
-        ) from None
+        raise bundle_error(path, "missing") from None
     except OSError as exc:
         raise CitelineError(
             "bundle_invalid",
@@ -84,18 +80,55 @@ def check_bundle(bundle: str | os.PathLike[str]) -> str:
             {"bundle": path},
         ) from None
     if stat.S_ISLNK(st.st_mode):
-        raise CitelineError(
+        raise bundle_error(path, "symlink")
+    if not stat.S_ISDIR(st.st_mode):
+        raise bundle_error(path, "not_a_directory")
+    return path
+
+
+def bundle_error(path: str, why: str) -> CitelineError:
+    """SPEC §2's error for a bundle that is missing, a link or not a directory."""
+    if why == "missing":
+        return CitelineError(
+            "bundle_not_found",
+            f"Bundle {path!r} does not exist. Give the path of a folder of Markdown files.",
+            {"bundle": path},
+        )
+    if why == "symlink":
+        return CitelineError(
             "bundle_invalid",
             f"Bundle {path!r} is a symbolic link; give the real folder instead.",
             {"bundle": path, "reason": "symlink"},
         )
-    if not stat.S_ISDIR(st.st_mode):
-        raise CitelineError(
-            "bundle_invalid",
-            f"Bundle {path!r} is not a directory; give a folder of Markdown files.",
-            {"bundle": path, "reason": "not_a_directory"},
-        )
-    return path
+    return CitelineError(
+        "bundle_invalid",
+        f"Bundle {path!r} is not a directory; give a folder of Markdown files.",
+        {"bundle": path, "reason": "not_a_directory"},
+    )
+
+
+def open_root(root: bytes) -> int:
+    """The bundle's folder opened without following a link, for the walk and the reads.
+
+    check_bundle looked at the path a moment earlier: a bundle removed, or swapped for a link
+    or a file, since then is the same error as it would have been then (never an empty
+    snapshot, which would have the revision of no files at all).
+    """
+    try:
+        return os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        shown = os.fsdecode(root)
+        if exc.errno == errno.ENOENT:
+            raise bundle_error(shown, "missing") from None
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            # Linux says ENOTDIR for a link to a folder (O_DIRECTORY is checked first), ELOOP
+            # for a link to anything else, FreeBSD EMLINK: what it is now tells which.
+            try:
+                is_link = stat.S_ISLNK(os.lstat(root).st_mode)
+            except OSError:
+                raise bundle_error(shown, "missing") from None
+            raise bundle_error(shown, "symlink" if is_link else "not_a_directory") from None
+        raise _unreadable("Folder", ".", exc) from None
 
 
 def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
@@ -296,7 +329,10 @@ def list_markdown(
             unread.append((name, rel))
 
     def enter(name: str | bytes, parent: int | None, rel_dir: str) -> None:
-        fd = _open_dir(name, parent, rel_dir, limits, settings.advice)
+        if parent is None:
+            fd: int | None = open_root(root_fs)
+        else:
+            fd = _open_dir(name, parent, rel_dir, limits, settings.advice)
         if fd is None:
             return
         try:
@@ -441,15 +477,7 @@ class _Folders:
         self.fds: list[int] = []  # their descriptors, the root's first
 
     def __enter__(self) -> _Folders:
-        try:
-            self.fds.append(os.open(self.root, _DIR_FLAGS))
-        except OSError as exc:
-            shown = os.fsdecode(self.root)
-            raise CitelineError(
-                "bundle_invalid",
-                f"Bundle {shown!r} cannot be opened: {exc.strerror}.",
-                {"bundle": shown},
-            ) from None
+        self.fds.append(open_root(self.root))
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -520,6 +548,32 @@ def read_file(
         raise _unreadable("File", rel, exc) from None
     finally:
         os.close(fd)
+
+
+def read_inside(root: str, rel: str, max_bytes: int, sha256: str | None = None) -> bytes | None:
+    """A file of the bundle read after its capture, with the capture's rules: every component
+    of the bundle-relative path `rel` opened relative to its parent without following links,
+    non-blocking, a regular file only, at most `max_bytes` read; and, given `sha256`, only
+    bytes with that digest (SPEC §2: bytes "read and checked against that SHA-256").
+
+    None when the file is gone, is a link, a FIFO or a device, is larger than `max_bytes`,
+    cannot be read, has other bytes, or when `rel` is not a plain relative path (empty
+    components, "." or ".." would lead outside the folders the rules are checked for).
+    """
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    try:
+        with _Folders(os.fsencode(root).rstrip(b"/") or b"/") as folders:
+            got = folders.read(rel, max_bytes)
+    except (CitelineError, OSError, ValueError):  # ValueError: a NUL in a name
+        return None
+    if got is None or len(got[0]) > max_bytes:
+        return None
+    data = got[0]
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        return None
+    return data
 
 
 def capture(

@@ -13,7 +13,7 @@ import bisect
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -376,7 +376,12 @@ class Engine:
         progress: Progress | None = None,
         overlay: Mapping[str, bytes] | None = None,
         fresh_after: float | None = None,
+        texts: MutableMapping[str, str] | None = None,
     ) -> dict[str, Any]:
+        """Section search (SPEC §6). `texts`, when given, receives the text of each hit's
+        file (decoded, without its BOM) by the hit's content_sha256: the bytes this request
+        searched, so that a front showing more of a hit than its snippet (the command line's
+        numbered lines) never reads the file a second time (SPEC §2)."""
         req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
         rel = req.relevance
         terms = query_terms(req.query, rel.tokenizer)
@@ -386,10 +391,10 @@ class Engine:
             ranked = rank(p.index, terms, match_any=rel.match == "any", limit=req.limit)
             if cancel is not None:
                 cancel.check()
-            texts: dict[str, str] = {}  # decoded once per file, however many hits it has
+            shown: dict[str, str] = {}  # decoded once per file, however many hits it has
             outline = rel.context == "outline"
             hits = [
-                self._hit(p, p.index.section(s.section), s, terms, rel.tokenizer, outline, texts)
+                self._hit(p, p.index.section(s.section), s, terms, rel.tokenizer, outline, shown)
                 for s in ranked.best
             ]
             result: dict[str, Any] = {
@@ -404,6 +409,9 @@ class Engine:
                 result["options"] = rel.to_json()
             if settings.skip_invalid:
                 result["skipped"] = [x.to_json() for x in p.index.problems]
+            if texts is not None:
+                for hit in hits:
+                    texts[hit["content_sha256"]] = shown[hit["path"]]
             return result
 
         result = self._prepared(

@@ -533,6 +533,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     recall: dict[str, Any] | None = None
     recall_error: Any = None
     engine = None
+    texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
     try:
         try:
             settings = settings_from(args)
@@ -540,10 +541,13 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
             engine = engines.open(bundle, settings, args)
             interrupt.kill_with_process(engine.workers.kill)
             method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
-            result = method[args.command](bundle, request, progress=progress)
+            extra = {"texts": texts} if args.command == "search" and not args.json else {}
+            result = method[args.command](bundle, request, progress=progress, **extra)
             if wants_recall(args, result):
                 try:
-                    recall = engine.search(bundle, recall_request(request), progress=progress)
+                    recall = engine.search(
+                        bundle, recall_request(request), progress=progress, **extra
+                    )
                 except CitelineError as err:
                     recall_error = err
         except KeyboardInterrupt:
@@ -569,14 +573,17 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
 
         interrupt.write_lines(sys.stdout, encode(result) + "\n")
         return 0 if result["total"] else NO_MATCH
-    with interrupt.held():  # drawing may read the hits' files: no half-drawn answer
-        shown = draw(args, result, recall, color)
+    with interrupt.held():  # no half-drawn answer
+        shown = draw(args, result, recall, color, texts)
     if not interrupt.write_lines(sys.stdout, shown):
         return interrupted(args.json)
     notes = render.skipped_notes(result, args.bundle)
     if recall_error is not None:
         err = worded_for_cli(recall_error, args)
-        notes.append(f"citeline: the --profile recall search failed: {err.code}: {err.message}")
+        notes.append(
+            "citeline: the --profile recall search failed: "
+            f"{err.code}: {render.terminal(err.message)}"
+        )
     if args.stats or sys.stderr.isatty():
         summary = {
             "search": render.search_summary,
@@ -602,6 +609,7 @@ def draw(
     result: dict[str, Any],
     recall: dict[str, Any] | None,
     color: bool,
+    texts: dict[str, str] | None = None,
 ) -> str:
     from . import render
 
@@ -616,7 +624,7 @@ def draw(
             result, color, bundle=args.bundle, context=args.context or 0, find=find
         )
     else:
-        sources = render.Sources(bundle)
+        sources = render.Sources(bundle, texts)
         body = render.render_search(
             result, color, bundle=args.bundle, sources=sources, context=args.context_lines
         )
@@ -641,7 +649,9 @@ def report(err: Any, as_json: bool) -> int:
             sys.stdout.write(encode(err.to_json()) + "\n")
             sys.stdout.flush()
         else:
-            sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
+            from .render import terminal
+
+            sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
             sys.stderr.flush()
     return EXIT[err.code]
 
@@ -690,7 +700,9 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
         }
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
-        sys.stderr.write(f"{usage}\n{culprit.prog}: error: {err.message}\n")
+        from .render import terminal
+
+        sys.stderr.write(f"{usage}\n{culprit.prog}: error: {terminal(err.message)}\n")
     return EXIT["schema_validation"]
 
 
@@ -762,7 +774,9 @@ def report_bug(exc: BaseException, as_json: bool) -> int:
             sys.stdout.write(encode(envelope) + "\n")
             sys.stdout.flush()
         else:
-            sys.stderr.write(f"citeline: {INTERNAL}: {envelope['error']['message']}\n")
+            from .render import terminal
+
+            sys.stderr.write(f"citeline: {INTERNAL}: {terminal(envelope['error']['message'])}\n")
     return INTERNAL_EXIT
 
 

@@ -41,6 +41,8 @@ from citeline.engine.limits import with_limit_advice
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 
+from .mcp_stdio import Lines
+
 log = logging.getLogger("citeline.mcp")
 
 SERVER_NAME = "citeline"
@@ -605,7 +607,10 @@ class CitelineMCP:
             raise
 
     async def serve(self) -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        # The SDK's transport, but for stdin: every line answered or bounded (mcp_stdio).
+        lines = Lines(sys.stdin.buffer)
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.answer_to(write_stream)
             await self.server.run(
                 read_stream, write_stream, self.server.create_initialization_options()
             )

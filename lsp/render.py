@@ -10,12 +10,11 @@ Imports stay light at module level: the engine's tokenizer is imported when a hi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -38,6 +37,31 @@ RECALL_SHOWN = 5  # best `recall` hits shown when the contract finds nothing
 Spans = tuple[tuple[int, int], ...]  # code-point ranges of a displayed text
 
 
+# -- text for a terminal (SPEC §10) ---------------------------------------------------------
+#
+# Human output carries the workspace's bytes (file names, headings, lines) and messages that
+# quote them; a terminal would obey the control characters among them: ESC starts sequences
+# that set the window title, clear the screen or write the clipboard (OSC 52), a lone CR
+# overwrites the line, a newline in a file name prints a forged `fake.md:1:` line. Each
+# control character (C0 but tab, DEL, C1) is shown escaped instead, as ripgrep and ls do:
+# `\n`, `\r`, else `\xNN` of its code point. A backslash is left as it is (as ripgrep
+# does): Markdown is full of them, and the escapes only need to be harmless, not reversible.
+# `--json` never comes through here.
+
+_ESCAPED = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0)) if c != 0x09}
+_ESCAPED[0x0A] = "\\n"
+_ESCAPED[0x0D] = "\\r"
+
+
+def terminal(text: str) -> str:
+    r"""`text` with every control character but tab shown escaped (`\x1b`, `\n`, `\r`).
+
+    Idempotent: what it returns holds no control character, so text escaped twice (a
+    painted piece of a line already escaped) is shown the same.
+    """
+    return text.translate(_ESCAPED)
+
+
 def use_color(choice: str, stream: IO[str]) -> bool:
     if choice == "always":
         return True
@@ -47,20 +71,23 @@ def use_color(choice: str, stream: IO[str]) -> bool:
 
 
 def paint(text: str, style: str, color: bool) -> str:
-    return f"{style}{text}{RESET}" if color and text else text
+    """`text` for the terminal (escaped), in `style` when colour is on."""
+    shown = terminal(text)
+    return f"{style}{shown}{RESET}" if color and shown else shown
 
 
 def marked(text: str, spans: Iterable[tuple[int, int]], color: bool) -> str:
-    """`text` with its code-point spans in bold red; without colour, the text unchanged."""
+    """`text` for the terminal with its code-point spans in bold red; without colour, the
+    text escaped alone (spans are positions in the raw text: escaped piece by piece)."""
     if not color:
-        return text
+        return terminal(text)
     out = []
     pos = 0
     for start, end in spans:
-        out.append(text[pos:start])
+        out.append(terminal(text[pos:start]))
         out.append(paint(text[start:end], BOLD_RED, True))
         pos = end
-    out.append(text[pos:])
+    out.append(terminal(text[pos:]))
     return "".join(out)
 
 
@@ -128,34 +155,49 @@ def matched_words(
 
 
 class Sources:
-    """Hit files read back to number the lines shown, trusted only when their SHA-256 is the
-    one the engine cited (SPEC §2: bytes "read and checked against that SHA-256"). A file
-    changed since the search gives None, and the hit is drawn from its snippet alone."""
+    """The lines of each hit's file, to number the lines shown.
 
-    def __init__(self, root: str) -> None:
+    First the text the search itself read (`texts`, filled by Engine.search(texts=…)): the
+    file is not read a second time. A hit without it (a caller that has only the result) has
+    its file read back with the capture's rules — no link followed, non-blocking, regular
+    files only, at most `max_bytes` — and trusted only when its SHA-256 is the one the engine
+    cited (SPEC §2: bytes "read and checked against that SHA-256"). A FIFO or a device
+    swapped in, a file grown huge or changed gives None, and the hit is drawn from its
+    snippet alone.
+    """
+
+    def __init__(
+        self, root: str, texts: Mapping[str, str] | None = None, max_bytes: int | None = None
+    ) -> None:
         self.root = root
+        self.texts = texts or {}
+        self.max_bytes = max_bytes
         self._lines: dict[tuple[str, str], list[str] | None] = {}
 
     def lines(self, path: str, sha256: str) -> list[str] | None:
         key = (path, sha256)
         if key not in self._lines:
-            self._lines[key] = self._read(path, sha256)
+            text = self.texts.get(sha256)
+            if text is None:
+                text = self._read(path, sha256)
+            self._lines[key] = (
+                None if text is None else [line.removesuffix("\r") for line in text.split("\n")]
+            )
         return self._lines[key]
 
-    def _read(self, path: str, sha256: str) -> list[str] | None:
-        full = os.path.join(self.root, *path.split("/"))
-        try:
-            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        if hashlib.sha256(data).hexdigest() != sha256:
+    def _read(self, path: str, sha256: str) -> str | None:
+        from citeline.engine.capture import read_inside
+
+        limit = self.max_bytes
+        if limit is None:
+            from citeline.engine.limits import Limits
+
+            limit = Limits().max_file_bytes
+        data = read_inside(self.root, path, limit, sha256)
+        if data is None:
             return None
         text = data.decode("utf-8", "replace")  # it decoded for the engine: same bytes
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        return [line.removesuffix("\r") for line in text.split("\n")]
+        return text[1:] if text.startswith("\ufeff") else text
 
 
 # -- one displayed line -----------------------------------------------------------------------
@@ -433,7 +475,7 @@ def search_summary(result: dict[str, Any]) -> str:
 def render_concepts(result: dict[str, Any], color: bool, *, bundle: str | None = None) -> str:
     lines = []
     for c in result["concepts"]:
-        title = f"  {one_line(c['title'])}" if c["title"] else ""
+        title = f"  {terminal(one_line(c['title']))}" if c["title"] else ""
         path = paint(display_path(bundle, c["path"]), MAGENTA, color)
         lines.append(f"{paint(c['concept_id'], GREEN, color)}  {path}{title}")
     return "\n".join(lines)
@@ -506,7 +548,7 @@ def render_lines(
                 spans = find(text) if (color and find) else []
                 out.append(f"{shown}:{line_no}:{column}:{marked(text, spans, color)}")
             else:
-                out.append(f"{shown}-{line_no}-{text}")
+                out.append(f"{shown}-{line_no}-{terminal(text)}")
     return "\n".join(out)
 
 
@@ -524,7 +566,7 @@ def lines_summary(result: dict[str, Any]) -> str:
 def skipped_notes(result: dict[str, Any], bundle: str | None = None) -> list[str]:
     """One line per file left out by --skip-invalid (every command)."""
     return [
-        f"citeline: skipped {display_path(bundle, s['path'])}:{s['line']}: {s['reason']}"
+        terminal(f"citeline: skipped {display_path(bundle, s['path'])}:{s['line']}: {s['reason']}")
         for s in result.get("skipped") or []
     ]
 
@@ -542,7 +584,7 @@ def reserved_note(root: str, reserved: Sequence[str]) -> str | None:
             continue
     if not present:
         return None
-    names = " and ".join(present)
+    names = terminal(" and ".join(present))
     verb = "is" if len(present) == 1 else "are"
     return (
         f"{names} at the root {verb} not searched (navigation files); --no-reserved includes them"
@@ -571,7 +613,7 @@ class ProgressBar:
         filled = width * done // max(total, 1)
         bar = "█" * filled + "·" * (width - filled)
         interrupt.progress_shown(True)  # before it shows: a Ctrl-C may land at any point
-        self.stream.write(f"\r{stage:>8} {bar} {done}/{total}")
+        self.stream.write(f"\r{terminal(stage):>8} {bar} {done}/{total}")
         self.stream.flush()
         self.shown = True
 

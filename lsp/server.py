@@ -57,12 +57,13 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevance, SectionHit
+from citeline.engine.capture import read_inside
 from citeline.engine.errors import INTERNAL, ParseIssue, internal_error
 from citeline.engine.parallel import default_workers
 
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings, unwrap
-from .stdio import FrameReader
+from .stdio import MAX_DEPTH, FrameReader, nested_too_deep
 
 log = logging.getLogger("citeline.lsp")
 
@@ -170,6 +171,30 @@ class CitelineProtocol(LanguageServerProtocol):
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
             log.warning("unparsable message (%s): %r", exc, body[:200])
             self.send_error(None, JsonRpcParseError(f"Parse error: {exc}."))
+            return
+        except RecursionError:  # json's own limit, near 1,000 levels: the id is not known
+            log.warning("unparsable message (nested too deeply): %r", body[:200])
+            self.send_error(
+                None,
+                JsonRpcParseError(f"Parse error: nested more than {MAX_DEPTH} levels deep."),
+            )
+            return
+        if nested_too_deep(data):
+            # Refused before cattrs, pygls or a log line recurses over it.
+            msg_id = data.get("id") if isinstance(data, dict) else None
+            id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+            log.warning("invalid request (nested too deeply): %r", body[:200])
+            # A notification or a response is never answered (JSON-RPC 2.0 §4.1, §5).
+            silent = isinstance(data, dict) and (
+                "id" not in data if "method" in data else ("result" in data or "error" in data)
+            )
+            if not silent:
+                self.send_error(
+                    msg_id if id_ok else None,
+                    JsonRpcInvalidRequest(
+                        f"Invalid Request: nested more than {MAX_DEPTH} levels deep."
+                    ),
+                )
             return
         message = self.checked_message(data)
         if message is None:
@@ -319,10 +344,14 @@ class CitelineServer(LanguageServer):
         out = []
         for folder in self.workspace.folders.values():
             path = to_fs_path(folder.uri)
-            if path:
+            if path and os.path.isabs(path):
                 out.append((folder.uri, path))
-        if not out and self.workspace.root_uri and self.workspace.root_path:
-            out.append((self.workspace.root_uri, self.workspace.root_path))
+        root = self.workspace.root_path
+        if not out and self.workspace.root_uri and root and os.path.isabs(root):
+            out.append((self.workspace.root_uri, root))
+        # A URI whose path is relative (`file:docs`) names no folder: searched from the
+        # server's working directory, it would give symbols whose URIs do not exist
+        # (on_initialize logs it).
         return out
 
     def choose_folder(self, root: Any) -> str:
@@ -616,19 +645,18 @@ class CitelineServer(LanguageServer):
         units = self.workspace.position_codec.client_num_units
         is_open = any(d is doc for d in self.workspace.text_documents.values())
         text = doc.source if is_open else None
-        path = doc.path
+        closed = None if is_open else self.closed_document(doc.path)
+        max_bytes = self.options.engine.limits.max_file_bytes
 
         def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
             if text is not None:
-                data = text.encode("utf-8", "surrogatepass")
+                data: bytes | None = text.encode("utf-8", "surrogatepass")
+            elif closed is not None:
+                data = read_inside(*closed, max_bytes)
             else:
-                if path is None:
-                    return []
-                try:
-                    with open(path, "rb") as fh:
-                        data = fh.read()
-                except OSError:
-                    return []
+                data = None
+            if data is None:
+                return []
             found = Engine.outline(data)
             if isinstance(found, ParseIssue):
                 return []
@@ -636,6 +664,21 @@ class CitelineServer(LanguageServer):
             return conv.document_symbols(lay, heads, units)
 
         return await self.run_engine(job)
+
+    def closed_document(self, path: str | None) -> tuple[str, str] | None:
+        """(workspace folder, bundle-relative path) of a document that is not open, when it is
+        a Markdown file inside a workspace folder; None otherwise. Its outline is then read
+        with the capture's rules (engine.capture.read_inside: no link followed at any
+        component inside the folder, non-blocking, regular files only, bounded), never with
+        a plain open() that would follow a link out of the workspace, wait on a FIFO or read
+        /dev/zero until memory runs out (issue 31)."""
+        if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
+            return None
+        folder = self.folder_of(path)
+        if folder is None:
+            return None
+        rel = path[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+        return folder, rel  # read_inside refuses "..", "." and empty components
 
     # -- diagnostics ---------------------------------------------------------------------
 
@@ -877,6 +920,10 @@ server = CitelineServer()
 
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: CitelineServer, params: types.InitializeParams) -> None:
+    for uri in [params.root_uri, *(f.uri for f in params.workspace_folders or ())]:
+        path = to_fs_path(uri) if uri else None
+        if uri and not (path and os.path.isabs(path)):
+            log.warning("ignoring workspace folder %r: not the URI of an absolute path", uri)
     ls.apply_settings(params.initialization_options)
     ls.watch_parent(params.process_id)
 

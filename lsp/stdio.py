@@ -11,12 +11,19 @@ good. This reader owns the header parsing instead:
   except for a ``Content-Length:`` header glued onto its end, which starts the next frame.
 
 So after one corrupt frame, the next well-formed message is read and answered.
+
+A hostile client costs a bounded amount (issue 31): a header line is read in pieces of at most
+MAX_HEADER_LINE bytes and only its tail is kept (a 64 MiB line once cost 130 MB), and a body
+nested deeper than MAX_DEPTH is refused with an error answer (nested_too_deep) before anything
+recurses over it — json.loads itself raises RecursionError near 1,000 levels, which once ended
+the server with status 0 and no answer.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from typing import BinaryIO
 
 log = logging.getLogger("citeline.lsp.stdio")
@@ -28,20 +35,68 @@ CONTENT_LENGTH = b"content-length"
 # become a MemoryError that kills the reader. Larger frames are skipped (their bytes are then
 # discarded as garbage until the next header).
 MAX_BODY = 256 * 1024 * 1024
+# A header line is a name and a number: far shorter. A longer line is garbage (the leftover
+# of a mis-sized frame, or an attack) read in pieces of this size; only its last TAIL bytes
+# are kept, where a header glued onto the garbage would be.
+MAX_HEADER_LINE = 64 * 1024
+TAIL = 256
+# Nesting of a message (arrays and objects): LSP's deepest messages nest about ten levels.
+# Deeper ones are refused before pygls, cattrs or a log line recurses over them.
+MAX_DEPTH = 128
+
+
+def nested_too_deep(data: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether the decoded message `data` nests more than `limit` arrays and objects.
+
+    Iterative, so any depth is measured, and it stops at the first container too deep. It
+    visits each array and object json.loads made once, never a string's characters: a
+    1 MiB didOpen is three dictionaries.
+    """
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Iterable[object] = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 class FrameReader:
     """Reads one message body at a time from a binary stream, resynchronising on garbage."""
 
-    def __init__(self, stream: BinaryIO, max_body: int = MAX_BODY) -> None:
+    def __init__(
+        self, stream: BinaryIO, max_body: int = MAX_BODY, max_line: int = MAX_HEADER_LINE
+    ) -> None:
         self.stream = stream
         self.max_body = max_body
+        self.max_line = max_line
+
+    def read_line(self) -> tuple[bytes, int]:
+        """The next line and its length; of a line longer than max_line only the last TAIL
+        bytes are returned (the length tells). Without a final "\n": the end of the stream."""
+        line = self.stream.readline(self.max_line)
+        if len(line) < self.max_line or line.endswith(b"\n"):
+            return line, len(line)
+        length = len(line)
+        tail = line[-TAIL:]
+        while True:
+            piece = self.stream.readline(self.max_line)
+            length += len(piece)
+            tail = (tail + piece)[-TAIL:]
+            if not piece or piece.endswith(b"\n"):
+                return tail, length
 
     def read_frame(self) -> bytes | None:
         """The next message body, or None at the end of the stream. Blocks (run it in a thread)."""
         length: int | None = None
         while True:
-            line = self.stream.readline()
+            line, size = self.read_line()
             if not line.endswith(b"\n"):
                 return None  # the end of the stream, maybe inside a header line
             if not line.strip():
@@ -50,7 +105,7 @@ class FrameReader:
                 # A blank line with no Content-Length before it ends no frame (an empty header
                 # block, or the separator of a frame whose header was rejected): keep looking.
                 continue
-            match = HEADER.fullmatch(line)
+            match = HEADER.fullmatch(line) if size == len(line) else None
             if match is None:
                 # Not a header: the tail of a frame whose Content-Length was too short, or the
                 # body of one that was never announced. The header the client wrote next ends
@@ -59,7 +114,7 @@ class FrameReader:
                 garbage, header, _ = line.lower().rpartition(CONTENT_LENGTH + b":")
                 log.warning(
                     "discarding %d bytes of garbage in the message stream: %r",
-                    len(garbage) if header else len(line),
+                    size - len(line) + len(garbage) if header else size,
                     line[:80],
                 )
                 length = None

@@ -250,7 +250,7 @@ def test_ctrl_c_while_the_answer_is_written(wordy: Path, tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("module", "attribute", "expected"),
     [
-        ("citeline.lsp.render", "Sources._read", NOTHING),  # drawing the hits
+        ("citeline.lsp.render", "Sources.lines", NOTHING),  # drawing the hits
         ("citeline.engine.core", "Engine.close", NOTHING),  # the engine winding down
     ],
     ids=["drawing", "closing"],

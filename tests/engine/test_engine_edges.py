@@ -358,9 +358,10 @@ def test_a_bundle_gone_after_the_capture_is_named(aged: Path) -> None:
     shutil.rmtree(aged)
     with cap.Fetcher(again) as fetch, pytest.raises(CitelineError) as err:
         fetch(again.files[0])
-    assert err.value.code == "bundle_invalid"
+    # the error a capture would give now (SPEC §2), as the walk's own opening of the root
+    assert err.value.code == "bundle_not_found"
     assert err.value.message == (
-        f"Bundle {str(aged)!r} cannot be opened: No such file or directory."
+        f"Bundle {str(aged)!r} does not exist. Give the path of a folder of Markdown files."
     )
     assert err.value.details == {"bundle": str(aged)}
 

@@ -191,6 +191,55 @@ def test_files_left_for_the_path_order_pass_are_opened_without_links(
     assert all(OUTSIDE.encode() not in f.data for f in s.files)
 
 
+def _swap_removed(bundle: Path, outside: Path) -> None:
+    shutil.rmtree(bundle)
+
+
+def _swap_link(bundle: Path, outside: Path) -> None:
+    shutil.rmtree(bundle)
+    os.symlink(outside, bundle)
+
+
+def _swap_file(bundle: Path, outside: Path) -> None:
+    shutil.rmtree(bundle)
+    bundle.write_text("# not a folder\n")
+
+
+@pytest.mark.parametrize(
+    ("swap", "code", "reason"),
+    [
+        (_swap_removed, "bundle_not_found", None),
+        (_swap_link, "bundle_invalid", "symlink"),
+        (_swap_file, "bundle_invalid", "not_a_directory"),
+    ],
+    ids=["removed", "link", "file"],
+)
+def test_a_bundle_swapped_right_after_its_check_is_an_error(
+    bundle: Path,
+    outside: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    swap: Callable[[Path, Path], None],
+    code: str,
+    reason: str | None,
+) -> None:
+    """The bundle check and the walk's opening of the root agree (issue 31): a bundle removed,
+    or swapped for a link or a file, between them is the error the check would have given
+    then, never an empty successful result (the revision of no files at all)."""
+    real = cap.check_bundle
+
+    def check_then_swap(path: Any) -> str:
+        checked = real(path)
+        swap(bundle, outside)
+        return checked
+
+    monkeypatch.setattr(cap, "check_bundle", check_then_swap)
+    with pytest.raises(CitelineError) as err:
+        within(lambda: Engine().search(bundle, {"query": "secret"}))
+    assert err.value.code == code
+    assert (err.value.details or {}).get("reason") == reason
+    assert OUTSIDE not in err.value.message
+
+
 # -- special files ----------------------------------------------------------------------------
 
 

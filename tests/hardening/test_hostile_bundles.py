@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import sys
 from collections import Counter
@@ -187,6 +188,12 @@ trees = st.lists(
 )
 
 OUTCOMES: Counter[str] = Counter()
+CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # C0 but tab, DEL, C1
+
+
+def escaped(found: re.Match[str]) -> str:
+    c = found.group()
+    return {"\n": "\\n", "\r": "\\r"}.get(c, f"\\x{ord(c):02x}")
 
 
 def cli_outcome(workspace: Path) -> tuple[int, bytes, Any]:
@@ -208,9 +215,11 @@ def cli_outcome(workspace: Path) -> tuple[int, bytes, Any]:
         assert code in CODES
         assert as_json.code == EXIT[code]
         line = human.stderr.decode("ascii")  # an ASCII stream: anything else is escaped
-        assert line == f"citeline: {code}: {decoded['error']['message']}\n".encode(
-            "ascii", "backslashreplace"
-        ).decode("ascii")
+        # control characters shown escaped as for a terminal (SPEC §10), the rest as JSON has it
+        shown = CONTROL.sub(escaped, decoded["error"]["message"])
+        assert line == f"citeline: {code}: {shown}\n".encode("ascii", "backslashreplace").decode(
+            "ascii"
+        )
         assert human.stdout == b""
     return as_json.code, as_json.stdout, decoded
 

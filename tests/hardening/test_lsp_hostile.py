@@ -446,3 +446,104 @@ def test_cancel_request_stops_the_engine_job(tmp_path: Path) -> None:
         assert engine_jobs(srv, "citeline.search") == ["stopped (cancelled)", "finished"]
     finally:
         srv.close()
+
+
+# -- hostile sizes: nesting and header lines (issue 31) -----------------------------------------
+
+
+def peak_kib(srv: RawServer) -> int:
+    """The server's peak resident memory (VmHWM) so far."""
+    with open(f"/proc/{srv.pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def deep(msg_id: int | None, depth: int, method: str = "workspace/symbol") -> bytes:
+    """A request (a notification without id) whose params nest `depth` arrays."""
+    head = b'{"jsonrpc":"2.0",' + (b'"id":%d,' % msg_id if msg_id is not None else b"")
+    return (
+        head
+        + b'"method":"%s","params":{"query":"x","x":' % method.encode()
+        + (b"[" * depth + b"]" * depth + b"}}")
+    )
+
+
+@pytest.mark.parametrize("depth", [129, 1_000, 100_000])
+def test_deep_nesting_gets_an_error_and_the_server_serves_on(server: RawServer, depth: int) -> None:
+    """json.loads raises RecursionError near 1,000 levels: that once ended the server with
+    status 0, no answer and nothing logged. Past the bound (128) the answer is -32600 with
+    the id while it can be read, and -32700 (id null) when the parser itself gives up."""
+    server.write(frame(deep(depth, depth)))
+    answer = message_or_none(server, 10.0)
+    assert answer is not None, f"no answer to a message nested {depth} deep"
+    assert server.proc.poll() is None
+    assert "result" not in answer
+    if depth < 900:
+        assert answer["id"] == depth and answer["error"]["code"] == INVALID_REQUEST, answer
+    else:
+        assert answer["id"] is None and answer["error"]["code"] == PARSE_ERROR, answer
+    assert "nested more than 128 levels" in answer["error"]["message"]
+    valid_symbol_request(server)
+
+
+def test_nesting_within_the_bound_is_served(server: RawServer) -> None:
+    server.write(frame(deep(4242, 120)))
+    answer = message_or_none(server, 10.0)
+    assert answer is not None and answer["id"] == 4242 and "result" in answer, answer
+
+
+def test_deep_notifications_are_not_answered(server: RawServer) -> None:
+    for depth in (200, 5_000):
+        server.write(frame(deep(None, depth, "workspace/didChangeConfiguration")))
+    valid_symbol_request(server)  # the first answer is that one's: nothing was sent before
+    assert server.proc.poll() is None
+
+
+def test_a_huge_header_line_costs_a_bounded_amount(server: RawServer) -> None:
+    """A 64 MiB header line once cost 130 MB: it is read in bounded pieces and only its
+    tail is kept, where a Content-Length glued onto the garbage starts the next frame."""
+    valid_symbol_request(server)
+    before = peak_kib(server)
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 6464, "method": "workspace/symbol", "params": {"query": "tree"}}
+    ).encode()
+    server.write(b"X-Garbage: " + b"y" * (64 << 20) + b"\r\n")  # one header line, 64 MiB
+    server.write(b"z" * (64 << 20) + frame(body))  # 64 MiB of garbage glued onto a header
+    answer = server.response(6464, timeout=60)
+    assert "result" in answer, answer
+    grown = peak_kib(server) - before
+    print(f"\npeak memory after two 64 MiB header lines: +{grown / 1024:.1f} MiB")
+    assert grown < 16 * 1024, f"+{grown} KiB"
+    valid_symbol_request(server)
+
+
+def test_a_relative_root_uri_gives_no_symbol_that_does_not_exist(tmp_path: Path) -> None:
+    """rootUri `file:docs` is no absolute file URI: searched from the server's working
+    directory it once gave symbols at file:///docs/…, which do not exist."""
+    workspace(tmp_path / "docs", files=3)
+    srv = RawServer(cwd=tmp_path)
+    try:
+        answer = srv.call(
+            "initialize", {"processId": None, "rootUri": "file:docs", "capabilities": {}}
+        )
+        assert "result" in answer, answer
+        srv.notify("initialized", {})
+        found = srv.call("workspace/symbol", {"query": "doc"}, timeout=30)
+        assert "result" in found, found
+        for symbol in found["result"]:
+            path = symbol["location"]["uri"].removeprefix("file://")
+            assert Path(path).is_file(), symbol
+        assert found["result"] == []
+        search = srv.call(
+            "workspace/executeCommand",
+            {"command": "citeline.search", "arguments": [{"query": "doc"}]},
+        )
+        assert search["error"]["data"]["code"] == "bundle_not_found", search
+        deadline = time.monotonic() + 10  # stderr is read by a thread of its own
+        while not any(b"ignoring workspace folder 'file:docs'" in x for x in srv.stderr):
+            assert time.monotonic() < deadline, b"".join(srv.stderr)
+            time.sleep(0.05)
+    finally:
+        srv.close()
