@@ -388,6 +388,11 @@ def _serve(folder_fd: int, fingerprint: bytes, key: str) -> int:
         return 1
     if lock is None:
         return 0  # another warm process answers for this cache
+    # What every call runs, imported before the first one holds the turn (calls that
+    # arrive meanwhile would wait for it).
+    import citeline.engine.core
+    import citeline.lsp.cli  # noqa: F401
+
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     engines = KeptEngines()
     calls = Calls(fingerprint, os.fsencode(key), engines)

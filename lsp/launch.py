@@ -264,6 +264,11 @@ def _ask(fd: int, folder: str, key: str, argv: list[str]) -> tuple[int, bytes, b
         try:
             sock.sendall(request)
             sock.shutdown(_socket.SHUT_WR)
+        except TimeoutError:
+            return "silent"
+        except OSError:
+            pass  # it closed first: what it said before (a refusal) is still to be read
+        try:
             taken = False  # it said GO: the call runs, for as long as it would here
             while True:
                 sock.settimeout(None if taken else max(deadline - time.monotonic(), 0.001))

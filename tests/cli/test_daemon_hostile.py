@@ -66,12 +66,22 @@ def serving() -> Iterator[threading.Thread]:
 
 def within(seconds: float, work: Callable[[], Any]) -> Any:
     """`work`'s result, which must come within `seconds` (a call that hangs fails the test
-    instead of hanging it)."""
+    instead of hanging it); what it raises is raised here."""
     result: list[Any] = []
-    thread = threading.Thread(target=lambda: result.append(work()), daemon=True)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # handed to the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(seconds)
     assert not thread.is_alive(), f"no answer within {seconds} s"
+    if failed:
+        raise failed[0]
     return result[0]
 
 
@@ -220,11 +230,24 @@ def test_a_folder_swap_never_reaches_another_user(places: Path, monkeypatch: pyt
         log = shared / "log"
         args = (str(fake / launch.socket_name(launch.cache_key())), str(log), FORGED.decode())
         with other_process(SWAPPER, *args, str(real)) as p:
-            wait_for(log.with_suffix(".ready"), p)
-            seen = [within(30, lambda: launch.ask(launch.cache_key(), argv)) for _ in range(400)]
-            assert log.with_suffix(".swaps").exists()  # it swapped all along
+            swaps = log.with_suffix(".swaps")
+            wait_for(swaps, p)  # it swaps
+            begun, seen = swapped(swaps), []
+            deadline = time.monotonic() + 120
+            # As many calls as it takes for thousands of swaps to happen among them.
+            while len(seen) < 400 or swapped(swaps) < begun + 2000:
+                assert time.monotonic() < deadline and p.poll() is None
+                seen.append(within(30, lambda: launch.ask(launch.cache_key(), argv)))
         assert set(seen) <= {"absent", "unsafe"}, [s for s in seen if isinstance(s, tuple)][:3]
         assert not log.exists()
+
+
+def swapped(counter: Path) -> int:
+    """How many swaps the swapper has counted (0 while it rewrites its count)."""
+    try:
+        return int(counter.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 @pytest.mark.parametrize("how", ["another user's", "open to others", "a link"])
@@ -347,7 +370,7 @@ def test_a_call_that_would_wait_long_for_another_is_answered_here(
         )
         slow.start()
         try:
-            assert running.wait(30)
+            assert running.wait(30), first
             assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == "busy"
             assert main(argv, monkeypatch, capfd) == in_process(argv, capfd)
             assert command == []  # one is there: none started
