@@ -16,73 +16,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bundles import write_bundle as write
+from daemon_support import serving, socket_path
 from other_user import NOBODY, needs_root, other_process, shared_folder
+from waiting import within
 
 from citeline.lsp import cli, daemon, launch
 
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 FORGED = b"run 0 7 0\nforged\n"
-
-
-@pytest.fixture
-def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "run").mkdir()
-    (tmp_path / "cache").mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.setenv("CITELINE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CITELINE_DAEMON", "1")
-    monkeypatch.delenv("CITELINE_LOG", raising=False)
-    monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(daemon, "TICK", 0.05)
-    return tmp_path
-
-
-def socket_path() -> Path:
-    return Path(launch.runtime_folder()) / launch.socket_name(launch.cache_key())
-
-
-@contextlib.contextmanager
-def serving() -> Iterator[threading.Thread]:
-    """daemon.serve in a thread, from the moment it listens until it has left."""
-    thread = threading.Thread(target=daemon.serve, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not socket_path().exists():
-        assert time.monotonic() < deadline and thread.is_alive()
-        time.sleep(0.01)
-    try:
-        yield thread
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            socket_path().unlink()
-        thread.join(30)
-
-
-def within(seconds: float, work: Callable[[], Any]) -> Any:
-    """`work`'s result, which must come within `seconds` (a call that hangs fails the test
-    instead of hanging it); what it raises is raised here."""
-    result: list[Any] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(work())
-        except BaseException as exc:  # handed to the test's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"no answer within {seconds} s"
-    if failed:
-        raise failed[0]
-    return result[0]
 
 
 def in_process(argv: list[str], capfd: pytest.CaptureFixture[str]) -> tuple[int, bytes, bytes]:
@@ -104,7 +50,7 @@ def command(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def main(argv: list[str], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
     monkeypatch.setattr(sys, "argv", ["citeline", *argv])
     capfd.readouterr()
-    code = within(60, launch.main)
+    code = within(launch.main, 60)
     out, err = capfd.readouterr()
     return code, out.encode(), err.encode()
 
@@ -202,7 +148,7 @@ def test_a_server_of_another_user_is_never_spoken_to(
             folder = Path(launch.runtime_folder())
             folder.mkdir(mode=0o700)
             os.rename(theirs / "s", socket_path())  # into the user's own private folder
-            assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == "unsafe"
+            assert within(lambda: launch.ask(launch.cache_key(), argv), 30) == "unsafe"
             monkeypatch.setenv("CITELINE_LOG", "debug")
             code, out, err = main(argv, monkeypatch, capfd)
             assert (code, out) == in_process(argv, capfd)[:2] and b"forged" not in out
@@ -237,7 +183,7 @@ def test_a_folder_swap_never_reaches_another_user(places: Path, monkeypatch: pyt
             # As many calls as it takes for thousands of swaps to happen among them.
             while len(seen) < 400 or swapped(swaps) < begun + 2000:
                 assert time.monotonic() < deadline and p.poll() is None
-                seen.append(within(30, lambda: launch.ask(launch.cache_key(), argv)))
+                seen.append(within(lambda: launch.ask(launch.cache_key(), argv), 30))
         assert set(seen) <= {"absent", "unsafe"}, [s for s in seen if isinstance(s, tuple)][:3]
         assert not log.exists()
 
@@ -300,7 +246,7 @@ def test_a_request_that_does_not_arrive_whole_holds_no_one(
     argv = ["search", str(bundle), "-q", "hashtable", "--json"]
     with serving(), connected() as half:
         half.sendall(launch.MAGIC + b"\0")  # and no more, never ended
-        assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == in_process(argv, capfd)
+        assert within(lambda: launch.ask(launch.cache_key(), argv), 30) == in_process(argv, capfd)
         half.settimeout(30)
         assert half.recv(100) == b""  # closed once its time was up, without a word
 
@@ -333,7 +279,7 @@ def test_a_caller_that_does_not_read_its_answer_holds_no_one(
     with serving(), connected() as slow:
         slow.sendall(launch.request_bytes(launch.cache_key(), ["search", "big"]))
         slow.shutdown(socket.SHUT_WR)
-        assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == in_process(argv, capfd)
+        assert within(lambda: launch.ask(launch.cache_key(), argv), 30) == in_process(argv, capfd)
         assert gave_up.wait(30)
         slow.settimeout(30)
         got = b""
@@ -371,7 +317,7 @@ def test_a_call_that_would_wait_long_for_another_is_answered_here(
         slow.start()
         try:
             assert running.wait(30), first
-            assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == "busy"
+            assert within(lambda: launch.ask(launch.cache_key(), argv), 30) == "busy"
             assert main(argv, monkeypatch, capfd) == in_process(argv, capfd)
             assert command == []  # one is there: none started
         finally:
@@ -389,7 +335,7 @@ def test_connections_beyond_the_bound_are_told_at_once(
         stalled = [connected(), connected()]
         try:
             argv = ["search", ".", "-q", "x"]
-            assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == "busy"
+            assert within(lambda: launch.ask(launch.cache_key(), argv), 30) == "busy"
         finally:
             for sock in stalled:
                 sock.close()
@@ -415,7 +361,7 @@ def test_a_warm_process_that_says_nothing_is_not_waited_for(
         if accepts:  # takes the connection, reads the request, says nothing
             threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True).start()
         try:
-            assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == "silent"
+            assert within(lambda: launch.ask(launch.cache_key(), argv), 30) == "silent"
             assert main(argv, monkeypatch, capfd) == in_process(argv, capfd)
             assert command == []
         finally:
@@ -438,9 +384,9 @@ def test_no_warm_process_for_a_cache_folder_that_is_not_the_user_s(
     bundle = write(places / "b", FILES)
     argv = ["search", str(bundle), "-q", "hashtable", "--json"]
     with serving() as thread:
-        assert isinstance(within(30, lambda: launch.ask(launch.cache_key(), argv)), tuple)
+        assert isinstance(within(lambda: launch.ask(launch.cache_key(), argv), 30), tuple)
         (places / "cache").chmod(0o777)
-        assert within(30, lambda: launch.ask(launch.cache_key(), argv)) == "cache"
+        assert within(lambda: launch.ask(launch.cache_key(), argv), 30) == "cache"
         thread.join(30)
         assert not thread.is_alive()
     caplog.clear()

@@ -4,7 +4,6 @@ processes; these reach every branch quickly, and mutation testing sees them)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from bundles import write_bundle as write
+from daemon_support import serving, socket_path
 
 from citeline.lsp import cli, daemon, launch
 
@@ -22,43 +22,6 @@ FILES = {
     "guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n",
     "notes/b.md": "# Hashtable basics\n\nA hashtable maps keys to values.\n",
 }
-
-
-@pytest.fixture
-def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A cache folder and a sockets folder of the test's own; the warm process on."""
-    (tmp_path / "run").mkdir()
-    (tmp_path / "cache").mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.setenv("CITELINE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CITELINE_DAEMON", "1")
-    monkeypatch.delenv("CITELINE_LOG", raising=False)
-    monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(daemon, "TICK", 0.05)
-    return tmp_path
-
-
-def socket_path() -> Path:
-    return Path(launch.runtime_folder()) / launch.socket_name(launch.cache_key())
-
-
-@contextlib.contextmanager
-def serving() -> Iterator[threading.Thread]:
-    """daemon.serve in a thread, from the moment it listens until its socket is removed."""
-    done: list[int] = []
-    thread = threading.Thread(target=lambda: done.append(daemon.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not socket_path().exists():
-        assert time.monotonic() < deadline and thread.is_alive()
-        time.sleep(0.01)
-    try:
-        yield thread
-    finally:
-        if socket_path().exists():
-            socket_path().unlink()
-        thread.join(30)
-    assert not thread.is_alive() and done == [0]
 
 
 @pytest.fixture
