@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from .index import K1, Index
 from .scoring import (
+    AS_YOU_TYPE,
     MATCH_ANY,
     AnyScoring,
+    AsYouType,
     QueryPlan,
     factor,
     heading_bonus,
@@ -39,8 +41,11 @@ class Ranking:
 
 
 def idf(index: Index | Stemmed, term: str) -> float:
-    df = index.df(term)
-    return math.log(1 + (index.n - df + 0.5) / (df + 0.5))
+    return idf_of(index.n, index.df(term))
+
+
+def idf_of(n: int, df: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
 # The length part of BM25 with match=any's k1 and b (engine/scoring.py), per index.
@@ -84,6 +89,36 @@ def _named(index: Index, tokenizer: Tokenizer, g: int) -> frozenset[str]:
     return words
 
 
+# The words of each section's name (what a symbol shows: the heading, else the title).
+_NAMES: weakref.WeakKeyDictionary[Index, dict[tuple[Tokenizer, int], frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _name_words(index: Index, tokenizer: Tokenizer, g: int) -> frozenset[str]:
+    known = _NAMES.get(index)
+    if known is None:
+        known = _NAMES.setdefault(index, {})
+    words = known.get((tokenizer, g))
+    if words is None:
+        sec = index.section(g)
+        words = frozenset(tokenizer.tokens(sec.heading if sec.level > 0 else sec.title))
+        if len(known) >= _NAMED_KEPT:
+            known.clear()
+        known[tokenizer, g] = words
+    return words
+
+
+def _naming(words: frozenset[str], groups: list[list[str]]) -> float:
+    """How fully a section's name says the query: 0 unless it holds every query term (the
+    last one as a prefix), else the share of its words that are query terms (`docker run`
+    names the query `docker run` fully, `docker container run` for two words of three)."""
+    if not words or any(words.isdisjoint(group) for group in groups):
+        return 0.0
+    asked = {t for group in groups for t in group}
+    return len(words & asked) / len(words)
+
+
 def rank(
     index: Index,
     terms: Sequence[str],
@@ -92,12 +127,15 @@ def rank(
     prefix_last: bool = False,
     limit: int | None = None,
     scoring: AnyScoring = MATCH_ANY,
+    as_you_type: AsYouType = AS_YOU_TYPE,
 ) -> Ranking:
     """The matching sections, best first (ties: concept_id, then line_start): how many
     there are, and the first `limit` of them.
 
-    With `prefix_last`, the last term matches any indexed term it is a prefix of, each
-    expansion scored as its own term (as-you-type symbol search). With `match_any`, the
+    With `prefix_last`, the last term matches any indexed term it is a prefix of
+    (as-you-type symbol search), scored as `as_you_type` says (engine/scoring.py
+    AsYouType: the expansions as one term, the word itself weighing most; a bonus for the
+    sections whose name holds the query). With `match_any`, the
     score is engine/scoring.py's (SPEC §13); otherwise it is SPEC §5's BM25. Terms that are
     English stems (terms.QueryTerms under `stemming=english`) are read through
     engine/stems.py; under `match_any` the words as typed then add their own score.
@@ -106,14 +144,18 @@ def rank(
     source: Index | Stemmed = stemmed(index) if typed is not None else index
     # groups[i]: the indexed terms that stand for query term i (one, or its expansions)
     groups = [[t] for t in terms]
+    # The weight of each expansion of the last term (None: its terms scored apart).
+    boosts: list[float] | None = None
     if prefix_last and terms:
         groups[-1] = source.expand(terms[-1])
+        if as_you_type.grouped:
+            boosts = [1.0 if t == terms[-1] else as_you_type.expansion for t in groups[-1]]
     need = len(groups)
     if not match_any and not all(any(source.where(t) for t in group) for group in groups):
         return Ranking(0, [])  # some term is nowhere: nothing can hold all of them
     scores = [0.0] * index.n
     masks = [0] * index.n
-    touched, query = _add(source, terms, groups, match_any, scoring, scores, masks)
+    touched, query = _add(source, terms, groups, match_any, scoring, scores, masks, boosts)
     parts = [_Part(groups, masks, query, getattr(terms, "tokenizer", None), scores, 1.0)]
     if match_any and typed is not None and scoring.typed and not prefix_last:
         # The words as typed, scored alike and added: a section holding a word as it was
@@ -141,15 +183,27 @@ def rank(
         found = [g for g in touched if masks[g] == full]
     total = len(found)
     chosen = found
-    if query is not None and query.heading and all(p.tokenizer for p in parts):
+    headed = query is not None and query.heading and all(p.tokenizer for p in parts)
+    tokenizer = getattr(terms, "tokenizer", None)
+    named = as_you_type.named if prefix_last and tokenizer is not None else 0.0
+    if headed or named:
+        ceiling = (1 + query.heading if headed and query is not None else 1.0) * (1 + named)
+        # Two factors each at most their bound give at most the bounds' product, up to a
+        # rounding of the product: the margin keeps rescore_bounded exact.
+        ceiling *= 1 + 1e-9
 
         def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
             _, g = e
-            return (sum(p.weight * p.scores[g] * p.bonus(index, g) for p in parts), g)
+            if headed:
+                score = sum(p.weight * p.scores[g] * p.bonus(index, g) for p in parts)
+            else:
+                score = scores[g]
+            if named:
+                assert tokenizer is not None
+                score *= 1 + named * _naming(_name_words(index, tokenizer, g), groups)
+            return (score, g)
 
-        kept = rescore_bounded(
-            [(scores[g], g) for g in found], limit, 1 + query.heading, with_bonus
-        )
+        kept = rescore_bounded([(scores[g], g) for g in found], limit, ceiling, with_bonus)
         for score, g in kept:
             scores[g] = score
         chosen = [g for _, g in kept]
@@ -197,14 +251,24 @@ def _add(
     scoring: AnyScoring,
     scores: list[float],
     masks: list[int],
+    boosts: list[float] | None = None,
 ) -> tuple[list[int], QueryPlan | None]:
     """Adds each section's score for `terms` to `scores` (and the terms it holds to
     `masks`); under `match_any`, scaled by its coordination factor. Returns the sections
-    touched, in the order first met, and the query's plan (under `match_any`)."""
+    touched, in the order first met, and the query's plan (under `match_any`).
+
+    `boosts`: the last group is one term (AsYouType.grouped), its terms' tf summed with
+    these weights and its df the largest of theirs."""
     index = source.index if isinstance(source, Stemmed) else source
     query = None
+    last = len(groups) - 1
+    group_idf = 0.0
+    if boosts is not None:
+        group_idf = idf_of(source.n, max((source.df(t) for t in groups[last]), default=0))
     if match_any:
         idfs = [max((idf(source, t) for t in g), default=0.0) for g in groups]
+        if boosts is not None:
+            idfs[last] = group_idf
         query = plan(terms, idfs, scoring)
         k1p = query.k1 + 1
         pre = _denominators(index, query.k1, query.b)
@@ -215,6 +279,21 @@ def _add(
     touched: list[int] = []
     for gi, group in enumerate(groups):
         bit = 1 << gi
+        if gi == last and boosts is not None:
+            _add_grouped(
+                source,
+                group,
+                boosts,
+                group_idf,
+                scores,
+                masks,
+                touched,
+                bit,
+                k1p,
+                pre,
+                multipliers[gi] if match_any else 1.0,
+            )
+            continue
         for term in group:
             weight = idf(source, term)
             if match_any:
@@ -239,6 +318,35 @@ def _add(
                 f = factors[mask] = factor(mask, query)
             scores[g] *= f  # scoring.final_score(score, mask, query)
     return touched, query
+
+
+def _add_grouped(
+    source: Index | Stemmed,
+    group: list[str],
+    boosts: list[float],
+    weight: float,
+    scores: list[float],
+    masks: list[int],
+    touched: list[int],
+    bit: int,
+    k1p: float,
+    pre: list[float],
+    multiplier: float,
+) -> None:
+    """The terms of `group` as one term: tf = Σ boost × tf of each, idf `weight`."""
+    tfs: dict[int, float] = {}
+    for term, boost in zip(group, boosts, strict=True):
+        for block, base, lo, hi in source.where(term):
+            for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+                g = base + s
+                tfs[g] = tfs.get(g, 0.0) + boost * tf
+    weight *= multiplier
+    for g, tf in tfs.items():
+        scores[g] += weight * tf * k1p / (tf + pre[g])
+        mask = masks[g]
+        if not mask:
+            touched.append(g)
+        masks[g] = mask | bit
 
 
 def _cut(found: list[int], scores: list[float], limit: int) -> list[int]:

@@ -102,6 +102,34 @@ LUCENE_CLASSIC = AnyScoring(
 
 
 @dataclass(frozen=True, slots=True)
+class AsYouType:
+    """How as-you-type symbol search (SPEC §11 workspace/symbol) ranks, under either
+    `match`: the last term, being typed, matches the indexed terms it is a prefix of.
+
+    - `grouped`: the expansions of the prefix are one term, as Lucene's SynonymQuery makes
+      its synonyms one: a section's tf is the weighted sum of theirs and the df is the
+      largest of theirs. Scored apart, each rare expansion brought its own high idf
+      (`run` → `runsv`, df 6, outweighed `run`, df 2,313) and a section holding several
+      expansions summed them.
+    - `expansion`: the weight of a longer word in that sum; the word typed itself (when it
+      is indexed) weighs 1. Until the user types on, the word as it stands is the likelier
+      meaning.
+    - `named`: a section whose name (its heading; for text before the first heading, the
+      file's title) holds every term of the query (the last one as a prefix) scores
+      × (1 + named × the share of the name's words that are query terms): among sections
+      that score alike, the one named as asked comes first (`docker run` before `docker
+      container run` for the query `docker run`), which is what a symbol picker shows.
+    The defaults were chosen by measurement (docs/relevance.md, "As you type")."""
+
+    grouped: bool = True
+    expansion: float = 0.5
+    named: float = 0.5
+
+
+AS_YOU_TYPE = AsYouType()
+
+
+@dataclass(frozen=True, slots=True)
 class QueryPlan:
     """What scoring needs to know about one query's terms, computed once per query."""
 
@@ -266,10 +294,12 @@ def rescore_bounded(
 
 
 __all__ = [
+    "AS_YOU_TYPE",
     "LUCENE_CLASSIC",
     "MATCH_ANY",
     "STOP_WORDS",
     "AnyScoring",
+    "AsYouType",
     "QueryPlan",
     "bm25_part",
     "chains",

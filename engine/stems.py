@@ -119,13 +119,16 @@ class Stemmed:
         return sum(hi - lo for _, _, lo, hi in self.where(stem))
 
     def expand(self, prefix: str) -> list[str]:
-        """Stems that start with `prefix` (itself included), as Index.expand gives words,
-        counted by the sections holding their words."""
+        """Stems that start with `prefix` (itself included), and the stems of the words
+        that do, as Index.expand gives words, counted by the sections holding their words.
+
+        The words count because a prefix is a word being typed: `runnin` is on its way to
+        `running`, whose stem `run` does not start with it."""
         counts: dict[str, int] = {}
         for block in self.index.blocks:
             for word, count in block.prefixed(stem_prefix(prefix)):
                 stem = stem_of(word)
-                if stem.startswith(prefix):
+                if stem.startswith(prefix) or word.startswith(prefix):
                     counts[stem] = counts.get(stem, 0) + count
         return most_frequent(counts)
 
