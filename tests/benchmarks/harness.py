@@ -246,7 +246,15 @@ class Pending:
 class LspClient:
     """A minimal JSON-RPC client for one `citeline lsp` child process on stdio."""
 
-    def __init__(self, cmd: Sequence[str], env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        cmd: Sequence[str],
+        env: dict[str, str],
+        on_request: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        """`on_request`: offered each request from the server first; True when it answers
+        it (with send_body), else the request is accepted with a null result."""
+        self.on_request = on_request
         self.proc = subprocess.Popen(
             list(cmd),
             stdin=subprocess.PIPE,
@@ -275,6 +283,12 @@ class LspClient:
             self._stdin.write(frame(body))
             self._stdin.flush()
 
+    def send_body(self, body: bytes) -> None:
+        """Write one whole JSON-RPC message (its UTF-8 body, framed here)."""
+        with self._lock:
+            self._stdin.write(frame(body))
+            self._stdin.flush()
+
     def _read_stdout(self) -> None:
         stream = self.proc.stdout
         assert stream is not None
@@ -293,7 +307,8 @@ class LspClient:
                 if waiter is not None:
                     waiter.put((arrived, message))
             elif "id" in message:  # a request from the server: accept it with a null result
-                self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                if self.on_request is None or not self.on_request(message):
+                    self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
             elif message.get("method") == "textDocument/publishDiagnostics":
                 self.diagnostics += 1
 
