@@ -1,0 +1,494 @@
+"""A change journal of one bundle's folders (Linux inotify): what may have changed since the
+last look, so that a warm request stats only that (SPEC §2, "Reuse without reading again").
+
+Pure: no printing, no threads of its own, nothing written anywhere. A long-lived front (the
+language server, the warm process, the MCP server) holds one per bundle; a one-shot CLI call
+never makes one (setting the watches costs more than the walk it would save).
+
+Why a drain is a sync point: the kernel queues an inotify event before the system call that
+made the change returns. A change that finished before `drain()` began is in the queue when
+`drain()` reads it to the end (non-blocking, until EAGAIN), so the paths it returns name every
+file that may differ from what an earlier capture saw, provided that capture's walk began
+after the watches of its folders were set ("watch it, then walk it").
+
+What the journal cannot vouch for, it says (`Drained.vouched` false, with the reason), and the
+capture falls back to the full stat walk:
+- the first drain (nothing is known from before the watches);
+- the kernel dropped events: the queue overflowed (`IN_Q_OVERFLOW`,
+  /proc/sys/fs/inotify/max_queued_events);
+- a watch could not be set: the user's watches are used up (`ENOSPC`,
+  /proc/sys/fs/inotify/max_user_watches) or the kernel is out of memory; the journal then
+  gives back every watch it holds (others on the machine need them) and stays off;
+- a folder was created, moved in, moved away or deleted: it is watched (then walked by the
+  capture), or its watches are dropped;
+- an ignore file changed (`.gitignore` anywhere in the bundle) or a `.git` entry appeared or
+  went (the repository, hence the rules above the bundle, changed); the repository's own
+  `info/exclude` and the `.gitignore` files above the bundle are outside it: the capture
+  reads those afresh on every request and compares them itself;
+- the bundle folder itself was moved, deleted or replaced (its device and inode are checked
+  on every drain), or a file system was mounted or unmounted (the mount table is compared
+  on every drain: mounting over a watched folder sends no event);
+- a folder lies on a file system whose changes need not pass through this kernel (NFS, SMB,
+  FUSE, 9p, Ceph, …: `statfs`'s `f_type`): the journal is off for the bundle;
+- the platform has no synchronous journal (macOS FSEvents and Windows' change notifications
+  are delivered asynchronously, with no point at which "everything before now" is known):
+  `open_journal` says so and the capture keeps the stat walk.
+
+What inotify does not report at all, and a full stat walk would have seen: writes through a
+shared memory map (mmap(2), msync(2)), and writes through another hard link of a file, made in
+a folder outside the bundle. The capture keeps stating files with more than one link, and
+the fronts document the mmap case (no editor or version-control tool writes that way).
+
+The binding is inotify_simple (docs/decisions.md says why): a thin, maintained wrapper of
+inotify_init1/inotify_add_watch/inotify_rm_watch over ctypes, read without blocking here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# inotify(7) masks (the kernel's ABI, the same on every architecture).
+IN_MODIFY = 0x00000002
+IN_ATTRIB = 0x00000004
+IN_CLOSE_WRITE = 0x00000008
+IN_MOVED_FROM = 0x00000040
+IN_MOVED_TO = 0x00000080
+IN_CREATE = 0x00000100
+IN_DELETE = 0x00000200
+IN_DELETE_SELF = 0x00000400
+IN_MOVE_SELF = 0x00000800
+IN_UNMOUNT = 0x00002000
+IN_Q_OVERFLOW = 0x00004000
+IN_IGNORED = 0x00008000
+IN_ONLYDIR = 0x01000000
+IN_EXCL_UNLINK = 0x04000000
+IN_ISDIR = 0x40000000
+
+WATCHED = (
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+    | IN_ONLYDIR
+    | IN_EXCL_UNLINK
+)
+
+# statfs(2) f_type of file systems whose files may change without this kernel seeing it.
+NETWORK_FS = {
+    0x6969: "nfs",
+    0x517B: "smb",
+    0xFF534D42: "cifs",
+    0xFE534D42: "smb2",
+    0x65735546: "fuse",
+    0x00C36400: "ceph",
+    0x01021997: "9p",
+    0x5346414F: "afs",
+    0x6B414653: "afs",
+    0x73757245: "coda",
+    0x564C: "ncp",
+    0x0BD00BD0: "lustre",
+    0x47504653: "gpfs",
+    0x786F4256: "vboxsf",
+    0x6A656A63: "virtiofs",  # FUSE-based, but reported as its own magic on some kernels
+}
+
+# Names whose change alters what the capture takes (engine/ignore.py): the rules, and the
+# entry that makes a folder a repository's root.
+RULE_NAMES = frozenset({b".gitignore", b".git"})
+MARKDOWN_SUFFIXES = (b".md", b".markdown")
+
+# Reasons a drain does not vouch (Drained.reason).
+FIRST = "first drain"
+OVERFLOW = "queue overflow"
+WATCH_LIMIT = "watch limit"
+NEW_FOLDER = "folder created or moved in"
+FOLDER_GONE = "folder moved away or deleted"
+RULES = "ignore rules changed"
+ROOT = "bundle folder moved, deleted or replaced"
+UNMOUNTED = "file system unmounted"
+NETWORK = "network file system"
+UNSUPPORTED = "no synchronous journal on this platform"
+FOLDER_ATTRIBUTES = "a folder's attributes changed"
+MOUNTS = "mounts changed"
+MOUNTINFO = "/proc/self/mountinfo"
+
+
+@dataclass(frozen=True, slots=True)
+class Drained:
+    """What a drain found. `vouched`: only the files in `paths` (bundle-relative, "/"
+    separators, Markdown names only) may have changed since the previous drain; otherwise
+    `reason` says why the journal cannot tell, and everything must be walked."""
+
+    vouched: bool
+    paths: frozenset[str] = frozenset()
+    reason: str = ""
+    events: int = 0  # events read (for the fronts' logs and the benchmark)
+
+
+class Binding(Protocol):
+    """What the journal needs of an inotify instance (inotify_simple.INotify)."""
+
+    def add_watch(self, path: str | bytes, mask: int) -> int: ...
+    def rm_watch(self, wd: int) -> None: ...
+    def read(self, timeout: int | None = None) -> Iterable[Any]: ...
+    def close(self) -> None: ...
+
+
+def _inotify() -> Binding:
+    from inotify_simple import INotify
+
+    return INotify(nonblocking=True)
+
+
+def _fs_type(fd: int) -> int | None:
+    """statfs(2)'s f_type of the file system holding the open folder `fd`, or None when it
+    cannot be asked. f_type is the first field of struct statfs on every Linux ABI; only
+    it is read (the rest of the buffer is room for the whole struct)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(512)
+        if libc.fstatfs(fd, buf) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+
+
+def is_markdown(name: bytes) -> bool:
+    """SPEC §2's captured names (.md, .markdown, ASCII case-insensitive)."""
+    return name.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+def skipped(name: bytes) -> bool:
+    """Entries the capture never takes (SPEC §2: a name starting with a dot)."""
+    return name.startswith(b".")
+
+
+def unsupported_reason(platform: str = sys.platform) -> str | None:
+    """Why this platform has no journal, or None on Linux."""
+    return None if platform.startswith("linux") else UNSUPPORTED
+
+
+_DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+class Journal:
+    """The inotify watches of one bundle's folders, and what they saw since the last drain.
+
+    Thread-safe: one lock around the watches and the queue. `binding` and `max_watches`
+    are for tests (a fake inotify; a watch limit reached after so many watches)."""
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        binding: Callable[[], Binding] = _inotify,
+        max_watches: int | None = None,
+        fs_type: Callable[[int], int | None] = _fs_type,
+    ) -> None:
+        self.root = os.fsencode(root)
+        self._binding = binding
+        self._max_watches = max_watches
+        self._fs_type = fs_type
+        self._lock = threading.Lock()
+        self._inotify: Binding | None = None
+        self._wd: dict[int, bytes] = {}  # watch descriptor → folder (bundle-relative)
+        self._folder: dict[bytes, int] = {}  # folder → watch descriptor
+        self._devices: dict[int, bool] = {}  # st_dev → whether its file system is local
+        self._identity: tuple[int, int] | None = None  # the bundle folder's (dev, ino)
+        self.off: str = ""  # a reason the journal stays off (watch limit, network fs)
+        self._pending = FIRST  # why the next drain cannot vouch ("" when it can)
+        self._rearm = False  # the watches must be set again (the bundle folder moved)
+        # A file system mounted over a watched folder changes what is there without an
+        # event: the mount table is compared on every drain (a read of ~20 lines).
+        self._mounts = self._mount_table()
+        self._start()
+
+    # -- watches ---------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """(Re)arm: every folder of the bundle watched, then the next drain does not vouch."""
+        self._drop_all()
+        self._pending = self._pending or ROOT
+        try:
+            fd = os.open(self.root, _DIR_FLAGS)
+        except OSError:
+            self._identity = None
+            return  # the bundle is not there: the capture reports it; try again next drain
+        try:
+            st = os.fstat(fd)
+            self._identity = (st.st_dev, st.st_ino)
+            if self._inotify is None:
+                try:
+                    self._inotify = self._binding()
+                except OSError as exc:  # EMFILE: the user's inotify instances are used up
+                    self._turn_off(f"inotify is not available ({os.strerror(exc.errno or 0)})")
+                    return
+            self._watch_tree(b"", fd)
+        finally:
+            os.close(fd)
+
+    def _watch_tree(self, rel: bytes, fd: int) -> None:
+        """Watch the folder open as `fd` (bundle-relative `rel`), then its subfolders: each
+        watch is set before the folder is listed, so nothing made in it is missed."""
+        todo = [(rel, os.dup(fd))]
+        while todo:
+            rel, fd = todo.pop()
+            try:
+                if not self._watch(rel, fd):
+                    break
+                with os.scandir(fd) as entries:
+                    names = [
+                        os.fsencode(e.name)
+                        for e in entries
+                        if e.is_dir(follow_symlinks=False) and not skipped(os.fsencode(e.name))
+                    ]
+                for name in names:
+                    try:
+                        child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    except OSError:
+                        continue  # gone, or swapped for a link: not a folder the capture walks
+                    todo.append((rel + b"/" + name if rel else name, child))
+            except OSError:
+                pass  # a folder removed while being watched: its events say so
+            finally:
+                os.close(fd)
+        for _, fd in todo:
+            os.close(fd)
+
+    def _watch(self, rel: bytes, fd: int) -> bool:
+        """One folder's watch, set through its open descriptor (/proc/self/fd/N names the
+        very folder opened without following links: no path is resolved again). False when
+        the journal had to turn itself off."""
+        if self.off or self._inotify is None:
+            return False
+        dev = os.fstat(fd).st_dev
+        local = self._devices.get(dev)
+        if local is None:
+            kind = self._fs_type(fd)
+            local = self._devices[dev] = kind not in NETWORK_FS
+        if not local:
+            self._turn_off(NETWORK)
+            return False
+        if self._max_watches is not None and len(self._wd) >= self._max_watches:
+            self._turn_off(WATCH_LIMIT)
+            return False
+        try:
+            wd = self._inotify.add_watch(f"/proc/self/fd/{fd}", WATCHED)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.ENOMEM):
+                self._turn_off(WATCH_LIMIT)
+                return False
+            if exc.errno in (errno.EACCES, errno.ENOENT, errno.ENOTDIR):
+                # A folder this user cannot list (the capture cannot either), or one gone:
+                # a change of its mode, or its removal, is an event of its parent's.
+                return True
+            self._turn_off(f"inotify refused a watch ({os.strerror(exc.errno or 0)})")
+            return False
+        old = self._wd.get(wd)
+        if old is not None and old != rel:  # the same folder under another name
+            self._folder.pop(old, None)
+        self._wd[wd] = rel
+        self._folder[rel] = wd
+        return True
+
+    def _forget(self, rel: bytes) -> None:
+        """Drop the watches of a folder and of everything under it."""
+        inside = rel + b"/"
+        for folder in [f for f in self._folder if f == rel or f.startswith(inside)]:
+            wd = self._folder.pop(folder)
+            self._wd.pop(wd, None)
+            if self._inotify is not None:
+                with contextlib.suppress(OSError):  # already gone with its folder
+                    self._inotify.rm_watch(wd)
+
+    def _drop_all(self) -> None:
+        if self._inotify is not None:
+            self._inotify.close()  # every watch goes with the instance
+            self._inotify = None
+        self._wd.clear()
+        self._folder.clear()
+
+    def _turn_off(self, reason: str) -> None:
+        self.off = reason
+        self._drop_all()
+
+    @property
+    def watches(self) -> int:
+        return len(self._wd)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_all()
+            self.off = self.off or "closed"
+
+    # -- the queue -------------------------------------------------------------------------
+
+    def drain(self) -> Drained:
+        """Everything queued until now: the files named, or why they cannot be trusted."""
+        with self._lock:
+            if self.off:
+                return Drained(False, reason=self.off)
+            if self._inotify is None or not self._same_root():
+                self._not_vouched(ROOT)
+                self._start()
+                return self._result(frozenset(), 0)
+            mounts = self._mount_table()
+            if mounts != self._mounts:
+                self._mounts = mounts
+                self._not_vouched(MOUNTS)
+            paths: set[str] = set()
+            count = 0
+            for event in self._events():
+                count += 1
+                self._take(event, paths)
+                if self.off:
+                    return Drained(False, reason=self.off, events=count)
+            if self._rearm:
+                self._rearm = False
+                self._start()
+            return self._result(frozenset(paths), count)
+
+    def _result(self, paths: frozenset[str], count: int) -> Drained:
+        if self.off:
+            return Drained(False, reason=self.off, events=count)
+        reason, self._pending = self._pending, ""
+        if reason:
+            return Drained(False, reason=reason, events=count)
+        return Drained(True, paths, events=count)
+
+    @staticmethod
+    def _mount_table() -> bytes:
+        try:
+            with open(MOUNTINFO, "rb") as fh:
+                return fh.read()
+        except OSError:
+            return b""
+
+    def _same_root(self) -> bool:
+        try:
+            st = os.stat(self.root, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == self._identity
+
+    def _events(self) -> Iterator[Any]:
+        while self._inotify is not None:
+            batch = list(self._inotify.read(timeout=0))
+            if not batch:
+                return
+            yield from batch
+
+    def _take(self, event: Any, paths: set[str]) -> None:
+        mask = event.mask
+        if mask & IN_Q_OVERFLOW:
+            self._not_vouched(OVERFLOW)
+            return
+        folder = self._wd.get(event.wd)
+        if folder is None:
+            return  # a watch dropped already (its last events, IN_IGNORED)
+        if mask & IN_IGNORED:  # the kernel dropped the watch: its folder went
+            self._wd.pop(event.wd, None)
+            self._folder.pop(folder, None)
+            self._not_vouched(FOLDER_GONE)
+            return
+        if mask & IN_UNMOUNT:
+            self._not_vouched(UNMOUNTED)
+            return
+        if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
+            self._not_vouched(ROOT if folder == b"" else FOLDER_GONE)
+            if folder == b"":
+                self._rearm = True  # once the queue is read: the old watches' events first
+            else:
+                self._forget(folder)
+            return
+        name = os.fsencode(event.name)
+        if not name:
+            # The watched folder's own mode or owner changed: whether the capture may list
+            # it, and so what it takes, may have too.
+            self._not_vouched(FOLDER_ATTRIBUTES)
+            return
+        if name in RULE_NAMES:
+            self._not_vouched(RULES)
+            return
+        if skipped(name):
+            return  # never captured, and nothing under it is either
+        rel = folder + b"/" + name if folder else name
+        if mask & IN_ISDIR:
+            if mask & IN_ATTRIB:
+                # A subfolder's mode changed: one that could not be listed (nor watched)
+                # may be readable now, so it is watched again, and walked.
+                self._not_vouched(FOLDER_ATTRIBUTES)
+                self._watch_new(rel)
+            elif mask & (IN_CREATE | IN_MOVED_TO):
+                self._not_vouched(NEW_FOLDER)
+                self._watch_new(rel)
+            elif mask & (IN_DELETE | IN_MOVED_FROM):
+                self._not_vouched(FOLDER_GONE)
+                self._forget(rel)
+            return
+        if is_markdown(name):
+            paths.add(os.fsdecode(rel))
+
+    def _watch_new(self, rel: bytes) -> None:
+        """A folder that appeared: its subtree watched now (the capture walks it after)."""
+        parent_fd = None
+        try:
+            fd = os.open(self.root, _DIR_FLAGS)
+            for part in rel.split(b"/"):
+                parent_fd, fd = fd, os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(parent_fd)
+                parent_fd = None
+        except OSError:
+            if parent_fd is not None:
+                os.close(parent_fd)
+            return  # gone again, or not a folder: the capture's walk will see
+        try:
+            self._forget(rel)  # a folder moved over another one's name
+            self._watch_tree(rel, fd)
+        finally:
+            os.close(fd)
+
+    def _not_vouched(self, reason: str) -> None:
+        if not self._pending:
+            self._pending = reason
+
+
+def open_journal(root: str, **kwargs: Any) -> Journal | str:
+    """A journal of `root`, or the reason there is none (the platform has no synchronous
+    journal, inotify is not available, the bundle is on a network file system, the user's
+    watches are used up). The capture then keeps the stat walk."""
+    reason = unsupported_reason()
+    if reason:
+        return reason
+    try:
+        journal = Journal(root, **kwargs)
+    except ImportError:
+        return "inotify_simple is not installed"
+    except OSError as exc:  # inotify_init1: EMFILE (max_user_instances), ENOSYS
+        return f"inotify is not available ({os.strerror(exc.errno or 0)})"
+    return journal.off or journal
+
+
+__all__ = ["Drained", "Journal", "open_journal"]
