@@ -122,7 +122,7 @@ class AsYouType:
     The defaults were chosen by measurement (docs/relevance.md, "As you type")."""
 
     grouped: bool = True
-    expansion: float = 0.5
+    expansion: float = 0.25
     named: float = 0.5
 
 

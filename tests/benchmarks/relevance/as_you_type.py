@@ -87,9 +87,9 @@ def systems() -> list[System]:
             "recall: expansions weigh 1", "recall", {"as_you_type": replace(base, expansion=1.0)}
         ),
         System(
-            "recall: expansions weigh 0.25",
+            "recall: expansions weigh 0.5",
             "recall",
-            {"as_you_type": replace(base, expansion=0.25)},
+            {"as_you_type": replace(base, expansion=0.5)},
         ),
         System(
             "recall: expansions weigh 0.75",
