@@ -18,8 +18,9 @@ does). pathspec parses the patterns (git's wildmatch); its matching of a file th
 ignored folder of its path is not used, since the walk never reaches such a file, and it
 would let a rule above the bundle that ignores the bundle's folder ignore all of it.
 
-Every file is opened without following links, relative to its folder's descriptor, and
-only regular files are read. pathspec is imported only when there is a file to compile.
+Every file is opened as the capture opens files (files.py: without following links, relative
+to its folder's descriptor, or by path with identity checks on Windows), and only regular
+files are read. pathspec is imported only when there is a file to compile.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .platform import is_link
+
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec, PathSpec
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = _OPEN_FLAGS | os.O_DIRECTORY
+    from .files import Backend
 MAX_IGNORE_BYTES = 16 * 1024 * 1024  # of one ignore file: the lines past it do not apply
 MAX_GITFILE_BYTES = 64 * 1024  # a `.git` file or `commondir` names one path
 GIT = ".git"
@@ -207,10 +209,13 @@ class Ignores:
         return False
 
 
-def read_gitignore(dir_fd: int, name: str | bytes = b".gitignore") -> Rules | None:
-    """The rules of the ignore file `name` in folder `dir_fd`; None when there is none, or
-    it is a link, not a regular file or cannot be read."""
-    raw = _read_small(dir_fd, name, MAX_IGNORE_BYTES)
+def read_gitignore(
+    folder: Any, name: str = ".gitignore", backend: Backend | None = None
+) -> Rules | None:
+    """The rules of the ignore file `name` in `folder` (a handle of `backend`, the capture's
+    by default); None when there is none, or it is a link, not a regular file or cannot be
+    read."""
+    raw = _backend(backend).read_small(folder, name, MAX_IGNORE_BYTES)
     if raw is None:
         return None
     with _LOCK:
@@ -265,32 +270,26 @@ def compile_rules(lines: list[str]) -> Rules:
         return parse(kept)
 
 
-def _read_small(dir_fd: int, name: str | bytes, limit: int) -> bytes | None:
-    """At most `limit` bytes of the regular file `name` in `dir_fd`, opened without
-    following a link; None when it is missing, a link, not a regular file or unreadable."""
-    try:
-        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
-    except (OSError, ValueError):
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+def _backend(backend: Backend | None) -> Backend:
+    if backend is not None:
+        return backend
+    from . import files
+
+    return files.BACKEND
 
 
-def _open_dir(name: str | bytes, dir_fd: int | None = None) -> int | None:
+def _open_dir(backend: Backend, name: str, parent: Any = None) -> Any:
+    """A folder (`name` of `parent`, or the absolute path `name`), None when it is gone,
+    a link or cannot be opened."""
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        if parent is None:
+            return backend.open_path(name)
+        return backend.open_dir(parent, name)
     except (OSError, ValueError):
         return None
 
 
-def repository_rules(bundle: str) -> tuple[Above, ...]:
+def repository_rules(bundle: str, backend: Backend | None = None) -> tuple[Above, ...]:
     """The rules above the bundle when it lies in a git repository (outermost first: the
     repository's info/exclude, then each `.gitignore` from its root down to the bundle's
     parent); () outside one.
@@ -299,91 +298,99 @@ def repository_rules(bundle: str) -> tuple[Above, ...]:
     the repository of its working folder), so the rules come from the tree the walk reads.
     """
     try:
-        real = os.path.realpath(bundle)
+        folder = os.path.realpath(bundle)
     except (OSError, ValueError):
         return ()
-    names = [n for n in real.split(os.sep) if n]
+    names: list[str] = []  # the bundle's path below `folder`, innermost first
     # The nearest folder at or above the bundle holding an entry named .git (of any kind).
-    for depth in range(len(names), -1, -1):
-        folder = os.sep + os.sep.join(names[:depth])
+    while True:
         try:
             entry = os.lstat(os.path.join(folder, GIT))
         except (OSError, ValueError):
-            continue
-        return _rules_below(folder, entry, names[depth:])
-    return ()
+            pass
+        else:
+            return _rules_below(folder, entry, names[::-1], _backend(backend))
+        parent, name = os.path.split(folder)
+        if parent == folder or not name:
+            return ()  # the root of the file system ("/", "C:\\", "\\\\server\\share\\")
+        names.append(name)
+        folder = parent
 
 
-def _rules_below(root: str, entry: os.stat_result, names: list[str]) -> tuple[Above, ...]:
+def _rules_below(
+    root: str, entry: os.stat_result, names: list[str], backend: Backend
+) -> tuple[Above, ...]:
     """The rules of the repository at `root` (whose `.git` entry is `entry`) for the
     bundle `names` below it ([] when the bundle is the root)."""
-    root_fd = _open_dir(root)
+    root_fd = _open_dir(backend, root)
     if root_fd is None:
         return ()
     found: list[Above] = []
     fds = [root_fd]
     try:
-        exclude = _info_exclude(root, root_fd, entry)
+        exclude = _info_exclude(root, root_fd, entry, backend)
         if exclude is not None:
             found.append(_above(exclude, names))
         # .gitignore files from the root down to the bundle's parent (the walk reads the
         # bundle's own), each opened relative to its parent without following links.
         for depth in range(len(names)):
-            rules = read_gitignore(fds[-1])
+            rules = read_gitignore(fds[-1], backend=backend)
             if rules is not None:
                 found.append(_above(rules, names[depth:]))
             if depth + 1 < len(names):
-                fd = _open_dir(names[depth], fds[-1])
+                fd = _open_dir(backend, names[depth], fds[-1])
                 if fd is None:
                     break  # vanished or became a link: nothing below it applies
                 fds.append(fd)
     finally:
         for fd in fds:
-            os.close(fd)
+            backend.close(fd)
     return tuple(found)
 
 
-def _info_exclude(root: str, root_fd: int, entry: os.stat_result) -> Rules | None:
+def _info_exclude(root: str, root_fd: Any, entry: os.stat_result, backend: Backend) -> Rules | None:
     """The repository's info/exclude: in its `.git` folder, or, for a `.git` file (a
     worktree, a submodule), in the git folder it names — its common folder when that has
     a `commondir` file, since git reads `info/` there. A `.git` that is a link marks the
     repository's root but is not followed."""
+    if is_link(entry):
+        return None
     if stat.S_ISDIR(entry.st_mode):
-        git_fd = _open_dir(GIT, root_fd)
+        git_fd = _open_dir(backend, GIT, root_fd)
     elif stat.S_ISREG(entry.st_mode):
-        git_fd = _git_folder(root, root_fd)
+        git_fd = _git_folder(root, root_fd, backend)
     else:
         return None
     if git_fd is None:
         return None
     try:
-        info = _open_dir("info", git_fd)
+        info = _open_dir(backend, "info", git_fd)
         if info is None:
             return None
         try:
-            return read_gitignore(info, "exclude")
+            return read_gitignore(info, "exclude", backend)
         finally:
-            os.close(info)
+            backend.close(info)
     finally:
-        os.close(git_fd)
+        backend.close(git_fd)
 
 
-def _git_folder(root: str, root_fd: int) -> int | None:
+def _git_folder(root: str, root_fd: Any, backend: Backend) -> Any:
     """The common git folder named by the `.git` file at `root` ("gitdir: <path>", relative
     to `root` unless absolute, then its `commondir` file's path, relative to it)."""
-    raw = _read_small(root_fd, GIT, MAX_GITFILE_BYTES)
+    raw = backend.read_small(root_fd, GIT, MAX_GITFILE_BYTES)
     if raw is None or not raw.startswith(b"gitdir: "):
         return None
-    gitdir = os.path.join(os.fsencode(root), raw[len(b"gitdir: ") :].rstrip(b"\r\n"))
-    git_fd = _open_dir(gitdir)
+    gitdir = os.path.join(root, os.fsdecode(raw[len(b"gitdir: ") :].rstrip(b"\r\n")))
+    git_fd = _open_dir(backend, gitdir)
     if git_fd is None:
         return None
-    common = _read_small(git_fd, "commondir", MAX_GITFILE_BYTES)
+    common = backend.read_small(git_fd, "commondir", MAX_GITFILE_BYTES)
     if common is None:
         return git_fd  # a submodule's or a plain git folder: info/ is its own
-    os.close(git_fd)
-    path = common.rstrip(b"\r\n")  # (as git reads it: only line breaks are dropped)
-    return _open_dir(os.path.join(gitdir, path)) if path else None
+    backend.close(git_fd)
+    path = os.fsdecode(common.rstrip(b"\r\n"))  # (as git reads it: only line breaks go)
+    return _open_dir(backend, os.path.join(gitdir, path)) if path else None
 
 
 def _above(rules: Rules, names: list[str]) -> Above:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
+from . import platform
 from .cancel import CancelToken
 
 if TYPE_CHECKING:
@@ -44,10 +45,9 @@ def default_workers() -> int:
 def start_method() -> str:
     """forkserver where the platform has it, else spawn (never fork: a forked child inherits
     locks other threads hold — the language server's stdin reader holds stdin's, and the
-    child's start-up closes stdin: a deadlock)."""
-    from multiprocessing import get_all_start_methods
-
-    return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
+    child's start-up closes stdin: a deadlock). The platform seam decides (and spawns under
+    the forced Windows configuration)."""
+    return platform.start_method()
 
 
 @contextmanager

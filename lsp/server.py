@@ -60,6 +60,7 @@ from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevan
 from citeline.engine.capture import read_inside
 from citeline.engine.errors import INTERNAL, ParseIssue, internal_error
 from citeline.engine.parallel import default_workers
+from citeline.engine.platform import pid_alive
 
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings, unwrap
@@ -141,13 +142,8 @@ def json_type(value: Any) -> str:
 
 
 def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: only the existence and permission checks
-    except PermissionError:
-        return True  # it exists, under another user
-    except (ProcessLookupError, OverflowError):
-        return False
-    return True
+    # the platform seam: never os.kill(pid, 0) on Windows, where signal 0 is CTRL_C_EVENT
+    return pid_alive(pid)
 
 
 class CitelineProtocol(LanguageServerProtocol):

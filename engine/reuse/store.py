@@ -22,6 +22,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from ..platform import PLATFORM
+
 log = logging.getLogger("citeline.cache")
 
 SCHEMA = 1
@@ -78,7 +80,7 @@ class Store:
         path = folder / FILE_NAME
         # Created user-only before SQLite opens it (SQLite gives its -wal and -shm files
         # the database file's permissions).
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | PLATFORM.cloexec, 0o600))
         try:
             return self._prepare(path)
         except sqlite3.DatabaseError as exc:
@@ -89,7 +91,7 @@ class Store:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{path}{suffix}")
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | PLATFORM.cloexec, 0o600))
             return self._prepare(path)
 
     def _prepare(self, path: Path) -> sqlite3.Connection:
