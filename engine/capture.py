@@ -158,8 +158,8 @@ def capture(
         # in its order, and the limits are checked against the maxima it keeps.
         _check_known(known, limits, settings.advice, found)
         records = Records(list(previous), list(previous.values()), frozenset(settings.reserved))
-        captured = Captured(records, (settings.reserved, settings.limits))
-        after = Known(previous, known.revision, captured, known.paths_max, known.sizes)
+        made = Captured(records, (settings.reserved, settings.limits))
+        after = Known(previous, known.revision, made, known.paths_max, known.sizes)
         return Snapshot(str(Path(root)), records, known.revision, after, 0)
     found.sort(key=_path)
     paths_max = _check_paths(found, limits, settings.advice, known, previous)
@@ -235,13 +235,13 @@ def capture(
         revision = snapshot_revision(files)
         # With unsaved text the revision describes the editor's text, not the disk's.
         disk = snapshot_revision(_disk_records(files, states)) if overlay else revision
-    captured = None
+    captured: Captured | None = None
     if not overlay:
-        records = tuple(
+        bare = tuple(
             f if f.data is None else CapturedFile(f.path, f.size, f.sha256, f.reserved)
             for f in files
         )
-        captured = Captured(records, (settings.reserved, settings.limits))
+        captured = Captured(bare, (settings.reserved, settings.limits))
     # (with unsaved text the sizes read are the editor's: kept only for the disk's)
     sizes = None if overlay else (total, max((f.size for f in files), default=0))
     after = Known(states, disk, captured, paths_max, sizes)

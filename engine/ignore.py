@@ -69,7 +69,7 @@ class Rules:
         # them, so that a folder ("a/") is always matched in full.
         tails = {t for _, t in patterns}
         self.tails: tuple[str, ...] | None = (
-            None if None in tails else tuple(sorted(tails | {"/"}))  # type: ignore[type-var]
+            None if None in tails else tuple(sorted({t for t in tails if t is not None} | {"/"}))
         )
         self._simple: PathSpec | None = None
         try:

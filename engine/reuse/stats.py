@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -82,7 +82,7 @@ class FileState(NamedTuple):
 class Captured:
     """A capture's files (records, no bytes) and the settings they were checked against."""
 
-    files: tuple[Any, ...]  # capture.CapturedFile, in path order
+    files: Sequence[Any]  # capture.CapturedFile, in path order
     settings: tuple[Any, ...]  # (reserved names, limits)
 
 
