@@ -262,12 +262,14 @@ def _folds(folder: str, spell: Any) -> bool | None:
 
 @cache
 def start_method() -> str:
-    """Worker processes start by forkserver where the platform has it (and it is not
-    forced to Windows' paths), else by spawn; never fork: a forked child inherits locks
-    other threads hold (the language server's stdin reader holds stdin's)."""
+    """Worker processes start by forkserver on Linux where multiprocessing offers it, else
+    by spawn (SPEC §16); never fork: a forked child inherits locks other threads hold (the
+    language server's stdin reader holds stdin's). macOS lists forkserver too, but spawn is
+    Python's own choice there (system frameworks are not safe across a fork), and no
+    machine here could show forkserver safe on it."""
     from multiprocessing import get_all_start_methods
 
-    if not PLATFORM.forced and "forkserver" in get_all_start_methods():
+    if PLATFORM.system == "linux" and "forkserver" in get_all_start_methods():
         return "forkserver"
     return "spawn"
 

@@ -288,11 +288,15 @@ def test_volume_rules_fall_back_on_the_platform_where_names_cannot_tell(tmp_path
 # -- processes ------------------------------------------------------------------------------------
 
 
-def test_start_method_is_forkserver_here_spawn_when_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_start_method_is_forkserver_here_spawn_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     platform.start_method.cache_clear()
     try:
         assert platform.start_method() == ("spawn" if platform.PLATFORM.forced else "forkserver")
         monkeypatch.setattr(platform, "PLATFORM", detect({"CITELINE_PLATFORM": "windows"}))
+        platform.start_method.cache_clear()
+        assert platform.start_method() == "spawn"
+        monkeypatch.setattr(platform, "_system", lambda: "darwin")  # lists forkserver too
+        monkeypatch.setattr(platform, "PLATFORM", detect({}))
         platform.start_method.cache_clear()
         assert platform.start_method() == "spawn"
     finally:
