@@ -12,8 +12,10 @@ path-based capture backend without `O_NOFOLLOW`, spawned workers, the Windows st
 fingerprint (file ids from a stat, the racy rule on mtime alone) and no warm process; the
 flags that keep this machine safe while it pretends (`O_NONBLOCK`, `O_CLOEXEC`) are kept.
 
-Nothing here imports more than `os`, `stat` and `sys` at import: multiprocessing, ctypes
-and socket are imported by the functions that need them, once.
+Importing this costs next to nothing (the command line's fast path may ask it before
+anything else): the values are named tuples, not dataclasses (whose import brings
+`inspect`), and multiprocessing, ctypes, socket and unicodedata are imported by the
+functions that need them.
 """
 
 from __future__ import annotations
@@ -22,10 +24,8 @@ import errno
 import os
 import stat
 import sys
-import unicodedata
-from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 FORCE_VARIABLE = "CITELINE_PLATFORM"
 FORCED_NAMES = ("windows",)
@@ -40,8 +40,7 @@ ERROR_SHARING_VIOLATION = 32  # winerror: another process opened the file withou
 ERROR_LOCK_VIOLATION = 33
 
 
-@dataclass(frozen=True, slots=True)
-class Platform:
+class Platform(NamedTuple):
     """What the platform gives, as flags and choices the engine and the fronts use."""
 
     system: str  # "linux", "darwin", "windows" or sys.platform's own name
@@ -126,8 +125,7 @@ def detect(environ: Any = None) -> Platform:
     # Windows' portable paths, on this machine: no descriptor-relative walk, no O_NOFOLLOW
     # (the identity checks must hold on their own), file ids from a stat, ctime ignored.
     # The names' case rules stay this machine's: its volumes are what the walk reads.
-    return replace(
-        real,
+    return real._replace(
         system="windows",
         forced=True,
         dir_fd=False,
@@ -197,8 +195,7 @@ def long_path(path: str, module: Any = os.path) -> str:
     return "\\\\?\\" + absolute
 
 
-@dataclass(frozen=True, slots=True)
-class VolumeRules:
+class VolumeRules(NamedTuple):
     """How a volume compares names: whether it folds case, and Unicode normalisation."""
 
     folds_case: bool
@@ -211,6 +208,8 @@ class VolumeRules:
         Case is compared by str.lower(), the closest Python has to the one-to-one mapping
         NTFS and APFS use: casefold() would also make "ß.md" and "ss.md" one name."""
         if self.folds_normalisation:
+            import unicodedata
+
             path = unicodedata.normalize("NFC", path)
         return path.lower() if self.folds_case else path
 
@@ -229,6 +228,8 @@ def volume_rules(folder: str) -> VolumeRules:
 
 
 def _other_normalisation(name: str) -> str:
+    import unicodedata
+
     nfd = unicodedata.normalize("NFD", name)
     return nfd if nfd != name else unicodedata.normalize("NFC", name)
 

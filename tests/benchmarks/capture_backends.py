@@ -7,11 +7,12 @@ Run by hand (never by pytest)::
 
 Each round runs, one after the other and each in a fresh process: the `--base` checkout's
 capture (when given), this checkout's capture on the descriptor backend, and on the path
-backend (`CITELINE_PLATFORM=windows`: what Windows runs, measured on Linux). Each process
-times a cold capture (every file walked, read and hashed: `capture.capture`, no analysis),
-then warm captures with the stat index of the cold one (nothing read), and the stat-walk
-floor (`os.walk` + `os.lstat` of every captured file) right before each warm capture, so
-every ratio compares the same machine state. Medians over the rounds, and ratios to the
+backend (`CITELINE_PLATFORM=windows`: what Windows runs, measured on Linux), in an order
+that rotates from round to round. Each process times three cold captures (every file
+walked, read and hashed: `capture.capture`, no analysis; the median), then warm captures
+with the stat index of a cold one (nothing read), and the stat-walk floor (`os.walk` +
+`os.lstat` of every captured file) right before each warm capture, so every ratio
+compares the same machine state. Medians over the rounds, and ratios to the
 base and to the floor, are printed as one JSON object.
 """
 
@@ -51,9 +52,12 @@ def floor():
                 n += 1
     return n
 
-start = time.perf_counter()
-snap = capture(bundle, settings)
-cold = time.perf_counter() - start
+colds = []
+for _ in range(3):
+    start = time.perf_counter()
+    snap = capture(bundle, settings)
+    colds.append(time.perf_counter() - start)
+cold = statistics.median(colds)
 warm, floors = [], []
 for _ in range(warm_runs):
     start = time.perf_counter()
@@ -119,7 +123,7 @@ def main() -> int:
     variants += [("descriptor", REPO, None), ("path", REPO, "windows")]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     for i in range(args.rounds):
-        for name, repo, platform in variants:
+        for name, repo, platform in variants[i % len(variants) :] + variants[: i % len(variants)]:
             got = run(repo, platform, args.bundle.resolve(), args.warm)
             runs[name].append(got)
             print(f"round {i + 1} {name}: {got}", file=sys.stderr, flush=True)

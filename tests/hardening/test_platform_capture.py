@@ -331,7 +331,7 @@ class Listing:
 def windows_listings(monkeypatch: pytest.MonkeyPatch, tags: dict[str, int]) -> files.PathBackend:
     """The path backend with reparse points on, listings and lstat as Windows gives them:
     every entry with st_ino 0, the names in `tags` with those reparse tags."""
-    backend = files.PathBackend(replace(FORCED, reparse_points=True))
+    backend = files.PathBackend(FORCED._replace(reparse_points=True))
     monkeypatch.setattr(files, "BACKEND", backend)
 
     class Os:
