@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .errors import CitelineError, printable, quoted
 from .platform import (
     GONE_ERRNOS,
+    NATIVE,
     PLATFORM,
     Platform,
-    detect,
     is_link,
     is_sharing_violation,
     long_path,
@@ -296,7 +296,7 @@ class DescriptorBackend:
     name = "descriptor"
 
     def __init__(self, platform: Platform | None = None) -> None:
-        platform = platform or detect({})  # this machine's own flags, never forced ones
+        platform = platform or NATIVE  # this machine's own flags, never forced ones
         if not (platform.dir_fd and platform.nofollow and platform.directory):
             raise RuntimeError("this platform cannot open files relative to a folder")
         self.flags = platform.read_flags
@@ -550,7 +550,7 @@ def make_backend(platform: Platform = PLATFORM) -> Backend:
 
 
 # read_file's flags: this machine's own (with O_NOFOLLOW), also while Windows is forced.
-DESCRIPTOR_FLAGS = detect({}).read_flags
+DESCRIPTOR_FLAGS = NATIVE.read_flags
 # The backend every capture uses (tests put the other one here to compare them).
 BACKEND: Backend = make_backend()
 

@@ -137,6 +137,9 @@ def detect(environ: Any = None) -> Platform:
 
 
 PLATFORM = detect()
+# This machine's own facts, never forced: for code whose safety the emulation must not
+# weaken (the private cache folder's checks keep O_NOFOLLOW under CITELINE_PLATFORM).
+NATIVE = detect({})
 
 
 # -- links and reparse points ----------------------------------------------------------------
@@ -360,6 +363,7 @@ __all__ = [
     "FORCE_VARIABLE",
     "GONE_ERRNOS",
     "NAME_SURROGATE",
+    "NATIVE",
     "PLATFORM",
     "Platform",
     "VolumeRules",

@@ -7,9 +7,16 @@ the engines of the last bundles it searched: each call still captures its own sn
 (SPEC §2: it stats every file and reads what it cannot prove unchanged), so an answer is
 the one a new process would give, byte for byte (tests/cli/test_daemon.py).
 
-It listens on a socket in a folder only its user may enter (launch.runtime_folder), answers
-only that user, one call at a time, and leaves after ten idle minutes, when its socket or
-its cache folder is removed, or when a call comes from other code (an upgraded or edited
+It listens on a socket in a folder only its user may enter (launch.runtime_folder), bound
+through the folder's descriptor once it is checked, and answers only that user (the
+caller's peer credentials). Each connection has a thread of its own: its request must arrive
+whole within REQUEST_SECONDS and its answer be read within WRITE_SECONDS, so a caller that
+stalls holds only its own thread; the calls themselves run one at a time (a call sets the
+process's working folder, environment and standard streams), and one that would wait more
+than BUSY_SECONDS for the one before it is told so and answered in its own process. The
+cache folder is checked again at every call (engine/reuse/owned.py): one that is no longer
+the user's only ends the warm process. It leaves after ten idle minutes, when its socket
+or its cache folder is removed, or when a call comes from other code (an upgraded or edited
 citeline), taking its socket and lock with it.
 """
 
@@ -21,8 +28,8 @@ import fcntl
 import io
 import os
 import socket
-import struct
 import sys
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -31,14 +38,17 @@ from typing import Any
 from .launch import (
     COMMANDS,
     ENVIRONMENT,
+    GO,
     MAGIC,
-    address,
     cache_key,
     code_fingerprint,
+    context,
     folder_missing,
-    private,
+    open_private,
+    peer_uid,
     runtime_folder,
     socket_name,
+    through,
 )
 
 IDLE_SECONDS = 600.0  # CITELINE_DAEMON_IDLE overrides
@@ -46,6 +56,10 @@ TICK = 2.0  # how often an idle process checks that its socket and folder are st
 KEPT = 4  # engines kept: bundles × settings
 LOCK_WAIT = 5.0  # how long a new process waits for a leaving one to let go of the lock
 MAX_REQUEST = 1 << 24
+REQUEST_SECONDS = 5.0  # a request arrives whole within this, or its connection is closed
+WRITE_SECONDS = 30.0  # an answer is read within this, or its connection is closed
+BUSY_SECONDS = 2.0  # a call waits this long for the one running, then is answered here
+MOST_CALLS = 32  # connections served at once; more are told "busy" at once
 
 
 class KeptEngines:
@@ -87,20 +101,39 @@ class KeptEngines:
         self._engines.clear()
 
 
-def peer_uid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
-
-
-def read_request(conn: socket.socket) -> bytes:
+def read_request(conn: socket.socket, deadline: float | None = None) -> bytes:
+    """The whole request (the caller shuts its side when it has sent it), by `deadline` (a
+    time.monotonic() reading; TimeoutError past it)."""
     chunks = []
     size = 0
-    while chunk := conn.recv(1 << 16):
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            conn.settimeout(left)
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            break
         chunks.append(chunk)
         size += len(chunk)
         if size > MAX_REQUEST:
             raise ValueError("request too large")
     return b"".join(chunks)
+
+
+def send(conn: socket.socket, data: bytes) -> None:
+    """All of `data` within WRITE_SECONDS (the whole write: Python's timeout of sendall)."""
+    conn.settimeout(WRITE_SECONDS)
+    conn.sendall(data)
+
+
+def cache_refusal() -> str | None:
+    """Why the calls' cache folder is not the user's only any more (None: it is, or it is
+    not there yet)."""
+    from citeline.engine.reuse.store import default_folder, refusal
+
+    return refusal(default_folder())
 
 
 def exit_code(leave: SystemExit) -> int:
@@ -155,60 +188,144 @@ def run_call(
     return b"run %d %d %d\n" % (code, out.tell(), err.tell()) + out.getvalue() + err.getvalue()
 
 
-def handle(conn: socket.socket, fingerprint: bytes, key: bytes, engines: KeptEngines) -> bool:
-    """Answer one call; False when this process should leave (it runs other code)."""
-    if peer_uid(conn) != os.getuid():
+def handle(
+    conn: socket.socket,
+    fingerprint: bytes,
+    key: bytes,
+    engines: KeptEngines,
+    turn: threading.Lock | None = None,
+    own_context: bytes | None = None,
+) -> bool:
+    """Answer one call; False when this process should leave (it runs other code, or its
+    cache folder is no longer the user's only). `turn` is held while the call runs (one at a
+    time); `own_context`, this process's launch.context()."""
+    if peer_uid(conn) != os.geteuid():
         return True  # not this user's: closed without a word
-    fields = read_request(conn).split(b"\0")
-    if len(fields) < 8 or fields[0] != MAGIC or fields[-1] != b"":
-        conn.sendall(b"no protocol\n")
+    fields = read_request(conn, time.monotonic() + REQUEST_SECONDS).split(b"\0")
+    if len(fields) < 9 or fields[0] != MAGIC or fields[-1] != b"":
+        send(conn, b"no protocol\n")
         return True
     if fields[1] != fingerprint:
-        conn.sendall(b"no stale\n")
+        send(conn, b"no stale\n")
         return False
     if fields[2] != key:
-        conn.sendall(b"no other\n")  # another cache folder whose socket name is the same
+        send(conn, b"no other\n")  # another cache folder whose socket name is the same
         return True
-    cwd, encoding, count, *rest = fields[3:-1]
+    if fields[3] != (context() if own_context is None else own_context):
+        send(conn, b"no context\n")  # another locale or module path: answered there
+        return True
+    cwd, encoding, count, *rest = fields[4:-1]
     if not count.isdigit() or int(count) > min(len(rest), len(ENVIRONMENT)):
-        conn.sendall(b"no protocol\n")
+        send(conn, b"no protocol\n")
         return True
     pairs = (os.fsdecode(f).partition("=") for f in rest[: int(count)])
     env = {name: value for name, _, value in pairs if name in ENVIRONMENT}
     argv = [os.fsdecode(w) for w in rest[int(count) :]]
     if not argv or argv[0] not in COMMANDS:
-        conn.sendall(b"no command\n")  # `lsp` or `mcp` would serve this process's stdio
+        send(conn, b"no command\n")  # `lsp` or `mcp` would serve this process's stdio
+        return True
+    if cache_refusal() is not None:
+        send(conn, b"no cache\n")  # answered there, with the warning; this process leaves
+        return False
+    turn = turn or threading.Lock()
+    if not turn.acquire(timeout=BUSY_SECONDS):
+        send(conn, b"no busy\n")
         return True
     try:
-        os.chdir(cwd)
-    except OSError:
-        conn.sendall(b"no cwd\n")
-        return True
-    reply = run_call(argv, encoding.decode("ascii", "replace"), env, engines)
-    with contextlib.suppress(OSError):  # the caller left (Ctrl-C): nothing to tell
-        conn.sendall(reply)
+        try:
+            os.chdir(cwd)
+        except OSError:
+            send(conn, b"no cwd\n")
+            return True
+        send(conn, GO)  # fails when the caller has left: nothing is run for it
+        reply = run_call(argv, encoding.decode("ascii", "replace"), env, engines)
+    finally:
+        turn.release()
+    with contextlib.suppress(OSError):  # the caller left (Ctrl-C) or does not read: done
+        send(conn, reply)
     return True
 
 
-def still_ours(path: str, inode: int, key: str) -> bool:
+class Calls:
+    """The connections being served, each in a thread of its own (see the module's
+    docstring), and what they tell the process: when it was last used, whether to leave."""
+
+    def __init__(self, fingerprint: bytes, key: bytes, engines: KeptEngines) -> None:
+        self.fingerprint = fingerprint
+        self.key = key
+        self.engines = engines
+        self.context = context()
+        self.turn = threading.Lock()
+        self.leave = threading.Event()
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+        self._last = time.monotonic()
+
+    def serve(self, conn: socket.socket) -> None:
+        with self._lock:
+            full = len(self._threads) >= MOST_CALLS
+            if not full:
+                thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+                self._threads.add(thread)
+        if full:
+            with conn, contextlib.suppress(OSError):
+                conn.setblocking(False)  # never waits: a full buffer means no word
+                conn.send(b"no busy\n")
+            return
+        thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                if not handle(
+                    conn, self.fingerprint, self.key, self.engines, self.turn, self.context
+                ):
+                    self.leave.set()
+        except (OSError, ValueError):
+            pass  # a caller that left, stalled or sent too much: the others go on
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+                self._last = time.monotonic()
+
+    def idle(self) -> float:
+        """Seconds since the last call ended (0 while one is served)."""
+        with self._lock:
+            return 0.0 if self._threads else time.monotonic() - self._last
+
+    def finish(self) -> None:
+        """Wait (boundedly) for the calls still served, then for the one running."""
+        with self._lock:
+            threads = list(self._threads)
+        deadline = time.monotonic() + REQUEST_SECONDS + WRITE_SECONDS
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0))
+        if self.turn.acquire(timeout=max(deadline - time.monotonic(), 0.1)):
+            self.turn.release()
+
+
+def still_ours(path: str, inode: int, key: str, folder_fd: int | None = None) -> bool:
     """Whether the socket is still the one this process made, and its cache folder (when
-    one was given) is still there: a removed folder (a test's, a benchmark's) ends it."""
+    one was given) is still there: a removed folder (a test's, a benchmark's) ends it.
+    `path` is relative to the folder held as `folder_fd` when one is given."""
     try:
-        if os.stat(path).st_ino != inode:
+        if os.stat(path, dir_fd=folder_fd, follow_symlinks=False).st_ino != inode:
             return False
     except OSError:
         return False
     return not folder_missing(key)
 
 
-def take_lock(path: str) -> int | None:
+def take_lock(path: str, folder_fd: int | None = None) -> int | None:
     """The socket's lock, held while this process lives (so one process per cache folder);
     None when another process keeps it. The process removes the file when it leaves, so a
     lock taken on a file that is no longer the one at `path` is taken again on the new one
-    (otherwise two processes could each hold "the" lock)."""
+    (otherwise two processes could each hold "the" lock). `path` is relative to the folder
+    held as `folder_fd` when one is given."""
     deadline = time.monotonic() + LOCK_WAIT
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, flags, 0o600, dir_fd=folder_fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -218,7 +335,7 @@ def take_lock(path: str) -> int | None:
             time.sleep(0.1)
             continue
         try:
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            if os.stat(path, dir_fd=folder_fd).st_ino == os.fstat(fd).st_ino:
                 return fd
         except FileNotFoundError:
             pass
@@ -232,10 +349,13 @@ def idle_seconds() -> float:
         return IDLE_SECONDS
 
 
-def make_private(folder: str) -> bool:
+def make_private(folder: str) -> int | None:
+    """The sockets' folder, made if need be, as a descriptor once it is checked; None when
+    it is not this user's only (someone else's, open to others, a link)."""
     with contextlib.suppress(FileExistsError):
         os.mkdir(folder, 0o700)
-    return private(folder)
+    fd, _ = open_private(folder)
+    return fd
 
 
 def serve() -> int:
@@ -245,59 +365,68 @@ def serve() -> int:
     key = cache_key()
     if folder_missing(key):
         return 0
-    folder = runtime_folder()
+    if cache_refusal() is not None:
+        return 1  # the calls answer themselves, without a cache: nothing to keep warm
     try:
-        if not make_private(folder):
-            return 1  # someone else's folder, or open to others: never used
-        name = socket_name(key)
-        lock_path = os.path.join(folder, name[: -len(".sock")] + ".lock")
-        lock = take_lock(lock_path)
+        folder_fd = make_private(runtime_folder())
+    except OSError:
+        return 1
+    if folder_fd is None:
+        return 1  # someone else's folder, or open to others: never used
+    try:
+        return _serve(folder_fd, fingerprint, key)
+    finally:
+        os.close(folder_fd)
+
+
+def _serve(folder_fd: int, fingerprint: bytes, key: str) -> int:
+    name = socket_name(key)
+    lock_name = name[: -len(".sock")] + ".lock"
+    try:
+        lock = take_lock(lock_name, folder_fd)
     except OSError:
         return 1
     if lock is None:
         return 0  # another warm process answers for this cache
-    path, fd = address(folder, name)
+    # What every call runs, imported before the first one holds the turn (calls that
+    # arrive meanwhile would wait for it).
+    import citeline.engine.core
+    import citeline.lsp.cli  # noqa: F401
+
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     engines = KeptEngines()
+    calls = Calls(fingerprint, os.fsencode(key), engines)
     inode = -1
     try:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # left by a process that was killed: the lock is ours
+            os.unlink(name, dir_fd=folder_fd)  # left by a process that was killed: ours
         old_mask = os.umask(0o177)
         try:
-            listener.bind(path)
+            listener.bind(through(folder_fd, runtime_folder(), name))
         finally:
             os.umask(old_mask)
-        inode = os.stat(path).st_ino
+        inode = os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_ino
         listener.listen(16)
         listener.settimeout(TICK)
         idle = idle_seconds()
-        last = time.monotonic()
-        while True:
+        while not calls.leave.is_set():
             try:
                 conn, _ = listener.accept()
             except TimeoutError:
-                if time.monotonic() - last > idle or not still_ours(path, inode, key):
+                if calls.idle() > idle or not still_ours(name, inode, key, folder_fd):
                     return 0
                 continue
-            with conn:
-                conn.settimeout(None)
-                try:
-                    if not handle(conn, fingerprint, os.fsencode(key), engines):
-                        return 0
-                except (OSError, ValueError):
-                    pass  # a caller that left mid-request, or sent too much: the next one
-            last = time.monotonic()
+            calls.serve(conn)
+        return 0
     finally:
         listener.close()
-        if still_ours(path, inode, "default:"):
+        if still_ours(name, inode, "default:", folder_fd):
             with contextlib.suppress(OSError):
-                os.unlink(path)
-        if fd is not None:
-            os.close(fd)
+                os.unlink(name, dir_fd=folder_fd)
+        calls.finish()
         engines.close()
         with contextlib.suppress(OSError):
-            os.unlink(lock_path)  # still held: whoever opened it takes it again
+            os.unlink(lock_name, dir_fd=folder_fd)  # still held: whoever opened it takes it again
         os.close(lock)
 
 

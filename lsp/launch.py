@@ -7,25 +7,53 @@ given. Without one (or when it runs other code, or cannot answer) the call is an
 by lsp/cli.py, and a warm process is started for the next call. docs/cli.md, "The warm
 process", says when it is used and how to turn it off (CITELINE_DAEMON=0).
 
-This module is imported by every call, so it imports os and sys only: the socket module
-costs more than the whole round trip (`_socket` is its C core).
+Whom it talks to: the sockets' folder must be this user's and closed to everyone else; it
+is opened once, checked through its descriptor and connected through it, so that what is
+checked is what is connected to whatever happens to the folder's path meanwhile; and the
+process that answers must run as this user (its peer credentials), checked before a byte of
+the request is sent. Anything else turns the warm process off for the call (with
+CITELINE_LOG=debug, a line on stderr says why). How long it waits: a bounded time for the
+warm process to take the call up ("go"), then here (docs/security.md).
+
+This module is imported by every call, so it imports os and sys only (and time, built in):
+the socket module costs more than the whole round trip (`_socket` is its C core).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 COMMANDS = ("search", "concepts", "lines")
 OFF = ("0", "off", "no", "false")
 MAGIC = b"citeline-daemon-1"
 GIVEN = "dir:"  # a cache key's prefix when CITELINE_CACHE_DIR names the folder
 READY = b"run"  # first word of a reply that carries an answer
+GO = b"go\n"  # what the warm process says when it takes the call up
+START_WAIT = 5.0  # seconds for the warm process to take a call up; then it is answered here
 # What a call's output depends on beyond its arguments, working folder and stderr's encoding:
-# the width argparse wraps help and usage to, and whether a bug's traceback is shown.
+# the width argparse wraps help and usage to, and whether a bug's traceback is shown. Sent
+# with each call and set for its length.
 ENVIRONMENT = ("COLUMNS", "CITELINE_LOG")
-# AF_UNIX paths hold 108 bytes; longer ones are reached through /proc/self/fd.
-LONGEST_PATH = 100
+# What the warm process is started with, from its first call's environment; nothing else of
+# that environment is kept. The cache folder's and the sockets' folder's variables make the
+# call's key and socket, so a later call with other values has a warm process of its own;
+# the variables of the interpreter (its path, its locale: the encoding of file names) are
+# compared with each call's (`context`), which is answered here when they differ.
+KEPT = (
+    "CITELINE_CACHE_DIR",
+    "HOME",
+    "XDG_CACHE_HOME",
+    "XDG_RUNTIME_DIR",
+    "TMPDIR",
+    "CITELINE_DAEMON_IDLE",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+)
 PACKAGES = ("lsp", "engine", "engine/reuse", "engine/contracts")  # folders beside this one
 
 
@@ -62,15 +90,58 @@ def runtime_folder() -> str:
     return os.path.join(base, f"citeline-{os.getuid()}")
 
 
-def private(folder: str) -> bool:
-    """Whether `folder` is a folder (not a link) of this user that no one else may enter:
-    one that anybody else made or can write to is never used."""
+def open_private(folder: str) -> tuple[int | None, str]:
+    """A descriptor of `folder` when it is a folder of this user (not a link) that no one else
+    may enter, and ""; else None and why: "absent", or what is wrong with it (a folder that
+    anybody else made or can enter is never used). Checked through the descriptor: a folder
+    put in its place after the check is not the one held."""
     try:
-        st = os.lstat(folder)
-    except OSError:
-        return False
-    is_dir = st.st_mode & 0o170000 == 0o040000
-    return is_dir and st.st_uid == os.getuid() and not st.st_mode & 0o077
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, "absent"
+    except OSError as exc:  # a link (ELOOP), not a folder, not ours to enter
+        return None, f"{folder} is not a folder of yours ({exc.strerror})"
+    st = os.fstat(fd)
+    why = ""
+    if st.st_uid != os.geteuid():
+        why = f"{folder} belongs to user {st.st_uid}"
+    elif st.st_mode & 0o077:
+        why = f"{folder} is open to others (mode {st.st_mode & 0o7777:o})"
+    if why:
+        os.close(fd)
+        return None, why
+    return fd, ""
+
+
+def through(fd: int, folder: str, name: str) -> str:
+    """The address of `name` in the folder held open as `fd`: through the descriptor
+    (/proc/self/fd/N/name) where the system has one, so that the folder connected to (or
+    bound in) is the one checked whatever its path leads to by then, and any folder's path
+    fits AF_UNIX's 108 bytes; else the path (the peer's credentials still decide)."""
+    proc = f"/proc/self/fd/{fd}"
+    if os.path.isdir(proc):
+        return f"{proc}/{name}"
+    return os.path.join(folder, name)
+
+
+def peer_uid(sock: object) -> int | None:
+    """The user id of the process at the other end of a connected Unix socket; None where
+    the platform gives no means to ask (and then nothing it says is trusted). Linux:
+    SO_PEERCRED (struct ucred: pid, uid, gid); macOS and the BSDs have LOCAL_PEERCRED
+    (struct xucred) and getpeereid, for the platform work of SPEC §16."""
+    import _socket
+
+    if hasattr(_socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # type: ignore[attr-defined]
+        return int.from_bytes(creds[4:8], sys.byteorder)
+    return None
+
+
+def debug(line: str) -> None:
+    """A line on stderr when CITELINE_LOG=debug."""
+    if os.environ.get("CITELINE_LOG", "").strip().lower() == "debug":
+        sys.stderr.write(f"citeline: {line}\n")
+        sys.stderr.flush()
 
 
 def socket_name(key: str) -> str:
@@ -114,26 +185,31 @@ def eligible(argv: list[str]) -> bool:
     )
 
 
-def address(folder: str, name: str) -> tuple[str, int | None]:
-    """A path to `name` in `folder` short enough for AF_UNIX, and the descriptor it goes
-    through when the folder's own path is too long (to close after use)."""
-    path = os.path.join(folder, name)
-    if len(os.fsencode(path)) <= LONGEST_PATH:
-        return path, None
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    return f"/proc/self/fd/{fd}/{name}", fd
+def context() -> bytes:
+    """What the interpreter was started with that a call's answer depends on and a call
+    cannot change in a running process: the encoding of file names and arguments (the
+    locale's, or UTF-8 mode's) and the module path. A call whose context is not the warm
+    process's is answered in its own process."""
+    parts = (
+        sys.getfilesystemencoding(),
+        sys.getfilesystemencodeerrors(),
+        os.environ.get("PYTHONPATH", ""),
+        os.environ.get("PYTHONHOME", ""),
+    )
+    return os.fsencode("\n".join(parts))
 
 
 def request_bytes(key: str, argv: list[str]) -> bytes:
     """The call as NUL-separated fields (no field can hold a NUL): the protocol's name, the
-    code's fingerprint, the cache key, the working folder, stderr's encoding, how many
-    NAME=VALUE fields follow (the variables of ENVIRONMENT that are set) and those, then
-    the arguments."""
+    code's fingerprint, the cache key, the interpreter's context, the working folder,
+    stderr's encoding, how many NAME=VALUE fields follow (the variables of ENVIRONMENT that
+    are set) and those, then the arguments."""
     env = [os.fsencode(f"{k}={os.environ[k]}") for k in ENVIRONMENT if k in os.environ]
     fields = [
         MAGIC,
         code_fingerprint(),
         os.fsencode(key),
+        context(),
         os.fsencode(os.getcwd()),
         (getattr(sys.stderr, "encoding", None) or "utf-8").encode("ascii", "replace"),
         b"%d" % len(env),
@@ -146,41 +222,78 @@ def request_bytes(key: str, argv: list[str]) -> bytes:
 def ask(key: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
     """The warm process's answer (exit code, stdout, stderr), or why there is none:
     "absent" (nothing listens), "stale" (it runs other code and is leaving), "unsafe" (the
-    sockets' folder is not this user's only), or another word when it cannot answer."""
+    sockets' folder is not this user's only, or another user answers), "busy" (it answers
+    other calls), "silent" (it did not take the call up within START_WAIT), or another word
+    when it cannot answer."""
+    folder = runtime_folder()
+    fd, why = open_private(folder)
+    if fd is None:
+        if why == "absent":
+            return why
+        debug(f"the warm process is off: {why}")
+        return "unsafe"
+    try:
+        return _ask(fd, folder, key, argv)
+    finally:
+        os.close(fd)
+
+
+def _ask(fd: int, folder: str, key: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
     import _socket
 
-    folder = runtime_folder()
-    if not private(folder):
-        return "absent" if not os.path.lexists(folder) else "unsafe"
     try:
         request = request_bytes(key, argv)
-        path, fd = address(folder, socket_name(key))
     except OSError:
         return "unknown"  # no working folder, or citeline's files cannot be listed
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
+        deadline = time.monotonic() + START_WAIT
+        sock.settimeout(START_WAIT)
         try:
-            sock.connect(path)
+            sock.connect(through(fd, folder, socket_name(key)))
+        except TimeoutError:
+            return "silent"  # its queue of calls is full
         except OSError:
             return "absent"
-        finally:
-            if fd is not None:
-                os.close(fd)
-        sock.sendall(request)
-        sock.shutdown(_socket.SHUT_WR)
-        chunks = []
-        while chunk := sock.recv(1 << 20):
-            chunks.append(chunk)
-    except OSError:
-        return "broken"
+        uid = peer_uid(sock)
+        if uid != os.geteuid():
+            who = "an unknown user" if uid is None else f"user {uid}"
+            debug(f"the warm process is off: its socket in {folder} is answered by {who}")
+            return "unsafe"  # before a byte of the request is sent
+        got = bytearray()
+        try:
+            sock.sendall(request)
+            sock.shutdown(_socket.SHUT_WR)
+        except TimeoutError:
+            return "silent"
+        except OSError:
+            pass  # it closed first: what it said before (a refusal) is still to be read
+        try:
+            taken = False  # it said GO: the call runs, for as long as it would here
+            while True:
+                sock.settimeout(None if taken else max(deadline - time.monotonic(), 0.001))
+                chunk = sock.recv(1 << 20)
+                if not chunk:
+                    break
+                got += chunk
+                taken = got.startswith(GO)
+        except TimeoutError:
+            return "silent"
+        except OSError:
+            if not got:
+                return "broken"
+            # Reset after what it sent: a refusal sent at once (its request unread) counts;
+            # a cut answer does not (reply_of).
+        return reply_of(bytes(got))
     finally:
         sock.close()
-    return reply_of(b"".join(chunks))
 
 
 def reply_of(reply: bytes) -> tuple[int, bytes, bytes] | str:
-    """`run CODE OUT ERR` and a newline, then the bytes; or `no REASON` and a newline.
-    Anything else is "broken"."""
+    """`go` and a newline (the call was taken up), then `run CODE OUT ERR` and a newline,
+    then the bytes; or `no REASON` and a newline. Anything else is "broken"."""
+    if reply.startswith(GO):
+        reply = reply[len(GO) :]
     head, _, body = reply.partition(b"\n")
     words = head.split()
     if len(words) == 2 and words[0] == b"no":
@@ -205,7 +318,7 @@ def start(key: str) -> None:
     import contextlib
     import subprocess
 
-    env = dict(os.environ)
+    env = {name: os.environ[name] for name in KEPT if name in os.environ}
     folder = given_folder(key)
     if folder is not None:
         env["CITELINE_CACHE_DIR"] = folder  # absolute: the process works from /
@@ -220,6 +333,16 @@ def start(key: str) -> None:
             env=env,
             start_new_session=True,
         )
+
+
+def cache_refused(key: str) -> bool:
+    """Whether the call just answered here found its cache folder not the user's only: a
+    warm process would refuse it too (and leave at once), so none is started. (The store
+    module is loaded when the call opened a cache; nothing is imported for this.)"""
+    store = sys.modules.get("citeline.engine.reuse.store")
+    if store is None or not store.refused:
+        return False
+    return (given_folder(key) or store.default_folder()) in store.refused
 
 
 def here(argv: list[str]) -> int:
@@ -244,7 +367,7 @@ def main() -> int:
         return interrupted(wants_json(argv))
     if isinstance(got, str):
         code = here(argv)
-        if got in ("absent", "stale") and not folder_missing(key):
+        if got in ("absent", "stale") and not folder_missing(key) and not cache_refused(key):
             start(key)
         return code
     code, out, err = got

@@ -29,6 +29,8 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from .stdio import json_type
+
 log = logging.getLogger("citeline.mcp")
 
 MAX_LINE = 4 * 1024 * 1024  # bytes of one message: MCP requests are far smaller
@@ -126,20 +128,10 @@ def check(text: str) -> tuple[str | int | None, int | None, str] | None:
     )
     code = None if silent else INVALID_REQUEST
     if not isinstance(data, dict):
-        return msg_id, code, f"Invalid Request: expected an object, got {_json_type(data)}."
+        return msg_id, code, f"Invalid Request: expected an object, got {json_type(data)}."
     first = errors[0] if errors else {}
     if first.get("type") == "json_invalid" and "recursion" in str(first.get("msg")):
         return msg_id, code, "Invalid Request: the message is nested too deeply to be read."
     where = ".".join(str(part) for part in first.get("loc", ()))
     what = f"{where}: {first.get('msg')}" if where else str(first.get("msg", "invalid"))
     return msg_id, code, f"Invalid Request: not a JSON-RPC 2.0 message ({what})."
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "a string" if isinstance(value, str) else "an array"

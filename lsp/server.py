@@ -64,7 +64,7 @@ from citeline.engine.platform import pid_alive
 
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings, unwrap
-from .stdio import MAX_DEPTH, FrameReader, nested_too_deep
+from .stdio import MAX_DEPTH, FrameReader, json_type, nested_too_deep
 
 log = logging.getLogger("citeline.lsp")
 
@@ -124,21 +124,6 @@ def guarded(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]
 
 def schema(message: str, **details: Any) -> CitelineError:
     return CitelineError("schema_validation", message, details)
-
-
-def json_type(value: Any) -> str:
-    """The JSON name of a decoded value's type, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def process_alive(pid: int) -> bool:

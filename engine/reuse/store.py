@@ -8,7 +8,9 @@ addresses (SHA-256s of what a value was derived from) plus the engine's analysis
 
 The cache is an accelerator only. Any failure — a missing, unwritable, corrupt, locked or
 foreign-version database — makes it answer "not found" or skip a write, never an error:
-results are byte-identical with it, without it and with a broken one.
+results are byte-identical with it, without it and with a broken one. Only the user's own
+cache is used (owned.py): a folder or a file another user could read, write or point
+elsewhere turns the cache off for the process's store, with one warning naming the folder.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 
-from ..platform import PLATFORM
+from . import owned
 
 log = logging.getLogger("citeline.cache")
 
@@ -32,6 +33,11 @@ FILE_NAME = "citeline-cache.sqlite3"
 TOUCH_EVERY = 3600  # seconds: how stale an entry's last use may get before it is updated
 BUSY_MS = 2000  # how long a writer waits for another process's write to finish
 FLUSH_BYTES = 4 << 20  # a batch writes what it holds once it holds this much
+SUFFIXES = ("", "-wal", "-shm")  # the database's files: SQLite makes the last two beside it
+
+# The cache folders this process refused (not the user's own): the command line starts no
+# warm process for them (it would refuse them too).
+refused: set[str] = set()
 
 
 def default_folder() -> str:
@@ -42,6 +48,18 @@ def default_folder() -> str:
     from platformdirs import user_cache_dir
 
     return user_cache_dir("citeline", appauthor=False)
+
+
+def refusal(folder: str) -> str | None:
+    """Why `folder` would not be used as a cache (owned.py), None when it would be or is not
+    there yet (it would be made); nothing is made or opened."""
+    try:
+        owned.private_folder(folder, make=False)
+    except owned.NotPrivate as exc:
+        return str(exc)
+    except OSError:
+        return None  # not there (or not readable): a store says why when it tries
+    return None
 
 
 class Store:
@@ -70,33 +88,56 @@ class Store:
         if self.folder is None:
             return None
         try:
-            self._db = self._open(Path(self.folder))
+            self._db = self._open(self.folder)
+        except owned.NotPrivate as exc:
+            refused.add(self.folder)
+            self._off(f"the cache folder {self.folder} is not yours only: {exc}")
         except (OSError, sqlite3.Error) as exc:
             self._off(f"cannot open the cache in {self.folder}: {exc}")
         return self._db
 
-    def _open(self, folder: Path) -> sqlite3.Connection:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = folder / FILE_NAME
-        # Created user-only before SQLite opens it (SQLite gives its -wal and -shm files
-        # the database file's permissions).
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | PLATFORM.cloexec, 0o600))
+    def _open(self, given: str) -> sqlite3.Connection:
+        folder = owned.private_folder(given)  # made 0700 if need be, and checked: no links
+        if not owned.CHECKED:
+            return self._prepare(os.path.join(folder, FILE_NAME))
+        fd = owned.open_folder(folder)
         try:
-            return self._prepare(path)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise
-            # Not a database, or a damaged one: it holds derived data only, start afresh.
-            log.warning("cache %s is damaged (%s); starting a new one", path, exc)
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{path}{suffix}")
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT | PLATFORM.cloexec, 0o600))
-            return self._prepare(path)
+            # Created user-only before SQLite opens it (SQLite gives its -wal and -shm files
+            # the database file's permissions); the -wal and -shm files it finds must be the
+            # user's only too. No one else can change the folder's entries (owned.py), so
+            # SQLite, opening them by name, opens what was checked.
+            for suffix in SUFFIXES:
+                owned.check_file(fd, FILE_NAME + suffix, create=not suffix)
+            path = os.path.join(folder, FILE_NAME)
+            try:
+                return self._prepare(path)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                    raise
+                # Not a database, or a damaged one: it holds derived data only, start afresh.
+                log.warning("cache %s is damaged (%s); starting a new one", path, exc)
+                for suffix in SUFFIXES:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(FILE_NAME + suffix, dir_fd=fd)
+                owned.check_file(fd, FILE_NAME, create=True)
+                return self._prepare(path)
+        finally:
+            os.close(fd)
 
-    def _prepare(self, path: Path) -> sqlite3.Connection:
+    def _prepare(self, path: str) -> sqlite3.Connection:
+        if owned.CHECKED:
+            # mode=rw: SQLite opens the file made and checked above and never makes one of
+            # its own (it would make it with the umask's mode, 0644 as a rule). In a URI "%",
+            # "?" and "#" are escaped; nothing else in a path is special.
+            name = "file://" + "".join(_URI_ESCAPES.get(c, c) for c in path) + "?mode=rw"
+        else:
+            name = path
         db = sqlite3.connect(
-            path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+            name,
+            timeout=BUSY_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=owned.CHECKED,
         )
         try:
             db.execute("PRAGMA journal_mode=WAL")
@@ -259,9 +300,12 @@ class Store:
             self._opened = True
 
 
+_URI_ESCAPES = {"%": "%25", "?": "%3f", "#": "%23"}
+
+
 def disabled() -> Store:
     """A store that remembers nothing (--no-cache, `cache: false`)."""
     return Store(None)
 
 
-__all__ = ["DEFAULT_MAX_BYTES", "Store", "default_folder", "disabled"]
+__all__ = ["DEFAULT_MAX_BYTES", "Store", "default_folder", "disabled", "refusal", "refused"]

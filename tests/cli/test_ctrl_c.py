@@ -192,6 +192,17 @@ def wordy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 WORDY = ["lines", "-F", "needle", "--max-count", "1000", "-C", "0", "--color", "never"]
 
 
+def uninterrupted(wordy: Path, env: dict[str, str]) -> bytes:
+    """The whole answer of the WORDY search, from a call nobody interrupts."""
+    return subprocess.run(
+        [sys.executable, "-m", "citeline.lsp.cli", *WORDY, str(wordy)],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
 def test_ctrl_c_while_building_in_workers(slow: Path, tmp_path: Path) -> None:
     """The ^C reaches the workers too; nobody but the command speaks, and nothing is left."""
     for i, after in enumerate((0.0, 0.4, 0.8)):
@@ -226,13 +237,7 @@ def test_ctrl_c_while_building_json(slow: Path, tmp_path: Path) -> None:
 def test_ctrl_c_while_the_answer_is_written(wordy: Path, tmp_path: Path) -> None:
     """The answer is cut at a line's end, and the message says it may be incomplete."""
     env = environment(tmp_path)
-    whole = subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *WORDY, str(wordy)],
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=True,
-    ).stdout
+    whole = uninterrupted(wordy, env)
     assert len(whole) > 1 << 18  # four times what a pipe holds: the writer must wait
     session = start([*WORDY, str(wordy)], env)
     assert session.proc.stdout is not None
@@ -276,13 +281,7 @@ def test_ctrl_c_at_random_moments(wordy: Path, tmp_path: Path) -> None:
     """Anywhere from the start to the end: 130 with one message (and output cut at a line's
     end), or, when the call had finished, its whole answer."""
     env = environment(tmp_path)
-    whole = subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *WORDY, str(wordy)],
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=True,
-    ).stdout
+    whole = uninterrupted(wordy, env)
     spans = []
     for _ in range(3):
         session = start([*WORDY, str(wordy)], env, code=READY_FIRST)

@@ -204,15 +204,29 @@ def test_every_edit_is_seen(warm: Warm, tmp_path: Path) -> None:
     assert b'"path":"notes/d.md"' in got.out and b"notes/b.md" not in got.out
 
 
+def test_a_call_in_another_locale_is_answered_in_its_own_process(warm: Warm, tmp_path: Path):
+    """The warm process decodes arguments and file names with the encoding it started with:
+    a call whose interpreter has another (a C locale without UTF-8 mode reads "café" as
+    bytes that are not text) gets the answer of its own process, not the warm one's."""
+    bundle = write(tmp_path / "b", {"a.md": "# Café\n\ncafé crème\n"})
+    query = ("search", str(bundle), "-q", "café", "--json")
+    warm.start(*query)
+    c_locale = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    got = warm.call(*query, **c_locale)
+    assert not got.warm
+    same(got, warm.here(*query, **c_locale))
+    assert got.code == 2  # the query is not valid text there
+    assert warm.call(*query).warm and warm.call(*query).code == 0  # the others still are
+
+
 def raw_call(warm: Warm, fields: list[bytes]) -> bytes:
     """Speak to the warm process directly: the request's fields, its whole reply."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        path, fd = launch.address(str(warm.socket().parent), warm.socket().name)
-        try:
-            sock.connect(path)
+        fd = os.open(warm.socket().parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:  # through the folder's descriptor: a test's path may be too long for AF_UNIX
+            sock.connect(launch.through(fd, str(warm.socket().parent), warm.socket().name))
         finally:
-            if fd is not None:
-                os.close(fd)
+            os.close(fd)
         sock.sendall(b"\0".join(fields) + b"\0")
         sock.shutdown(socket.SHUT_WR)
         return b"".join(iter(lambda: sock.recv(1 << 16), b""))
@@ -224,6 +238,7 @@ def fields_for(warm: Warm, *args: str, fingerprint: bytes | None = None, key: st
         launch.MAGIC,
         launch.code_fingerprint() if fingerprint is None else fingerprint,
         os.fsencode(key or cache),
+        launch.context(),
         os.fsencode(os.getcwd()),
         b"utf-8",
         b"0",

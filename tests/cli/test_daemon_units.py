@@ -4,7 +4,6 @@ processes; these reach every branch quickly, and mutation testing sees them)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from bundles import write_bundle as write
+from daemon_support import serving, socket_path
 
 from citeline.lsp import cli, daemon, launch
 
@@ -22,43 +22,6 @@ FILES = {
     "guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n",
     "notes/b.md": "# Hashtable basics\n\nA hashtable maps keys to values.\n",
 }
-
-
-@pytest.fixture
-def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A cache folder and a sockets folder of the test's own; the warm process on."""
-    (tmp_path / "run").mkdir()
-    (tmp_path / "cache").mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    monkeypatch.setenv("CITELINE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("CITELINE_DAEMON", "1")
-    monkeypatch.delenv("CITELINE_LOG", raising=False)
-    monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(daemon, "TICK", 0.05)
-    return tmp_path
-
-
-def socket_path() -> Path:
-    return Path(launch.runtime_folder()) / launch.socket_name(launch.cache_key())
-
-
-@contextlib.contextmanager
-def serving() -> Iterator[threading.Thread]:
-    """daemon.serve in a thread, from the moment it listens until its socket is removed."""
-    done: list[int] = []
-    thread = threading.Thread(target=lambda: done.append(daemon.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not socket_path().exists():
-        assert time.monotonic() < deadline and thread.is_alive()
-        time.sleep(0.01)
-    try:
-        yield thread
-    finally:
-        if socket_path().exists():
-            socket_path().unlink()
-        thread.join(30)
-    assert not thread.is_alive() and done == [0]
 
 
 @pytest.fixture
@@ -235,21 +198,33 @@ def test_why_there_is_no_answer(places: Path, monkeypatch: pytest.MonkeyPatch) -
     assert launch.ask(key, ["search"]) == "unknown"
 
 
+def private(folder: Path) -> bool:
+    fd, why = launch.open_private(str(folder))
+    if fd is not None:
+        os.close(fd)
+    assert (fd is None) == bool(why)
+    return fd is not None
+
+
 def test_private_folders_only(tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir(mode=0o700)
-    assert launch.private(str(mine))
-    for mode in (0o750, 0o705, 0o722):
+    assert private(mine)
+    for mode in (0o750, 0o705, 0o722, 0o710, 0o701):
         mine.chmod(mode)
-        assert not launch.private(str(mine)), oct(mode)
+        assert not private(mine), oct(mode)
     mine.chmod(0o700)
+    if os.geteuid() == 0:  # another user's folder (the tests run as root)
+        os.chown(mine, 65534, 65534)
+        assert not private(mine)
+        os.chown(mine, 0, 0)
     link = tmp_path / "link"
     link.symlink_to(mine)
-    assert not launch.private(str(link))
+    assert not private(link)
     (tmp_path / "file").write_text("x")
     (tmp_path / "file").chmod(0o600)
-    assert not launch.private(str(tmp_path / "file"))
-    assert not launch.private(str(tmp_path / "absent"))
+    assert not private(tmp_path / "file")
+    assert not private(tmp_path / "absent")
 
 
 def test_the_fingerprint_follows_citeline_s_files(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -321,11 +296,13 @@ def request(
     cwd: str | None = None,
     encoding: bytes = b"utf-8",
     env: tuple[str, ...] = (),
+    context: bytes | None = None,
 ) -> list[bytes]:
     return [
         launch.MAGIC,
         fingerprint,
         key,
+        launch.context() if context is None else context,
         os.fsencode(cwd or os.getcwd()),
         encoding,
         b"%d" % len(env),
@@ -359,6 +336,7 @@ def test_requests_it_cannot_answer(tmp_path: Path) -> None:
         ([b"other", *request("search", bundle, "-q")[1:]], b"\0", (True, b"no protocol\n")),
         (request("search", bundle, fingerprint=b"other code"), b"\0", (False, b"no stale\n")),
         (request("search", bundle, key=b"dir:/elsewhere"), b"\0", (True, b"no other\n")),
+        (request("search", bundle, context=b"ascii"), b"\0", (True, b"no context\n")),
         (request("lsp", bundle), b"\0", (True, b"no command\n")),
         (request("mcp", bundle), b"\0", (True, b"no command\n")),
         (request(env=("COLUMNS=80",)), b"\0", (True, b"no command\n")),  # no arguments
@@ -368,7 +346,7 @@ def test_requests_it_cannot_answer(tmp_path: Path) -> None:
         assert handled(fields, end=end) == expected, fields
     count = request("search", bundle, "-q", "x")
     for bad in (b"x", b"-1", b"3", b"9"):  # not a count, or more than there can be
-        count[5] = bad
+        count[6] = bad
         assert handled(count) == (True, b"no protocol\n"), bad
 
 
@@ -407,7 +385,7 @@ def test_the_call_s_environment_and_encoding(monkeypatch: pytest.MonkeyPatch) ->
     env = ("CITELINE_LOG=a=b", "COLUMNS=70")
     assert handled(request("search", "-q", "x", env=env, encoding=b"utf-\xff")) == (
         True,
-        b"run 0 0 0\n",
+        b"go\nrun 0 0 0\n",  # taken up, then answered
     )
     assert calls == [
         (["search", "-q", "x"], "utf-\ufffd", {"CITELINE_LOG": "a=b", "COLUMNS": "70"})
@@ -653,18 +631,29 @@ def test_the_fingerprint_does_not_depend_on_the_working_folder(
     assert launch.code_fingerprint() == here
 
 
-def test_the_longest_direct_socket_path(tmp_path: Path) -> None:
-    name = "s.sock"
-    room = launch.LONGEST_PATH - len(os.fsencode(str(tmp_path))) - len(name) - 2
-    folder = tmp_path / ("d" * room)
-    folder.mkdir()
-    assert len(os.fsencode(str(folder / name))) == launch.LONGEST_PATH
-    assert launch.address(str(folder), name) == (str(folder / name), None)
-    longer = tmp_path / ("d" * (room + 1))
-    longer.mkdir()
-    path, fd = launch.address(str(longer), name)
-    assert fd is not None and path == f"/proc/self/fd/{fd}/{name}"
-    os.close(fd)
+def test_sockets_are_reached_through_the_folder_s_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the folder's path leads to later, and however long it is (AF_UNIX holds 108
+    bytes); without /proc, the path."""
+    for folder in (tmp_path / "short", tmp_path / ("d" * 120)):
+        folder.mkdir(mode=0o700)
+        fd, why = launch.open_private(str(folder))
+        assert fd is not None and why == ""
+        try:
+            path = launch.through(fd, str(folder), "s.sock")
+            assert path == f"/proc/self/fd/{fd}/s.sock"
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+                listener.bind(path)
+                assert (folder / "s.sock").exists()
+                listener.listen(1)
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as caller:
+                    caller.connect(path)
+            monkeypatch.setattr(os.path, "isdir", lambda p: False)
+            assert launch.through(fd, str(folder), "s.sock") == str(folder / "s.sock")
+            monkeypatch.undo()
+        finally:
+            os.close(fd)
 
 
 def test_replies_that_are_cut_or_garbled_are_not_trusted() -> None:
@@ -707,13 +696,6 @@ def test_where_the_socket_lives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert launch.runtime_folder() == f"{tmp}/citeline-{os.getuid()}"
     monkeypatch.setenv("TMPDIR", str(tmp_path / "stale"))
     assert launch.runtime_folder() == f"/tmp/citeline-{os.getuid()}"
-    long = tmp_path / ("x" * 120)
-    long.mkdir()
-    path, fd = launch.address(str(long), "a.sock")
-    assert fd is not None and path == f"/proc/self/fd/{fd}/a.sock"
-    assert os.path.samefile(os.path.dirname(path), long)
-    os.close(fd)
-    assert launch.address("/short", "a.sock") == ("/short/a.sock", None)
 
 
 def test_a_call_sees_the_caller_s_environment_not_the_process_s(
@@ -760,8 +742,9 @@ def test_how_a_warm_process_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
     }
     env = first["env"]
     assert isinstance(env, dict) and env["CITELINE_CACHE_DIR"] == "/abs/cache"
-    assert env["PATH"] == os.environ["PATH"]
-    assert second["env"] == dict(os.environ)  # the default folder: the caller's variables
+    kept = {k: os.environ[k] for k in launch.KEPT if k in os.environ}
+    assert env == kept | {"CITELINE_CACHE_DIR": "/abs/cache"}
+    assert second["env"] == kept  # the default folder: the caller's variables that name it
 
     def refused(argv: list[str], **kwargs: object) -> None:
         raise PermissionError("no")
@@ -785,25 +768,27 @@ def test_the_request_names_stderr_s_encoding(monkeypatch: pytest.MonkeyPatch) ->
     import io
 
     monkeypatch.setattr(sys, "stderr", io.TextIOWrapper(io.BytesIO(), encoding="latin-1"))
-    assert launch.request_bytes("k", ["search"]).split(b"\0")[4] == b"latin-1"
+    assert launch.request_bytes("k", ["search"]).split(b"\0")[5] == b"latin-1"
     monkeypatch.setattr(sys, "stderr", None)
-    assert launch.request_bytes("k", ["search"]).split(b"\0")[4] == b"utf-8"
+    assert launch.request_bytes("k", ["search"]).split(b"\0")[5] == b"utf-8"
 
 
-def test_the_long_path_descriptor(tmp_path: Path) -> None:
+def test_the_folder_s_descriptor(tmp_path: Path) -> None:
     import fcntl
 
-    folder = tmp_path / ("d" * 120)
-    folder.mkdir()
-    _, fd = launch.address(str(folder), "s.sock")
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    fd, _ = launch.open_private(str(folder))
     assert fd is not None
     try:
         assert fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC  # not left to children
+        assert os.path.samefile(f"/proc/self/fd/{fd}", folder)
     finally:
         os.close(fd)
-    (tmp_path / ("f" * 120)).write_text("not a folder")
-    with pytest.raises(NotADirectoryError):
-        launch.address(str(tmp_path / ("f" * 120)), "s.sock")
+    (tmp_path / "file").write_text("not a folder")
+    fd, why = launch.open_private(str(tmp_path / "file"))
+    assert fd is None and why.startswith(f"{tmp_path / 'file'} is not a folder of yours")
+    assert launch.open_private(str(tmp_path / "absent")) == (None, "absent")
 
 
 def test_a_warm_process_that_hangs_up_is_broken(places: Path) -> None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import waiting
 from bundles import write_bundle
 from inprocess import _call
 
@@ -31,25 +31,6 @@ T = TypeVar("T")
 TIMEOUT = 60.0
 SPARSE = 8 << 30  # 8 GiB of holes: reading it whole needs 8 GiB of memory
 TEXT = "# Alpha\n\nfirst line\n\nthe alpha words here\n\n## Beta\n\nalpha again\n"
-
-
-def within(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
-    """`fn()` in a daemon thread; fails (instead of hanging) when it does not finish."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # re-raised in the caller
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    assert not worker.is_alive(), f"did not finish within {timeout} s (a blocking read?)"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def fifo(path: Path) -> None:
@@ -175,3 +156,7 @@ def test_read_inside_is_bounded_and_does_not_block(tmp_path: Path) -> None:
     for odd in ("", "/a.md", "./a.md", "x/../a.md", "a.md/", "a\x00.md"):
         assert cap.read_inside(str(root), odd, 100) is None, odd
     assert cap.read_inside(str(tmp_path / "gone"), "a.md", 100) is None
+
+
+def within(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
+    return waiting.within(fn, timeout)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import backends
 import pytest
+import waiting
 from bundles import section_text
 from bundles import write_bundle as write
 
@@ -36,25 +37,6 @@ T = TypeVar("T")
 # Generous: these guard against hangs (a FIFO opened for reading), not against slowness.
 TIMEOUT = 120.0
 OUTSIDE = "outsidesecret"
-
-
-def within(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
-    """Run `fn` in a daemon thread; fail (instead of hanging) when it does not finish."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # re-raised in the caller
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    assert not worker.is_alive(), f"capture did not finish within {timeout} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def snap(bundle: Path, **settings: Any) -> Snapshot:
@@ -797,3 +779,7 @@ def test_default_sections_and_tokens_at_and_over(tmp_path: Path) -> None:
     err = fails(lambda: Engine().search(tokens, {"query": "a"}), timeout=600)
     assert err.details["limit"] == "max_tokens"
     assert err.details["value"] == limits.max_tokens + 1
+
+
+def within(fn: Callable[[], T], timeout: float = TIMEOUT) -> T:
+    return waiting.within(fn, timeout)
