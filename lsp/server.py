@@ -61,6 +61,7 @@ from citeline.engine.capture import read_inside
 from citeline.engine.errors import INTERNAL, ParseIssue, internal_error
 from citeline.engine.parallel import default_workers
 
+from . import names
 from . import symbols as conv
 from .settings import ServerSettings, parse_settings, unwrap
 from .stdio import MAX_DEPTH, FrameReader, nested_too_deep
@@ -336,6 +337,7 @@ class CitelineServer(LanguageServer):
         self.warming: asyncio.Future[Any] | None = None  # the warm-up's engine job
         self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
         self.told: dict[str, str] = {}  # folder -> the last situation the user was told of
+        self.spelling = names.Spelling()  # editor paths -> the names the disk stores
 
     # -- workspace -----------------------------------------------------------------------
 
@@ -369,7 +371,9 @@ class CitelineServer(LanguageServer):
         wanted = to_fs_path(root) if "://" in root else root
         for uri, path in folders:
             if root == uri or (
-                wanted and os.path.normcase(os.path.normpath(wanted)) == os.path.normcase(path)
+                wanted
+                and os.path.isabs(wanted)
+                and names.same_folder(wanted, path, names.volume_rules(path))
             ):
                 return path
         raise schema(
@@ -382,12 +386,27 @@ class CitelineServer(LanguageServer):
         )
 
     def folder_of(self, file_path: str) -> str | None:
-        best = None
+        """The deepest workspace folder holding `file_path`, its names compared as the
+        folder's volume compares them (SPEC §16: case-insensitive on macOS and Windows)."""
+        best, left = None, 0
         for _, path in self.folders():
-            prefix = path.rstrip(os.sep) + os.sep
-            if file_path.startswith(prefix) and (best is None or len(path) > len(best)):
-                best = path
+            inside = names.below(path, file_path, names.volume_rules(path))
+            if inside is not None and (best is None or len(inside) < left):
+                best, left = path, len(inside)  # fewer names left: a deeper folder
         return best
+
+    def relative(self, folder: str, file_path: str) -> str | None:
+        """`file_path` relative to `folder` (with `/`), spelt as the disk stores its names:
+        the path the capture records, marks and overlays; None when it is not inside."""
+        rules = names.volume_rules(folder)
+        inside = names.below(folder, file_path, rules)
+        if inside is None:
+            return None
+        rel = "/".join(inside)
+        if rules.exact:
+            return rel
+        known = self.engine.reuse.known(os.path.abspath(folder))
+        return self.spelling.on_disk(folder, rel, rules, known.files if known else None)
 
     # -- running engine work -------------------------------------------------------------
 
@@ -675,21 +694,29 @@ class CitelineServer(LanguageServer):
         if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
             return None
         folder = self.folder_of(path)
-        if folder is None:
+        rel = None if folder is None else self.relative(folder, path)
+        if folder is None or rel is None:
             return None
-        rel = path[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
         return folder, rel  # read_inside refuses "..", "." and empty components
 
     # -- diagnostics ---------------------------------------------------------------------
 
     def open_texts(self, folder: str) -> dict[str, str]:
-        """Bundle-relative path -> editor text of the open Markdown documents in `folder`."""
-        prefix = folder.rstrip(os.sep) + os.sep
+        """Bundle-relative path (as the disk spells it) -> editor text of the open Markdown
+        documents in `folder`."""
+        return {rel: text for rel, (_, text) in self.open_documents(folder).items()}
+
+    def open_documents(self, folder: str) -> dict[str, tuple[str, str]]:
+        """Bundle-relative path (as the disk spells it) -> (the editor's URI, its text) of
+        the open Markdown documents in `folder`."""
         out = {}
-        for doc in self.workspace.text_documents.values():
+        for uri, doc in self.workspace.text_documents.items():
             path = doc.path
-            if path and path.startswith(prefix) and path.lower().endswith(MARKDOWN_SUFFIXES):
-                out[path[len(prefix) :].replace(os.sep, "/")] = doc.source
+            if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
+                continue
+            rel = self.relative(folder, path)
+            if rel is not None:
+                out[rel] = (uri, doc.source)
         return out
 
     def overlay(self, folder: str) -> dict[str, bytes] | None:
@@ -751,8 +778,14 @@ class CitelineServer(LanguageServer):
         else:
             self.tell(folder, None)
         by_uri: dict[str, list[Problem]] = {}
+        # An open document's diagnostics go to the URI the editor named it by: on a volume
+        # that folds names it may spell them otherwise than the disk.
+        editor_uris = {}
+        if problems and not names.volume_rules(folder).exact:
+            editor_uris = {rel: uri for rel, (uri, _) in self.open_documents(folder).items()}
         for p in problems:
-            by_uri.setdefault(conv.file_uri(folder, p.path), []).append(p)
+            uri = editor_uris.get(p.path) or conv.file_uri(folder, p.path)
+            by_uri.setdefault(uri, []).append(p)
         before = self.published.get(folder, set())
         for uri in before - set(by_uri):
             self.text_document_publish_diagnostics(
@@ -806,8 +839,9 @@ class CitelineServer(LanguageServer):
         if folder is None:
             return
         if on_disk:
-            rel = os.path.relpath(path, folder).replace(os.sep, "/")
-            self.engine.changed(folder, [rel])
+            rel = self.relative(folder, path)
+            if rel is not None:
+                self.engine.changed(folder, [rel])
         if path.lower().endswith(MARKDOWN_SUFFIXES) or not on_disk:
             self.schedule_check(folder)
 
