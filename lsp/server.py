@@ -142,13 +142,44 @@ def json_type(value: Any) -> str:
 
 
 def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (under any user). Never os.kill(pid, 0) on Windows:
+    there signal 0 is CTRL_C_EVENT, Ctrl+C sent to every process of the console (SPEC §16).
+    (engine/platform.py's pid_alive is the same test: this is the fronts' copy until the
+    two meet.)"""
+    if pid <= 0:
+        return False
+    if sys.platform == "win32":
+        return windows_process_alive(pid)
     try:
-        os.kill(pid, 0)  # signal 0: only the existence and permission checks
+        os.kill(pid, 0)  # POSIX: signal 0 sends nothing, it checks existence and permission
     except PermissionError:
         return True  # it exists, under another user
     except (ProcessLookupError, OverflowError):
         return False
     return True
+
+
+SYNCHRONIZE = 0x00100000
+PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
+WAIT_TIMEOUT = 0x102
+ERROR_ACCESS_DENIED = 5
+
+
+def windows_process_alive(pid: int) -> bool:
+    """A process handle (kernel32 through ctypes): alive while a wait on it times out; a
+    process we may not open exists (access denied); any other failure means none."""
+    import ctypes
+
+    if pid > 0xFFFFFFFF:
+        return False
+    kernel32 = getattr(ctypes, "WinDLL")("kernel32", use_last_error=True)  # noqa: B009
+    handle = kernel32.OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, False, pid)
+    if not handle:
+        return int(getattr(ctypes, "get_last_error")()) == ERROR_ACCESS_DENIED  # noqa: B009
+    try:
+        return bool(kernel32.WaitForSingleObject(handle, 0) == WAIT_TIMEOUT)
+    finally:
+        kernel32.CloseHandle(handle)
 
 
 class CitelineProtocol(LanguageServerProtocol):
@@ -522,11 +553,15 @@ class CitelineServer(LanguageServer):
             log.warning("processId %d is not a process visible here: not watching it", pid)
             return
         loop = asyncio.get_running_loop()
+        # A pidfd becomes readable when the process ends, even as an unreaped zombie, and
+        # cannot be fooled by the pid being reused. Elsewhere (macOS, Windows, Linux before
+        # 5.3) the process is asked after every PARENT_POLL_INTERVAL.
+        pidfd_open = getattr(os, "pidfd_open", None)
         try:
-            # A pidfd becomes readable when the process ends, even as an unreaped zombie,
-            # and cannot be fooled by the pid being reused.
-            fd = os.pidfd_open(pid)
-        except (AttributeError, OSError):  # not Linux >= 5.3 (or it is gone already)
+            if pidfd_open is None:
+                raise OSError("no pidfd")
+            fd = pidfd_open(pid)
+        except OSError:  # (or it is gone already)
             self.spawn(self.poll_parent(pid))
             return
 
