@@ -781,15 +781,32 @@ def report_bug(exc: BaseException, as_json: bool) -> int:
 
 
 def _utf8_output() -> None:
-    """stdout in UTF-8 whatever the locale or PYTHONIOENCODING (--json is UTF-8 JSON, and a
-    pipe's reader cannot guess another encoding); stderr keeps the terminal's encoding, and
-    both escape what they cannot encode (backslashreplace) instead of failing."""
-    for stream, encoding in ((sys.stdout, "utf-8"), (sys.stderr, None)):
+    """stdout in UTF-8 whatever the locale, the console's code page or PYTHONIOENCODING
+    (--json is UTF-8 JSON, and a pipe's reader cannot guess another encoding); stderr keeps
+    the terminal's encoding on POSIX, and is UTF-8 on Windows too (a pipe there would
+    otherwise get the ANSI code page, which cannot hold most names: a console is UTF-8
+    already). Both escape what they cannot encode (backslashreplace) instead of failing, and
+    end lines with "\n" on every platform (Windows' text mode would write "\r\n")."""
+    stderr_encoding = "utf-8" if sys.platform == "win32" else None
+    for stream, encoding in ((sys.stdout, "utf-8"), (sys.stderr, stderr_encoding)):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             # A stream that cannot change (already read from, or closed) stays as it is.
             with contextlib.suppress(ValueError, OSError, LookupError):
-                reconfigure(encoding=encoding or stream.encoding, errors="backslashreplace")
+                reconfigure(
+                    encoding=encoding or stream.encoding, errors="backslashreplace", newline="\n"
+                )
+
+
+def broken_pipe(exc: OSError) -> bool:
+    """A write to a pipe whose reader left (`citeline … | head`): BrokenPipeError on POSIX;
+    on Windows an OSError with errno EINVAL (22), which is what writing to a closed pipe
+    raises there."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    import errno
+
+    return sys.platform == "win32" and exc.errno == errno.EINVAL
 
 
 def _main(argv: list[str], engines: Engines | None = None) -> int:
@@ -811,7 +828,9 @@ def _main(argv: list[str], engines: Engines | None = None) -> int:
         return serve_mcp(args)
     try:
         return run_query(args, engines)
-    except BrokenPipeError:
+    except OSError as exc:
+        if not broken_pipe(exc):
+            raise
         # Output piped into `head`: stop quietly like other Unix tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

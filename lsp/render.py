@@ -63,11 +63,60 @@ def terminal(text: str) -> str:
 
 
 def use_color(choice: str, stream: IO[str]) -> bool:
+    """Colour by `--color`: always, never, or (auto) on a terminal that shows escape
+    sequences as such, unless NO_COLOR is set (no-color.org) or TERM is dumb."""
     if choice == "always":
+        shows_escapes(stream)  # asked for: turned on where it can be, whatever it says
         return True
     if choice == "never":
         return False
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    return (
+        stream.isatty()
+        and not os.environ.get("NO_COLOR")
+        and os.environ.get("TERM") != "dumb"
+        and shows_escapes(stream)
+    )
+
+
+ENABLE_VIRTUAL_TERMINAL_PROCESSING = 0x0004
+_SHOWN: dict[int, bool] = {}  # descriptor -> whether its console shows escape sequences
+
+
+def shows_escapes(stream: IO[str]) -> bool:
+    """Whether the terminal `stream` writes to obeys escape sequences (colour, the progress
+    bar's line clearing) rather than printing them: everywhere but a Windows console whose
+    virtual-terminal processing is off and cannot be turned on (before Windows 10 1511). It
+    is turned on here where it can be, once per stream; Windows Terminal has it on."""
+    if sys.platform != "win32":
+        return True
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if fd not in _SHOWN:
+        _SHOWN[fd] = windows_virtual_terminal(fd)
+    return _SHOWN[fd]
+
+
+def windows_virtual_terminal(fd: int) -> bool:
+    """Turn on virtual-terminal processing of the console behind `fd` (kernel32's
+    GetConsoleMode/SetConsoleMode through ctypes); False when it is no console or the
+    console cannot (then nothing is coloured)."""
+    import ctypes
+
+    try:
+        import msvcrt
+
+        handle = msvcrt.get_osfhandle(fd)
+        kernel32 = getattr(ctypes, "WinDLL")("kernel32", use_last_error=True)  # noqa: B009
+    except (ImportError, AttributeError, OSError):
+        return False
+    mode = ctypes.c_uint32()
+    if not kernel32.GetConsoleMode(handle, ctypes.byref(mode)):
+        return False  # a pipe or a file: not a console
+    if mode.value & ENABLE_VIRTUAL_TERMINAL_PROCESSING:
+        return True
+    return bool(kernel32.SetConsoleMode(handle, mode.value | ENABLE_VIRTUAL_TERMINAL_PROCESSING))
 
 
 def paint(text: str, style: str, color: bool) -> str:
@@ -596,7 +645,8 @@ class ProgressBar:
 
     def __init__(self, stream: IO[str] | None = None, delay: float = 0.5) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty()
+        # (it redraws its line with \r and clears it with an escape sequence)
+        self.enabled = self.stream.isatty() and shows_escapes(self.stream)
         self.delay = delay
         self.started = time.monotonic()
         self.shown = False
