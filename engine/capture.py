@@ -16,7 +16,7 @@ from typing import Protocol
 
 from .cancel import CancelToken
 from .errors import CitelineError, printable, quoted
-from .ignore import Ignores, read_gitignore, repository_rules
+from .ignore import Ignores, name_fold, read_gitignore, repository_rules
 from .limits import Limits, Settings, limit_error
 from .reuse import stats
 from .reuse.stats import Captured, FileState, Fingerprint, Known, fingerprint
@@ -286,7 +286,10 @@ def list_markdown(
     found = Found()
     # The repository's rules above the bundle are read afresh by every capture: an edit to
     # one of them is an input of this capture like the bundle's own files.
-    ignores = Ignores(repository_rules(root) if settings.use_ignore else ())
+    ignores = Ignores(
+        repository_rules(root) if settings.use_ignore else (),
+        fold=name_fold(settings.ignore_case, settings.ignore_nfc),
+    )
     root_fs = os.fsencode(root).rstrip(b"/") or b"/"
     previous = known or {}
     get = previous.get

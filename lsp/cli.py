@@ -385,6 +385,13 @@ def bind_text_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def for_volume(settings: Any, bundle: str) -> Any:
+    """`settings` with `.gitignore` comparing names as the bundle's volume does."""
+    from .names import for_volume as of_volume
+
+    return of_volume(settings, bundle)
+
+
 def settings_from(args: argparse.Namespace) -> Any:
     from dataclasses import fields, replace
 
@@ -473,7 +480,7 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
     if err.code == "schema_validation" and args is not None:
         field = details.get("field")
         flag = flag_of(args, field) if isinstance(field, str) else None
-        if flag and message.startswith(f"{field} "):
+        if isinstance(field, str) and flag and message.startswith(f"{field} "):
             message = flag + message[len(field) :]
         message = message.replace("search with mode 'exact'", "search the literal text with -F")
     if message != err.message:
@@ -536,7 +543,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
     try:
         try:
-            settings = settings_from(args)
+            settings = for_volume(settings_from(args), bundle)
             request = request_from(args)
             engine = engines.open(bundle, settings, args)
             interrupt.kill_with_process(engine.workers.kill)
@@ -579,10 +586,10 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
         return interrupted(args.json)
     notes = render.skipped_notes(result, args.bundle)
     if recall_error is not None:
-        err = worded_for_cli(recall_error, args)
+        failed = worded_for_cli(recall_error, args)
         notes.append(
             "citeline: the --profile recall search failed: "
-            f"{err.code}: {render.terminal(err.message)}"
+            f"{failed.code}: {render.terminal(failed.message)}"
         )
     if args.stats or sys.stderr.isatty():
         summary = {
@@ -724,7 +731,7 @@ def serve_mcp(args: argparse.Namespace) -> int:
     from citeline.engine import CitelineError
 
     try:
-        settings = settings_from(args)
+        settings = for_volume(settings_from(args), args.bundle)
     except CitelineError as err:
         return report(err, False)
     return (

@@ -170,7 +170,7 @@ class At:
 
     def __exit__(self, *_: object) -> None:
         back, self.back = self.back, None
-        if back is not None:
+        if back is not None and sys.platform != "win32":
             try:
                 os.fchdir(back)
             finally:

@@ -30,6 +30,7 @@ This is the fronts' side of the platform seam (engine/platform.py has its own
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import posixpath
@@ -169,6 +170,17 @@ def same_folder(one: str, other: str, rules: VolumeRules, module: Any = os.path)
         and len(names_a) == len(names_b)
         and all(rules.key(a) == rules.key(b) for a, b in zip(names_a, names_b, strict=True))
     )
+
+
+def for_volume(settings: Any, folder: str) -> Any:
+    """The engine's `settings` with `.gitignore` comparing names as the volume holding
+    `folder` does (Settings.ignore_case / ignore_nfc: git's core.ignorecase and
+    core.precomposeunicode, which git sets from the volume too)."""
+    rules = volume_rules(folder)
+    wanted = (rules.folds_case, rules.folds_normalisation)
+    if (settings.ignore_case, settings.ignore_nfc) == wanted:
+        return settings
+    return dataclasses.replace(settings, ignore_case=wanted[0], ignore_nfc=wanted[1])
 
 
 class Spelling:

@@ -186,7 +186,9 @@ class CitelineProtocol(LanguageServerProtocol):
     _server: CitelineServer
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+    async def lsp_workspace__execute_command(  # type: ignore[override]  # a coroutine on purpose
+        self, params: types.ExecuteCommandParams
+    ) -> Any:
         """Run a command as the request's own task, so `$/cancelRequest` reaches it."""
         if params.command not in COMMANDS:
             raise JsonRpcInvalidParams(
@@ -276,6 +278,7 @@ class CitelineProtocol(LanguageServerProtocol):
             )
             return None
         is_request = "id" in data
+        assert isinstance(method, str)  # (checked above)
         error = self.raw_params_problem(method, data.get("params"))
         if error is None:
             fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
@@ -426,6 +429,11 @@ class CitelineServer(LanguageServer):
                 best, left = path, len(inside)  # fewer names left: a deeper folder
         return best
 
+    def engine_settings(self, folder: str) -> Any:
+        """The engine's settings for `folder`: the user's, with `.gitignore` comparing names
+        as the folder's volume does (lsp/names.py)."""
+        return names.for_volume(self.options.engine, folder)
+
     def relative(self, folder: str, file_path: str) -> str | None:
         """`file_path` relative to `folder` (with `/`), spelt as the disk stores its names:
         the path the capture records, marks and overlays; None when it is not inside."""
@@ -528,7 +536,8 @@ class CitelineServer(LanguageServer):
         try:
             while True:
                 frame = loop.run_in_executor(reader, frames.read_frame)
-                await asyncio.wait([frame, closing], return_when=asyncio.FIRST_COMPLETED)
+                waiting: list[asyncio.Future[Any]] = [frame, closing]
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if not frame.done():
                     break  # closing: the read cannot be interrupted, and need not be
                 try:
@@ -538,7 +547,9 @@ class CitelineServer(LanguageServer):
                     break
                 if body is None:
                     break  # end of input
-                self.protocol.handle_body(body)
+                protocol = self.protocol
+                assert isinstance(protocol, CitelineProtocol)
+                protocol.handle_body(body)
         finally:
             closing.cancel()
             reader.shutdown(wait=False)
@@ -620,7 +631,7 @@ class CitelineServer(LanguageServer):
         except CitelineError as err:
             raise rpc_error(err) from None
         engine = self.engine
-        settings = self.options.engine
+        settings = self.engine_settings(bundle)
         method = {
             "citeline.search": engine.search,
             "citeline.concepts": engine.concepts,
@@ -668,7 +679,7 @@ class CitelineServer(LanguageServer):
                     cap=opts.symbol_cap,
                     list_cap=opts.list_cap,
                     relevance=opts.relevance_options,
-                    settings=opts.engine,
+                    settings=self.engine_settings(path),
                     cancel=cancel,
                     progress=progress,
                     overlay=overlays[path],
@@ -770,7 +781,10 @@ class CitelineServer(LanguageServer):
         opts = self.options
         if found is None:
             found = self.engine.problems(
-                folder, opts.relevance_options.analysis, settings=opts.engine, cancel=cancel
+                folder,
+                opts.relevance_options.analysis,
+                settings=self.engine_settings(folder),
+                cancel=cancel,
             )
         open_docs = self.open_texts(folder)
         out = [p for p in found if p.path not in open_docs]
@@ -953,7 +967,7 @@ class CitelineServer(LanguageServer):
                             index = self.engine.prepare(
                                 folder,
                                 options,
-                                settings=opts.engine,
+                                settings=self.engine_settings(folder),
                                 cancel=cancel,
                                 progress=progress,
                                 fresh_after=begun,
