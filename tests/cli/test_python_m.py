@@ -82,9 +82,23 @@ async def test_python_m_citeline_lsp_serves(tmp_path: Path) -> None:
         await client.stop()
 
 
+def source_copy(dest: Path) -> None:
+    """What a wheel is built from, copied: pip builds in the source tree (build/, egg-info),
+    which must neither be written by a test nor feed it files a past build left there."""
+    import shutil
+
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, dest / name)
+    for folder in ("engine", "lsp", "citeline"):
+        shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def test_a_wheel_holds_citeline_only_and_runs_as_python_m_citeline(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    source_copy(source)
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)],
         capture_output=True,
         text=True,
         timeout=600,
