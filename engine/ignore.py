@@ -29,8 +29,9 @@ import os
 import re
 import stat
 import threading
+import unicodedata
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,7 @@ class Rules:
     """The patterns of one ignore file, for paths relative to its folder: a file path
     ("a/b.md") or a folder path ending in "/" ("a/")."""
 
-    __slots__ = ("_simple", "patterns", "spec", "tails")
+    __slots__ = ("_folded", "_simple", "lines", "patterns", "spec", "tails")
 
     def __init__(self, patterns: Sequence[tuple[Any, str | None]]) -> None:
         from pathspec import PathSpec
@@ -90,6 +91,16 @@ class Rules:
             # A name that is not valid UTF-8 (surrogate escapes): RE2 matches UTF-8 only;
             # Python's re matches the escaped bytes as the patterns hold them.
             return self._fallback().check_file(path).include
+
+    def folded(self, fold: Fold) -> Rules:
+        """These rules for names compared through `fold` (name_fold): compiled from the
+        file's lines folded as the paths checked will be, once per fold."""
+        cache: dict[Fold, Rules] = getattr(self, "_folded", None) or {}
+        self._folded = cache
+        rules = cache.get(fold)
+        if rules is None:
+            rules = cache[fold] = compile_rules([fold(line) for line in getattr(self, "lines", [])])
+        return rules
 
     def _fallback(self) -> PathSpec:
         if self._simple is None:
@@ -171,15 +182,61 @@ class Above:
         return self.rules.check(self.prefix + rel)
 
 
+Fold = Callable[[str], str]
+
+
+def name_fold(case: bool, nfc: bool) -> Fold | None:
+    """How names are folded for a volume that compares them without case (`case`: git's
+    core.ignorecase) or with NFD and NFC as one (`nfc`: core.precomposeunicode); None when it
+    compares them exactly. Case by str.lower(), as lsp/names.py compares editor paths."""
+    if case and nfc:
+        return _lower_nfc
+    if case:
+        return str.lower
+    if nfc:
+        return _nfc
+    return None
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _lower_nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text).lower()
+
+
+class _FoldedStack(list):  # type: ignore[type-arg]
+    """Ignores.stack on a folding volume: each ignore file pushed by the walk is kept
+    folded (its folder's path and its patterns), as the paths checked are."""
+
+    __slots__ = ("fold",)
+
+    def __init__(self, fold: Fold) -> None:
+        super().__init__()
+        self.fold = fold
+
+    def append(self, item: tuple[str, Rules]) -> None:
+        base, rules = item
+        super().append((self.fold(base), rules.folded(self.fold)))
+
+
 class Ignores:
     """The rules in force at one point of the walk: those above the bundle (outermost
-    first), then the bundle's own `.gitignore` files down to the current folder."""
+    first), then the bundle's own `.gitignore` files down to the current folder.
 
-    __slots__ = ("_above_tails", "above", "stack")
+    With `fold` (name_fold), names are compared as a volume that folds them does (git's
+    core.ignorecase on macOS and Windows): the patterns and the paths checked both folded."""
 
-    def __init__(self, above: Sequence[Above] = ()) -> None:
+    __slots__ = ("_above_tails", "above", "fold", "stack")
+
+    def __init__(self, above: Sequence[Above] = (), fold: Fold | None = None) -> None:
+        self.fold = fold
+        if fold is not None:
+            above = [Above(a.rules.folded(fold), fold(a.prefix)) for a in above]
         self.above = tuple(above)
-        self.stack: list[tuple[str, Rules]] = []  # (bundle-relative folder "a/", its rules)
+        # (bundle-relative folder "a/", its rules)
+        self.stack: list[tuple[str, Rules]] = [] if fold is None else _FoldedStack(fold)
         # The files' ends any rule above can match (see Rules.tails; a tail holds no "/",
         # so it ends the path relative to the rule's folder exactly when it ends `rel`).
         tails = [r.rules.tails for r in self.above]
@@ -193,6 +250,8 @@ class Ignores:
 
     def ignored(self, rel: str) -> bool:
         """Whether the bundle-relative path `rel` (a folder ends in "/") is ignored."""
+        if self.fold is not None:
+            rel = self.fold(rel)
         # The deepest file with an opinion decides, so look from the deepest up.
         if self.stack:
             for base, rules in reversed(self.stack):
@@ -250,9 +309,11 @@ def compile_rules(lines: list[str]) -> Rules:
 
     from pathspec import GitIgnoreSpec  # only for bundles that have an ignore file
 
-    def parse(lines: list[str]) -> Rules:
+    def parse(kept: list[str]) -> Rules:
         # (only parsed here: Rules compiles the patterns for matching)
-        return Rules(own_patterns(GitIgnoreSpec.from_lines(lines, backend="simple")))
+        rules = Rules(own_patterns(GitIgnoreSpec.from_lines(kept, backend="simple")))
+        rules.lines = lines  # (every line: folded, a line may become valid or invalid)
+        return rules
 
     with warnings.catch_warnings():  # re's FutureWarnings about odd patterns: not the user's
         warnings.simplefilter("ignore")

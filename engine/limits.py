@@ -102,6 +102,12 @@ class Settings:
     skip_invalid: bool = False
     # How error messages say what to change: CLI flags ("cli") or editor settings ("editor").
     advice: str = "cli"
+    # How .gitignore patterns compare names, as git does on the volume: without case
+    # (core.ignorecase, which git sets where the volume folds case: macOS, Windows) and with
+    # NFD and NFC as one (core.precomposeunicode, macOS). The fronts set them from the
+    # bundle's volume (lsp/names.py); the engine's default is exact, as on Linux.
+    ignore_case: bool = False
+    ignore_nfc: bool = False
 
 
 def with_limit_advice(err: CitelineError, advice: str) -> CitelineError:

@@ -19,7 +19,7 @@ from . import files
 from .cancel import CancelToken
 from .errors import CitelineError, quoted
 from .files import Backend, _unreadable
-from .ignore import Ignores, read_gitignore, repository_rules
+from .ignore import Ignores, name_fold, read_gitignore, repository_rules
 from .limits import Limits, Settings, limit_error
 from .reuse import stats
 from .reuse.stats import FileState, Fingerprint, fingerprint
@@ -106,7 +106,10 @@ def list_markdown(
     found = Found()
     # The repository's rules above the bundle are read afresh by every capture: an edit to
     # one of them is an input of this capture like the bundle's own files.
-    ignores = Ignores(repository_rules(root, bk) if settings.use_ignore else ())
+    ignores = Ignores(
+        repository_rules(root, bk) if settings.use_ignore else (),
+        fold=name_fold(settings.ignore_case, settings.ignore_nfc),
+    )
     previous = known or {}
     get = previous.get
     budget = prefetch.budget if prefetch is not None else 0
