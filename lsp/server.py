@@ -132,7 +132,6 @@ def process_alive(pid: int) -> bool:
     return pid_alive(pid)
 
 
-
 class CitelineProtocol(LanguageServerProtocol):
     _server: CitelineServer
 
