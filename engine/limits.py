@@ -102,6 +102,12 @@ class Settings:
     skip_invalid: bool = False
     # How error messages say what to change: CLI flags ("cli") or editor settings ("editor").
     advice: str = "cli"
+    # How .gitignore patterns compare names, as git does on the volume: without case
+    # (core.ignorecase, which git sets where the volume folds case: macOS, Windows) and with
+    # NFD and NFC as one (core.precomposeunicode, macOS). The fronts set them from the
+    # bundle's volume (lsp/names.py); the engine's default is exact, as on Linux.
+    ignore_case: bool = False
+    ignore_nfc: bool = False
 
 
 def with_limit_advice(err: CitelineError, advice: str) -> CitelineError:
@@ -114,7 +120,12 @@ def with_limit_advice(err: CitelineError, advice: str) -> CitelineError:
         return err
     editor = getattr(Limits.editor(), name, None)
     default = getattr(Limits(), name, None)
-    if not all(isinstance(n, int) for n in (editor, default, value, maximum)):
+    if not (
+        isinstance(editor, int)
+        and isinstance(default, int)
+        and isinstance(value, int)
+        and isinstance(maximum, int)
+    ):
         return err
     if editor <= default or maximum >= editor or value > editor:
         return err

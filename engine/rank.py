@@ -310,6 +310,7 @@ def _add(
                         touched.append(g)
                     masks[g] = mask | bit
     if match_any:
+        assert query is not None  # (match_any is only ever set with a query)
         factors: dict[int, float] = {}  # the coordination factor by mask: few masks
         for g in touched:
             mask = masks[g]
