@@ -18,6 +18,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import files as reading
 from .cancel import CancelToken
@@ -35,7 +36,21 @@ from .files import (
 from .limits import Limits, Settings, limit_error
 from .reuse.stats import Captured, FileState, Known
 from .revision import snapshot_revision
-from .walk import UNREAD, FileRead, Held, OnRead, Prefetch, list_markdown
+from .walk import (
+    UNREAD,
+    FileRead,
+    Held,
+    OnRead,
+    Prefetch,
+    Walked,
+    above_signature,
+    list_changed,
+    list_markdown,
+    rules_above,
+)
+
+if TYPE_CHECKING:
+    from .reuse.journal import Look
 
 Progress = Callable[[str, int, int], None]
 _path = itemgetter(0)
@@ -60,6 +75,8 @@ class Snapshot:
     revision: str
     known: Known | None = None  # the stat index after this capture
     read: int = 0  # files this capture read from disk
+    # With a change journal on: what the next journaled capture needs of this one's walk.
+    walked: Walked | None = None
 
     @property
     def searchable(self) -> tuple[CapturedFile, ...]:
@@ -114,6 +131,7 @@ def capture(
     marked: frozenset[str] = frozenset(),
     overlay: Mapping[str, bytes] | None = None,
     on_read: OnRead | None = None,
+    look: Look | None = None,
 ) -> Snapshot:
     """Every Markdown file of the bundle: its record, and its bytes when they were read.
 
@@ -124,6 +142,11 @@ def capture(
     bytes already in memory: a file read with one of those digests keeps the held bytes.
     `on_read(path, sha256, bytes)` hears of each file as the walk reads it (the analysis
     may start before the walk ends); what it hears is not yet checked against any limit.
+
+    `look` (a change journal's drain just before this capture, reuse/journal.py): when it
+    names what may have changed since `known` was made, only those files, the `marked`
+    ones, the racy ones and those with other links are stat'ed (and read if they differ),
+    instead of every file; the snapshot is the one the full walk would make.
     """
     root = check_bundle(bundle)
     limits = settings.limits
@@ -131,7 +154,27 @@ def capture(
     overlay = overlay or {}
     previous = known.files if known is not None and "*" not in marked else None
     backend = reading.BACKEND
-    found = list_markdown(root, settings, cancel, reads, previous, marked, backend)
+    found = None
+    if look is not None and look.changed is not None and known is not None and previous:
+        before = look.above
+        assert isinstance(before, Walked)
+        check = look.changed | marked | look.racy | before.linked
+        if (
+            not check
+            and not overlay
+            and known.captured is not None
+            and known.captured.settings == (settings.reserved, settings.limits)
+            and above_signature(rules_above(root, settings, backend)) == before.above
+        ):
+            # Nothing changed that the journal saw, none racy or linked, the rules above the
+            # bundle the same: the snapshot of the capture that made `known`.
+            return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0, before)
+        found = list_changed(
+            root, settings, cancel, reads, previous, check, marked, before, backend
+        )
+    if found is None:
+        journaled = look is not None and look.generation > 0
+        found = list_markdown(root, settings, cancel, reads, previous, marked, backend, journaled)
     if (
         known is not None
         and previous is not None
@@ -144,7 +187,9 @@ def capture(
         # Nothing read, nothing added, nothing removed (every path found was in `known`, and
         # as many): the snapshot of the capture that made `known`, already checked against
         # these same limits.
-        return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0)
+        return Snapshot(
+            str(Path(root)), known.captured.files, known.revision, known, 0, found.walked
+        )
     if (
         known is not None
         and previous is not None
@@ -160,7 +205,7 @@ def capture(
         records = Records(list(previous), list(previous.values()), frozenset(settings.reserved))
         made = Captured(records, (settings.reserved, settings.limits))
         after = Known(previous, known.revision, made, known.paths_max, known.sizes)
-        return Snapshot(str(Path(root)), records, known.revision, after, 0)
+        return Snapshot(str(Path(root)), records, known.revision, after, 0, found.walked)
     found.sort(key=_path)
     paths_max = _check_paths(found, limits, settings.advice, known, previous)
     reserved = set(settings.reserved)
@@ -245,7 +290,7 @@ def capture(
     # (with unsaved text the sizes read are the editor's: kept only for the disk's)
     sizes = None if overlay else (total, max((f.size for f in files), default=0))
     after = Known(states, disk, captured, paths_max, sizes)
-    return Snapshot(str(Path(root)), tuple(files), revision, after, read)
+    return Snapshot(str(Path(root)), tuple(files), revision, after, read, found.walked)
 
 
 class Records(Sequence[CapturedFile]):

@@ -86,7 +86,9 @@ class Engine:
     `cache`: a folder for the persistent cache, True for the default one
     (CITELINE_CACHE_DIR or the user cache folder), or None/False for none. `reread`: read
     every file on every request (no reuse by stat). `workers`: processes for big cold
-    builds (parallel.default_workers()).
+    builds (parallel.default_workers()). `journal`: watch each bundle's folders (Linux
+    inotify, reuse/journal.py) so that a warm request stats only what changed: for the
+    long-lived fronts, never a one-shot call.
     """
 
     def __init__(
@@ -98,10 +100,15 @@ class Engine:
         cache_bytes: int | None = None,
         hold_bytes: int = HOLD_BYTES,
         reread: bool = False,
+        journal: bool = False,
     ) -> None:
         self.settings = settings or Settings()
         self.workers = Workers(workers)
         self.reuse = Reuse(Store(None), hold_bytes)
+        if journal:  # (a long-lived front: watching costs more than one walk saves)
+            from .reuse.journal import Journals
+
+            self.reuse.journals = Journals()
         self.use_cache(cache, cache_bytes)
         self.reread = reread
         self._flights: dict[tuple[str, Settings], _Flight] = {}  # captures in progress
@@ -123,6 +130,8 @@ class Engine:
         parallel.Workers.close; a process about to exit normally passes True)."""
         self.workers.close(wait)
         self.reuse.store.close()
+        if self.reuse.journals is not None:
+            self.reuse.journals.close()
 
     def changed(self, bundle: Bundle, paths: Sequence[str] | None = None) -> None:
         """Editor notifications: these bundle-relative paths (None: all) are read again at
@@ -206,6 +215,8 @@ class Engine:
         known = None if self.reread else reuse.known(key)
         clock, marked = reuse.marks.current(key)
         held = reuse.held if reuse.held.max_bytes > 0 else None
+        journals = None if self.reread else reuse.journals
+        look = None if journals is None else journals.look(key, key, known, settings)
         snap = capture(
             bundle,
             settings,
@@ -216,7 +227,10 @@ class Engine:
             marked=marked,
             overlay=overlay,
             on_read=on_read,
+            look=look,
         )
+        if journals is not None and look is not None:
+            journals.made(key, look, snap.known, snap.walked)
         reuse.marks.clear(key, clock)
         reuse.remember(key, snap.known)
         if snap.read or overlay:

@@ -81,6 +81,14 @@ class Platform(NamedTuple):
         return os.O_RDONLY | self.directory | self.nofollow | self.nonblock | self.cloexec
 
     @property
+    def change_journal(self) -> bool:
+        """Whether a synchronous change journal can stand in for the stat walk (engine/
+        reuse/journal.py): Linux's inotify queues an event before the change returns.
+        macOS FSEvents and Windows' change notifications arrive later, with no point at
+        which everything before now is known; the forced Windows configuration has none."""
+        return self.system == "linux" and not self.forced
+
+    @property
     def warm_process(self) -> bool:
         """Whether the CLI may use a warm process (the fronts decide the rest): not under
         the forced Windows configuration, whose portable path has none."""

@@ -87,6 +87,7 @@ class KeptEngines:
                 cache=True,  # the calls' own folder: this process has their environment
                 reread=args.reread,
                 hold_bytes=0,
+                journal=True,  # a warm process lives on: its watches pay
             )
         self._engines[key] = engine
         while len(self._engines) > KEPT:

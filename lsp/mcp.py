@@ -529,7 +529,11 @@ class CitelineMCP:
     ) -> None:
         self.bundle = bundle
         self.engine = Engine(
-            settings or Settings(), workers=default_workers(), cache=cache, reread=reread
+            settings or Settings(),
+            workers=default_workers(),
+            cache=cache,
+            reread=reread,
+            journal=True,
         )
         # Descriptions name the bundle as printable text: a path that is not valid UTF-8
         # would make every message carrying it unencodable (the engine keeps the real path).

@@ -309,7 +309,7 @@ class CitelineServer(LanguageServer):
         super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
         self.options = ServerSettings()
         self.engine = Engine(
-            self.options.engine, workers=default_workers(), cache=self.options.cache
+            self.options.engine, workers=default_workers(), cache=self.options.cache, journal=True
         )
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-engine")
         self.tokens: set[CancelToken] = set()  # running engine jobs, cancelled at shutdown

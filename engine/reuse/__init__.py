@@ -22,12 +22,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..blocks import ANALYSIS_VERSION, Block
 from ..codec import I32, I64, Corrupt, Reader, Writer, expect
 from ..index import Checked, Index
 from .stats import Known, Marks
 from .store import Store
+
+if TYPE_CHECKING:
+    from .journal import Journals
 
 log = logging.getLogger("citeline.reuse")
 
@@ -102,6 +106,8 @@ class Reuse:
         self.marks = Marks()
         self.held = Held(hold_bytes)
         self.structures = Structures(store)
+        # The change journals of a long-lived engine (Engine(journal=True)), else None.
+        self.journals: Journals | None = None
         self._known: OrderedDict[str, Known] = OrderedDict()
         self._live: OrderedDict[tuple[str, str, tuple[str, ...]], Live] = OrderedDict()
         self._lock = threading.Lock()
