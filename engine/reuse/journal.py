@@ -511,7 +511,7 @@ def open_journal(root: str, **kwargs: Any) -> Journal | str:
 # -- the journals of an engine ------------------------------------------------------------
 
 LOG_KEPT = 64  # drains remembered per bundle: a stat index older than that is walked again
-TAGS_KEPT = 4  # stat indexes per bundle whose drain is known (several settings in turn)
+TAGS_KEPT = 2  # stat indexes per bundle whose drain is known (two captures ending together)
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,6 +583,9 @@ class Journals:
                 old = self._bundles.pop(next(iter(self._bundles)))
                 if isinstance(old.journal, Journal):
                     old.journal.close()
+            # The engine keeps one stat index per bundle (`known`): a tag of another is stale
+            # and would only keep that index's tens of thousands of states alive.
+            bundle.tags = [t for t in bundle.tags if t.known is known]
             journal = bundle.journal
             if isinstance(journal, str):
                 return Look(0, membership, reason=journal)
@@ -593,7 +596,7 @@ class Journals:
             del bundle.log[:-LOG_KEPT]
             if not drained.vouched:
                 return Look(generation, membership, reason=drained.reason)
-            tag = next((t for t in bundle.tags if t.known is known), None)
+            tag = bundle.tags[0] if bundle.tags else None
             if known is None or tag is None:
                 return Look(generation, membership, reason="no stat index from a watched walk")
             if tag.membership != membership:
