@@ -274,11 +274,14 @@ def run(args: argparse.Namespace, root: Path, queries: list[str]) -> dict[str, A
     try:
         cache = store.fresh()
         say("side by side: citeline, empty cache")
-        cold = start_server(citeline_run, root, cache, queries[0], "recall")
+        # (×10 is over the editor's default limits: 384k files, 1.5 GB; set as a user would)
+        limits = scaled_limits(result["stat_walk_floor"]["files"], root) if args.scale > 1 else None
+        result["citeline_limits"] = limits
+        cold = start_server(citeline_run, root, cache, queries[0], "recall", limits)
         cold.client.wait_idle()
         cold_start = cold.stop()
         say("side by side: citeline, the cache that start left")
-        server = start_server(citeline_run, root, cache, queries[0], "recall")
+        server = start_server(citeline_run, root, cache, queries[0], "recall", limits)
         server.client.wait_idle()
         if peer is not None:
             peer.client.wait_idle()
@@ -292,6 +295,17 @@ def run(args: argparse.Namespace, root: Path, queries: list[str]) -> dict[str, A
     result["ratios"] = ratios(result)
     result["targets"] = targets(result["ratios"])
     return result
+
+
+def scaled_limits(files: int, root: Path) -> dict[str, int]:
+    """Limits with room for a scaled bundle: twice its files and bytes."""
+    size = sum(
+        os.path.getsize(os.path.join(top, n))
+        for top, _, names in os.walk(root)
+        for n in names
+        if not os.path.islink(os.path.join(top, n))
+    )
+    return {"max_files": 2 * files, "max_total_bytes": 2 * size}
 
 
 def main() -> int:

@@ -563,10 +563,20 @@ class Server:
         return out
 
 
-def start_server(run: Launcher, root: Path, cache: str, query: str, profile: str) -> Server:
+def start_server(
+    run: Launcher,
+    root: Path,
+    cache: str,
+    query: str,
+    profile: str,
+    limits: dict[str, int] | None = None,
+) -> Server:
     """Spawn `citeline lsp`, initialize, then send a workspace/symbol and a citeline.search
-    right after `initialized`; the timings of each step."""
+    right after `initialized`; the timings of each step (`limits`: the setting, as a user
+    of a bigger workspace than the editor defaults allow sets it)."""
     options = vscode_options(profile)
+    if limits:
+        options["limits"] = dict(limits)
     t_spawn = time.perf_counter()
     client = LspClient(run.cmd("lsp"), child_env(cache))
     memory = TreeMemory(client.pid)
