@@ -15,9 +15,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SEAM = Path("engine/platform.py")
-# lsp/ is fixed by part B of issue 26 (the warm process on macOS and Windows): until it
-# lands these hold raw flags; the test fails once they do not, so that this list empties.
-PENDING = {Path("lsp/daemon.py"), Path("lsp/launch.py")}
 RAW = re.compile(
     r"\bos\.(?:O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK|O_CLOEXEC|O_BINARY|O_NOINHERIT)\b"
     r"|\bos\.kill\([^()]*,\s*0\s*\)"
@@ -57,7 +54,7 @@ def test_no_raw_platform_facts_outside_the_seam() -> None:
         for n, line in enumerate((REPO / rel).read_text(encoding="utf-8").splitlines(), 1):
             if RAW.search(line.split("#", 1)[0]):
                 found.setdefault(rel, []).append(n)
-    assert set(found) == PENDING, found
+    assert found == {}
 
 
 @pytest.fixture(scope="session")
@@ -118,9 +115,6 @@ def test_the_engine_type_checks_on_every_platform(mypy_root: Path, platform: str
     assert errors == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="lsp/ is part B of issue 26: once it type-checks, remove this mark"
-)
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_the_fronts_type_check_on_every_platform(mypy_root: Path, platform: str) -> None:
     errors = [e for e in mypy_errors(mypy_root, platform) if e.startswith("citeline/lsp/")]
