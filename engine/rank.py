@@ -203,10 +203,10 @@ def rank(
                 score *= 1 + named * _naming(_name_words(index, tokenizer, g), groups)
             return (score, g)
 
-        kept = rescore_bounded([(scores[g], g) for g in found], limit, ceiling, with_bonus)
-        for score, g in kept:
+        rescored = rescore_bounded([(scores[g], g) for g in found], limit, ceiling, with_bonus)
+        for score, g in rescored:
             scores[g] = score
-        chosen = [g for _, g in kept]
+        chosen = [g for _, g in rescored]
     if limit is not None and len(chosen) > limit:
         chosen = _cut(chosen, scores, limit)
 

@@ -101,7 +101,7 @@ class Walked:
 
 def above_signature(above: Sequence[Above]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The rules above the bundle as comparable values: each file's lines and prefix."""
-    return tuple((a.prefix, tuple(getattr(a.rules, "lines", ()))) for a in above)
+    return tuple((a.prefix, tuple(a.rules.lines)) for a in above)
 
 
 def list_markdown(
