@@ -424,7 +424,7 @@ class Engine:
             answer,
             fresh_after=fresh_after,
         )
-        return check_size(result, settings.limits, settings.advice)
+        return check_size(result, settings.limits)
 
     def _hit(
         self,
@@ -562,7 +562,7 @@ class Engine:
             answer,
             fresh_after=fresh_after,
         )
-        return check_size(result, settings.limits, settings.advice)
+        return check_size(result, settings.limits)
 
     # -- line search (SPEC §8) ------------------------------------------------------------
 
@@ -586,7 +586,7 @@ class Engine:
             return search_lines(snap, req, fetch, cancel=cancel, skip_invalid=settings.skip_invalid)
 
         result = self._captured(bundle, settings, cancel, progress, overlay, answer, fresh_after)
-        return check_size(result, settings.limits, settings.advice)
+        return check_size(result, settings.limits)
 
     # -- editor helpers -------------------------------------------------------------------
 

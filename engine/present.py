@@ -29,8 +29,8 @@ def encode(result: dict[str, Any]) -> str:
     return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
 
-def check_size(result: dict[str, Any], limits: Limits, advice: str = "cli") -> dict[str, Any]:
+def check_size(result: dict[str, Any], limits: Limits) -> dict[str, Any]:
     size = len(encode(result).encode("utf-8"))
     if size > limits.max_response_bytes:
-        raise limit_error("max_response_bytes", size, limits.max_response_bytes, advice=advice)
+        raise limit_error("max_response_bytes", size, limits.max_response_bytes)
     return result

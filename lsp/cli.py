@@ -13,14 +13,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, Protocol
 
-EXIT = {
-    "schema_validation": 2,
-    "resource_limit": 3,
-    "bundle_not_found": 4,
-    "bundle_invalid": 4,
-    "parse_error": 5,
-    "cancelled": 130,
-}
 NO_MATCH = 1  # like grep and ripgrep: success, but nothing matched
 NO_MCP = 1  # `citeline mcp` without the MCP SDK installed
 
@@ -468,6 +460,9 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
     and the one flag that raises every limit."""
     from citeline.engine import CitelineError
 
+    from .remedies import COMMAND_LINE, with_limit_advice, worded
+
+    err = worded(err, COMMAND_LINE)
     message = err.message
     details = err.details or {}
     if err.code == "schema_validation" and args is not None:
@@ -480,8 +475,6 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
         err = CitelineError(err.code, message, details)
     if args is not None and args.raise_limits:
         return err
-    from citeline.engine.limits import with_limit_advice
-
     return with_limit_advice(err, f"Or raise every limit at once with {RAISE_LIMITS}.")
 
 
@@ -653,7 +646,7 @@ def report(err: Any, as_json: bool) -> int:
 
             sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
             sys.stderr.flush()
-    return EXIT[err.code]
+    return exit_status(err.code)
 
 
 def interrupted(as_json: bool) -> int:
@@ -703,7 +696,7 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
         from .render import terminal
 
         sys.stderr.write(f"{usage}\n{culprit.prog}: error: {terminal(err.message)}\n")
-    return EXIT["schema_validation"]
+    return exit_status("schema_validation")
 
 
 MCP_SDK = ("mcp", "mcp_types", "anyio")  # what lsp/mcp.py needs beyond citeline's own
@@ -734,6 +727,23 @@ def serve_mcp(args: argparse.Namespace) -> int:
 
 
 INTERNAL_EXIT = 70  # a bug in citeline (EX_SOFTWARE); = citeline.engine.errors.INTERNAL_EXIT
+
+
+def exit_status(code: str) -> int:
+    """The exit status of an error code (the engine's table of codes, SPEC §10)."""
+    from citeline.engine.errors import reported
+
+    return reported(code).exit
+
+
+def __getattr__(name: str) -> object:
+    # EXIT (code -> exit status) for those who read the table from here: built on first use,
+    # so that importing this module imports no engine module (start-up time).
+    if name == "EXIT":
+        from citeline.engine.errors import ERRORS
+
+        return {code: how.exit for code, how in ERRORS.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,20 +36,17 @@ from mcp.shared.exceptions import MCPError
 from citeline.engine import CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
-from citeline.engine.errors import internal_error, printable
-from citeline.engine.limits import with_limit_advice
+from citeline.engine.errors import internal_error, printable, reported
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 
 from .mcp_stdio import Lines
+from .remedies import MCP, with_limit_advice, worded
 
 log = logging.getLogger("citeline.mcp")
 
 SERVER_NAME = "citeline"
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one call
-
-# Exit codes when the server cannot start (same table as the CLI).
-EXIT_CODES = {"bundle_not_found": 4, "bundle_invalid": 4}
 
 EngineCall = Callable[..., dict[str, Any]]
 
@@ -579,7 +576,7 @@ class CitelineMCP:
             result = await self._run(self._method(spec.contract), request, ctx, token)
             return success(spec.name, result)
         except CitelineError as err:
-            return failure(with_limit_advice(err, RESTART_ADVICE))
+            return failure(with_limit_advice(worded(err, MCP), RESTART_ADVICE))
         except Exception as exc:  # a bug: a tool error saying so, the traceback in the log
             log.error("internal error in tool %s", params.name, exc_info=exc)
             return bug(exc)
@@ -686,7 +683,7 @@ def main(
         check_bundle(bundle)  # fail fast; every call still captures a fresh snapshot
     except CitelineError as err:
         sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
-        return EXIT_CODES.get(err.code, 1)
+        return reported(err.code).exit  # the command line's exit status
     front = CitelineMCP(bundle, settings, cache=cache, reread=reread)
     try:
         anyio.run(front.serve)

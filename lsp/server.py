@@ -58,10 +58,19 @@ from pygls.uris import to_fs_path
 
 from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevance, SectionHit
 from citeline.engine.capture import read_inside
-from citeline.engine.errors import INTERNAL, ParseIssue, internal_error
+from citeline.engine.errors import (
+    INTERNAL,
+    INVALID_PARAMS,
+    REQUEST_CANCELLED,
+    REQUEST_FAILED,
+    ParseIssue,
+    internal_error,
+    reported,
+)
 from citeline.engine.parallel import default_workers
 
 from . import symbols as conv
+from .remedies import EDITOR, worded
 from .settings import ServerSettings, parse_settings, unwrap
 from .stdio import MAX_DEPTH, FrameReader, json_type, nested_too_deep
 
@@ -81,18 +90,24 @@ PARENT_POLL_INTERVAL = 1.0  # seconds between checks of the client process (with
 class JsonRpcRequestFailed(JsonRpcException):
     """LSP's RequestFailed (-32803): the request was valid but could not be answered."""
 
-    CODE = -32803
+    CODE = REQUEST_FAILED
     MESSAGE = "Request failed"
 
 
+# The JSON-RPC errors of the engine's table of codes (engine/errors.py ERRORS).
+RPC_ERRORS: dict[int, type[JsonRpcException]] = {
+    INVALID_PARAMS: JsonRpcInvalidParams,
+    REQUEST_CANCELLED: JsonRpcRequestCancelled,
+    REQUEST_FAILED: JsonRpcRequestFailed,
+}
+
+
 def rpc_error(err: CitelineError) -> JsonRpcException:
-    """Map an engine error to the JSON-RPC error of SPEC §10 (envelope error object as data)."""
-    data = err.to_json()["error"]
-    if err.code == "schema_validation":
-        return JsonRpcInvalidParams(err.message, data=data)
-    if err.code == "cancelled":
-        return JsonRpcRequestCancelled(err.message, data=data)
-    return JsonRpcRequestFailed(err.message, data=data)
+    """Map an engine error to the JSON-RPC error of SPEC §10 (envelope error object as data),
+    with what to change worded for an editor."""
+    err = worded(err, EDITOR)
+    kind = RPC_ERRORS[reported(err.code).rpc]
+    return kind(err.message, data=err.to_json()["error"])
 
 
 def bug_error(exc: BaseException, where: str) -> JsonRpcInternalError:

@@ -27,8 +27,8 @@ import pytest
 from bundles import write_bundle as write
 
 from citeline.engine import CitelineError, Engine, Limits, Settings
-from citeline.engine.limits import with_limit_advice
 from citeline.lsp import cli
+from citeline.lsp.remedies import with_limit_advice
 
 
 @pytest.fixture(autouse=True)
