@@ -8,33 +8,31 @@ from typing import Any
 
 from .errors import schema_error
 from .options import AnalysisOptions
+from .relevance import (
+    OPTIONS,
+    RECALL,
+    Cjk,
+    Context,
+    Identifiers,
+    Match,
+    Profile,
+    Stemming,
+    profile_first,
+)
 from .terms import Tokenizer, check_query, check_text
 
-CHOICES: dict[str, tuple[str, ...]] = {
-    "match": ("all", "any"),
-    "context": ("section", "outline"),
-    "cjk": ("runs", "bigrams"),
-    "stemming": ("none", "english"),
-    "identifiers": ("whole", "split"),
-    "profile": ("contract", "recall"),
-}
-RECALL = {
-    "match": "any",
-    "context": "outline",
-    "cjk": "bigrams",
-    "stemming": "english",
-    "identifiers": "split",
-}
+# The values of each relevance option, the default first (engine/relevance.py).
+CHOICES: dict[str, tuple[str, ...]] = {o.key: o.values for o in OPTIONS}
 
 
 @dataclass(frozen=True, slots=True)
 class Relevance:
-    match: str = "all"
-    context: str = "section"
-    cjk: str = "runs"
-    stemming: str = "none"
-    identifiers: str = "whole"
-    profile: str = "contract"
+    match: Match = "all"
+    context: Context = "section"
+    cjk: Cjk = "runs"
+    stemming: Stemming = "none"
+    identifiers: Identifiers = "whole"
+    profile: Profile = "contract"
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Relevance:
@@ -65,14 +63,8 @@ class Relevance:
         return AnalysisOptions(self.tokenizer, self.context == "outline")
 
     def to_json(self) -> dict[str, str]:
-        return {
-            "profile": self.profile,
-            "match": self.match,
-            "context": self.context,
-            "cjk": self.cjk,
-            "stemming": self.stemming,
-            "identifiers": self.identifiers,
-        }
+        """The options as a result echoes them: the profile first, then those it sets."""
+        return {o.key: getattr(self, o.key) for o in profile_first()}
 
 
 def check_keys(request: Any, allowed: tuple[str, ...], what: str) -> Mapping[str, Any]:
@@ -144,6 +136,8 @@ class ConceptsRequest:
 
 
 __all__ = [
+    "CHOICES",
+    "RECALL",
     "ConceptsRequest",
     "Relevance",
     "SearchRequest",

@@ -39,6 +39,7 @@ from citeline.engine.contracts import schema
 from citeline.engine.errors import internal_error, printable, reported
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
+from citeline.engine.relevance import OPTIONS
 
 from .mcp_stdio import Lines
 from .remedies import MCP, with_limit_advice, worded
@@ -201,34 +202,8 @@ PARAMETERS: dict[str, dict[str, str]] = {
             "(its snippet is up to 512 characters). Ask for 3-5 when the best answer is "
             "enough; total tells how many sections matched."
         ),
-        "match": (
-            '"all" (default): a section must hold every query word. "any": at least one; '
-            'sections holding more of the words rank first. Use it (or profile="recall") '
-            "when an all-words query finds nothing."
-        ),
-        "context": (
-            '"section" (default): a section\'s own text and heading. "outline": the headings '
-            "above it count too (a '### Cons' under '## CredSSP' matches 'credssp cons'); "
-            "hits then carry an outline field."
-        ),
-        "cjk": (
-            '"runs" (default): a run of Chinese, Japanese or Korean characters is one word, '
-            'so 网关 does not match 网关配置. "bigrams": such runs match by overlapping '
-            'character pairs. Use bigrams (or profile="recall") for any CJK query.'
-        ),
-        "stemming": (
-            '"none" (default): words match as written. "english": Snowball English stems, so '
-            "searching matches search and searches; matched_terms then lists stems."
-        ),
-        "identifiers": (
-            '"whole" (default): an identifier is one word. "split": CamelCase and letter-digit '
-            "joins also match by their parts (InlinePrediction: inline, prediction)."
-        ),
-        "profile": (
-            '"contract" (default): the strict options above. "recall": {recall}, for '
-            "questions in plain words, CJK queries, or when the contract finds nothing; an "
-            "option given explicitly overrides the profile's value."
-        ),
+        # and one entry per relevance option, from its declaration (engine/relevance.py)
+        **{option.key: option.agent for option in OPTIONS},
     },
     "concepts": {
         "query": (
