@@ -35,9 +35,6 @@ from .terms import Tokenizer, normalise, query_terms, word_re
 
 if TYPE_CHECKING:
     from .build import Ahead
-    from .errors import ParseIssue
-    from .layout import Layout
-    from .sections import Heading
 
 Bundle = str | os.PathLike[str]
 T = TypeVar("T")
@@ -628,12 +625,6 @@ class Engine:
         return self._prepared(
             bundle, options, settings, cancel, progress, None, lambda p: p.index, True, fresh_after
         )
-
-    @staticmethod
-    def outline(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
-        from .analysis import outline_tree
-
-        return outline_tree(data)
 
 
 def _section_hit(sec: Section, score: float, matched: tuple[str, ...]) -> SectionHit:

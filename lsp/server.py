@@ -657,7 +657,9 @@ class CitelineServer(LanguageServer):
                 data = None
             if data is None:
                 return []
-            found = Engine.outline(data)
+            from citeline.engine import analysis  # the parser: when a document is outlined
+
+            found = analysis.outline_tree(data)
             if isinstance(found, ParseIssue):
                 return []
             lay, heads = found
@@ -715,7 +717,9 @@ class CitelineServer(LanguageServer):
         for rel, text in open_docs.items():
             if not any(p.path == rel for p in found) and not self.captured(folder, rel):
                 continue
-            outline = Engine.outline(text.encode("utf-8", "surrogatepass"))
+            from citeline.engine import analysis
+
+            outline = analysis.outline_tree(text.encode("utf-8", "surrogatepass"))
             if isinstance(outline, ParseIssue):
                 out.append(Problem(rel, outline.line, outline.reason))
         out.sort(key=lambda p: p.path)
