@@ -135,12 +135,25 @@ class ConceptsRequest:
         return cls(query, int_field(req, "limit", 20, 1, 100))
 
 
+@dataclass(frozen=True, slots=True)
+class SymbolsRequest:
+    """As-you-type section search (SPEC §11, workspace/symbol): the last term also matches
+    as a prefix, at most `cap` hits; a query with no word lists the sections that have
+    headings (at most `list_cap`). Built by the language server, not read from JSON."""
+
+    query: str
+    cap: int = 100
+    list_cap: int = 1000
+    relevance: Relevance = Relevance()
+
+
 __all__ = [
     "CHOICES",
     "RECALL",
     "ConceptsRequest",
     "Relevance",
     "SearchRequest",
+    "SymbolsRequest",
     "bool_field",
     "check_keys",
     "check_text",
