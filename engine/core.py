@@ -14,7 +14,6 @@ the request is then read from its JSON, and the keywords make the Call.
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,20 +22,18 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from .blocks import options_key
 from .call import Bundle, Call, CallKeywords, call_of
 from .cancel import CancelToken
-from .capture import CapturedFile, Changed, Fetcher, OnRead, Progress, Snapshot, capture
-from .errors import CitelineError
+from .capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
 from .flights import Flights
 from .index import Index, Problem
 from .limits import Settings
 from .options import AnalysisOptions
 from .parallel import Workers
-from .present import SectionHit, check_size, hit, search_result
-from .rank import rank
+from .present import SectionHit, check_size
 from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
 from .reuse.store import Store, default_folder
-from .snippets import snippet
-from .terms import normalise, query_terms, word_re
+from .search import search_sections, symbol_hits
+from .terms import query_terms
 
 if TYPE_CHECKING:
     from .build import Ahead
@@ -127,32 +124,24 @@ class Engine:
         numbered lines) never reads the file a second time (SPEC §2)."""
         req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
         call = call_of(call, self.settings, keywords)
-        rel = req.relevance
-        terms = query_terms(req.query, rel.tokenizer)
-        skip_invalid = call.settings.skip_invalid
+        # The query's terms before the capture: a query's errors come before the bundle's.
+        terms = query_terms(req.query, req.relevance.tokenizer)
 
         def answer(p: IndexedSnapshot) -> Result:
-            ranked = rank(p.index, terms, match_any=rel.match == "any", limit=req.limit)
-            call.check()
-            shown: dict[str, str] = {}  # decoded once per file, however many hits it has
-            hits = []
-            for scored in ranked.best:
-                sec = p.index.section(scored.section)
-                file = _file(p.snapshot, sec.path)
-                text = shown.get(sec.path)
-                if text is None:
-                    text = shown[sec.path] = _text(p.fetch(file))
-                cut = snippet(text[sec.start : sec.end], scored.matched, rel.tokenizer)
-                outline = rel.context == "outline"
-                hits.append(hit(sec, scored, cut, outline=outline, unsaved=file.unsaved))
-            skipped = p.index.problems if skip_invalid else None
-            result = search_result(req, terms, p.snapshot.revision, ranked.total, hits, skipped)
-            if texts is not None:
-                for found in hits:
-                    texts[found["content_sha256"]] = shown[found["path"]]
-            return result
+            return search_sections(
+                p.snapshot,
+                p.index,
+                p.fetch,
+                req,
+                terms,
+                skip_invalid=call.settings.skip_invalid,
+                cancel=call.cancel,
+                texts=texts,
+            )
 
-        return check_size(self._on_index(call, rel.analysis, answer), call.settings.limits)
+        return check_size(
+            self._on_index(call, req.relevance.analysis, answer), call.settings.limits
+        )
 
     # -- sections as editor symbols (SPEC §11) --------------------------------------------
 
@@ -177,22 +166,7 @@ class Engine:
             request = SymbolsRequest(request, cap, list_cap, rel)
         call = call_of(call, self.settings, keywords)
         req = request
-        folded = normalise(req.query)
-        base_terms = word_re(folded).findall(folded)
-        rel = req.relevance
-
-        def answer(p: IndexedSnapshot) -> list[SectionHit]:
-            idx = p.index
-            if not base_terms:
-                return [SectionHit.of(idx.section(g), 0.0, ()) for g in idx.listing(req.list_cap)]
-            terms = query_terms(req.query, rel.tokenizer)
-            prefix = bool(word_re(req.query[-1:]).fullmatch(req.query[-1:]))
-            ranked = rank(
-                idx, terms, match_any=rel.match == "any", prefix_last=prefix, limit=req.cap
-            )
-            return [SectionHit.of(idx.section(s.section), s.score, s.matched) for s in ranked.best]
-
-        return self._on_index(call, rel.analysis, answer)
+        return self._on_index(call, req.relevance.analysis, lambda p: symbol_hits(p.index, req))
 
     # -- concept search (SPEC §9) ---------------------------------------------------------
 
@@ -427,22 +401,6 @@ class Engine:
                     finally:
                         self.reuse.held.put(fetch.read)
         raise AssertionError("unreachable: the last attempt read every file")
-
-
-def _file(snapshot: Snapshot, path: str) -> CapturedFile:
-    files = snapshot.files
-    i = bisect.bisect_left(files, path, key=lambda f: f.path)
-    if i == len(files) or files[i].path != path:  # pragma: no cover - the index is the snapshot's
-        raise CitelineError("bundle_invalid", f"{path!r} is not in the snapshot.", {"path": path})
-    return files[i]
-
-
-def _text(data: bytes) -> str:
-    from .layout import decode
-
-    text = decode(data)
-    assert isinstance(text, str)  # only analysed, parseable files reach here
-    return text
 
 
 __all__ = ["Call", "Engine", "Index", "IndexedSnapshot", "Problem", "SectionHit"]

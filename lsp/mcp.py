@@ -33,10 +33,11 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from citeline.engine import CancelToken, CitelineError, Engine, Settings
+from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
 from citeline.engine.errors import internal_error, printable, reported
+from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 from citeline.engine.relevance import OPTIONS
@@ -48,8 +49,6 @@ log = logging.getLogger("citeline.mcp")
 
 SERVER_NAME = "citeline"
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one call
-
-EngineCall = Callable[..., dict[str, Any]]
 
 RESTART_ADVICE = "Or restart the server (citeline mcp) with --raise-limits to raise every limit."
 
@@ -255,7 +254,7 @@ COSTS = {
 class ToolSpec:
     name: str
     title: str
-    contract: str  # "search" → search.request / search.result
+    contract: Name  # the operation: "search" → search.request / search.result
     describe: Callable[[str, Settings], str]
 
 
@@ -523,14 +522,6 @@ class CitelineMCP:
             on_call_tool=self.call_tool,
         )
 
-    def _method(self, contract: str) -> EngineCall:
-        calls: dict[str, EngineCall] = {
-            "search": self.engine.search,
-            "concepts": self.engine.concepts,
-            "lines": self.engine.lines,
-        }
-        return calls[contract]
-
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -548,7 +539,7 @@ class CitelineMCP:
         request: dict[str, Any] = dict(params.arguments or {})
         token = _progress_token(ctx)
         try:
-            result = await self._run(self._method(spec.contract), request, ctx, token)
+            result = await self._run(OPERATIONS[spec.contract], request, ctx, token)
             return success(spec.name, result)
         except CitelineError as err:
             return failure(with_limit_advice(worded(err, MCP), RESTART_ADVICE))
@@ -558,7 +549,7 @@ class CitelineMCP:
 
     async def _run(
         self,
-        method: EngineCall,
+        operation: Operation[Any],
         request: dict[str, Any],
         ctx: ServerRequestContext[Any],
         progress_token: str | int | None,
@@ -566,9 +557,10 @@ class CitelineMCP:
         """Run one engine call in a worker thread; a cancelled call stops the engine."""
         cancel = CancelToken()
         progress = _Progress() if progress_token is not None else None
+        call = Call(self.bundle, self.engine.settings, cancel, progress)
 
         def work() -> dict[str, Any]:
-            return method(self.bundle, request, cancel=cancel, progress=progress)
+            return operation.run(self.engine, call, request)
 
         try:
             if progress is None or progress_token is None:

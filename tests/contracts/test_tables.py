@@ -79,3 +79,18 @@ def test_the_error_table_is_spec_10s() -> None:
     }
     assert reported("internal_error").exit == INTERNAL_EXIT == 70
     assert reported("internal_error").rpc == -32603
+
+
+def test_each_operation_is_a_contract() -> None:
+    from citeline.engine import CitelineError
+    from citeline.engine.contracts import NAMES
+    from citeline.engine.operations import OPERATIONS
+
+    assert sorted(OPERATIONS) == sorted(n.split(".")[0] for n in NAMES if n.endswith(".request"))
+    for name, operation in OPERATIONS.items():
+        assert operation.name == name
+        assert {f"{name}.request", f"{name}.result"} <= set(NAMES)
+        with pytest.raises(CitelineError) as err:  # its request is read as its schema says
+            operation.parse({"bogus": 1})
+        assert err.value.code == "schema_validation"
+    assert [n for n, op in OPERATIONS.items() if op.unsaved] == ["search", "lines"]
