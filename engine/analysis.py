@@ -207,9 +207,8 @@ def encode_structure(found: Structure | ParseIssue) -> bytes:
         return w.ints([found.line]).text(found.reason).finish(b"P")
     front_id = found.front.get("id")
     title = found.front.get("title")
-    present = [isinstance(front_id, str), isinstance(title, str)]
-    w.ints([found.body_line, *map(int, present)])
-    w.strs([front_id if present[0] else "", title if present[1] else ""])
+    w.ints([found.body_line, int(isinstance(front_id, str)), int(isinstance(title, str))])
+    w.strs([front_id if isinstance(front_id, str) else "", title if isinstance(title, str) else ""])
     heads = found.headings
     w.ints([h.line for h in heads]).ints([h.level for h in heads])
     w.ints([h.end_line for h in heads]).strs([h.text for h in heads])

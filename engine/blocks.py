@@ -203,8 +203,8 @@ class Block:
         n_sec = len(self.sec_first)
         for column in (self.sec_doc, self.sec_last, self.sec_level, self.sec_length):
             expect(len(column) == n_sec, "sections")
-        for column in (self.sec_start, self.sec_end, self.heading, self.outline):
-            expect(len(column) == n_sec, "sections")
+        for texts in (self.sec_start, self.sec_end, self.heading, self.outline):
+            expect(len(texts) == n_sec, "sections")
         expect(self.doc_sec[0] == 0 and self.doc_sec[-1] == n_sec, "section ranges")
         n_terms = len(self.vocab)
         expect(len(self.offsets) == n_terms + 1 and self.offsets[0] == 0, "offsets")

@@ -17,7 +17,7 @@ import gc
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .analysis import (
     AnalysisOptions,
@@ -41,9 +41,19 @@ Fetch = Callable[[CapturedFile], bytes]
 Progress = Callable[[str, int, int], None]
 
 
-class StructureCache:
+class StructureStore(Protocol):
     """Structures by SHA-256: looked up before parsing, stored after; and blocks stored as
-    they arrive from worker processes, already encoded (see reuse.Reuse)."""
+    they arrive from worker processes, already encoded (reuse.Structures, StructureCache)."""
+
+    def get_many(self, shas: Sequence[str]) -> dict[str, bytes]: ...
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None: ...
+
+    def put_block(self, key: str, blob: bytes) -> None: ...
+
+
+class StructureCache:
+    """A StructureStore that keeps nothing."""
 
     def get_many(self, shas: Sequence[str]) -> dict[str, bytes]:
         return {}
@@ -79,7 +89,7 @@ class Ahead:
         self,
         options: AnalysisOptions,
         pool: object,
-        structures: StructureCache,
+        structures: StructureStore,
         reserved: frozenset[str],
     ) -> None:
         self.options = options
@@ -150,7 +160,7 @@ def update(
     options: AnalysisOptions,
     *,
     fetch: Fetch,
-    structures: StructureCache,
+    structures: StructureStore,
     workers: object = None,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
@@ -232,7 +242,7 @@ def _analyse(
     todo: Sequence[CapturedFile],
     options: AnalysisOptions,
     fetch: Fetch,
-    structures: StructureCache,
+    structures: StructureStore,
     workers: object,
     cancel: CancelToken | None,
     progress: Progress | None,
@@ -323,7 +333,7 @@ def _in_workers(
     options: AnalysisOptions,
     fetch: Fetch,
     known: dict[str, bytes],
-    structures: StructureCache,
+    structures: StructureStore,
     pool: object,
     cancel: CancelToken | None,
     progress: Progress | None,

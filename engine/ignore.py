@@ -18,8 +18,9 @@ does). pathspec parses the patterns (git's wildmatch); its matching of a file th
 ignored folder of its path is not used, since the walk never reaches such a file, and it
 would let a rule above the bundle that ignores the bundle's folder ignore all of it.
 
-Every file is opened without following links, relative to its folder's descriptor, and
-only regular files are read. pathspec is imported only when there is a file to compile.
+Every file is opened as the capture opens files (files.py: without following links, relative
+to its folder's descriptor, or by path with identity checks on Windows), and only regular
+files are read. pathspec is imported only when there is a file to compile.
 """
 
 from __future__ import annotations
@@ -28,16 +29,18 @@ import os
 import re
 import stat
 import threading
+import unicodedata
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .platform import is_link
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec, PathSpec
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = _OPEN_FLAGS | os.O_DIRECTORY
+    from .files import Backend
 MAX_IGNORE_BYTES = 16 * 1024 * 1024  # of one ignore file: the lines past it do not apply
 MAX_GITFILE_BYTES = 64 * 1024  # a `.git` file or `commondir` names one path
 GIT = ".git"
@@ -55,7 +58,8 @@ class Rules:
     """The patterns of one ignore file, for paths relative to its folder: a file path
     ("a/b.md") or a folder path ending in "/" ("a/")."""
 
-    __slots__ = ("_simple", "patterns", "spec", "tails")
+    __slots__ = ("_folded", "_simple", "lines", "patterns", "spec", "tails")
+    lines: list[str]  # the file's lines, set by compile_rules (folded() compiles from them)
 
     def __init__(self, patterns: Sequence[tuple[Any, str | None]]) -> None:
         from pathspec import PathSpec
@@ -67,7 +71,7 @@ class Rules:
         # them, so that a folder ("a/") is always matched in full.
         tails = {t for _, t in patterns}
         self.tails: tuple[str, ...] | None = (
-            None if None in tails else tuple(sorted(tails | {"/"}))  # type: ignore[type-var]
+            None if None in tails else tuple(sorted({t for t in tails if t is not None} | {"/"}))
         )
         self._simple: PathSpec | None = None
         try:
@@ -88,6 +92,16 @@ class Rules:
             # A name that is not valid UTF-8 (surrogate escapes): RE2 matches UTF-8 only;
             # Python's re matches the escaped bytes as the patterns hold them.
             return self._fallback().check_file(path).include
+
+    def folded(self, fold: Fold) -> Rules:
+        """These rules for names compared through `fold` (name_fold): compiled from the
+        file's lines folded as the paths checked will be, once per fold."""
+        cache: dict[Fold, Rules] = getattr(self, "_folded", None) or {}
+        self._folded = cache
+        rules = cache.get(fold)
+        if rules is None:
+            rules = cache[fold] = compile_rules([fold(line) for line in getattr(self, "lines", [])])
+        return rules
 
     def _fallback(self) -> PathSpec:
         if self._simple is None:
@@ -169,15 +183,61 @@ class Above:
         return self.rules.check(self.prefix + rel)
 
 
+Fold = Callable[[str], str]
+
+
+def name_fold(case: bool, nfc: bool) -> Fold | None:
+    """How names are folded for a volume that compares them without case (`case`: git's
+    core.ignorecase) or with NFD and NFC as one (`nfc`: core.precomposeunicode); None when it
+    compares them exactly. Case by str.lower(), as lsp/names.py compares editor paths."""
+    if case and nfc:
+        return _lower_nfc
+    if case:
+        return str.lower
+    if nfc:
+        return _nfc
+    return None
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _lower_nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text).lower()
+
+
+class _FoldedStack(list):  # type: ignore[type-arg]
+    """Ignores.stack on a folding volume: each ignore file pushed by the walk is kept
+    folded (its folder's path and its patterns), as the paths checked are."""
+
+    __slots__ = ("fold",)
+
+    def __init__(self, fold: Fold) -> None:
+        super().__init__()
+        self.fold = fold
+
+    def append(self, item: tuple[str, Rules]) -> None:
+        base, rules = item
+        super().append((self.fold(base), rules.folded(self.fold)))
+
+
 class Ignores:
     """The rules in force at one point of the walk: those above the bundle (outermost
-    first), then the bundle's own `.gitignore` files down to the current folder."""
+    first), then the bundle's own `.gitignore` files down to the current folder.
 
-    __slots__ = ("_above_tails", "above", "stack")
+    With `fold` (name_fold), names are compared as a volume that folds them does (git's
+    core.ignorecase on macOS and Windows): the patterns and the paths checked both folded."""
 
-    def __init__(self, above: Sequence[Above] = ()) -> None:
+    __slots__ = ("_above_tails", "above", "fold", "stack")
+
+    def __init__(self, above: Sequence[Above] = (), fold: Fold | None = None) -> None:
+        self.fold = fold
+        if fold is not None:
+            above = [Above(a.rules.folded(fold), fold(a.prefix)) for a in above]
         self.above = tuple(above)
-        self.stack: list[tuple[str, Rules]] = []  # (bundle-relative folder "a/", its rules)
+        # (bundle-relative folder "a/", its rules)
+        self.stack: list[tuple[str, Rules]] = [] if fold is None else _FoldedStack(fold)
         # The files' ends any rule above can match (see Rules.tails; a tail holds no "/",
         # so it ends the path relative to the rule's folder exactly when it ends `rel`).
         tails = [r.rules.tails for r in self.above]
@@ -191,6 +251,8 @@ class Ignores:
 
     def ignored(self, rel: str) -> bool:
         """Whether the bundle-relative path `rel` (a folder ends in "/") is ignored."""
+        if self.fold is not None:
+            rel = self.fold(rel)
         # The deepest file with an opinion decides, so look from the deepest up.
         if self.stack:
             for base, rules in reversed(self.stack):
@@ -207,10 +269,13 @@ class Ignores:
         return False
 
 
-def read_gitignore(dir_fd: int, name: str | bytes = b".gitignore") -> Rules | None:
-    """The rules of the ignore file `name` in folder `dir_fd`; None when there is none, or
-    it is a link, not a regular file or cannot be read."""
-    raw = _read_small(dir_fd, name, MAX_IGNORE_BYTES)
+def read_gitignore(
+    folder: Any, name: str = ".gitignore", backend: Backend | None = None
+) -> Rules | None:
+    """The rules of the ignore file `name` in `folder` (a handle of `backend`, the capture's
+    by default); None when there is none, or it is a link, not a regular file or cannot be
+    read."""
+    raw = _backend(backend).read_small(folder, name, MAX_IGNORE_BYTES)
     if raw is None:
         return None
     with _LOCK:
@@ -245,9 +310,11 @@ def compile_rules(lines: list[str]) -> Rules:
 
     from pathspec import GitIgnoreSpec  # only for bundles that have an ignore file
 
-    def parse(lines: list[str]) -> Rules:
+    def parse(kept: list[str]) -> Rules:
         # (only parsed here: Rules compiles the patterns for matching)
-        return Rules(own_patterns(GitIgnoreSpec.from_lines(lines, backend="simple")))
+        rules = Rules(own_patterns(GitIgnoreSpec.from_lines(kept, backend="simple")))
+        rules.lines = lines  # (every line: folded, a line may become valid or invalid)
+        return rules
 
     with warnings.catch_warnings():  # re's FutureWarnings about odd patterns: not the user's
         warnings.simplefilter("ignore")
@@ -265,32 +332,26 @@ def compile_rules(lines: list[str]) -> Rules:
         return parse(kept)
 
 
-def _read_small(dir_fd: int, name: str | bytes, limit: int) -> bytes | None:
-    """At most `limit` bytes of the regular file `name` in `dir_fd`, opened without
-    following a link; None when it is missing, a link, not a regular file or unreadable."""
-    try:
-        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
-    except (OSError, ValueError):
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read(limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+def _backend(backend: Backend | None) -> Backend:
+    if backend is not None:
+        return backend
+    from . import files
+
+    return files.BACKEND
 
 
-def _open_dir(name: str | bytes, dir_fd: int | None = None) -> int | None:
+def _open_dir(backend: Backend, name: str, parent: Any = None) -> Any:
+    """A folder (`name` of `parent`, or the absolute path `name`), None when it is gone,
+    a link or cannot be opened."""
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        if parent is None:
+            return backend.open_path(name)
+        return backend.open_dir(parent, name)
     except (OSError, ValueError):
         return None
 
 
-def repository_rules(bundle: str) -> tuple[Above, ...]:
+def repository_rules(bundle: str, backend: Backend | None = None) -> tuple[Above, ...]:
     """The rules above the bundle when it lies in a git repository (outermost first: the
     repository's info/exclude, then each `.gitignore` from its root down to the bundle's
     parent); () outside one.
@@ -299,91 +360,99 @@ def repository_rules(bundle: str) -> tuple[Above, ...]:
     the repository of its working folder), so the rules come from the tree the walk reads.
     """
     try:
-        real = os.path.realpath(bundle)
+        folder = os.path.realpath(bundle)
     except (OSError, ValueError):
         return ()
-    names = [n for n in real.split(os.sep) if n]
+    names: list[str] = []  # the bundle's path below `folder`, innermost first
     # The nearest folder at or above the bundle holding an entry named .git (of any kind).
-    for depth in range(len(names), -1, -1):
-        folder = os.sep + os.sep.join(names[:depth])
+    while True:
         try:
             entry = os.lstat(os.path.join(folder, GIT))
         except (OSError, ValueError):
-            continue
-        return _rules_below(folder, entry, names[depth:])
-    return ()
+            pass
+        else:
+            return _rules_below(folder, entry, names[::-1], _backend(backend))
+        parent, name = os.path.split(folder)
+        if parent == folder or not name:
+            return ()  # the root of the file system ("/", "C:\\", "\\\\server\\share\\")
+        names.append(name)
+        folder = parent
 
 
-def _rules_below(root: str, entry: os.stat_result, names: list[str]) -> tuple[Above, ...]:
+def _rules_below(
+    root: str, entry: os.stat_result, names: list[str], backend: Backend
+) -> tuple[Above, ...]:
     """The rules of the repository at `root` (whose `.git` entry is `entry`) for the
     bundle `names` below it ([] when the bundle is the root)."""
-    root_fd = _open_dir(root)
+    root_fd = _open_dir(backend, root)
     if root_fd is None:
         return ()
     found: list[Above] = []
     fds = [root_fd]
     try:
-        exclude = _info_exclude(root, root_fd, entry)
+        exclude = _info_exclude(root, root_fd, entry, backend)
         if exclude is not None:
             found.append(_above(exclude, names))
         # .gitignore files from the root down to the bundle's parent (the walk reads the
         # bundle's own), each opened relative to its parent without following links.
         for depth in range(len(names)):
-            rules = read_gitignore(fds[-1])
+            rules = read_gitignore(fds[-1], backend=backend)
             if rules is not None:
                 found.append(_above(rules, names[depth:]))
             if depth + 1 < len(names):
-                fd = _open_dir(names[depth], fds[-1])
+                fd = _open_dir(backend, names[depth], fds[-1])
                 if fd is None:
                     break  # vanished or became a link: nothing below it applies
                 fds.append(fd)
     finally:
         for fd in fds:
-            os.close(fd)
+            backend.close(fd)
     return tuple(found)
 
 
-def _info_exclude(root: str, root_fd: int, entry: os.stat_result) -> Rules | None:
+def _info_exclude(root: str, root_fd: Any, entry: os.stat_result, backend: Backend) -> Rules | None:
     """The repository's info/exclude: in its `.git` folder, or, for a `.git` file (a
     worktree, a submodule), in the git folder it names — its common folder when that has
     a `commondir` file, since git reads `info/` there. A `.git` that is a link marks the
     repository's root but is not followed."""
+    if is_link(entry):
+        return None
     if stat.S_ISDIR(entry.st_mode):
-        git_fd = _open_dir(GIT, root_fd)
+        git_fd = _open_dir(backend, GIT, root_fd)
     elif stat.S_ISREG(entry.st_mode):
-        git_fd = _git_folder(root, root_fd)
+        git_fd = _git_folder(root, root_fd, backend)
     else:
         return None
     if git_fd is None:
         return None
     try:
-        info = _open_dir("info", git_fd)
+        info = _open_dir(backend, "info", git_fd)
         if info is None:
             return None
         try:
-            return read_gitignore(info, "exclude")
+            return read_gitignore(info, "exclude", backend)
         finally:
-            os.close(info)
+            backend.close(info)
     finally:
-        os.close(git_fd)
+        backend.close(git_fd)
 
 
-def _git_folder(root: str, root_fd: int) -> int | None:
+def _git_folder(root: str, root_fd: Any, backend: Backend) -> Any:
     """The common git folder named by the `.git` file at `root` ("gitdir: <path>", relative
     to `root` unless absolute, then its `commondir` file's path, relative to it)."""
-    raw = _read_small(root_fd, GIT, MAX_GITFILE_BYTES)
+    raw = backend.read_small(root_fd, GIT, MAX_GITFILE_BYTES)
     if raw is None or not raw.startswith(b"gitdir: "):
         return None
-    gitdir = os.path.join(os.fsencode(root), raw[len(b"gitdir: ") :].rstrip(b"\r\n"))
-    git_fd = _open_dir(gitdir)
+    gitdir = os.path.join(root, os.fsdecode(raw[len(b"gitdir: ") :].rstrip(b"\r\n")))
+    git_fd = _open_dir(backend, gitdir)
     if git_fd is None:
         return None
-    common = _read_small(git_fd, "commondir", MAX_GITFILE_BYTES)
+    common = backend.read_small(git_fd, "commondir", MAX_GITFILE_BYTES)
     if common is None:
         return git_fd  # a submodule's or a plain git folder: info/ is its own
-    os.close(git_fd)
-    path = common.rstrip(b"\r\n")  # (as git reads it: only line breaks are dropped)
-    return _open_dir(os.path.join(gitdir, path)) if path else None
+    backend.close(git_fd)
+    path = os.fsdecode(common.rstrip(b"\r\n"))  # (as git reads it: only line breaks go)
+    return _open_dir(backend, os.path.join(gitdir, path)) if path else None
 
 
 def _above(rules: Rules, names: list[str]) -> Above:

@@ -102,3 +102,9 @@ class Settings:
     # Not read by the engine any more (the fronts word what to change: lsp/remedies.py);
     # kept until capture.py, which passes it on, is split (issue 29).
     advice: str = "cli"
+    # How .gitignore patterns compare names, as git does on the volume: without case
+    # (core.ignorecase, which git sets where the volume folds case: macOS, Windows) and with
+    # NFD and NFC as one (core.precomposeunicode, macOS). The fronts set them from the
+    # bundle's volume (lsp/names.py); the engine's default is exact, as on Linux.
+    ignore_case: bool = False
+    ignore_nfc: bool = False

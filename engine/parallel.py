@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
+from . import platform
 from .cancel import CancelToken
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
+
+    if sys.platform == "win32":
+        from multiprocessing.connection import PipeConnection
+    else:
+        PipeConnection = Connection
     from multiprocessing.process import BaseProcess
 
 # multiprocessing is imported when a pool first starts: most requests never need one, and
@@ -44,10 +51,9 @@ def default_workers() -> int:
 def start_method() -> str:
     """forkserver where the platform has it, else spawn (never fork: a forked child inherits
     locks other threads hold — the language server's stdin reader holds stdin's, and the
-    child's start-up closes stdin: a deadlock)."""
-    from multiprocessing import get_all_start_methods
-
-    return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
+    child's start-up closes stdin: a deadlock). The platform seam decides (and spawns under
+    the forced Windows configuration)."""
+    return platform.start_method()
 
 
 @contextmanager
@@ -58,8 +64,8 @@ def _interrupts_held() -> Iterator[None]:
     by it would print a traceback of its own; the owner alone handles it. The owner's own
     Ctrl-C is only delayed until the workers have started. (Where the platform has no
     signal masks, _serve ignores SIGINT as its first step.)"""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
+    if sys.platform == "win32" or not hasattr(signal, "pthread_sigmask"):
+        yield  # (the name too: type checkers know Windows has no signal masks)
         return
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
@@ -77,7 +83,7 @@ def _serve(conn: Connection) -> None:
     the server's stdout, so a worker must not keep that pipe open.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
+    if sys.platform != "win32" and hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is dropped
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -138,7 +144,7 @@ class _Worker:
 
     __slots__ = ("conn", "process")
 
-    def __init__(self, process: BaseProcess, conn: Connection) -> None:
+    def __init__(self, process: BaseProcess, conn: Connection | PipeConnection) -> None:
         self.process = process
         self.conn = conn
 
@@ -163,7 +169,7 @@ class Workers:
         """Start the processes and their feeding threads (the lock held)."""
         from multiprocessing import get_context
 
-        ctx = get_context(start_method())
+        ctx: Any = get_context(start_method())  # (typeshed's BaseContext has no Process)
         generation = self._generation
         with _interrupts_held():
             for _ in range(self.count):

@@ -147,12 +147,12 @@ def rank(
             _, g = e
             return (sum(p.weight * p.scores[g] * p.bonus(index, g) for p in parts), g)
 
-        kept = rescore_bounded(
+        rescored = rescore_bounded(
             [(scores[g], g) for g in found], limit, 1 + query.heading, with_bonus
         )
-        for score, g in kept:
+        for score, g in rescored:
             scores[g] = score
-        chosen = [g for _, g in kept]
+        chosen = [g for _, g in rescored]
     if limit is not None and len(chosen) > limit:
         chosen = _cut(chosen, scores, limit)
 
@@ -231,6 +231,7 @@ def _add(
                         touched.append(g)
                     masks[g] = mask | bit
     if match_any:
+        assert query is not None  # (match_any is only ever set with a query)
         factors: dict[int, float] = {}  # the coordination factor by mask: few masks
         for g in touched:
             mask = masks[g]

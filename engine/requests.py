@@ -36,7 +36,7 @@ class Relevance:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Relevance:
-        chosen: dict[str, str] = {}
+        chosen: dict[str, Any] = {}  # each value one of its Literal's: checked below
         for key in CHOICES:
             if key in values:
                 value = values[key]
@@ -46,7 +46,7 @@ class Relevance:
                         field=key,
                     )
                 chosen[key] = value
-        base = dict(RECALL) if chosen.get("profile") == "recall" else {}
+        base: dict[str, Any] = dict(RECALL) if chosen.get("profile") == "recall" else {}
         base.update({k: v for k, v in chosen.items()})
         return cls(**base)
 

@@ -252,9 +252,9 @@ class Tokenizer:
                 if split:
                     for ps, pe in identifier_parts(run):
                         pieces.extend(self._located_run(run[ps:pe], ps, pe, False, True))
-                found = _remember(memo, run, tuple(pieces))  # type: ignore[arg-type]
+                found = _remember(memo, run, tuple(pieces))  # type: ignore[arg-type, assignment]
             rs = m.start()
-            for token, ts, te in found:  # type: ignore[misc]
+            for token, ts, te in found:  # type: ignore[misc, union-attr]
                 yield token, rs + ts, rs + te
 
     def _located_run(

@@ -58,8 +58,8 @@ def word_class() -> str:
     try:
         from . import _wordclass
     except ImportError:  # pragma: no cover - only when the generated file is missing
-        _wordclass = None
-    if _wordclass is not None and unicodedata.unidata_version == _wordclass.UNIDATA_VERSION:
+        return ranges_to_class(compute_word_ranges())
+    if unicodedata.unidata_version == _wordclass.UNIDATA_VERSION:
         return _wordclass.CLASS
     return ranges_to_class(compute_word_ranges())
 

@@ -377,6 +377,13 @@ def bind_text_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def for_volume(settings: Any, bundle: str) -> Any:
+    """`settings` with `.gitignore` comparing names as the bundle's volume does."""
+    from .names import for_volume as of_volume
+
+    return of_volume(settings, bundle)
+
+
 def settings_from(args: argparse.Namespace) -> Any:
     from dataclasses import fields, replace
 
@@ -468,7 +475,7 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
     if err.code == "schema_validation" and args is not None:
         field = details.get("field")
         flag = flag_of(args, field) if isinstance(field, str) else None
-        if flag and message.startswith(f"{field} "):
+        if isinstance(field, str) and flag and message.startswith(f"{field} "):
             message = flag + message[len(field) :]
         message = message.replace("search with mode 'exact'", "search the literal text with -F")
     if message != err.message:
@@ -529,7 +536,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
     try:
         try:
-            settings = settings_from(args)
+            settings = for_volume(settings_from(args), bundle)
             request = request_from(args)
             engine = engines.open(bundle, settings, args)
             interrupt.kill_with_process(engine.workers.kill)
@@ -572,10 +579,10 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
         return interrupted(args.json)
     notes = render.skipped_notes(result, args.bundle)
     if recall_error is not None:
-        err = worded_for_cli(recall_error, args)
+        failed = worded_for_cli(recall_error, args)
         notes.append(
             "citeline: the --profile recall search failed: "
-            f"{err.code}: {render.terminal(err.message)}"
+            f"{failed.code}: {render.terminal(failed.message)}"
         )
     if args.stats or sys.stderr.isatty():
         summary = {
@@ -717,7 +724,7 @@ def serve_mcp(args: argparse.Namespace) -> int:
     from citeline.engine import CitelineError
 
     try:
-        settings = settings_from(args)
+        settings = for_volume(settings_from(args), args.bundle)
     except CitelineError as err:
         return report(err, False)
     return (
@@ -791,15 +798,32 @@ def report_bug(exc: BaseException, as_json: bool) -> int:
 
 
 def _utf8_output() -> None:
-    """stdout in UTF-8 whatever the locale or PYTHONIOENCODING (--json is UTF-8 JSON, and a
-    pipe's reader cannot guess another encoding); stderr keeps the terminal's encoding, and
-    both escape what they cannot encode (backslashreplace) instead of failing."""
-    for stream, encoding in ((sys.stdout, "utf-8"), (sys.stderr, None)):
+    """stdout in UTF-8 whatever the locale, the console's code page or PYTHONIOENCODING
+    (--json is UTF-8 JSON, and a pipe's reader cannot guess another encoding); stderr keeps
+    the terminal's encoding on POSIX, and is UTF-8 on Windows too (a pipe there would
+    otherwise get the ANSI code page, which cannot hold most names: a console is UTF-8
+    already). Both escape what they cannot encode (backslashreplace) instead of failing, and
+    end lines with "\n" on every platform (Windows' text mode would write "\r\n")."""
+    stderr_encoding = "utf-8" if sys.platform == "win32" else None
+    for stream, encoding in ((sys.stdout, "utf-8"), (sys.stderr, stderr_encoding)):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             # A stream that cannot change (already read from, or closed) stays as it is.
             with contextlib.suppress(ValueError, OSError, LookupError):
-                reconfigure(encoding=encoding or stream.encoding, errors="backslashreplace")
+                reconfigure(
+                    encoding=encoding or stream.encoding, errors="backslashreplace", newline="\n"
+                )
+
+
+def broken_pipe(exc: OSError) -> bool:
+    """A write to a pipe whose reader left (`citeline … | head`): BrokenPipeError on POSIX;
+    on Windows an OSError with errno EINVAL (22), which is what writing to a closed pipe
+    raises there."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    import errno
+
+    return sys.platform == "win32" and exc.errno == errno.EINVAL
 
 
 def _main(argv: list[str], engines: Engines | None = None) -> int:
@@ -821,7 +845,9 @@ def _main(argv: list[str], engines: Engines | None = None) -> int:
         return serve_mcp(args)
     try:
         return run_query(args, engines)
-    except BrokenPipeError:
+    except OSError as exc:
+        if not broken_pipe(exc):
+            raise
         # Output piped into `head`: stop quietly like other Unix tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -22,13 +22,17 @@ citeline), taking its socket and lock with it.
 
 from __future__ import annotations
 
+import sys
+
+if sys.platform == "win32":  # no Unix sockets, no peer credentials: launch.usable()
+    raise ImportError("citeline has no warm process on Windows")
+
 import argparse
 import contextlib
 import fcntl
 import io
 import os
 import socket
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -40,6 +44,7 @@ from .launch import (
     ENVIRONMENT,
     GO,
     MAGIC,
+    At,
     cache_key,
     code_fingerprint,
     context,
@@ -48,7 +53,6 @@ from .launch import (
     peer_uid,
     runtime_folder,
     socket_name,
-    through,
 )
 
 IDLE_SECONDS = 600.0  # CITELINE_DAEMON_IDLE overrides
@@ -323,7 +327,7 @@ def take_lock(path: str, folder_fd: int | None = None) -> int | None:
     (otherwise two processes could each hold "the" lock). `path` is relative to the folder
     held as `folder_fd` when one is given."""
     deadline = time.monotonic() + LOCK_WAIT
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     while True:
         fd = os.open(path, flags, 0o600, dir_fd=folder_fd)
         try:
@@ -402,7 +406,8 @@ def _serve(folder_fd: int, fingerprint: bytes, key: str) -> int:
             os.unlink(name, dir_fd=folder_fd)  # left by a process that was killed: ours
         old_mask = os.umask(0o177)
         try:
-            listener.bind(through(folder_fd, runtime_folder(), name))
+            with At(folder_fd, runtime_folder(), name) as address:
+                listener.bind(address)
         finally:
             os.umask(old_mask)
         inode = os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_ino

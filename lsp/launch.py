@@ -55,6 +55,20 @@ KEPT = (
     "LC_CTYPE",
 )
 PACKAGES = ("lsp", "engine", "engine/reuse", "engine/contracts")  # folders beside this one
+FORCED_PLATFORM = "CITELINE_PLATFORM"  # "windows": Windows' portable paths (engine/platform.py)
+PROC_FD = "/proc/self/fd"
+# The sockets' folder: this user's, not a link, never inherited (used only where usable()
+# holds; getattr lets Windows import this module).
+FOLDER_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+# macOS and the BSDs (<sys/un.h>, <sys/ucred.h>): Python names LOCAL_PEERCRED, not its level.
+SOL_LOCAL = 0
+XUCRED_VERSION = 0
+XUCRED_SIZE = 76  # u_int cr_version, uid_t cr_uid, short cr_ngroups, gid_t cr_groups[16]
 
 
 def cache_key() -> str:
@@ -85,6 +99,8 @@ def runtime_folder() -> str:
     """The user's folder for warm processes' sockets: XDG_RUNTIME_DIR (made for them), else
     TMPDIR, else /tmp (the first that is a folder: a session's stale XDG_RUNTIME_DIR must
     not leave every call without one), in a `citeline-UID` folder (as tmux does)."""
+    if sys.platform == "win32":
+        raise OSError("no warm process on Windows")  # (never asked: see usable())
     bases = (os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR"))
     base = next((b for b in bases if b and os.path.isdir(b)), "/tmp")
     return os.path.join(base, f"citeline-{os.getuid()}")
@@ -95,8 +111,10 @@ def open_private(folder: str) -> tuple[int | None, str]:
     may enter, and ""; else None and why: "absent", or what is wrong with it (a folder that
     anybody else made or can enter is never used). Checked through the descriptor: a folder
     put in its place after the check is not the one held."""
+    if sys.platform == "win32":
+        return None, "no warm process on Windows"
     try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(folder, FOLDER_FLAGS)
     except FileNotFoundError:
         return None, "absent"
     except OSError as exc:  # a link (ELOOP), not a folder, not ours to enter
@@ -117,23 +135,69 @@ def through(fd: int, folder: str, name: str) -> str:
     """The address of `name` in the folder held open as `fd`: through the descriptor
     (/proc/self/fd/N/name) where the system has one, so that the folder connected to (or
     bound in) is the one checked whatever its path leads to by then, and any folder's path
-    fits AF_UNIX's 108 bytes; else the path (the peer's credentials still decide)."""
-    proc = f"/proc/self/fd/{fd}"
+    fits AF_UNIX's 108 bytes; else the path. Binds and connects use `At`."""
+    proc = f"{PROC_FD}/{fd}"
     if os.path.isdir(proc):
         return f"{proc}/{name}"
     return os.path.join(folder, name)
 
 
+class At:
+    """`with At(fd, folder, name) as address:` the address to bind or connect `name` in the
+    folder held open as `fd`, inside the `with`.
+
+    Linux: /proc/self/fd/N/name (see `through`). Without /proc (macOS, the BSDs): the bare
+    name, this process's working folder being the held folder for the length of the `with`
+    (fchdir, put back after), which keeps both promises of /proc: the folder reached is the
+    one checked, and the address is short whatever the folder's path (macOS's sun_path holds
+    104 bytes; its TMPDIR alone takes about 50). Where the working folder cannot be put back
+    (it cannot be opened), the path, which the peer's credentials still guard."""
+
+    def __init__(self, fd: int, folder: str, name: str) -> None:
+        self.fd, self.folder, self.name = fd, folder, name
+        self.back: int | None = None
+
+    def __enter__(self) -> str:
+        address = through(self.fd, self.folder, self.name)
+        if address.startswith(PROC_FD + "/") or sys.platform == "win32":
+            return address
+        try:
+            self.back = os.open(".", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return address
+        os.fchdir(self.fd)
+        return self.name
+
+    def __exit__(self, *_: object) -> None:
+        back, self.back = self.back, None
+        if back is not None and sys.platform != "win32":
+            try:
+                os.fchdir(back)
+            finally:
+                os.close(back)
+
+
+def xucred_uid(creds: bytes) -> int | None:
+    """The user id in a `struct xucred` (macOS, the BSDs: u_int cr_version; uid_t cr_uid;
+    ...); None unless it is of the version read here."""
+    if len(creds) < 8 or int.from_bytes(creds[:4], sys.byteorder) != XUCRED_VERSION:
+        return None
+    return int.from_bytes(creds[4:8], sys.byteorder)
+
+
 def peer_uid(sock: object) -> int | None:
     """The user id of the process at the other end of a connected Unix socket; None where
     the platform gives no means to ask (and then nothing it says is trusted). Linux:
-    SO_PEERCRED (struct ucred: pid, uid, gid); macOS and the BSDs have LOCAL_PEERCRED
-    (struct xucred) and getpeereid, for the platform work of SPEC §16."""
+    SO_PEERCRED (struct ucred: pid, uid, gid); macOS and the BSDs: LOCAL_PEERCRED at level
+    SOL_LOCAL (struct xucred, what their getpeereid reads)."""
     import _socket
 
     if hasattr(_socket, "SO_PEERCRED"):
         creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # type: ignore[attr-defined]
         return int.from_bytes(creds[4:8], sys.byteorder)
+    local = getattr(_socket, "LOCAL_PEERCRED", None)
+    if local is not None:
+        return xucred_uid(sock.getsockopt(SOL_LOCAL, local, XUCRED_SIZE))  # type: ignore[attr-defined]
     return None
 
 
@@ -171,17 +235,36 @@ def code_fingerprint() -> bytes:
 
 
 def eligible(argv: list[str]) -> bool:
-    """Whether this call may go to the warm process: a search, concepts or lines call on
-    Linux with the cache on, whose output goes to pipes or files (at a terminal the output
-    depends on the terminal: colour, progress, a summary line)."""
+    """Whether this call may go to the warm process: a search, concepts or lines call with
+    the cache on, whose output goes to pipes or files (at a terminal the output depends on
+    the terminal: colour, progress, a summary line), where the platform has what the warm
+    process needs (`usable`)."""
     return (
-        sys.platform == "linux"
-        and os.environ.get("CITELINE_DAEMON", "1").strip().lower() not in OFF
+        os.environ.get("CITELINE_DAEMON", "1").strip().lower() not in OFF
         and bool(argv)
         and argv[0] in COMMANDS
         and "--no-cache" not in argv
         and not os.isatty(1)
         and not os.isatty(2)
+        and usable()
+    )
+
+
+def usable() -> bool:
+    """Whether this platform gives what the warm process needs, tested on the capabilities
+    themselves: Unix sockets and a way to ask who is at the other end (SO_PEERCRED on Linux,
+    LOCAL_PEERCRED on macOS and the BSDs), and folders opened without following links.
+    Windows has neither (Python has no AF_UNIX there), and so no warm process: every call is
+    answered in its own process (docs/install.md says what that costs). Nor is there one
+    under CITELINE_PLATFORM=windows, the tests' Windows configuration (engine/platform.py)."""
+    if os.environ.get(FORCED_PLATFORM, "").strip().lower() == "windows":
+        return False
+    if sys.platform == "win32" or not all(hasattr(os, f) for f in ("O_NOFOLLOW", "O_DIRECTORY")):
+        return False
+    import _socket
+
+    return hasattr(_socket, "AF_UNIX") and (
+        hasattr(_socket, "SO_PEERCRED") or hasattr(_socket, "LOCAL_PEERCRED")
     )
 
 
@@ -239,6 +322,8 @@ def ask(key: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
 
 
 def _ask(fd: int, folder: str, key: str, argv: list[str]) -> tuple[int, bytes, bytes] | str:
+    if sys.platform == "win32":
+        return "absent"  # (never asked: see usable())
     import _socket
 
     try:
@@ -250,7 +335,8 @@ def _ask(fd: int, folder: str, key: str, argv: list[str]) -> tuple[int, bytes, b
         deadline = time.monotonic() + START_WAIT
         sock.settimeout(START_WAIT)
         try:
-            sock.connect(through(fd, folder, socket_name(key)))
+            with At(fd, folder, socket_name(key)) as address:
+                sock.connect(address)
         except TimeoutError:
             return "silent"  # its queue of calls is full
         except OSError:

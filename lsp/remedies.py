@@ -69,7 +69,12 @@ def with_limit_advice(err: CitelineError, advice: str) -> CitelineError:
         return err
     editor = getattr(Limits.editor(), name, None)
     default = getattr(Limits(), name, None)
-    if not all(isinstance(n, int) for n in (editor, default, value, maximum)):
+    if not (
+        isinstance(editor, int)
+        and isinstance(default, int)
+        and isinstance(value, int)
+        and isinstance(maximum, int)
+    ):
         return err
     if editor <= default or maximum >= editor or value > editor:
         return err

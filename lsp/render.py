@@ -63,11 +63,62 @@ def terminal(text: str) -> str:
 
 
 def use_color(choice: str, stream: IO[str]) -> bool:
+    """Colour by `--color`: always, never, or (auto) on a terminal that shows escape
+    sequences as such, unless NO_COLOR is set (no-color.org) or TERM is dumb."""
     if choice == "always":
+        shows_escapes(stream)  # asked for: turned on where it can be, whatever it says
         return True
     if choice == "never":
         return False
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    return (
+        stream.isatty()
+        and not os.environ.get("NO_COLOR")
+        and os.environ.get("TERM") != "dumb"
+        and shows_escapes(stream)
+    )
+
+
+ENABLE_VIRTUAL_TERMINAL_PROCESSING = 0x0004
+_SHOWN: dict[int, bool] = {}  # descriptor -> whether its console shows escape sequences
+
+
+def shows_escapes(stream: IO[str]) -> bool:
+    """Whether the terminal `stream` writes to obeys escape sequences (colour, the progress
+    bar's line clearing) rather than printing them: everywhere but a Windows console whose
+    virtual-terminal processing is off and cannot be turned on (before Windows 10 1511). It
+    is turned on here where it can be, once per stream; Windows Terminal has it on."""
+    if sys.platform != "win32":
+        return True
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if fd not in _SHOWN:
+        _SHOWN[fd] = windows_virtual_terminal(fd)
+    return _SHOWN[fd]
+
+
+def windows_virtual_terminal(fd: int) -> bool:
+    """Turn on virtual-terminal processing of the console behind `fd` (kernel32's
+    GetConsoleMode/SetConsoleMode through ctypes); False when it is no console or the
+    console cannot (then nothing is coloured)."""
+    if sys.platform != "win32":
+        return False
+    import ctypes
+
+    try:
+        import msvcrt
+
+        handle = msvcrt.get_osfhandle(fd)
+        kernel32 = getattr(ctypes, "WinDLL")("kernel32", use_last_error=True)  # noqa: B009
+    except (ImportError, AttributeError, OSError):
+        return False
+    mode = ctypes.c_uint32()
+    if not kernel32.GetConsoleMode(handle, ctypes.byref(mode)):
+        return False  # a pipe or a file: not a console
+    if mode.value & ENABLE_VIRTUAL_TERMINAL_PROCESSING:
+        return True
+    return bool(kernel32.SetConsoleMode(handle, mode.value | ENABLE_VIRTUAL_TERMINAL_PROCESSING))
 
 
 def paint(text: str, style: str, color: bool) -> str:
@@ -329,7 +380,8 @@ def hit_lines(
     hit: dict[str, Any], file_lines: list[str], tokenizer: Any, context: int
 ) -> tuple[int, list[Shown | None]]:
     """(line of the first match, lines to show) for a hit whose file was read back."""
-    first, last = hit["line_start"] - 1, min(hit["line_end"], len(file_lines)) - 1
+    first: int = hit["line_start"] - 1
+    last: int = min(hit["line_end"], len(file_lines)) - 1
     terms = frozenset(hit["matched_terms"])
     spans: dict[int, list[tuple[int, int]]] = {}
     found: dict[int, set[str]] = {}
@@ -344,12 +396,12 @@ def hit_lines(
     else:
         chosen, jump = _choose(found), min(found)
     shown: list[Shown | None] = []
-    for i in _with_context(chosen, first, last, context):
-        if i is None:
+    for row in _with_context(chosen, first, last, context):
+        if row is None:
             shown.append(None)
             continue
-        text, kept = clip(file_lines[i], _fold(spans.get(i, [])))
-        shown.append(Shown(i + 1, text, kept, i in found))
+        text, kept = clip(file_lines[row], _fold(spans.get(row, [])))
+        shown.append(Shown(row + 1, text, kept, row in found))
     return jump + 1, shown
 
 
@@ -497,7 +549,7 @@ def line_finder(
 ) -> Callable[[str], list[tuple[int, int]]]:
     """Where the pattern matches in a displayed line (for highlighting only: the line and
     column come from the engine)."""
-    import re2
+    import re2  # type: ignore[import-untyped,unused-ignore]
 
     opts = re2.Options()
     opts.case_sensitive = case_sensitive
@@ -572,23 +624,40 @@ def skipped_notes(result: dict[str, Any], bundle: str | None = None) -> list[str
 
 
 def reserved_note(root: str, reserved: Sequence[str]) -> str | None:
-    """Said once when reserved navigation files at the root were left out of the search."""
-    import stat
-
-    present = []
-    for name in reserved:
-        try:
-            if stat.S_ISREG(os.lstat(os.path.join(root, name)).st_mode):
-                present.append(name)
-        except OSError:
-            continue
-    if not present:
+    """Said once when reserved navigation files at the root were left out of the search, and
+    when a root file's name differs from a reserved one only by case or Unicode form
+    (`INDEX.md`): reserved names are exact (SPEC §2), so it is searched, even on a volume
+    where both names open the same file (macOS, Windows). The names are the root's stored
+    ones, never what a lookup by another spelling finds there."""
+    try:
+        with os.scandir(root) as entries:
+            stored = sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+    except OSError:
         return None
-    names = terminal(" and ".join(present))
-    verb = "is" if len(present) == 1 else "are"
-    return (
-        f"{names} at the root {verb} not searched (navigation files); --no-reserved includes them"
-    )
+    present = [name for name in reserved if name in stored]
+    wanted = {_loose(name): name for name in reserved}
+    near = [name for name in stored if name not in reserved and _loose(name) in wanted]
+    notes = []
+    if present:
+        names = terminal(" and ".join(present))
+        verb = "is" if len(present) == 1 else "are"
+        notes.append(
+            f"{names} at the root {verb} not searched (navigation files); --no-reserved "
+            "includes them"
+        )
+    if near:
+        names = terminal(" and ".join(near))
+        verb = "is" if len(near) == 1 else "are"
+        exact = terminal(", ".join(dict.fromkeys(wanted[_loose(n)] for n in near)))
+        notes.append(
+            f"{names} at the root {verb} searched: reserved names are exact ({exact}); "
+            f"--reserved {terminal(near[0])} leaves it out"
+        )
+    return " · ".join(notes) or None
+
+
+def _loose(name: str) -> str:
+    return unicodedata.normalize("NFC", name).lower()
 
 
 class ProgressBar:
@@ -596,7 +665,8 @@ class ProgressBar:
 
     def __init__(self, stream: IO[str] | None = None, delay: float = 0.5) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty()
+        # (it redraws its line with \r and clears it with an escape sequence)
+        self.enabled = self.stream.isatty() and shows_escapes(self.stream)
         self.delay = delay
         self.started = time.monotonic()
         self.shown = False

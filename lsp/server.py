@@ -68,7 +68,9 @@ from citeline.engine.errors import (
     reported,
 )
 from citeline.engine.parallel import default_workers
+from citeline.engine.platform import pid_alive
 
+from . import names
 from . import symbols as conv
 from .remedies import EDITOR, worded
 from .settings import ServerSettings, parse_settings, unwrap
@@ -141,20 +143,17 @@ def schema(message: str, **details: Any) -> CitelineError:
 
 
 def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: only the existence and permission checks
-    except PermissionError:
-        return True  # it exists, under another user
-    except (ProcessLookupError, OverflowError):
-        return False
-    return True
+    # the platform seam: never os.kill(pid, 0) on Windows, where signal 0 is CTRL_C_EVENT
+    return pid_alive(pid)
 
 
 class CitelineProtocol(LanguageServerProtocol):
     _server: CitelineServer
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+    async def lsp_workspace__execute_command(  # type: ignore[override]  # a coroutine on purpose
+        self, params: types.ExecuteCommandParams
+    ) -> Any:
         """Run a command as the request's own task, so `$/cancelRequest` reaches it."""
         if params.command not in COMMANDS:
             raise JsonRpcInvalidParams(
@@ -244,6 +243,7 @@ class CitelineProtocol(LanguageServerProtocol):
             )
             return None
         is_request = "id" in data
+        assert isinstance(method, str)  # (checked above)
         error = self.raw_params_problem(method, data.get("params"))
         if error is None:
             fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
@@ -336,6 +336,7 @@ class CitelineServer(LanguageServer):
         self.warming: asyncio.Future[Any] | None = None  # the warm-up's engine job
         self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
         self.told: dict[str, str] = {}  # folder -> the last situation the user was told of
+        self.spelling = names.Spelling()  # editor paths -> the names the disk stores
 
     # -- workspace -----------------------------------------------------------------------
 
@@ -369,7 +370,9 @@ class CitelineServer(LanguageServer):
         wanted = to_fs_path(root) if "://" in root else root
         for uri, path in folders:
             if root == uri or (
-                wanted and os.path.normcase(os.path.normpath(wanted)) == os.path.normcase(path)
+                wanted
+                and os.path.isabs(wanted)
+                and names.same_folder(wanted, path, names.volume_rules(path))
             ):
                 return path
         raise schema(
@@ -382,12 +385,32 @@ class CitelineServer(LanguageServer):
         )
 
     def folder_of(self, file_path: str) -> str | None:
-        best = None
+        """The deepest workspace folder holding `file_path`, its names compared as the
+        folder's volume compares them (SPEC §16: case-insensitive on macOS and Windows)."""
+        best, left = None, 0
         for _, path in self.folders():
-            prefix = path.rstrip(os.sep) + os.sep
-            if file_path.startswith(prefix) and (best is None or len(path) > len(best)):
-                best = path
+            inside = names.below(path, file_path, names.volume_rules(path))
+            if inside is not None and (best is None or len(inside) < left):
+                best, left = path, len(inside)  # fewer names left: a deeper folder
         return best
+
+    def engine_settings(self, folder: str) -> Any:
+        """The engine's settings for `folder`: the user's, with `.gitignore` comparing names
+        as the folder's volume does (lsp/names.py)."""
+        return names.for_volume(self.options.engine, folder)
+
+    def relative(self, folder: str, file_path: str) -> str | None:
+        """`file_path` relative to `folder` (with `/`), spelt as the disk stores its names:
+        the path the capture records, marks and overlays; None when it is not inside."""
+        rules = names.volume_rules(folder)
+        inside = names.below(folder, file_path, rules)
+        if inside is None:
+            return None
+        rel = "/".join(inside)
+        if rules.exact:
+            return rel
+        known = self.engine.reuse.known(os.path.abspath(folder))
+        return self.spelling.on_disk(folder, rel, rules, known.files if known else None)
 
     # -- running engine work -------------------------------------------------------------
 
@@ -478,7 +501,8 @@ class CitelineServer(LanguageServer):
         try:
             while True:
                 frame = loop.run_in_executor(reader, frames.read_frame)
-                await asyncio.wait([frame, closing], return_when=asyncio.FIRST_COMPLETED)
+                waiting: list[asyncio.Future[Any]] = [frame, closing]
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if not frame.done():
                     break  # closing: the read cannot be interrupted, and need not be
                 try:
@@ -488,7 +512,9 @@ class CitelineServer(LanguageServer):
                     break
                 if body is None:
                     break  # end of input
-                self.protocol.handle_body(body)
+                protocol = self.protocol
+                assert isinstance(protocol, CitelineProtocol)
+                protocol.handle_body(body)
         finally:
             closing.cancel()
             reader.shutdown(wait=False)
@@ -503,11 +529,15 @@ class CitelineServer(LanguageServer):
             log.warning("processId %d is not a process visible here: not watching it", pid)
             return
         loop = asyncio.get_running_loop()
+        # A pidfd becomes readable when the process ends, even as an unreaped zombie, and
+        # cannot be fooled by the pid being reused. Elsewhere (macOS, Windows, Linux before
+        # 5.3) the process is asked after every PARENT_POLL_INTERVAL.
+        pidfd_open = getattr(os, "pidfd_open", None)
         try:
-            # A pidfd becomes readable when the process ends, even as an unreaped zombie,
-            # and cannot be fooled by the pid being reused.
-            fd = os.pidfd_open(pid)
-        except (AttributeError, OSError):  # not Linux >= 5.3 (or it is gone already)
+            if pidfd_open is None:
+                raise OSError("no pidfd")
+            fd = pidfd_open(pid)
+        except OSError:  # (or it is gone already)
             self.spawn(self.poll_parent(pid))
             return
 
@@ -566,7 +596,7 @@ class CitelineServer(LanguageServer):
         except CitelineError as err:
             raise rpc_error(err) from None
         engine = self.engine
-        settings = self.options.engine
+        settings = self.engine_settings(bundle)
         method = {
             "citeline.search": engine.search,
             "citeline.concepts": engine.concepts,
@@ -614,7 +644,7 @@ class CitelineServer(LanguageServer):
                     cap=opts.symbol_cap,
                     list_cap=opts.list_cap,
                     relevance=opts.relevance_options,
-                    settings=opts.engine,
+                    settings=self.engine_settings(path),
                     cancel=cancel,
                     progress=progress,
                     overlay=overlays[path],
@@ -677,21 +707,29 @@ class CitelineServer(LanguageServer):
         if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
             return None
         folder = self.folder_of(path)
-        if folder is None:
+        rel = None if folder is None else self.relative(folder, path)
+        if folder is None or rel is None:
             return None
-        rel = path[len(folder.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
         return folder, rel  # read_inside refuses "..", "." and empty components
 
     # -- diagnostics ---------------------------------------------------------------------
 
     def open_texts(self, folder: str) -> dict[str, str]:
-        """Bundle-relative path -> editor text of the open Markdown documents in `folder`."""
-        prefix = folder.rstrip(os.sep) + os.sep
+        """Bundle-relative path (as the disk spells it) -> editor text of the open Markdown
+        documents in `folder`."""
+        return {rel: text for rel, (_, text) in self.open_documents(folder).items()}
+
+    def open_documents(self, folder: str) -> dict[str, tuple[str, str]]:
+        """Bundle-relative path (as the disk spells it) -> (the editor's URI, its text) of
+        the open Markdown documents in `folder`."""
         out = {}
-        for doc in self.workspace.text_documents.values():
+        for uri, doc in self.workspace.text_documents.items():
             path = doc.path
-            if path and path.startswith(prefix) and path.lower().endswith(MARKDOWN_SUFFIXES):
-                out[path[len(prefix) :].replace(os.sep, "/")] = doc.source
+            if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
+                continue
+            rel = self.relative(folder, path)
+            if rel is not None:
+                out[rel] = (uri, doc.source)
         return out
 
     def overlay(self, folder: str) -> dict[str, bytes] | None:
@@ -710,7 +748,10 @@ class CitelineServer(LanguageServer):
         opts = self.options
         if found is None:
             found = self.engine.problems(
-                folder, opts.relevance_options.analysis, settings=opts.engine, cancel=cancel
+                folder,
+                opts.relevance_options.analysis,
+                settings=self.engine_settings(folder),
+                cancel=cancel,
             )
         open_docs = self.open_texts(folder)
         out = [p for p in found if p.path not in open_docs]
@@ -755,8 +796,14 @@ class CitelineServer(LanguageServer):
         else:
             self.tell(folder, None)
         by_uri: dict[str, list[Problem]] = {}
+        # An open document's diagnostics go to the URI the editor named it by: on a volume
+        # that folds names it may spell them otherwise than the disk.
+        editor_uris = {}
+        if problems and not names.volume_rules(folder).exact:
+            editor_uris = {rel: uri for rel, (uri, _) in self.open_documents(folder).items()}
         for p in problems:
-            by_uri.setdefault(conv.file_uri(folder, p.path), []).append(p)
+            uri = editor_uris.get(p.path) or conv.file_uri(folder, p.path)
+            by_uri.setdefault(uri, []).append(p)
         before = self.published.get(folder, set())
         for uri in before - set(by_uri):
             self.text_document_publish_diagnostics(
@@ -810,8 +857,9 @@ class CitelineServer(LanguageServer):
         if folder is None:
             return
         if on_disk:
-            rel = os.path.relpath(path, folder).replace(os.sep, "/")
-            self.engine.changed(folder, [rel])
+            rel = self.relative(folder, path)
+            if rel is not None:
+                self.engine.changed(folder, [rel])
         if path.lower().endswith(MARKDOWN_SUFFIXES) or not on_disk:
             self.schedule_check(folder)
 
@@ -888,7 +936,7 @@ class CitelineServer(LanguageServer):
                             index = self.engine.prepare(
                                 folder,
                                 options,
-                                settings=opts.engine,
+                                settings=self.engine_settings(folder),
                                 cancel=cancel,
                                 progress=progress,
                                 fresh_after=begun,

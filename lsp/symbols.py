@@ -102,9 +102,9 @@ def document_symbols(
         while stack and stack[-1][0] >= h.level:
             stack.pop()
         if stack:
-            parent = stack[-1][1]
-            assert parent.children is not None
-            parent.children.append(symbol)
+            children = stack[-1][1].children
+            assert isinstance(children, list)  # made as a list above
+            children.append(symbol)
         else:
             roots.append(symbol)
         stack.append((h.level, symbol))

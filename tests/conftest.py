@@ -84,16 +84,17 @@ def make_bundle(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The bundle-relative paths of the files capture reads from now on, in order."""
-    import citeline.engine.capture as cap
+    from citeline.engine import files
 
     reads: list[str] = []
-    real = cap.read_file
+    backend = files.BACKEND
+    real = backend.read
 
-    def counting(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes | None:
+    def counting(folder: object, name: str, rel: str, max_bytes: int) -> object:
         reads.append(rel)
-        return real(dir_fd, name, rel, max_bytes)
+        return real(folder, name, rel, max_bytes)
 
-    monkeypatch.setattr(cap, "read_file", counting)
+    monkeypatch.setattr(backend, "read", counting)
     return reads
 
 

@@ -24,6 +24,8 @@ import os
 import stat
 import sys
 
+from ..platform import NATIVE
+
 CHECKED = hasattr(os, "geteuid")  # POSIX owners and modes
 MOST_LINKS = 40  # links followed on the way, as the kernel's own bound (ELOOP)
 
@@ -37,7 +39,7 @@ def private_folder(path: str | os.PathLike[str], make: bool = True) -> str:
     module's docstring); the folders missing on the way are made user-only (0700) when `make`
     (else only what exists is checked). Raises NotPrivate."""
     given = os.path.abspath(os.fspath(path))
-    if not CHECKED:
+    if sys.platform == "win32" or not CHECKED:  # (the name too: for the type checkers)
         if make:
             os.makedirs(given, exist_ok=True)
         return given
@@ -120,7 +122,7 @@ _PRIVATE_GROUPS: dict[int, bool] = {}
 def _private_group(gid: int, me: int) -> bool:
     """Whether group `gid` is the user's own: their primary group, named as they are, with
     no other member."""
-    if gid != os.getegid():
+    if sys.platform == "win32" or gid != os.getegid():
         return False
     found = _PRIVATE_GROUPS.get(gid)
     if found is None:
@@ -142,7 +144,7 @@ def open_folder(real: str) -> int:
     through the descriptor."""
     if sys.platform == "win32":
         raise NotPrivate("folders cannot be opened as descriptors here")
-    fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = os.open(real, os.O_RDONLY | NATIVE.directory | NATIVE.nofollow | NATIVE.cloexec)
     try:
         _check_folder(real, os.fstat(fd), os.geteuid(), last=True)
     except BaseException:
@@ -163,7 +165,7 @@ def check_file(folder_fd: int, name: str, create: bool) -> None:
     except FileNotFoundError:
         if not create:
             return
-        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | NATIVE.nofollow | NATIVE.cloexec
         with contextlib.suppress(FileExistsError):  # made meanwhile: checked below
             os.close(os.open(name, flags, 0o600, dir_fd=folder_fd))
         st = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..codec import I64, Reader, Writer, expect
+from ..platform import PLATFORM
 
 # A file modified less than this long before it was read is read again next time: the file
 # system's timestamps are coarser than the clock (kernel ticks of 1-10 ms on Linux, 2 s on
@@ -29,6 +30,10 @@ Fingerprint = tuple[int, int, int, int, int]  # st_dev, st_ino, st_size, st_mtim
 # same tick of the kernel's clock; Linux 6.13+ gives a fine-grained time to a write that
 # follows a stat, so this machine alone would never show the case the racy rule is for).
 COARSE_NS = 0
+
+# Whether st_ctime is the inode's change time, which nothing can set (POSIX), so the racy
+# rule may trust it too; on Windows it is the creation time (the platform seam decides).
+CTIME_CHANGES = PLATFORM.ctime_changes
 
 
 def fingerprint(st: object) -> Fingerprint:
@@ -58,8 +63,10 @@ class FileState(NamedTuple):
     @classmethod
     def read(cls, stat: Fingerprint, sha256: str, read_ns: int) -> FileState:
         # ctime too, not only mtime as git does: anyone can put an mtime back (touch -d),
-        # but setting it changes the ctime, which nothing can set.
-        trusted = max(stat[3], stat[4]) < read_ns - RACY_NS
+        # but setting it changes the ctime, which nothing can set. Not where ctime is a
+        # creation time (Windows): an old creation time says nothing of the last write.
+        changed = max(stat[3], stat[4]) if CTIME_CHANGES else stat[3]
+        trusted = changed < read_ns - RACY_NS
         return cls(stat, sha256, read_ns, stat if trusted else None)
 
     @property
@@ -75,7 +82,7 @@ class FileState(NamedTuple):
 class Captured:
     """A capture's files (records, no bytes) and the settings they were checked against."""
 
-    files: tuple[Any, ...]  # capture.CapturedFile, in path order
+    files: Sequence[Any]  # capture.CapturedFile, in path order
     settings: tuple[Any, ...]  # (reserved names, limits)
 
 
@@ -102,16 +109,18 @@ class Known:
         states = list(self.files.values())
         numbers = array(I64)
         for s in states:
-            numbers.extend(map(_signed, s.stat))
-            numbers.append(s.read_ns)
-            numbers.append(s.reuse_if is not None)
+            dev, ino, size, mtime, ctime = s.stat
+            # The inode as two 64-bit words: Windows' file ids are 128-bit on ReFS.
+            ino = _held_inode(ino)
+            numbers.extend((_signed(dev), _signed(ino & _WORD), _signed(ino >> 64)))
+            numbers.extend((size, mtime, ctime, s.read_ns, s.reuse_if is not None))
         w = Writer().strs(paths).strs([s.sha256 for s in states]).ints(numbers, I64)
         w.ints(self.paths_max or (-1, -1), I64).ints(self.sizes or (-1, -1), I64)
-        return w.text(self.revision).finish(b"K")
+        return w.text(self.revision).finish(_KIND)
 
     @classmethod
     def decode(cls, blob: bytes) -> Known:
-        r = Reader(blob, b"K")
+        r = Reader(blob, _KIND)
         paths = r.strs()
         shas = r.strs()
         numbers = r.ints(I64)
@@ -119,16 +128,19 @@ class Known:
         sizes = r.ints(I64)
         revision = r.text()
         r.end()
-        expect(len(shas) == len(paths) and len(numbers) == 7 * len(paths), "stat index size")
+        n = _COLUMNS
+        expect(len(shas) == len(paths) and len(numbers) == n * len(paths), "stat index size")
         expect(len(revision) == 64 and all(len(s) == 64 for s in shas), "digests")
         expect(len(longest) == 2 and len(sizes) == 2, "maxima")
         # Column by column, tuples made in C: a new process decodes 40,000 of these at once.
         # Whether each read was racy was decided when it happened (against its own clock
         # reading), and is kept with it.
-        devs, inos, sizes_, mtimes, ctimes, reads, trusted = (numbers[k::7] for k in range(7))
-        if min(devs, default=0) < 0 or min(inos, default=0) < 0:
+        devs, los, his, sizes_, mtimes, ctimes, reads, trusted = (numbers[k::n] for k in range(n))
+        if min(devs, default=0) < 0:
             devs = list(map(_unsigned, devs))  # type: ignore[assignment]
-            inos = list(map(_unsigned, inos))  # type: ignore[assignment]
+        inos: Any = los
+        if his.count(0) != len(his) or min(los, default=0) < 0:
+            inos = [_unsigned(lo) | _unsigned(hi) << 64 for lo, hi in zip(los, his, strict=True)]
         stats = list(zip(devs, inos, sizes_, mtimes, ctimes, strict=True))
         reuse = [stat if ok else None for stat, ok in zip(stats, trusted, strict=True)]
         files = dict(
@@ -143,8 +155,23 @@ class Known:
         return cls(files, revision, None, paths_max, size_max)
 
 
+_KIND = b"F"  # (b"K" held the inode in one 64-bit word)
+_COLUMNS = 8  # dev, inode low word, inode high word, size, mtime, ctime, read time, trusted
+_WORD = (1 << 64) - 1
+
+
+def _held_inode(ino: int) -> int:
+    """`ino` when it fits 128 bits (every file system's ids do); else a 128-bit digest of
+    it, which no stat will equal again: such a file is simply read every time."""
+    if ino >> 128 == 0:
+        return ino
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(str(ino).encode()).digest()[:16], "little")
+
+
 def _signed(value: int) -> int:
-    """st_dev and st_ino are unsigned 64-bit; stored as signed (two's complement)."""
+    """A word of st_dev or st_ino is unsigned 64-bit; stored as signed (two's complement)."""
     return value - (1 << 64) if value >= 1 << 63 else value
 
 

@@ -161,7 +161,11 @@ def test_which_calls_go_to_the_warm_process(
         monkeypatch.setattr(os, "isatty", lambda fd, tty=tty: fd == tty)
         assert launch.eligible(argv) is False
     monkeypatch.setattr(os, "isatty", lambda fd: False)
+    # the platform's capabilities decide, not its name (test_daemon_platforms.py): macOS
+    # has what it takes, Windows has not
     monkeypatch.setattr(sys, "platform", "darwin")
+    assert launch.eligible(argv) is expected
+    monkeypatch.setattr(sys, "platform", "win32")
     assert launch.eligible(argv) is False
 
 

@@ -332,3 +332,32 @@ def test_unsaved_text_is_searched_and_marked(workspace, editor_env, nvim):
     assert (line["lnum"], line["col"]) == (16, 5)
     assert line["text"].endswith("The zebrafish setting is new.")
     assert out["server_alive"] is True
+
+
+def test_path_helpers_follow_the_platform(editor_env, nvim):
+    """Root detection and unsaved buffers split and join paths with the platform's
+    separators: Windows paths (drive roots, shares, both separators) through the helpers'
+    `win` switch, POSIX ones as on this machine."""
+    out = run_nvim("paths.lua", editor_env, nvim)
+    assert out["win_dirname"] == [
+        "C:\\Users\\me\\notes",
+        "C:\\",
+        "C:\\",
+        "c:/work",
+        "\\\\srv\\share\\docs",
+        "\\\\srv\\share\\",
+        "D:\\a",
+    ]
+    assert out["posix_dirname"] == ["/ws/notes", "/", "/", "/ws", "."]
+    assert out["win_join"] == [
+        "C:\\ws\\notes\\a.md",
+        "C:\\a.md",
+        "C:\\ws\\a.md",
+        "\\\\srv\\share\\docs\\a.md",
+        "D:\\elsewhere\\b.md",
+    ]
+    assert out["posix_join"] == ["/ws/notes/a.md", "/a.md", "/ws/a.md", "/abs.md"]
+    assert out["win_absolute"] == [True, True, True, True, False, False]
+    assert out["win_same"] == [True, False, False]
+    assert out["found_root"] == out["expected_root"]
+    assert out["no_marker"] == out["cwd"]  # walked up to / and stopped

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import backends
 import pytest
 
 import citeline.engine.capture as cap
-from citeline.engine import CitelineError, Engine, Limits, Settings
+from citeline.engine import CitelineError, Engine, Limits, Settings, files
 from citeline.engine.capture import capture
 from citeline.engine.index import MAX_EXPANSIONS
 from citeline.lsp.remedies import COMMAND_LINE, EDITOR, worded
@@ -61,7 +62,9 @@ def test_parse_error_says_how_to_skip_the_file(make_bundle: Callable[..., Path])
 
 
 class _Os:
-    """The os module as capture sees it, with open() refusing one name."""
+    """The os module as capture sees it, refusing one name as a system does: open() of it
+    (relative to its folder, or by path); for the path backend also the listing of a folder
+    by that name and anything by a path through it."""
 
     def __init__(self, name: str, error: OSError) -> None:
         self.name = os.fsencode(name)
@@ -70,14 +73,27 @@ class _Os:
     def __getattr__(self, attr: str) -> Any:
         return getattr(os, attr)
 
+    def _through(self, path: Any) -> bool:
+        return isinstance(path, str | bytes) and self.name in os.fsencode(path).split(b"/")[:-1]
+
     def open(self, path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        if os.fsencode(path).split(b"/")[-1] == self.name:
+        if os.fsencode(path).split(b"/")[-1] == self.name or self._through(path):
             raise self.error
         return os.open(path, flags, *args, **kwargs)
 
+    def scandir(self, path: Any) -> Any:
+        if isinstance(path, str | bytes) and os.fsencode(path).split(b"/")[-1] == self.name:
+            raise self.error
+        return os.scandir(path)
+
+    def lstat(self, path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if self._through(path):
+            raise self.error
+        return os.lstat(path, *args, **kwargs)
+
 
 def refuse(monkeypatch: pytest.MonkeyPatch, name: str, error: OSError) -> None:
-    monkeypatch.setattr(cap, "os", _Os(name, error))
+    monkeypatch.setattr(files, "os", _Os(name, error))
 
 
 def assert_folder_refused(err: CitelineError, shown: str) -> None:
@@ -161,7 +177,9 @@ def test_out_of_descriptors_past_the_depth_limit_is_that_limit(
     """Every file below the folder that could not be opened is deeper than
     max_path_components allows, so that limit is the answer, as with descriptors to spare."""
     bundle = make_bundle({"a.md": "# A\nalpha\n", "/".join(["d"] * 70 + ["deep.md"]): "alpha\n"})
-    monkeypatch.setattr(cap, "os", _FewDescriptors("d", 64))
+    # (the descriptor backend: the path backend holds no descriptor per folder)
+    monkeypatch.setattr(files, "BACKEND", files.DescriptorBackend())
+    monkeypatch.setattr(files, "os", _FewDescriptors("d", 64))
     err = worded(capture_fails(bundle), COMMAND_LINE if advice == "cli" else EDITOR)
     folder = "/".join(["d"] * 64)
     assert err.code == "resource_limit"
@@ -180,7 +198,8 @@ def test_out_of_descriptors_within_the_depth_limit_names_the_folder(
     make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = make_bundle({"/".join(["dX"] * 70 + ["deep.md"]): "alpha\n"})
-    monkeypatch.setattr(cap, "os", _FewDescriptors("dX", 63))  # one short of the limit
+    monkeypatch.setattr(files, "BACKEND", files.DescriptorBackend())  # (as above)
+    monkeypatch.setattr(files, "os", _FewDescriptors("dX", 63))  # one short of the limit
     err = capture_fails(bundle)
     folder = "/".join(["dX"] * 63)
     assert err.code == "bundle_invalid"
@@ -232,7 +251,7 @@ def test_a_file_that_opens_but_fails_while_read(
 ) -> None:
     bundle = make_bundle(FILES)
     failing = _FailingReads("x.md", error)
-    monkeypatch.setattr(cap, "os", failing)
+    monkeypatch.setattr(files, "os", failing)
     err = capture_fails(bundle)
     assert failing.fds, "x.md was never opened"
     assert (err.code, err.message, err.details) == (
@@ -439,13 +458,15 @@ def test_a_file_gone_between_listing_and_stat_is_left_out_alone(
 ) -> None:
     """Only the vanished file is missing: the walk goes on with the rest of its folder."""
     known = capture(aged, Settings()).known
-    real = cap._entries
 
-    def listing(fd: int) -> Any:
-        for name, is_folder, entry in sorted(real(fd), key=lambda e: e[0]):
-            yield name, is_folder, (_Vanished(entry) if name == "a.md" else entry)
+    def wrap(real: Any) -> Any:
+        def listing(handle: Any) -> Any:
+            for name, is_folder, entry in sorted(real(handle), key=lambda e: e[0]):
+                yield name, is_folder, (_Vanished(entry) if name == "a.md" else entry)
 
-    monkeypatch.setattr(cap, "_entries", listing)
+        return listing
+
+    backends.hook(monkeypatch, "entries", wrap)
     again = capture(aged, Settings(), known=known)
     assert [f.path for f in again.files] == sorted(set(NESTED) - {"x/y/a.md"})
 
@@ -455,15 +476,17 @@ def test_a_folder_that_opens_but_cannot_be_listed(
     make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, folder: str, shown: str
 ) -> None:
     bundle = make_bundle({"a.md": "# A\n", "x/z/c.md": "# C\n", "NOTES X/n.md": "# N\n"})
-    real = cap._entries
     refused = os.path.realpath(bundle / folder)
 
-    def listing(fd: int) -> Any:
-        if os.readlink(f"/proc/self/fd/{fd}") == refused:
-            raise PermissionError(errno.EACCES, "Permission denied")
-        return real(fd)
+    def wrap(real: Any) -> Any:
+        def listing(handle: Any) -> Any:
+            if backends.folder_path(handle) == refused:
+                raise PermissionError(errno.EACCES, "Permission denied")
+            return real(handle)
 
-    monkeypatch.setattr(cap, "_entries", listing)
+        return listing
+
+    backends.hook(monkeypatch, "entries", wrap)
     assert_folder_refused(capture_fails(bundle), shown)
 
 
@@ -600,7 +623,7 @@ def test_an_entry_gone_while_its_folder_is_listed_leaves_the_rest(
                 entries = sorted(it, key=lambda e: e.name)
             return _Listing([_Entry(e) if e.name == "a.md" else e for e in entries])
 
-    monkeypatch.setattr(cap, "os", Os("none", OSError()))
+    monkeypatch.setattr(files, "os", Os("none", OSError()))
     assert [f.path for f in capture(bundle, Settings()).files] == ["b.md", "c.md"]
 
 

@@ -91,12 +91,12 @@ def test_unreadable_file_is_reported_after_path_limits(make_bundle, monkeypatch)
     """Files are read during the walk, but a read error waits for its turn (SPEC §2 order)."""
     import errno
 
-    import citeline.engine.capture as cap
+    from citeline.engine import files
 
-    def denied(dir_fd, name, rel, max_bytes):
-        raise cap._unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))
+    def denied(folder, name, rel, max_bytes):
+        raise files._unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))
 
-    monkeypatch.setattr(cap, "read_file", denied)
+    monkeypatch.setattr(files.BACKEND, "read", denied)
     bundle = make_bundle({"a.md": "alpha\n", "deep/er/c.md": "alpha\n"})
     assert fails(bundle, max_path_components=2).details["limit"] == "max_path_components"
     assert fails(bundle, max_files=1).details["limit"] == "max_files"

@@ -48,10 +48,10 @@ class Reads:
 
 def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
     """Counts the files capture reads, apart for the cache-less engine and the others."""
-    import citeline.engine.capture as capture
+    import citeline.engine.walk as walk
 
     reads = Reads()
-    real = capture._read
+    real = walk._read
 
     def read(*args: Any, **kwargs: Any) -> Any:
         if reads.full:
@@ -60,7 +60,7 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
             reads.by_cached += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(capture, "_read", read)
+    monkeypatch.setattr(walk, "_read", read)
     return reads
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import backends
 import pytest
 import waiting
 from bundles import section_text
@@ -96,16 +97,18 @@ def test_links_of_every_kind_are_never_followed(bundle: Path, outside: Path) -> 
 def swap_after_listing(monkeypatch: pytest.MonkeyPatch, folder: Path, swap: Any) -> None:
     """Run `swap` once, right after the walk has listed `folder` and before it opens anything
     listed there: the window in which a file or folder can be replaced by something else."""
-    real = cap._entries
     folder_id = os.stat(folder).st_ino
 
-    def listing_then_swap(dir_fd: int) -> list[tuple[str, bool, Any]]:
-        entries = list(real(dir_fd))  # the whole listing, then the swap, then the walk
-        if os.fstat(dir_fd).st_ino == folder_id:
-            swap([(name, is_folder) for name, is_folder, _ in entries])
-        return entries
+    def wrap(real: Any) -> Any:
+        def listing_then_swap(handle: Any) -> list[tuple[str, bool, Any]]:
+            entries = list(real(handle))  # the whole listing, then the swap, then the walk
+            if backends.folder_inode(handle) == folder_id:
+                swap([(name, is_folder) for name, is_folder, _ in entries])
+            return entries
 
-    monkeypatch.setattr(cap, "_entries", listing_then_swap)
+        return listing_then_swap
+
+    backends.hook(monkeypatch, "entries", wrap)
 
 
 def test_file_swapped_for_link_after_listing_is_not_read(
@@ -362,13 +365,15 @@ def test_unreadable_bundle_root_is_bundle_invalid(shared_bundle: Path) -> None:
 
 def hook_reads(monkeypatch: pytest.MonkeyPatch, before: Callable[[str], None]) -> None:
     """Call `before(rel)` right before each file is read (after its folder was listed)."""
-    real = cap.read_file
 
-    def hooked(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> bytes | None:
-        before(rel)
-        return real(dir_fd, name, rel, max_bytes)
+    def wrap(real: Any) -> Any:
+        def hooked(folder: Any, name: str, rel: str, max_bytes: int) -> Any:
+            before(rel)
+            return real(folder, name, rel, max_bytes)
 
-    monkeypatch.setattr(cap, "read_file", hooked)
+        return hooked
+
+    backends.hook(monkeypatch, "read", wrap)
 
 
 def test_file_vanishing_after_listing_is_simply_absent(
@@ -495,16 +500,18 @@ def test_concurrent_writer_never_breaks_capture(
     self-consistent — each hit cites bytes that were really read, whose SHA-256 is its
     content_sha256, with the snippet inside its line range — or a clean CitelineError."""
     read: dict[str, bytes] = {}  # SHA-256 -> bytes, of every file read during the test
-    real = cap.read_file
 
-    def recording(dir_fd: int, name: str | bytes, rel: str, max_bytes: int) -> Any:
-        got = real(dir_fd, name, rel, max_bytes)
-        if got is not None:
-            data = got[0] if isinstance(got, tuple) else got  # (bytes, fingerprint)
-            read[hashlib.sha256(data).hexdigest()] = data
-        return got
+    def wrap(real: Any) -> Any:
+        def recording(folder: Any, name: str, rel: str, max_bytes: int) -> Any:
+            got = real(folder, name, rel, max_bytes)
+            if got is not None:
+                data = got[0]  # (bytes, fingerprint)
+                read[hashlib.sha256(data).hexdigest()] = data
+            return got
 
-    monkeypatch.setattr(cap, "read_file", recording)
+        return recording
+
+    backends.hook(monkeypatch, "read", wrap)
     stop = threading.Event()
     rng = random.Random(7)
 
@@ -701,15 +708,26 @@ def long_components(total: int) -> list[str]:
 
 
 def test_path_of_exactly_4096_bytes_is_captured_4097_is_not(tmp_path: Path) -> None:
-    """Longer than PATH_MAX once the bundle's own path is added: opened relative to folders."""
+    """Longer than PATH_MAX once the bundle's own path is added: opened relative to folders.
+
+    The path backend opens by path: on Windows its extended-length paths (up to 32,767
+    characters) hold it, but under the forced configuration on Linux PATH_MAX binds it, and
+    the answer is the error naming the file, never a snapshot without it."""
     ok = write(tmp_path / "ok", {})
     rel = nested(ok, long_components(4096))
     assert len(str(ok / rel).encode()) > 4096
-    s = snap(ok)
-    assert [f.path for f in s.files] == [rel]
-    assert s.files[0].data == b"alpha\n"
-    res = within(lambda: Engine().search(ok, {"query": "alpha"}))
-    assert res["hits"][0]["path"] == rel
+    if backends.forced():
+        err = fails(lambda: Engine().search(ok, {"query": "alpha"}))
+        assert (err.code, err.details) == (
+            "bundle_invalid",
+            {"path": rel, "reason": "path_too_long"},
+        )
+    else:
+        s = snap(ok)
+        assert [f.path for f in s.files] == [rel]
+        assert s.files[0].data == b"alpha\n"
+        res = within(lambda: Engine().search(ok, {"query": "alpha"}))
+        assert res["hits"][0]["path"] == rel
     over = write(tmp_path / "over", {})
     rel = nested(over, long_components(4097))
     err = fails(lambda: Engine().search(over, {"query": "alpha"}))

@@ -11,6 +11,7 @@ import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
+  ExecutableOptions,
   LanguageClient,
   LanguageClientOptions,
   RevealOutputChannelOn,
@@ -43,6 +44,7 @@ import { columnTarget, sectionTarget } from "./results";
 import type { ResultNode } from "./resultsTree";
 import { ResultsView } from "./resultsView";
 import { ClientSettings, needsRestart, readSettings, serverSettingsChanged } from "./settings";
+import { serverLaunch } from "./spawn";
 
 const SECTION = "citeline";
 
@@ -132,10 +134,16 @@ class CitelineClient extends LanguageClient {
 }
 
 function createClient(): LanguageClient {
+  // A .cmd/.bat on Windows goes through cmd.exe, quoted (spawn.ts: Node refuses it otherwise).
+  const launch = serverLaunch(settings.command, settings.args);
   const serverOptions: ServerOptions = {
-    command: settings.command,
-    args: settings.args,
-    options: { env: { ...process.env } },
+    command: launch.command,
+    args: launch.args,
+    // (vscode-languageclient hands these options to child_process.spawn as they are)
+    options: {
+      env: { ...process.env },
+      ...(launch.windowsVerbatimArguments ? { windowsVerbatimArguments: true } : {}),
+    } as ExecutableOptions,
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [

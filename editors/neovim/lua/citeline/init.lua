@@ -65,16 +65,112 @@ end
 local uv = vim.uv or vim.loop
 
 ---------------------------------------------------------------------------
--- Root detection
+-- Paths, split and joined as the platform does: on Windows `\` and `/` both
+-- separate, a root is `C:\` or `\\server\share\`, and names compare without case.
+-- Each helper takes `win` (default: this Neovim's platform) so that the tests run
+-- Windows paths on Linux.
 ---------------------------------------------------------------------------
 
-local function dirname(path)
-  local d = path:match("^(.*)/[^/]*$")
-  if d == nil or d == "" then
-    return "/"
+local paths = {}
+M.paths = paths
+
+paths.windows = vim.fn.has("win32") == 1
+
+local function win_of(win)
+  if win == nil then
+    return paths.windows
   end
-  return d
+  return win
 end
+
+--- The length of the root at the start of `path` ("/", "C:\", "\\srv\share\"), 0 if none.
+function paths.root_length(path, win)
+  if win_of(win) then
+    local unc = path:match("^[\\/][\\/][^\\/]+[\\/][^\\/]+[\\/]?")
+    if unc then
+      return #unc
+    end
+    local drive = path:match("^%a:[\\/]")
+    if drive then
+      return #drive
+    end
+  end
+  if path:sub(1, 1) == "/" or (win_of(win) and path:sub(1, 1) == "\\") then
+    return 1
+  end
+  return 0
+end
+
+function paths.is_absolute(path, win)
+  return paths.root_length(path, win) > 0
+end
+
+function paths.sep(win)
+  return win_of(win) and "\\" or "/"
+end
+
+local function seps(win)
+  return win_of(win) and "[\\/]" or "/"
+end
+
+--- `path` without separators at its end, but never its root ("C:\" stays "C:\").
+function paths.strip(path, win)
+  local root = paths.root_length(path, win)
+  local out = path
+  while #out > root and out:sub(-1):match(seps(win)) do
+    out = out:sub(1, -2)
+  end
+  return out
+end
+
+--- The folder holding `path`; a root is its own folder.
+function paths.dirname(path, win)
+  path = paths.strip(path, win)
+  local root = paths.root_length(path, win)
+  local i = #path
+  while i > root and not path:sub(i, i):match(seps(win)) do
+    i = i - 1
+  end
+  if i <= root then
+    if root > 0 then
+      return path:sub(1, root)
+    end
+    return "."
+  end
+  return paths.strip(path:sub(1, i), win)
+end
+
+--- `rel` (a bundle-relative path with `/`, as the server gives it) under `dir`, in the
+--- platform's spelling; an absolute `rel` is returned as it is.
+function paths.join(dir, rel, win)
+  if dir == nil or paths.is_absolute(rel, win) then
+    return rel
+  end
+  if win_of(win) then
+    rel = rel:gsub("/", "\\")
+  end
+  local base = paths.strip(dir, win)
+  if base:sub(-1):match(seps(win)) then
+    return base .. rel
+  end
+  return base .. paths.sep(win) .. rel
+end
+
+--- Whether two absolute paths name the same file: on Windows whatever the separators and
+--- the case (NTFS compares names without case).
+function paths.same(a, b, win)
+  if not win_of(win) then
+    return a == b
+  end
+  local function key(p)
+    return paths.strip(p, true):gsub("/", "\\"):lower()
+  end
+  return key(a) == key(b)
+end
+
+---------------------------------------------------------------------------
+-- Root detection
+---------------------------------------------------------------------------
 
 --- Nearest folder above `path` (a file or folder) holding one of the markers;
 --- the current working directory when there is none.
@@ -85,20 +181,21 @@ function M.find_root(path, markers)
   end
   path = vim.fn.fnamemodify(path, ":p")
   local stat = uv.fs_stat(path)
-  local dir = path:gsub("/+$", "")
+  local dir = paths.strip(path)
   if not (stat and stat.type == "directory") then
-    dir = dirname(dir)
+    dir = paths.dirname(dir)
   end
   while true do
     for _, marker in ipairs(markers) do
-      if uv.fs_stat(dir .. "/" .. marker) then
+      if uv.fs_stat(paths.join(dir, marker)) then
         return dir
       end
     end
-    if dir == "/" or dir == "" then
+    local up = paths.dirname(dir)
+    if up == dir or dir == "" or dir == "." then
       break
     end
-    dir = dirname(dir)
+    dir = up
   end
   return vim.fn.getcwd()
 end
@@ -340,10 +437,7 @@ local function mark_unsaved(hit, text)
 end
 
 local function resolve(root, path)
-  if root == nil or path:sub(1, 1) == "/" then
-    return path
-  end
-  return root .. "/" .. path
+  return paths.join(root, path)
 end
 
 local function trim(s)
@@ -402,7 +496,7 @@ local line_cache = {}
 --- The loaded buffer of the file `path` (an absolute name), if any.
 local function loaded_buffer(path)
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr) == path then
+    if vim.api.nvim_buf_is_loaded(bufnr) and paths.same(vim.api.nvim_buf_get_name(bufnr), path) then
       return bufnr
     end
   end
