@@ -9,9 +9,9 @@ the operations for itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from .requests import ConceptsRequest, SearchRequest
 
@@ -28,12 +28,14 @@ R = TypeVar("R")
 class Operation(Generic[R]):
     name: Name  # the contract's name
     parse: Callable[[object], R]  # the request from its JSON (schema_validation otherwise)
-    runs: Callable[[Engine, Call, R], Result]
+    runs: Callable[[Engine, Call, R | Mapping[str, object]], Result]  # the engine's method
     unsaved: bool  # whether it searches an editor's unsaved text (SPEC §11)
 
     def run(self, engine: Engine, call: Call, request: object) -> Result:
-        """Read the request from its JSON and run it."""
-        return self.runs(engine, call, self.parse(request))
+        """Run the request as sent: the engine reads it (its method refuses, as `parse`
+        does, what is not a request of this operation), so that a front that is handed
+        a request never refuses it before the engine would."""
+        return self.runs(engine, call, cast("R | Mapping[str, object]", request))
 
 
 def _lines_request(request: object) -> LinesRequest:
@@ -53,7 +55,8 @@ LINES: Operation[LinesRequest] = Operation(
     "lines", _lines_request, lambda e, c, r: e.lines(c, r), unsaved=True
 )
 
-OPERATIONS: dict[str, Operation[Any]] = {op.name: op for op in (SEARCH, CONCEPTS, LINES)}
+# In the order the fronts list them (the language server advertises its commands so).
+OPERATIONS: dict[str, Operation[Any]] = {op.name: op for op in (SEARCH, LINES, CONCEPTS)}
 
 
 __all__ = ["CONCEPTS", "LINES", "OPERATIONS", "SEARCH", "Name", "Operation"]

@@ -1,80 +1,79 @@
 """`citeline lsp`: the language server (SPEC §11) — pygls 2 on stdio, one Engine for its life.
 
 Every feature is a thin adapter: take the request apart, run the engine in a worker thread
-(so the server keeps reading messages), map the result or the error back to LSP.
+(so the server keeps reading messages), map the result or the error back to LSP
+(lsp/symbols.py converts). The pieces it is made of each live in a module of their own:
 
-- Engine work runs in a private thread pool from ``async def`` handlers. ``$/cancelRequest``
-  cancels the handler's task; the handler then sets the engine's CancelToken (checked between
-  files and stages) and pygls answers -32800. Nothing partial is ever sent.
-- ``workspace/executeCommand`` is overridden in the protocol as a coroutine, so that a
-  cancelled command reaches our handler (pygls' built-in one runs commands as a nested task
-  that ``$/cancelRequest`` never reaches).
-- Errors (SPEC §10): schema_validation → -32602, cancelled → -32800, everything else →
-  -32803; ``data`` is the envelope's error object ``{code, message, details}``.
-- Malformed messages are answered as JSON-RPC 2.0 requires (CitelineProtocol.handle_body):
-  invalid JSON → -32700 and a message of the wrong shape → -32600 (id null when it cannot be
-  read), params that do not fit the method → -32602 with the request's id; notifications are
-  never answered, only logged. pygls 2.1 would only send window/showMessage, and the client
-  would wait forever. Framing errors are survived by stdio.FrameReader.
-- The server exits when the client process named by initialize's processId dies.
-- Logging goes to stderr; stdout is the protocol.
+- lsp/rpc.py, the JSON-RPC edge: malformed messages answered as JSON-RPC 2.0 requires, the
+  one mapping of errors (SPEC §10), the commands (one per operation of engine/operations.py)
+  run as the request's own task so that ``$/cancelRequest`` reaches them;
+- lsp/transport.py: reading frames from stdin, and the watch on the client process
+  (initialize's processId) that ends the server when the client dies;
+- here: the state (folders, settings, open documents, diagnostics published), the job pool
+  (engine work in a private thread pool from ``async def`` handlers; a cancelled handler
+  sets the engine's CancelToken, checked between files and stages, and pygls answers
+  -32800: nothing partial is ever sent), the warm-up and work-done progress.
+
+Logging goes to stderr; stdout is the protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import heapq
 import itertools
-import json
 import logging
 import os
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, TypeVar
 
-import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
-    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
-    JsonRpcRequestCancelled,
 )
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, MsgId
-from pygls.protocol.language_server import lsp_method
+from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.uris import to_fs_path
 
-from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevance, SectionHit
-from citeline.engine.capture import read_inside
-from citeline.engine.errors import (
-    INTERNAL,
-    INVALID_PARAMS,
-    REQUEST_CANCELLED,
-    REQUEST_FAILED,
-    ParseIssue,
-    internal_error,
-    reported,
+from citeline.engine import (
+    Call,
+    CancelToken,
+    CitelineError,
+    Engine,
+    Problem,
+    Relevance,
+    SectionHit,
 )
+from citeline.engine.capture import read_inside
+from citeline.engine.errors import INTERNAL, ParseIssue
+from citeline.engine.operations import OPERATIONS
 from citeline.engine.parallel import default_workers
-from citeline.engine.platform import pid_alive
 
-from . import names
+from . import names, transport
 from . import symbols as conv
-from .remedies import EDITOR, worded
+from .rpc import (
+    COMMANDS,
+    CitelineProtocol,
+    JsonRpcRequestFailed,
+    bug_error,
+    guarded,
+    rpc_error,
+    schema,
+)
 from .settings import ServerSettings, parse_settings, unwrap
-from .stdio import MAX_DEPTH, FrameReader, json_type, nested_too_deep
+from .stdio import FrameReader, json_type
+from .transport import PARENT_POLL_INTERVAL, process_alive
 
 log = logging.getLogger("citeline.lsp")
 
@@ -82,212 +81,9 @@ T = TypeVar("T")
 ProgressFn = Callable[[str, int, int], None]
 
 VERSION = "0.1.0"
-COMMANDS = ("citeline.search", "citeline.lines", "citeline.concepts")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 DIAGNOSTIC_DELAY = 0.3  # seconds of quiet before re-checking after edits
 PROGRESS_INTERVAL = 0.1  # at most ten $/progress reports a second
-PARENT_POLL_INTERVAL = 1.0  # seconds between checks of the client process (without pidfd)
-
-
-class JsonRpcRequestFailed(JsonRpcException):
-    """LSP's RequestFailed (-32803): the request was valid but could not be answered."""
-
-    CODE = REQUEST_FAILED
-    MESSAGE = "Request failed"
-
-
-# The JSON-RPC errors of the engine's table of codes (engine/errors.py ERRORS).
-RPC_ERRORS: dict[int, type[JsonRpcException]] = {
-    INVALID_PARAMS: JsonRpcInvalidParams,
-    REQUEST_CANCELLED: JsonRpcRequestCancelled,
-    REQUEST_FAILED: JsonRpcRequestFailed,
-}
-
-
-def rpc_error(err: CitelineError) -> JsonRpcException:
-    """Map an engine error to the JSON-RPC error of SPEC §10 (envelope error object as data),
-    with what to change worded for an editor."""
-    err = worded(err, EDITOR)
-    kind = RPC_ERRORS[reported(err.code).rpc]
-    return kind(err.message, data=err.to_json()["error"])
-
-
-def bug_error(exc: BaseException, where: str) -> JsonRpcInternalError:
-    """JSON-RPC -32603 for a bug (an exception that is not a CitelineError): one line for
-    the user, the internal_error envelope's error object as data, the traceback in the log."""
-    log.error("internal error in %s", where, exc_info=exc)
-    data = internal_error(exc)["error"]
-    return JsonRpcInternalError(data["message"], data=data)
-
-
-def guarded(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """A request handler whose unexpected exceptions are answered by bug_error, not by
-    pygls (which would send the traceback to the client as the error's data)."""
-
-    @functools.wraps(handler)
-    async def run(*args: Any, **kwargs: Any) -> T:
-        try:
-            return await handler(*args, **kwargs)
-        except CitelineError as err:
-            raise rpc_error(err) from None
-        except JsonRpcException:
-            raise
-        except Exception as exc:
-            raise bug_error(exc, getattr(handler, "__name__", "a request")) from None
-
-    return run
-
-
-def schema(message: str, **details: Any) -> CitelineError:
-    return CitelineError("schema_validation", message, details)
-
-
-def process_alive(pid: int) -> bool:
-    # the platform seam: never os.kill(pid, 0) on Windows, where signal 0 is CTRL_C_EVENT
-    return pid_alive(pid)
-
-
-class CitelineProtocol(LanguageServerProtocol):
-    _server: CitelineServer
-
-    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(  # type: ignore[override]  # a coroutine on purpose
-        self, params: types.ExecuteCommandParams
-    ) -> Any:
-        """Run a command as the request's own task, so `$/cancelRequest` reaches it."""
-        if params.command not in COMMANDS:
-            raise JsonRpcInvalidParams(
-                f"Unknown command {params.command!r}; citeline offers {', '.join(COMMANDS)}."
-            )
-        return await guarded(self._server.run_command)(params)
-
-    # -- reading messages (instead of pygls' run_async, see CitelineServer.start_io) ------
-
-    def handle_body(self, body: bytes) -> None:
-        """Parse, check and dispatch one message body."""
-        try:
-            data = json.loads(body.decode("utf-8"))  # LSP bodies are utf-8 only
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            log.warning("unparsable message (%s): %r", exc, body[:200])
-            self.send_error(None, JsonRpcParseError(f"Parse error: {exc}."))
-            return
-        except RecursionError:  # json's own limit, near 1,000 levels: the id is not known
-            log.warning("unparsable message (nested too deeply): %r", body[:200])
-            self.send_error(
-                None,
-                JsonRpcParseError(f"Parse error: nested more than {MAX_DEPTH} levels deep."),
-            )
-            return
-        if nested_too_deep(data):
-            # Refused before cattrs, pygls or a log line recurses over it.
-            msg_id = data.get("id") if isinstance(data, dict) else None
-            id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
-            log.warning("invalid request (nested too deeply): %r", body[:200])
-            # A notification or a response is never answered (JSON-RPC 2.0 §4.1, §5).
-            silent = isinstance(data, dict) and (
-                "id" not in data if "method" in data else ("result" in data or "error" in data)
-            )
-            if not silent:
-                self.send_error(
-                    msg_id if id_ok else None,
-                    JsonRpcInvalidRequest(
-                        f"Invalid Request: nested more than {MAX_DEPTH} levels deep."
-                    ),
-                )
-            return
-        message = self.checked_message(data)
-        if message is None:
-            return
-        try:
-            self.handle_message(message)
-        except Exception as exc:  # pygls answers handler errors itself: this is a bug
-            log.exception("unable to handle message")
-            self._server._report_server_error(exc, JsonRpcException)
-
-    def checked_message(self, data: Any) -> Any | None:
-        """The structured message, or None once it has been answered (or logged) as invalid.
-
-        pygls 2.1 raises on these inside its read loop and only shows the user an error, so a
-        client would wait forever for the answer to its request.
-        """
-        if not isinstance(data, dict):
-            # LSP never batches: an array is answered like any other non-object.
-            self.send_error(
-                None,
-                JsonRpcInvalidRequest(
-                    f"Invalid Request: expected an object, got {json_type(data)}."
-                ),
-            )
-            return None
-        msg_id = data.get("id")
-        id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
-        method = data.get("method")
-        if "method" not in data and ("result" in data or "error" in data):
-            # A response to one of our requests: never answered, whatever is wrong with it.
-            if data.get("jsonrpc") == self.VERSION and "id" in data:
-                with contextlib.suppress(JsonRpcException):  # structure_message logs it
-                    return self.structure_message(data)
-            log.warning("ignoring a malformed response: %.200s", json.dumps(data))
-            return None
-        problem = None
-        if data.get("jsonrpc") != self.VERSION:
-            problem = 'jsonrpc must be "2.0"'
-        elif not isinstance(method, str):
-            problem = "method must be a string" if "method" in data else "method is missing"
-        elif "id" in data and not id_ok:
-            problem = "id must be an integer or a string"
-        if problem is not None:
-            log.warning("invalid request (%s): %.200s", problem, json.dumps(data))
-            self.send_error(
-                msg_id if id_ok else None, JsonRpcInvalidRequest(f"Invalid Request: {problem}.")
-            )
-            return None
-        is_request = "id" in data
-        assert isinstance(method, str)  # (checked above)
-        error = self.raw_params_problem(method, data.get("params"))
-        if error is None:
-            fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
-            try:
-                return self._converter.structure(data, self.get_message_type(method) or fallback)
-            except Exception as exc:  # cattrs: a params shape that does not fit the method
-                detail = (
-                    "; ".join(cattrs.transform_error(exc))
-                    if isinstance(exc, cattrs.ClassValidationError)
-                    else str(exc)
-                )
-                error = JsonRpcInvalidParams(f"Invalid params for {method}: {detail}.")
-        if is_request:
-            self.send_error(msg_id, error)
-        else:
-            log.warning("ignoring notification %s: %s", method, error.message)
-        return None
-
-    def raw_params_problem(self, method: str, params: Any) -> JsonRpcException | None:
-        """Checks that must see the params before cattrs converts them."""
-        if method == types.WORKSPACE_EXECUTE_COMMAND and isinstance(params, dict):
-            args = params.get("arguments")
-            if args is not None and not isinstance(args, list):
-                # cattrs would turn a string into a list of its characters (and an object
-                # into a list of its keys): "alpha" would become five arguments.
-                return rpc_error(
-                    schema(
-                        f"{params.get('command')} arguments must be an array with one request "
-                        f"object; got {json_type(args)}.",
-                        field="arguments",
-                    )
-                )
-        return None
-
-    def send_error(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
-        # Built by hand: lsprotocol's ResponseErrorMessage drops an `id` of None, and
-        # JSON-RPC requires `"id": null` when the request's id could not be read.
-        self._send_data(
-            {
-                "jsonrpc": self.VERSION,
-                "id": msg_id,
-                "error": self._converter.unstructure(error.to_response_error()),
-            }
-        )
 
 
 class _Progress:
@@ -493,65 +289,14 @@ class CitelineServer(LanguageServer):
 
     async def serve(self, frames: FrameReader) -> None:
         """Read and dispatch messages until end of input, `exit`, or the client's death."""
-        loop = asyncio.get_running_loop()
         self.closing = asyncio.Event()
-        closing = asyncio.ensure_future(self.closing.wait())
-        # A thread of its own: it stays blocked in read() at exit, which main() tolerates.
-        reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citeline-stdin")
-        try:
-            while True:
-                frame = loop.run_in_executor(reader, frames.read_frame)
-                waiting: list[asyncio.Future[Any]] = [frame, closing]
-                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if not frame.done():
-                    break  # closing: the read cannot be interrupted, and need not be
-                try:
-                    body = frame.result()
-                except OSError as exc:
-                    log.error("reading stdin failed: %s", exc)
-                    break
-                if body is None:
-                    break  # end of input
-                protocol = self.protocol
-                assert isinstance(protocol, CitelineProtocol)
-                protocol.handle_body(body)
-        finally:
-            closing.cancel()
-            reader.shutdown(wait=False)
+        protocol = self.protocol
+        assert isinstance(protocol, CitelineProtocol)
+        await transport.serve(protocol, frames, self.closing)
 
     def watch_parent(self, pid: int | None) -> None:
         """Stop serving when the client process dies (LSP: initialize's processId)."""
-        if pid is None or pid <= 0 or pid == os.getpid():
-            return  # null: not started by a process; os.kill reads <= 0 as process groups
-        if not process_alive(pid):
-            # The client sent initialize, so it is alive: a pid that does not exist here
-            # belongs to another PID namespace (a client outside our container).
-            log.warning("processId %d is not a process visible here: not watching it", pid)
-            return
-        loop = asyncio.get_running_loop()
-        # A pidfd becomes readable when the process ends, even as an unreaped zombie, and
-        # cannot be fooled by the pid being reused. Elsewhere (macOS, Windows, Linux before
-        # 5.3) the process is asked after every PARENT_POLL_INTERVAL.
-        pidfd_open = getattr(os, "pidfd_open", None)
-        try:
-            if pidfd_open is None:
-                raise OSError("no pidfd")
-            fd = pidfd_open(pid)
-        except OSError:  # (or it is gone already)
-            self.spawn(self.poll_parent(pid))
-            return
-
-        def ended() -> None:
-            loop.remove_reader(fd)
-            os.close(fd)
-            self.parent_gone(pid)
-
-        loop.add_reader(fd, ended)
-
-    async def poll_parent(self, pid: int) -> None:
-        while process_alive(pid):
-            await asyncio.sleep(PARENT_POLL_INTERVAL)
-        self.parent_gone(pid)
+        transport.watch_parent(self, pid)
 
     def parent_gone(self, pid: int) -> None:
         log.warning("the client process %d is gone: exiting", pid)
@@ -595,27 +340,13 @@ class CitelineServer(LanguageServer):
                 request = self.options.search_request(request)
         except CitelineError as err:
             raise rpc_error(err) from None
-        engine = self.engine
+        operation = OPERATIONS[params.command.removeprefix("citeline.")]
+        overlay = self.overlay(bundle) if operation.unsaved else None
         settings = self.engine_settings(bundle)
-        method = {
-            "citeline.search": engine.search,
-            "citeline.concepts": engine.concepts,
-            "citeline.lines": engine.lines,
-        }[params.command]
-
-        overlay = self.overlay(bundle) if params.command != "citeline.concepts" else None
-        extra = {"overlay": overlay} if overlay else {}
 
         def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
-            return method(
-                bundle,
-                request,
-                settings=settings,
-                cancel=cancel,
-                progress=progress,
-                fresh_after=arrived,
-                **extra,
-            )
+            call = Call(bundle, settings, cancel, progress, overlay or None, arrived)
+            return operation.run(self.engine, call, request)
 
         try:
             return await self.run_engine(
@@ -842,7 +573,7 @@ class CitelineServer(LanguageServer):
             delay, lambda: self.spawn(self.check_folder(folder))
         )
 
-    def spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
@@ -1065,7 +796,8 @@ def on_watched_files(ls: CitelineServer, params: types.DidChangeWatchedFilesPara
 
 
 def _register_commands() -> None:
-    """Advertise the commands; CitelineProtocol runs them (see its execute_command)."""
+    """Advertise the commands of the operations table; CitelineProtocol runs them (see its
+    execute_command)."""
 
     for name in COMMANDS:
 
@@ -1115,6 +847,31 @@ def main() -> int:
                 stream.flush()
         logging.shutdown()
         os._exit(code)
+
+
+# What tests, scripts and editors' glue import from here, wherever it is defined now.
+__all__ = [
+    "COMMANDS",
+    "PARENT_POLL_INTERVAL",
+    "PROGRESS_INTERVAL",
+    "VERSION",
+    "CancelToken",
+    "CitelineError",
+    "CitelineProtocol",
+    "CitelineServer",
+    "JsonRPCNotification",
+    "JsonRpcInvalidParams",
+    "JsonRpcInvalidRequest",
+    "JsonRpcParseError",
+    "JsonRpcRequestFailed",
+    "Problem",
+    "bug_error",
+    "json_type",
+    "main",
+    "process_alive",
+    "rpc_error",
+    "server",
+]
 
 
 if __name__ == "__main__":

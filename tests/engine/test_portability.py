@@ -118,9 +118,6 @@ def test_the_engine_type_checks_on_every_platform(mypy_root: Path, platform: str
     assert errors == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="lsp/ is part B of issue 26: once it type-checks, remove this mark"
-)
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_the_fronts_type_check_on_every_platform(mypy_root: Path, platform: str) -> None:
     errors = [e for e in mypy_errors(mypy_root, platform) if e.startswith("citeline/lsp/")]

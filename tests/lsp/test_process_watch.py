@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from citeline.engine import platform as win
 from citeline.lsp import server as srv
+from citeline.lsp import transport
 
 
 class FakeKernel32:
@@ -27,9 +29,9 @@ class FakeKernel32:
         self.error = 0
 
     def OpenProcess(self, access: int, inherit: bool, pid: int) -> int:
-        assert access & srv.SYNCHRONIZE and not inherit
+        assert access & win.SYNCHRONIZE and not inherit
         if pid in self.denied:
-            self.error = srv.ERROR_ACCESS_DENIED
+            self.error = win.ERROR_ACCESS_DENIED
             return 0
         if not os.path.exists(f"/proc/{pid}"):
             self.error = 87  # ERROR_INVALID_PARAMETER: no such process
@@ -45,7 +47,7 @@ class FakeKernel32:
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except FileNotFoundError:
             return 0  # WAIT_OBJECT_0: it ended
-        return 0 if state == "Z" else srv.WAIT_TIMEOUT  # a zombie has ended
+        return 0 if state == "Z" else win.WAIT_TIMEOUT  # a zombie has ended
 
     def CloseHandle(self, handle: int) -> int:
         self.closed.append(handle)
@@ -112,7 +114,7 @@ def test_without_pidfd_the_client_is_polled_and_its_end_noticed(
 ) -> None:
     """macOS and Windows have no pidfd: the server asks every PARENT_POLL_INTERVAL, and on
     Windows through the process handle."""
-    monkeypatch.setattr(srv, "PARENT_POLL_INTERVAL", 0.02)
+    monkeypatch.setattr(transport, "PARENT_POLL_INTERVAL", 0.02)
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
     )

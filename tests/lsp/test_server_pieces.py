@@ -18,6 +18,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from citeline.engine import Call
 from citeline.lsp import server as srv
 
 
@@ -482,6 +483,9 @@ def test_commands_hand_the_engine_their_folder_cancel_progress_arrival_and_unsav
 
     def spy(name: str) -> Callable[..., dict[str, Any]]:
         def call(bundle: Any, request: Any, **kw: Any) -> dict[str, Any]:
+            if isinstance(bundle, Call):  # the one call value, seen as its keyword form
+                kw = {f: getattr(bundle, f) for f in ("cancel", "progress", "fresh_after")}
+                kw["overlay"], bundle = bundle.overlay, bundle.bundle
             seen.append((name, bundle, request, kw))
             return {"answered": name}
 
