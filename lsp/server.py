@@ -27,10 +27,9 @@ import itertools
 import logging
 import os
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, TypeVar
 
@@ -56,12 +55,13 @@ from citeline.engine import (
     SectionHit,
 )
 from citeline.engine.capture import read_inside
-from citeline.engine.errors import INTERNAL, ParseIssue
+from citeline.engine.errors import ParseIssue
 from citeline.engine.operations import OPERATIONS
 from citeline.engine.parallel import default_workers
 
 from . import names, transport
 from . import symbols as conv
+from .jobs import PROGRESS_INTERVAL, Job, Jobs, ProgressFn, WorkDone
 from .rpc import (
     COMMANDS,
     CitelineProtocol,
@@ -78,41 +78,13 @@ from .transport import PARENT_POLL_INTERVAL, process_alive
 log = logging.getLogger("citeline.lsp")
 
 T = TypeVar("T")
-ProgressFn = Callable[[str, int, int], None]
 
 VERSION = "0.1.0"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 DIAGNOSTIC_DELAY = 0.3  # seconds of quiet before re-checking after edits
-PROGRESS_INTERVAL = 0.1  # at most ten $/progress reports a second
 
 
-class _Progress:
-    """Work-done progress for one request, fed from the engine's worker thread."""
-
-    def __init__(
-        self, ls: CitelineServer, loop: asyncio.AbstractEventLoop, token: types.ProgressToken
-    ) -> None:
-        self.ls = ls
-        self.loop = loop
-        self.token = token
-        self._last = 0.0
-
-    def begin(self, title: str) -> None:
-        self.ls.work_done_progress.begin(
-            self.token, types.WorkDoneProgressBegin(title=title, cancellable=False, percentage=0)
-        )
-
-    def __call__(self, stage: str, done: int, total: int) -> None:  # called in the worker
-        now = time.monotonic()
-        if now - self._last < PROGRESS_INTERVAL and done != total:
-            return
-        self._last = now
-        pct = int(done * 100 / total) if total else 100
-        value = types.WorkDoneProgressReport(message=f"{stage} {done}/{total}", percentage=pct)
-        self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, value)
-
-    def end(self, message: str) -> None:
-        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+_Progress = WorkDone  # (its old name: tests read it)
 
 
 class CitelineServer(LanguageServer):
@@ -122,14 +94,11 @@ class CitelineServer(LanguageServer):
         self.engine = Engine(
             self.options.engine, workers=default_workers(), cache=self.options.cache
         )
-        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-engine")
-        self.tokens: set[CancelToken] = set()  # running engine jobs, cancelled at shutdown
-        self.tokens_lock = threading.Lock()
+        self.jobs = Jobs(self)
         self.published: dict[str, set[str]] = {}  # folder path -> URIs with diagnostics
         self.pending_check: dict[str, asyncio.TimerHandle] = {}
         self.background: set[asyncio.Task[Any]] = set()
         self.exit_requested = False
-        self.warming: asyncio.Future[Any] | None = None  # the warm-up's engine job
         self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
         self.told: dict[str, str] = {}  # folder -> the last situation the user was told of
         self.spelling = names.Spelling()  # editor paths -> the names the disk stores
@@ -210,63 +179,31 @@ class CitelineServer(LanguageServer):
 
     # -- running engine work -------------------------------------------------------------
 
+    # The job pool's state, as the server's own (tests and main() read it so).
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        return self.jobs.pool
+
+    @property
+    def tokens(self) -> set[CancelToken]:
+        return self.jobs.tokens
+
+    @property
+    def warming(self) -> asyncio.Future[Any] | None:
+        return self.jobs.warming
+
     async def run_engine(
         self,
-        job: Callable[[CancelToken, ProgressFn | None], T],
+        job: Job[T],
         *,
         work_done_token: types.ProgressToken | None = None,
         title: str = "citeline",
         after_warm_up: bool = True,
     ) -> T:
-        """Run `job` in the pool; cancellation of the caller sets the job's CancelToken.
-
-        While the start-up warm-up is still analysing files, a request first waits for it:
-        two threads analysing the same files at once (under the GIL) would make both slower.
-        """
-        warming = self.warming
-        if after_warm_up and warming is not None and not warming.done():
-            await asyncio.wait([warming])
-        loop = asyncio.get_running_loop()
-        token = CancelToken()
-        progress = None
-        if work_done_token is not None:
-            progress = _Progress(self, loop, work_done_token)
-            progress.begin(title)
-        with self.tokens_lock:
-            self.tokens.add(token)
-        ended = "cancelled"
-        started = time.monotonic()
-
-        def run() -> T:
-            how = "failed"  # how the engine call itself ended (tests read it at DEBUG level)
-            try:
-                result = job(token, progress)
-                how = "finished"
-                return result
-            except CitelineError as err:
-                how = "stopped (cancelled)" if err.code == "cancelled" else f"failed ({err.code})"
-                raise
-            finally:
-                log.debug("engine job %s %s after %.3fs", title, how, time.monotonic() - started)
-
-        try:
-            result = await loop.run_in_executor(self.pool, run)
-            ended = "done"
-            return result
-        except asyncio.CancelledError:
-            token.cancel()
-            raise
-        except CitelineError as err:
-            ended = err.code
-            raise rpc_error(err) from None
-        except Exception as exc:
-            ended = INTERNAL
-            raise bug_error(exc, title) from None
-        finally:
-            with self.tokens_lock:
-                self.tokens.discard(token)
-            if progress is not None:
-                progress.end(ended)
+        """Run `job` in the pool (lsp/jobs.py), after the warm-up unless told otherwise."""
+        return await self.jobs.run(
+            job, work_done_token=work_done_token, title=title, after_warm_up=after_warm_up
+        )
 
     # -- serving -------------------------------------------------------------------------
 
@@ -312,9 +249,7 @@ class CitelineServer(LanguageServer):
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     def cancel_all(self) -> None:
-        with self.tokens_lock:
-            for token in self.tokens:
-                token.cancel()
+        self.jobs.cancel_all()
 
     # -- features ------------------------------------------------------------------------
 
@@ -625,9 +560,7 @@ class CitelineServer(LanguageServer):
         requests right after `initialized`, and they must find the warm-up already begun
         rather than start the same analysis beside it.
         """
-        previous = self.warming
-        gate: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.warming = gate
+        previous, gate = self.jobs.gate()
         self.spawn(self._warm_up(folders, previous, gate))
 
     async def _warm_up(

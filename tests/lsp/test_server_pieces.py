@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from citeline.engine import Call
+from citeline.lsp import jobs as job_pool
 from citeline.lsp import server as srv
 
 
@@ -1070,7 +1071,7 @@ def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
     ls = server_with([])
     fake = FakeProgress()
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: fake))
-    monkeypatch.setattr(srv, "log", logging.getLogger("citeline.test-run-engine"))
+    monkeypatch.setattr(job_pool, "log", logging.getLogger("citeline.test-run-engine"))
     handed: list[tuple[Any, Any]] = []
     release = threading.Event()
 
