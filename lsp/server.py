@@ -59,8 +59,9 @@ from citeline.engine.errors import ParseIssue
 from citeline.engine.operations import OPERATIONS
 from citeline.engine.parallel import default_workers
 
-from . import names, transport
+from . import diagnostics, names, transport
 from . import symbols as conv
+from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
 from .jobs import PROGRESS_INTERVAL, Job, Jobs, ProgressFn, WorkDone
 from .rpc import (
     COMMANDS,
@@ -81,7 +82,6 @@ T = TypeVar("T")
 
 VERSION = "0.1.0"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-DIAGNOSTIC_DELAY = 0.3  # seconds of quiet before re-checking after edits
 
 
 _Progress = WorkDone  # (its old name: tests read it)
@@ -95,12 +95,10 @@ class CitelineServer(LanguageServer):
             self.options.engine, workers=default_workers(), cache=self.options.cache
         )
         self.jobs = Jobs(self)
-        self.published: dict[str, set[str]] = {}  # folder path -> URIs with diagnostics
-        self.pending_check: dict[str, asyncio.TimerHandle] = {}
+        self.diagnostics = Diagnostics(self)
         self.background: set[asyncio.Task[Any]] = set()
         self.exit_requested = False
         self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
-        self.told: dict[str, str] = {}  # folder -> the last situation the user was told of
         self.spelling = names.Spelling()  # editor paths -> the names the disk stores
 
     # -- workspace -----------------------------------------------------------------------
@@ -191,6 +189,14 @@ class CitelineServer(LanguageServer):
     @property
     def warming(self) -> asyncio.Future[Any] | None:
         return self.jobs.warming
+
+    @property
+    def pending_check(self) -> dict[str, asyncio.TimerHandle]:
+        return self.diagnostics.pending
+
+    @property
+    def published(self) -> dict[str, set[str]]:
+        return self.diagnostics.published
 
     async def run_engine(
         self,
@@ -451,62 +457,28 @@ class CitelineServer(LanguageServer):
             self.tell_failure(folder, exc)
             return
         if problems and self.options.engine.skip_invalid:
-            n = len(problems)
-            self.tell(
-                folder,
-                f"citeline: {n} file{'s' if n != 1 else ''} in {folder} cannot be parsed and "
-                f"{'are' if n != 1 else 'is'} left out of search (see the diagnostics). The "
-                "setting citeline.skip_invalid decides whether such files block search.",
-                key="skipped:" + "\n".join(p.path for p in problems),
-            )
+            message, key = diagnostics.skipped_message(folder, problems)
+            self.tell(folder, message, key=key)
         else:
             self.tell(folder, None)
-        by_uri: dict[str, list[Problem]] = {}
-        # An open document's diagnostics go to the URI the editor named it by: on a volume
-        # that folds names it may spell them otherwise than the disk.
         editor_uris = {}
         if problems and not names.volume_rules(folder).exact:
             editor_uris = {rel: uri for rel, (uri, _) in self.open_documents(folder).items()}
-        for p in problems:
-            uri = editor_uris.get(p.path) or conv.file_uri(folder, p.path)
-            by_uri.setdefault(uri, []).append(p)
-        before = self.published.get(folder, set())
-        for uri in before - set(by_uri):
-            self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-            )
-        for uri, found in by_uri.items():
-            self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=conv.diagnostics(found))
-            )
-        self.published[folder] = set(by_uri)
+        self.diagnostics.publish(folder, diagnostics.by_uri(folder, problems, editor_uris))
 
     def tell(self, folder: str, message: str | None, key: str | None = None) -> None:
         """Show `message` once per change of the folder's situation (None: all is well)."""
-        situation = key or message or ""
-        if self.told.get(folder, "") == situation:
-            return
-        self.told[folder] = situation
-        if message:
-            self.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
-            )
+        self.diagnostics.tell(folder, message, key)
 
     def tell_failure(self, folder: str, exc: JsonRpcException) -> None:
         """A request failed on the workspace itself (a limit, a parse error): say so once."""
-        data = exc.data if isinstance(exc.data, dict) else {}
-        if data.get("code") in ("resource_limit", "parse_error", "bundle_invalid"):
-            self.tell(folder, f"citeline: {exc.message}")
+        message = self.diagnostics.failure_message(exc)
+        if message is not None:
+            self.tell(folder, message)
 
     def schedule_check(self, folder: str, delay: float = DIAGNOSTIC_DELAY) -> None:
         """Debounced re-check of one folder's diagnostics."""
-        old = self.pending_check.pop(folder, None)
-        if old is not None:
-            old.cancel()
-        loop = asyncio.get_running_loop()
-        self.pending_check[folder] = loop.call_later(
-            delay, lambda: self.spawn(self.check_folder(folder))
-        )
+        self.diagnostics.schedule(folder, delay, lambda: self.spawn(self.check_folder(folder)))
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
