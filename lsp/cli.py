@@ -11,7 +11,11 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+if TYPE_CHECKING:  # (imported where they are used: start-up time)
+    from citeline.engine import CitelineError, Engine
+    from citeline.engine.limits import Limits, Settings
 
 NO_MATCH = 1  # like grep and ripgrep: success, but nothing matched
 NO_MCP = 1  # `citeline mcp` without the MCP SDK installed
@@ -228,7 +232,7 @@ def _amount(name: str, value: int) -> str:
     return f"{value:,}"
 
 
-def _limit_defaults(limits: Any) -> list[tuple[str, int]]:
+def _limit_defaults(limits: Limits) -> list[tuple[str, int]]:
     from dataclasses import fields
 
     return [(f.name, getattr(limits, f.name)) for f in fields(limits)]
@@ -377,14 +381,14 @@ def bind_text_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def for_volume(settings: Any, bundle: str) -> Any:
+def for_volume(settings: Settings, bundle: str) -> Settings:
     """`settings` with `.gitignore` comparing names as the bundle's volume does."""
     from .names import for_volume as of_volume
 
     return of_volume(settings, bundle)
 
 
-def settings_from(args: argparse.Namespace) -> Any:
+def settings_from(args: argparse.Namespace) -> Settings:
     from dataclasses import fields, replace
 
     from citeline.engine.limits import Limits, Settings
@@ -462,7 +466,7 @@ def flag_of(args: argparse.Namespace, field: str) -> str | None:
     return {"query": "-q/--query", "limit": "-m/--max-count", "context": "-C/--context"}.get(field)
 
 
-def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
+def worded_for_cli(err: CitelineError, args: argparse.Namespace | None) -> CitelineError:
     """The engine's error with the command line's words: flags instead of request fields,
     and the one flag that raises every limit."""
     from citeline.engine import CitelineError
@@ -488,15 +492,15 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
 class Engines(Protocol):
     """Where a request's engine comes from, and what happens to it after the request."""
 
-    def open(self, bundle: str, settings: Any, args: argparse.Namespace) -> Any: ...
+    def open(self, bundle: str, settings: Settings, args: argparse.Namespace) -> Engine: ...
 
-    def done(self, engine: Any) -> None: ...
+    def done(self, engine: Engine) -> None: ...
 
 
 class FreshEngine:
     """One request per process: a new engine, closed when the request is answered."""
 
-    def open(self, bundle: str, settings: Any, args: argparse.Namespace) -> Any:
+    def open(self, bundle: str, settings: Settings, args: argparse.Namespace) -> Engine:
         import gc
 
         from citeline.engine import Engine
@@ -516,12 +520,13 @@ class FreshEngine:
             hold_bytes=0,
         )
 
-    def done(self, engine: Any) -> None:
+    def done(self, engine: Engine) -> None:
         engine.close(wait=True)  # workers gone before the interpreter's own clean-up
 
 
 def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
-    from citeline.engine import CitelineError
+    from citeline.engine import Call, CitelineError
+    from citeline.engine.operations import OPERATIONS
 
     from . import interrupt, render
 
@@ -531,7 +536,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     color = render.use_color(args.color, sys.stdout)
     progress = render.ProgressBar()
     recall: dict[str, Any] | None = None
-    recall_error: Any = None
+    recall_error: CitelineError | None = None
     engine = None
     texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
     try:
@@ -540,14 +545,14 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
             request = request_from(args)
             engine = engines.open(bundle, settings, args)
             interrupt.kill_with_process(engine.workers.kill)
-            method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
-            extra = {"texts": texts} if args.command == "search" and not args.json else {}
-            result = method[args.command](bundle, request, progress=progress, **extra)
+            call = Call(bundle, settings, progress=progress)
+            if args.command == "search" and not args.json:  # the hits' files, to draw them
+                result = engine.search(call, request, texts=texts)
+            else:
+                result = OPERATIONS[args.command].run(engine, call, request)
             if wants_recall(args, result):
                 try:
-                    recall = engine.search(
-                        bundle, recall_request(request), progress=progress, **extra
-                    )
+                    recall = engine.search(call, recall_request(request), texts=texts)
                 except CitelineError as err:
                     recall_error = err
         except KeyboardInterrupt:
@@ -585,11 +590,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
             f"{failed.code}: {render.terminal(failed.message)}"
         )
     if args.stats or sys.stderr.isatty():
-        summary = {
-            "search": render.search_summary,
-            "concepts": render.concepts_summary,
-            "lines": render.lines_summary,
-        }[args.command](result)
+        summary = render.SUMMARIES[args.command](result)
         reserved = render.reserved_note(bundle, settings.reserved)
         notes.append(summary + (f" · {reserved}" if reserved else ""))
     if notes and not interrupt.write_lines(sys.stderr, "\n".join(notes) + "\n"):
@@ -639,7 +640,7 @@ def draw(
     return body + "\n" if body else ""
 
 
-def report(err: Any, as_json: bool) -> int:
+def report(err: CitelineError, as_json: bool) -> int:
     from . import interrupt
 
     with interrupt.held():

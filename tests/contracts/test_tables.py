@@ -94,3 +94,20 @@ def test_each_operation_is_a_contract() -> None:
             operation.parse({"bogus": 1})
         assert err.value.code == "schema_validation"
     assert [n for n, op in OPERATIONS.items() if op.unsaved] == ["search", "lines"]
+
+
+def test_every_front_offers_each_operation_once() -> None:
+    """The language server's commands, the command line's subcommands, the MCP tools and
+    the renderer's summaries are the operations of one table, each exactly once."""
+    import argparse
+
+    from citeline.engine.operations import OPERATIONS
+    from citeline.lsp import cli, render, rpc
+    from citeline.lsp.mcp import TOOLS
+
+    names = list(OPERATIONS)
+    assert tuple(f"citeline.{n}" for n in names) == rpc.COMMANDS
+    assert sorted(t.contract for t in TOOLS) == sorted(names)
+    assert sorted(render.SUMMARIES) == sorted(names)
+    (sub,) = [a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(names) <= set(sub.choices)
