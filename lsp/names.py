@@ -38,7 +38,10 @@ import sys
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (the command line imports this before the engine)
+    from citeline.engine.limits import Settings
 
 FORCE = "CITELINE_VOLUME_RULES"
 
@@ -172,7 +175,7 @@ def same_folder(one: str, other: str, rules: VolumeRules, module: Any = os.path)
     )
 
 
-def for_volume(settings: Any, folder: str) -> Any:
+def for_volume(settings: Settings, folder: str) -> Settings:
     """The engine's `settings` with `.gitignore` comparing names as the volume holding
     `folder` does (Settings.ignore_case / ignore_nfc: git's core.ignorecase and
     core.precomposeunicode, which git sets from the volume too)."""

@@ -21,15 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import heapq
-import itertools
 import logging
 import os
 import sys
-import time
-import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, TypeVar
 
@@ -46,21 +41,16 @@ from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.uris import to_fs_path
 
 from citeline.engine import (
-    Call,
     CancelToken,
     CitelineError,
     Engine,
     Problem,
-    Relevance,
-    SectionHit,
 )
-from citeline.engine.capture import read_inside
 from citeline.engine.errors import ParseIssue
-from citeline.engine.operations import OPERATIONS
+from citeline.engine.limits import Settings
 from citeline.engine.parallel import default_workers
 
-from . import diagnostics, names, transport
-from . import symbols as conv
+from . import diagnostics, features, names, transport
 from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
 from .jobs import PROGRESS_INTERVAL, Job, Jobs, ProgressFn, WorkDone
 from .rpc import (
@@ -118,7 +108,7 @@ class CitelineServer(LanguageServer):
         # (on_initialize logs it).
         return out
 
-    def choose_folder(self, root: Any) -> str:
+    def choose_folder(self, root: object) -> str:
         folders = self.folders()
         if root is None:
             if not folders:
@@ -157,7 +147,7 @@ class CitelineServer(LanguageServer):
                 best, left = path, len(inside)  # fewer names left: a deeper folder
         return best
 
-    def engine_settings(self, folder: str) -> Any:
+    def engine_settings(self, folder: str) -> Settings:
         """The engine's settings for `folder`: the user's, with `.gitignore` comparing names
         as the folder's volume does (lsp/names.py)."""
         return names.for_volume(self.options.engine, folder)
@@ -260,114 +250,8 @@ class CitelineServer(LanguageServer):
     # -- features ------------------------------------------------------------------------
 
     async def run_command(self, params: types.ExecuteCommandParams) -> dict[str, Any]:
-        # When the request arrived: a capture started after it (by a request that waited
-        # beside it for the warm-up, say) is as fresh as its own (Engine.capture).
-        arrived = time.monotonic()
-        args = params.arguments or []
-        try:
-            if len(args) != 1:
-                raise schema(
-                    f"{params.command} takes exactly one argument, the request object; "
-                    f"got {len(args)}.",
-                    field="arguments",
-                )
-            request = args[0]
-            root = None
-            if isinstance(request, Mapping):
-                request = dict(request)
-                root = request.pop("root", None)
-            bundle = self.choose_folder(root)
-            if params.command == "citeline.search" and isinstance(request, dict):
-                request = self.options.search_request(request)
-        except CitelineError as err:
-            raise rpc_error(err) from None
-        operation = OPERATIONS[params.command.removeprefix("citeline.")]
-        overlay = self.overlay(bundle) if operation.unsaved else None
-        settings = self.engine_settings(bundle)
-
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
-            call = Call(bundle, settings, cancel, progress, overlay or None, arrived)
-            return operation.run(self.engine, call, request)
-
-        try:
-            return await self.run_engine(
-                job, work_done_token=params.work_done_token, title=params.command
-            )
-        except JsonRpcException as exc:
-            self.tell_failure(bundle, exc)
-            raise
-
-    async def workspace_symbols(
-        self, params: types.WorkspaceSymbolParams
-    ) -> list[types.SymbolInformation]:
-        folders = [path for _, path in self.folders()]
-        opts = self.options
-        engine = self.engine
-        query = params.query
-        arrived = time.monotonic()
-        overlays = {path: self.overlay(path) for path in folders}
-
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
-            per_folder = []
-            for path in folders:
-                hits = engine.symbols(
-                    path,
-                    query,
-                    cap=opts.symbol_cap,
-                    list_cap=opts.list_cap,
-                    relevance=opts.relevance_options,
-                    settings=self.engine_settings(path),
-                    cancel=cancel,
-                    progress=progress,
-                    overlay=overlays[path],
-                    fresh_after=arrived,
-                )
-                per_folder.append([(path, h) for h in hits])
-            if len(per_folder) == 1:
-                return per_folder[0]
-            # The engine lists (score 0) when the query holds no word, and its ranked hits
-            # score above 0: asking it, not the query, keeps the two in step.
-            listing = all(h.score == 0.0 for hits in per_folder for _, h in hits)
-            # heapq.merge is stable: equal scores keep folder order, and each folder's
-            # own order (the engine's ranking or listing order) is kept.
-            merged = heapq.merge(*per_folder, key=lambda ph: -ph[1].score)
-            cap = opts.list_cap if listing else opts.symbol_cap
-            return list(itertools.islice(merged, cap))
-
-        found = await self.run_engine(
-            job, work_done_token=params.work_done_token, title="citeline: symbols"
-        )
-        return [conv.workspace_symbol(path, hit) for path, hit in found]
-
-    async def document_symbols(
-        self, params: types.DocumentSymbolParams
-    ) -> list[types.DocumentSymbol]:
-        uri = params.text_document.uri
-        doc = self.workspace.get_text_document(uri)
-        units = self.workspace.position_codec.client_num_units
-        is_open = any(d is doc for d in self.workspace.text_documents.values())
-        text = doc.source if is_open else None
-        closed = None if is_open else self.closed_document(doc.path)
-        max_bytes = self.options.engine.limits.max_file_bytes
-
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
-            if text is not None:
-                data: bytes | None = text.encode("utf-8", "surrogatepass")
-            elif closed is not None:
-                data = read_inside(*closed, max_bytes)
-            else:
-                data = None
-            if data is None:
-                return []
-            from citeline.engine import analysis  # the parser: when a document is outlined
-
-            found = analysis.outline_tree(data)
-            if isinstance(found, ParseIssue):
-                return []
-            lay, heads = found
-            return conv.document_symbols(lay, heads, units)
-
-        return await self.run_engine(job)
+        """A command of the operations table (lsp/rpc.py dispatches here)."""
+        return await features.execute_command(self, params)
 
     def closed_document(self, path: str | None) -> tuple[str, str] | None:
         """(workspace folder, bundle-relative path) of a document that is not open, when it is
@@ -533,74 +417,7 @@ class CitelineServer(LanguageServer):
         rather than start the same analysis beside it.
         """
         previous, gate = self.jobs.gate()
-        self.spawn(self._warm_up(folders, previous, gate))
-
-    async def _warm_up(
-        self,
-        folders: list[str] | None,
-        previous: asyncio.Future[Any] | None,
-        gate: asyncio.Future[Any],
-    ) -> None:
-        # Each folder's parse problems, from the index of the settings' options (the first
-        # wanted): published without capturing the folder once more.
-        problems: dict[str, list[Problem]] = {}
-        try:
-            if previous is not None and not previous.done():
-                await asyncio.wait([previous])  # one warm-up at a time: they share the files
-            if folders is None:
-                folders = [path for _, path in self.folders()]
-            token: str | None = None
-            if self.client_has_progress():
-                token = f"citeline-warmup-{uuid.uuid4()}"
-                try:
-                    await self.work_done_progress.create_async(token)
-                except Exception as exc:  # the client refused: warm up silently
-                    log.info("no warm-up progress: %s", exc)
-                    token = None
-            opts = self.options
-            # What the editors ask first: their searches use `recall`, symbols the settings'.
-            recall = Relevance.from_mapping({"profile": "recall"}).analysis
-            wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
-
-            def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
-                # Its captures are left to the requests that arrived before they started
-                # (those waiting for the warm-up now): they are as fresh as their own.
-                begun = time.monotonic()
-                for folder in folders:
-                    for options in wanted:
-                        try:
-                            index = self.engine.prepare(
-                                folder,
-                                options,
-                                settings=self.engine_settings(folder),
-                                cancel=cancel,
-                                progress=progress,
-                                fresh_after=begun,
-                            )
-                        except CitelineError as err:
-                            if err.code == "cancelled":
-                                raise
-                            log.info("warm-up of %s: %s", folder, err.message)
-                            break
-                        problems.setdefault(folder, list(index.problems))
-
-            started = time.monotonic()
-            try:
-                await self.run_engine(
-                    job, work_done_token=token, title="citeline: indexing", after_warm_up=False
-                )
-            except JsonRpcException as exc:
-                log.info("warm-up stopped: %s", exc.message)
-            log.info("warm-up of %d folder(s) took %.2fs", len(folders), time.monotonic() - started)
-        finally:
-            if not gate.done():
-                gate.set_result(None)
-        for folder in folders:
-            await self.check_folder(folder, after_warm_up=False, found=problems.get(folder))
-        # What the warm-up built lives as long as the server: out of the cyclic collector's
-        # way, so that its full collections during requests need not walk it again.
-        gc.collect()
-        gc.freeze()
+        self.spawn(features.warm_up(self, folders, previous, gate))
 
 
 server = CitelineServer()
@@ -664,14 +481,14 @@ def on_workspace_folders(ls: CitelineServer, params: types.DidChangeWorkspaceFol
 async def on_workspace_symbol(
     ls: CitelineServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
-    return await guarded(ls.workspace_symbols)(params)
+    return await guarded(features.workspace_symbols)(ls, params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 async def on_document_symbol(
     ls: CitelineServer, params: types.DocumentSymbolParams
 ) -> list[types.DocumentSymbol]:
-    return await guarded(ls.document_symbols)(params)
+    return await guarded(features.document_symbols)(ls, params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

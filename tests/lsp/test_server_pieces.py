@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from citeline.engine import Call
+from citeline.lsp import features
 from citeline.lsp import jobs as job_pool
 from citeline.lsp import server as srv
 
@@ -52,7 +53,7 @@ class ImmediateLoop:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     now = [1000.0]
-    monkeypatch.setattr(srv.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(job_pool.time, "monotonic", lambda: now[0])
     return now
 
 
@@ -536,7 +537,7 @@ def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_t
     ls.overlay = lambda f: {"a.md": f.encode()} if f == two else None  # type: ignore[method-assign]
     handed = run_jobs_here(ls)
     before = time.monotonic()
-    found = asyncio.run(ls.workspace_symbols(types.WorkspaceSymbolParams(query="hash")))
+    found = asyncio.run(features.workspace_symbols(ls, types.WorkspaceSymbolParams(query="hash")))
     after = time.monotonic()
     assert found == []
     assert [(b, q) for b, q, _ in seen] == [(one, "hash"), (two, "hash")]
@@ -851,7 +852,7 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
     ls.check_folder = check_folder  # type: ignore[method-assign]
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: Refusing()))
-    monkeypatch.setattr(srv.gc, "freeze", lambda: None)  # not the test process's objects
+    monkeypatch.setattr(features.gc, "freeze", lambda: None)  # not the test process's objects
 
     async def scenario() -> float:
         before = time.monotonic()
@@ -1001,7 +1002,7 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
     ls.check_folder = check_folder  # type: ignore[method-assign]
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: client))
-    monkeypatch.setattr(srv.gc, "freeze", lambda: None)
+    monkeypatch.setattr(features.gc, "freeze", lambda: None)
 
     async def scenario() -> None:
         ls.start_warm_up()
