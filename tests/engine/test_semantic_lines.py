@@ -94,3 +94,23 @@ def test_a_section_outside_its_file_is_refused() -> None:
         _cand("x", 0, 40)
     with pytest.raises(ValueError, match="inside its file"):
         _cand("x", 5, 4)
+
+
+def test_crlf_lines_are_cited_without_their_cr() -> None:
+    text = "# T\r\n\r\n## Stop\r\nStop-Service stops it.\r\nafter\r\n"
+    c = candidate(
+        "m",
+        path="w.md",
+        content_sha256="0" * 64,
+        title="T",
+        outline="T",
+        heading="Stop",
+        first=2,
+        last=3,
+        start=text.index("## Stop"),
+        end=text.index("after"),
+        text=text,
+    )
+    assert c.lines == ("## Stop", "Stop-Service stops it.")
+    assert c.before == ("# T", "") and c.after == ("after",)
+    assert c.passage.text == "T › Stop\nStop-Service stops it."
