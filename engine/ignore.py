@@ -59,7 +59,6 @@ class Rules:
     ("a/b.md") or a folder path ending in "/" ("a/")."""
 
     __slots__ = ("_folded", "_simple", "lines", "patterns", "spec", "tails")
-    lines: list[str]  # the file's lines, set by compile_rules (folded() compiles from them)
 
     def __init__(self, patterns: Sequence[tuple[Any, str | None]]) -> None:
         from pathspec import PathSpec
@@ -74,6 +73,10 @@ class Rules:
             None if None in tails else tuple(sorted({t for t in tails if t is not None} | {"/"}))
         )
         self._simple: PathSpec | None = None
+        # The ignore file's lines (compile_rules sets them), for folded(): folding can make a
+        # line valid or invalid, so the patterns are compiled again from the lines.
+        self.lines: list[str] = []
+        self._folded: dict[Fold, Rules] = {}
         try:
             self.spec: PathSpec = PathSpec(self.patterns)  # RE2 when it is there
         except UnicodeEncodeError:
@@ -96,11 +99,9 @@ class Rules:
     def folded(self, fold: Fold) -> Rules:
         """These rules for names compared through `fold` (name_fold): compiled from the
         file's lines folded as the paths checked will be, once per fold."""
-        cache: dict[Fold, Rules] = getattr(self, "_folded", None) or {}
-        self._folded = cache
-        rules = cache.get(fold)
+        rules = self._folded.get(fold)
         if rules is None:
-            rules = cache[fold] = compile_rules([fold(line) for line in getattr(self, "lines", [])])
+            rules = self._folded[fold] = compile_rules([fold(line) for line in self.lines])
         return rules
 
     def _fallback(self) -> PathSpec:

@@ -24,6 +24,7 @@ import errno
 import os
 import stat
 import sys
+from collections.abc import Callable
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -204,6 +205,10 @@ class VolumeRules(NamedTuple):
     folds_case: bool
     folds_normalisation: bool
 
+    @property
+    def exact(self) -> bool:
+        return not (self.folds_case or self.folds_normalisation)
+
     def key(self, path: str) -> str:
         """A form of `path` equal for every spelling this volume takes for the same name
         (for comparing editor paths with folders; never for records or revisions).
@@ -222,24 +227,26 @@ def volume_rules(folder: str) -> VolumeRules:
     """The rules of the volume holding `folder`, tested on its own names where they can
     tell (its name with the case swapped is the same folder or nothing; its NFD or NFC
     spelling likewise), else the platform's default volumes' rules."""
-    folds_case = _folds(folder, str.swapcase)
-    folds_norm = _folds(folder, _other_normalisation)
+    folds_case = folds_spelling(folder, str.swapcase)
+    folds_norm = folds_spelling(folder, other_normalisation)
     return VolumeRules(
         PLATFORM.folds_case if folds_case is None else folds_case,
         PLATFORM.folds_normalisation if folds_norm is None else folds_norm,
     )
 
 
-def _other_normalisation(name: str) -> str:
+def other_normalisation(name: str) -> str:
+    """`name` in the other Unicode normalisation (NFD if it is NFC, else NFC)."""
     import unicodedata
 
     nfd = unicodedata.normalize("NFD", name)
     return nfd if nfd != name else unicodedata.normalize("NFC", name)
 
 
-def _folds(folder: str, spell: Any) -> bool | None:
-    """Whether the volume takes another spelling (`spell`) of a name in `folder`'s path for
-    the same entry; None when no name of the path has another spelling."""
+def folds_spelling(folder: str, spell: Callable[[str], str]) -> bool | None:
+    """Whether another spelling (`spell`) of the deepest name of `folder`'s path that has
+    one stats as the same entry; None when no name has another spelling or it cannot be
+    told (a folder that is gone, one we may not stat)."""
     path = os.path.abspath(folder)
     while True:
         parent, name = os.path.split(path)
@@ -249,13 +256,10 @@ def _folds(folder: str, spell: Any) -> bool | None:
         if other != name:
             try:
                 mine = os.lstat(path)
-            except OSError:
-                return None
-            try:
                 theirs = os.lstat(os.path.join(parent, other))
             except FileNotFoundError:
-                return False
-            except OSError:
+                return False if os.path.lexists(path) else None
+            except (OSError, ValueError):
                 return None
             return os.path.samestat(mine, theirs)
         path = parent

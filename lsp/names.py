@@ -24,8 +24,9 @@ CITELINE_VOLUME_RULES forces the rules (`case`, `normalisation`, both comma-sepa
 `exact`): no case-insensitive volume can be mounted on the Linux machines that run the
 tests, so the tests force macOS's rules this way.
 
-This is the fronts' side of the platform seam (engine/platform.py has its own
-`volume_rules` with the same answer; the two are meant to become one).
+This is the fronts' side of the platform seam: the rules' value and the test of a folder's
+own names are engine/platform.py's (`VolumeRules`, `folds_spelling`); the fronts add the
+forcing variable and the platform's default volumes as sys.platform names them.
 """
 
 from __future__ import annotations
@@ -35,37 +36,15 @@ import functools
 import os
 import posixpath
 import sys
-import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # (the command line imports this before the engine)
+from citeline.engine.platform import VolumeRules, folds_spelling, other_normalisation
+
+if TYPE_CHECKING:
     from citeline.engine.limits import Settings
 
 FORCE = "CITELINE_VOLUME_RULES"
-
-
-@dataclass(frozen=True, slots=True)
-class VolumeRules:
-    """How a volume compares names: whether it folds case, and Unicode normalisation."""
-
-    folds_case: bool
-    folds_normalisation: bool
-
-    @property
-    def exact(self) -> bool:
-        return not (self.folds_case or self.folds_normalisation)
-
-    def key(self, name: str) -> str:
-        """A form of `name` equal for every spelling the volume takes for the same entry (for
-        comparisons only: never a path the engine records).
-
-        Case by str.lower(), the closest Python has to the one-to-one upcase tables of NTFS
-        and APFS: casefold() would also make `ß.md` and `ss.md` one name, which they are not."""
-        if self.folds_normalisation:
-            name = unicodedata.normalize("NFC", name)
-        return name.lower() if self.folds_case else name
 
 
 EXACT = VolumeRules(False, False)
@@ -105,39 +84,12 @@ def volume_rules(folder: str, environ: Mapping[str, str] | None = None) -> Volum
 @functools.lru_cache(maxsize=64)
 def _detected(folder: str) -> VolumeRules:
     default = platform_rules()
-    case = _folds(folder, str.swapcase)
-    norm = _folds(folder, _other_normalisation)
+    case = folds_spelling(folder, str.swapcase)
+    norm = folds_spelling(folder, other_normalisation)
     return VolumeRules(
         default.folds_case if case is None else case,
         default.folds_normalisation if norm is None else norm,
     )
-
-
-def _other_normalisation(name: str) -> str:
-    nfd = unicodedata.normalize("NFD", name)
-    return nfd if nfd != name else unicodedata.normalize("NFC", name)
-
-
-def _folds(folder: str, spell: Any) -> bool | None:
-    """Whether another spelling (`spell`) of the deepest name of `folder`'s path that has
-    one stats as the same entry; None when no name has another spelling or it cannot be
-    told (a folder that is gone, one we may not stat)."""
-    path = folder
-    while True:
-        parent, name = os.path.split(path)
-        if not name or parent == path:
-            return None
-        other = spell(name)
-        if other != name:
-            try:
-                mine = os.lstat(path)
-                theirs = os.lstat(os.path.join(parent, other))
-            except FileNotFoundError:
-                return False if os.path.lexists(path) else None
-            except (OSError, ValueError):
-                return None
-            return os.path.samestat(mine, theirs)
-        path = parent
 
 
 def _names(path: str, module: Any) -> tuple[str, list[str]]:

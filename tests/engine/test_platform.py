@@ -280,7 +280,7 @@ def test_volume_rules_fall_back_on_the_platform_where_names_cannot_tell(tmp_path
     folder = tmp_path / "1" / "2"
     folder.mkdir(parents=True)
     # every name of tmp_path's own path is tried, so only a path of uncased names is blind
-    assert platform._folds("/", str.swapcase) is None
+    assert platform.folds_spelling("/", str.swapcase) is None
     assert platform.volume_rules(str(folder)).folds_normalisation is False
     platform.volume_rules.cache_clear()
 

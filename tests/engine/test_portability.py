@@ -15,9 +15,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SEAM = Path("engine/platform.py")
-# Modules allowed raw flags for now: none since part B of issue 26 (the warm process on
-# macOS and Windows) landed; the test fails if one held them without being listed here.
-PENDING: set[Path] = set()
 RAW = re.compile(
     r"\bos\.(?:O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK|O_CLOEXEC|O_BINARY|O_NOINHERIT)\b"
     r"|\bos\.kill\([^()]*,\s*0\s*\)"
@@ -57,7 +54,7 @@ def test_no_raw_platform_facts_outside_the_seam() -> None:
         for n, line in enumerate((REPO / rel).read_text(encoding="utf-8").splitlines(), 1):
             if RAW.search(line.split("#", 1)[0]):
                 found.setdefault(rel, []).append(n)
-    assert set(found) == PENDING, found
+    assert found == {}
 
 
 @pytest.fixture(scope="session")

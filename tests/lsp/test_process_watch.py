@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from citeline.engine import platform as win
+from citeline.engine import platform
 from citeline.lsp import server as srv
 from citeline.lsp import transport
 
@@ -29,9 +29,9 @@ class FakeKernel32:
         self.error = 0
 
     def OpenProcess(self, access: int, inherit: bool, pid: int) -> int:
-        assert access & win.SYNCHRONIZE and not inherit
+        assert access & platform.SYNCHRONIZE and not inherit
         if pid in self.denied:
-            self.error = win.ERROR_ACCESS_DENIED
+            self.error = platform.ERROR_ACCESS_DENIED
             return 0
         if not os.path.exists(f"/proc/{pid}"):
             self.error = 87  # ERROR_INVALID_PARAMETER: no such process
@@ -47,7 +47,7 @@ class FakeKernel32:
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except FileNotFoundError:
             return 0  # WAIT_OBJECT_0: it ended
-        return 0 if state == "Z" else win.WAIT_TIMEOUT  # a zombie has ended
+        return 0 if state == "Z" else platform.WAIT_TIMEOUT  # a zombie has ended
 
     def CloseHandle(self, handle: int) -> int:
         self.closed.append(handle)
