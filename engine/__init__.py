@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 _WHERE = {
     "CODES": "errors",
     "CitelineError": "errors",
+    "Call": "call",
     "CancelToken": "cancel",
     "CapturedFile": "capture",
     "Snapshot": "capture",
     "Engine": "core",
-    "SectionHit": "core",
+    "SectionHit": "present",
     "Index": "index",
     "Problem": "index",
     "Limits": "limits",
@@ -24,16 +25,19 @@ _WHERE = {
     "ConceptsRequest": "requests",
     "Relevance": "requests",
     "SearchRequest": "requests",
+    "SymbolsRequest": "requests",
 }
 
 if TYPE_CHECKING:
+    from .call import Call
     from .cancel import CancelToken
     from .capture import CapturedFile, Snapshot
-    from .core import Engine, SectionHit
+    from .core import Engine
     from .errors import CODES, CitelineError
     from .index import Index, Problem
     from .limits import Limits, Settings
-    from .requests import ConceptsRequest, Relevance, SearchRequest
+    from .present import SectionHit
+    from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 
 
 def __getattr__(name: str) -> Any:
@@ -47,6 +51,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CODES",
+    "Call",
     "CancelToken",
     "CapturedFile",
     "CitelineError",
@@ -60,4 +65,5 @@ __all__ = [
     "SectionHit",
     "Settings",
     "Snapshot",
+    "SymbolsRequest",
 ]

@@ -33,6 +33,7 @@ from .files import (
     read_file,
     read_inside,
 )
+from .journaled import list_changed, rules_above
 from .limits import Limits, Settings, limit_error
 from .reuse.stats import Captured, FileState, Known
 from .revision import snapshot_revision
@@ -44,13 +45,11 @@ from .walk import (
     Prefetch,
     Walked,
     above_signature,
-    list_changed,
     list_markdown,
-    rules_above,
 )
 
 if TYPE_CHECKING:
-    from .reuse.journal import Look
+    from .reuse.journals import Look
 
 Progress = Callable[[str, int, int], None]
 _path = itemgetter(0)

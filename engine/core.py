@@ -1,79 +1,54 @@
 """The Engine: one object per server, a fresh snapshot per request.
 
-capture → reuse → analysis → rank → snippets → JSON. Each request captures the bundle
+capture → reuse → analysis → rank → present → JSON. Each request captures the bundle
 (reading only what its stat index cannot prove unchanged), brings the bundle's index up to
 date (rebuilding only the blocks that hold changed files), checks the SPEC §2 limits in
 order, ranks and presents. If a file turns out to have changed during the request, the
 request captures again.
+
+Every operation takes a `Call` (what the call carries: bundle, settings, cancel, progress,
+unsaved text, arrival time; engine/call.py) and its typed request. The keyword form of
+earlier versions (`engine.search(bundle, {"query": ...}, settings=...)`) is still accepted:
+the request is then read from its JSON, and the keywords make the Call.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
-import threading
-import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from .blocks import options_key
+from .call import Bundle, Call, CallKeywords, call_of
 from .cancel import CancelToken
-from .capture import CapturedFile, Changed, Fetcher, OnRead, Progress, Snapshot, capture
-from .errors import CitelineError
-from .index import Index, Problem, Section
+from .capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
+from .flights import Flights
+from .index import Index, Problem
 from .limits import Settings
 from .options import AnalysisOptions
 from .parallel import Workers
-from .present import check_size, locator
-from .rank import rank
-from .requests import ConceptsRequest, Relevance, SearchRequest
+from .present import SectionHit, check_size
+from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
 from .reuse.store import Store, default_folder
-from .snippets import snippet
-from .terms import Tokenizer, normalise, query_terms, word_re
+from .search import search_sections, symbol_hits
+from .terms import query_terms
 
 if TYPE_CHECKING:
     from .build import Ahead
-    from .errors import ParseIssue
-    from .layout import Layout
-    from .sections import Heading
+    from .lines import LinesRequest
 
-Bundle = str | os.PathLike[str]
 T = TypeVar("T")
+Result = dict[str, Any]  # a contract result (SPEC §6, §8, §9), JSON-ready
 ATTEMPTS = 3  # captures per request when files keep changing under it
-LANDED_KEPT = 8  # finished captures kept to share (one per bundle and settings)
 HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and line search
 
 
 @dataclass(frozen=True, slots=True)
-class SectionHit:
-    """A ranked section, before presentation (used by symbols and search alike)."""
-
-    path: str
-    concept_id: str
-    title: str
-    heading: str
-    level: int
-    line_start: int  # 1-based
-    line_end: int
-    score: float
-    matched: tuple[str, ...]
-
-
-@dataclass(slots=True)
-class _Flight:
-    """A capture, that requests which arrived before it started may share (running or
-    finished: Engine.capture)."""
-
-    started: float
-    done: threading.Event = field(default_factory=threading.Event)
-    snapshot: Snapshot | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A request's snapshot and its checked index."""
+class IndexedSnapshot:
+    """A request's snapshot, its index (checked against the limits) and a Fetcher of the
+    bytes of its files."""
 
     snapshot: Snapshot
     index: Index
@@ -106,14 +81,12 @@ class Engine:
         self.workers = Workers(workers)
         self.reuse = Reuse(Store(None), hold_bytes)
         if journal:  # (a long-lived front: watching costs more than one walk saves)
-            from .reuse.journal import Journals
+            from .reuse.journals import Journals
 
             self.reuse.journals = Journals()
         self.use_cache(cache, cache_bytes)
         self.reread = reread
-        self._flights: dict[tuple[str, Settings], _Flight] = {}  # captures in progress
-        self._landed: dict[tuple[str, Settings], _Flight] = {}  # the last finished ones
-        self._flights_lock = threading.Lock()
+        self.flights = Flights()  # captures that requests share
 
     def use_cache(
         self, cache: str | os.PathLike[str] | bool | None, cache_bytes: int | None = None
@@ -133,99 +106,188 @@ class Engine:
         if self.reuse.journals is not None:
             self.reuse.journals.close()
 
+    def call(self, bundle: Bundle, **keywords: Unpack[CallKeywords]) -> Call:
+        """A Call of `bundle` with this engine's settings unless others are given."""
+        return call_of(bundle, self.settings, keywords)
+
     def changed(self, bundle: Bundle, paths: Sequence[str] | None = None) -> None:
         """Editor notifications: these bundle-relative paths (None: all) are read again at
         the next capture, whatever their stat says."""
         key = bundle_key(bundle)
         self.reuse.marks.mark(key, paths)
-        with self._flights_lock:
-            for flight_key in [k for k in self._landed if k[0] == key]:
-                del self._landed[flight_key]
+        self.flights.forget(key)
+
+    # -- section search (SPEC §6) ---------------------------------------------------------
+
+    def search(
+        self,
+        call: Call | Bundle,
+        request: SearchRequest | Mapping[str, object],
+        *,
+        texts: MutableMapping[str, str] | None = None,
+        **keywords: Unpack[CallKeywords],
+    ) -> Result:
+        """Section search (SPEC §6). `texts`, when given, receives the text of each hit's
+        file (decoded, without its BOM) by the hit's content_sha256: the bytes this request
+        searched, so that a front showing more of a hit than its snippet (the command line's
+        numbered lines) never reads the file a second time (SPEC §2)."""
+        req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
+        call = call_of(call, self.settings, keywords)
+        # The query's terms before the capture: a query's errors come before the bundle's.
+        terms = query_terms(req.query, req.relevance.tokenizer)
+
+        def answer(p: IndexedSnapshot) -> Result:
+            return search_sections(
+                p.snapshot,
+                p.index,
+                p.fetch,
+                req,
+                terms,
+                skip_invalid=call.settings.skip_invalid,
+                cancel=call.cancel,
+                texts=texts,
+            )
+
+        return check_size(
+            self._on_index(call, req.relevance.analysis, answer), call.settings.limits
+        )
+
+    # -- sections as editor symbols (SPEC §11) --------------------------------------------
+
+    def symbols(
+        self,
+        call: Call | Bundle,
+        request: SymbolsRequest | str,
+        *,
+        cap: int = 100,
+        list_cap: int = 1000,
+        relevance: Relevance | Mapping[str, object] | None = None,
+        **keywords: Unpack[CallKeywords],
+    ) -> list[SectionHit]:
+        """As-you-type section search (SymbolsRequest). The keyword form gives the query
+        and `cap`, `list_cap`, `relevance` instead of the request."""
+        if not isinstance(request, SymbolsRequest):
+            rel = (
+                relevance
+                if isinstance(relevance, Relevance)
+                else Relevance.from_mapping(relevance or {})
+            )
+            request = SymbolsRequest(request, cap, list_cap, rel)
+        call = call_of(call, self.settings, keywords)
+        req = request
+        return self._on_index(call, req.relevance.analysis, lambda p: symbol_hits(p.index, req))
+
+    # -- concept search (SPEC §9) ---------------------------------------------------------
+
+    def concepts(
+        self,
+        call: Call | Bundle,
+        request: ConceptsRequest | Mapping[str, object],
+        **keywords: Unpack[CallKeywords],
+    ) -> Result:
+        """Concept search (SPEC §9; engine/concepts.py). Unsaved text is not searched: a
+        concept is a file's front matter, as saved."""
+        from .concepts import search_concepts
+
+        req = (
+            request if isinstance(request, ConceptsRequest) else ConceptsRequest.from_json(request)
+        )
+        call = replace(call_of(call, self.settings, keywords), overlay=None)
+        skip_invalid = call.settings.skip_invalid
+
+        def answer(p: IndexedSnapshot) -> Result:
+            return search_concepts(p.index, p.snapshot.revision, req, skip_invalid=skip_invalid)
+
+        return check_size(self._on_index(call, AnalysisOptions(), answer), call.settings.limits)
+
+    # -- line search (SPEC §8) ------------------------------------------------------------
+
+    def lines(
+        self,
+        call: Call | Bundle,
+        request: LinesRequest | Mapping[str, object],
+        **keywords: Unpack[CallKeywords],
+    ) -> Result:
+        """Line search (SPEC §8; engine/lines.py)."""
+        from .lines import LinesRequest, search_lines
+
+        req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
+        call = call_of(call, self.settings, keywords)
+        skip_invalid = call.settings.skip_invalid
+
+        def answer(snap: Snapshot, fetch: Fetcher) -> Result:
+            return search_lines(snap, req, fetch, cancel=call.cancel, skip_invalid=skip_invalid)
+
+        return check_size(self._on_snapshot(call, answer), call.settings.limits)
+
+    # -- editor helpers -------------------------------------------------------------------
+
+    def problems(
+        self,
+        call: Call | Bundle,
+        options: AnalysisOptions = AnalysisOptions(),
+        **keywords: Unpack[CallKeywords],
+    ) -> list[Problem]:
+        """Parse errors of every searchable file (for diagnostics); capture errors raise.
+        Neither progress nor unsaved text: diagnostics of open documents are the editor's."""
+        call = call_of(call, self.settings, keywords)
+        call = replace(call, progress=None, overlay=None, fresh_after=None)  # a capture of its own
+        return self._on_index(call, options, lambda p: list(p.index.problems), check=False)
+
+    def prepare(
+        self,
+        call: Call | Bundle,
+        options: AnalysisOptions = AnalysisOptions(),
+        **keywords: Unpack[CallKeywords],
+    ) -> Index:
+        """Capture and index the bundle (a warm-up); the limits are checked. A warm-up that
+        gives `fresh_after` leaves its capture to requests that arrived before it started
+        (engine/flights.py). Unsaved text is not indexed."""
+        call = replace(call_of(call, self.settings, keywords), overlay=None)
+        return self._on_index(call, options, lambda p: p.index)
 
     # -- stages ---------------------------------------------------------------------------
 
     def capture(
         self,
-        bundle: Bundle,
+        call: Call | Bundle,
         *,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-        progress: Progress | None = None,
-        overlay: Mapping[str, bytes] | None = None,
-        fresh_after: float | None = None,
         on_read: OnRead | None = None,
+        **keywords: Unpack[CallKeywords],
     ) -> Snapshot:
-        """A fresh snapshot of the bundle (`on_read`: see capture.capture).
+        """A fresh snapshot of the bundle (`on_read`: see capture.capture), or one that a
+        capture started since the call's `fresh_after` took (engine/flights.py); never a
+        shared one for unsaved text."""
+        call = call_of(call, self.settings, keywords)
+        key = bundle_key(call.bundle)
+        if call.fresh_after is None or call.overlay:
+            return self._capture_now(call, key, on_read)
+        return self.flights.share(
+            (key, call.settings),
+            call.fresh_after,
+            call.cancel,
+            lambda: self._capture_now(call, key, on_read, overlay=False),
+        )
 
-        `fresh_after` (a time.monotonic() reading: when the request arrived) lets a request
-        use a capture of the same bundle and settings that started at or after that moment,
-        still running or finished: it is then as fresh as one of its own would be (requests
-        an editor sends together walk the workspace once, and those that waited for the
-        warm-up use the warm-up's capture if it started after they arrived). An editor's
-        notification of a change forgets the finished captures of that bundle.
-        """
-        settings = settings or self.settings
-        key = bundle_key(bundle)
-        if fresh_after is None or overlay:
-            return self._capture(bundle, key, settings, cancel, progress, overlay, on_read)
-        flight_key = (key, settings)
-        with self._flights_lock:
-            flight = self._flights.get(flight_key)
-            landed = self._landed.get(flight_key)
-        if flight is not None and flight.started >= fresh_after:
-            while not flight.done.wait(0.05):
-                if cancel is not None:
-                    cancel.check()
-            if flight.snapshot is not None:
-                return flight.snapshot
-        if landed is not None and landed.started >= fresh_after:
-            assert landed.snapshot is not None
-            return landed.snapshot
-        flight = _Flight(time.monotonic())
-        with self._flights_lock:
-            self._flights[flight_key] = flight
-        try:
-            snap = self._capture(bundle, key, settings, cancel, progress, None, on_read)
-            flight.snapshot = snap
-            with self._flights_lock:
-                before = self._landed.get(flight_key)
-                if before is None or before.started < flight.started:
-                    self._landed.pop(flight_key, None)
-                    self._landed[flight_key] = _Flight(flight.started, snapshot=_records(snap))
-                    while len(self._landed) > LANDED_KEPT:
-                        del self._landed[next(iter(self._landed))]
-            return flight.snapshot
-        finally:
-            flight.done.set()
-            with self._flights_lock:
-                if self._flights.get(flight_key) is flight:
-                    del self._flights[flight_key]
-
-    def _capture(
-        self,
-        bundle: Bundle,
-        key: str,
-        settings: Settings,
-        cancel: CancelToken | None,
-        progress: Progress | None,
-        overlay: Mapping[str, bytes] | None,
-        on_read: OnRead | None = None,
+    def _capture_now(
+        self, call: Call, key: str, on_read: OnRead | None, *, overlay: bool = True
     ) -> Snapshot:
         reuse = self.reuse
         known = None if self.reread else reuse.known(key)
         clock, marked = reuse.marks.current(key)
         held = reuse.held if reuse.held.max_bytes > 0 else None
+        unsaved = call.overlay if overlay else None
         journals = None if self.reread else reuse.journals
-        look = None if journals is None else journals.look(key, key, known, settings)
+        look = None if journals is None else journals.look(key, key, known, call.settings)
         snap = capture(
-            bundle,
-            settings,
-            cancel,
-            progress,
+            call.bundle,
+            call.settings,
+            call.cancel,
+            call.progress,
             held,
             known=known,
             marked=marked,
-            overlay=overlay,
+            overlay=unsaved,
             on_read=on_read,
             look=look,
         )
@@ -233,7 +295,7 @@ class Engine:
             journals.made(key, look, snap.known, snap.walked)
         reuse.marks.clear(key, clock)
         reuse.remember(key, snap.known)
-        if snap.read or overlay:
+        if snap.read or unsaved:
             reuse.held.put([(f.sha256, f.data) for f in snap.files if f.data is not None])
         return snap
 
@@ -280,47 +342,34 @@ class Engine:
         )
         return built.index
 
-    def _prepared(
+    def _on_index(
         self,
-        bundle: Bundle,
+        call: Call,
         options: AnalysisOptions,
-        settings: Settings,
-        cancel: CancelToken | None,
-        progress: Progress | None,
-        overlay: Mapping[str, bytes] | None,
-        then: Callable[[Prepared], T],
+        then: Callable[[IndexedSnapshot], T],
         check: bool = True,
-        fresh_after: float | None = None,
     ) -> T:
-        """Capture, index, check and run `then` (see _captured)."""
-        ahead = None if overlay else self._ahead(bundle, options, settings)
+        """Capture, index, check the limits (unless not `check`) and run `then` (see
+        _on_snapshot)."""
+        ahead = None if call.overlay else self._ahead(call.bundle, options, call.settings)
 
         def indexed(snap: Snapshot, fetch: Fetcher) -> T:
             idx = self.index(
                 snap,
                 options,
-                bundle=bundle,
-                settings=settings,
+                bundle=call.bundle,
+                settings=call.settings,
                 fetch=fetch,
-                cancel=cancel,
-                progress=progress,
+                cancel=call.cancel,
+                progress=call.progress,
                 ahead=ahead,
             )
             if check:
-                idx.check(settings)
-            return then(Prepared(snap, idx, fetch))
+                idx.check(call.settings)
+            return then(IndexedSnapshot(snap, idx, fetch))
 
         try:
-            return self._captured(
-                bundle,
-                settings,
-                cancel,
-                progress,
-                overlay,
-                indexed,
-                fresh_after,
-                ahead.add if ahead is not None else None,
-            )
+            return self._on_snapshot(call, indexed, ahead.add if ahead is not None else None)
         finally:
             if ahead is not None:
                 ahead.close()
@@ -339,355 +388,33 @@ class Engine:
 
         return Ahead(options, self.workers, self.reuse.structures, frozenset(settings.reserved))
 
-    def _captured(
+    def _on_snapshot(
         self,
-        bundle: Bundle,
-        settings: Settings,
-        cancel: CancelToken | None,
-        progress: Progress | None,
-        overlay: Mapping[str, bytes] | None,
+        call: Call,
         then: Callable[[Snapshot, Fetcher], T],
-        fresh_after: float | None = None,
         on_read: OnRead | None = None,
     ) -> T:
         """Capture and run `then` with the snapshot and a Fetcher of its files' bytes; again
         if a file changed meanwhile (the Fetcher found other bytes than the records name).
-        `fresh_after`, `on_read`: see capture() (only for the first attempt).
+        The call's `fresh_after` and `on_read` (see capture()) serve the first attempt only.
 
         The last attempt reads every file, so all its bytes are at hand and it cannot fail so.
         What the request leaves for the cache is written in one transaction at its end.
         """
+        again = replace(call, fresh_after=None)
         with self.reuse.store.batch():
             for attempt in range(ATTEMPTS):
-                snap = self.capture(
-                    bundle,
-                    settings=settings,
-                    cancel=cancel,
-                    progress=progress,
-                    overlay=overlay,
-                    fresh_after=fresh_after if attempt == 0 else None,
-                    on_read=on_read if attempt == 0 else None,
-                )
+                first = attempt == 0
+                snap = self.capture(call if first else again, on_read=on_read if first else None)
                 with Fetcher(snap, self.reuse.held.get) as fetch:
                     try:
                         return then(snap, fetch)
                     except Changed as changed:
-                        again = None if attempt >= ATTEMPTS - 2 else [changed.path]
-                        self.changed(bundle, again)
+                        paths = None if attempt >= ATTEMPTS - 2 else [changed.path]
+                        self.changed(call.bundle, paths)
                     finally:
                         self.reuse.held.put(fetch.read)
         raise AssertionError("unreachable: the last attempt read every file")
 
-    # -- section search (SPEC §6) ---------------------------------------------------------
 
-    def search(
-        self,
-        bundle: Bundle,
-        request: Any,
-        *,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-        progress: Progress | None = None,
-        overlay: Mapping[str, bytes] | None = None,
-        fresh_after: float | None = None,
-        texts: MutableMapping[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """Section search (SPEC §6). `texts`, when given, receives the text of each hit's
-        file (decoded, without its BOM) by the hit's content_sha256: the bytes this request
-        searched, so that a front showing more of a hit than its snippet (the command line's
-        numbered lines) never reads the file a second time (SPEC §2)."""
-        req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
-        rel = req.relevance
-        terms = query_terms(req.query, rel.tokenizer)
-        settings = settings or self.settings
-
-        def answer(p: Prepared) -> dict[str, Any]:
-            ranked = rank(p.index, terms, match_any=rel.match == "any", limit=req.limit)
-            if cancel is not None:
-                cancel.check()
-            shown: dict[str, str] = {}  # decoded once per file, however many hits it has
-            outline = rel.context == "outline"
-            hits = [
-                self._hit(p, p.index.section(s.section), s, terms, rel.tokenizer, outline, shown)
-                for s in ranked.best
-            ]
-            result: dict[str, Any] = {
-                "query": req.query,
-                "terms": list(terms),
-                "snapshot_revision": p.snapshot.revision,
-                "total": ranked.total,
-                "truncated": ranked.total > len(hits),
-                "hits": hits,
-            }
-            if not rel.is_default:
-                result["options"] = rel.to_json()
-            if settings.skip_invalid:
-                result["skipped"] = [x.to_json() for x in p.index.problems]
-            if texts is not None:
-                for hit in hits:
-                    texts[hit["content_sha256"]] = shown[hit["path"]]
-            return result
-
-        result = self._prepared(
-            bundle,
-            rel.analysis,
-            settings,
-            cancel,
-            progress,
-            overlay,
-            answer,
-            fresh_after=fresh_after,
-        )
-        return check_size(result, settings.limits, settings.advice)
-
-    def _hit(
-        self,
-        p: Prepared,
-        sec: Section,
-        s: Any,
-        terms: tuple[str, ...],
-        tokenizer: Tokenizer,
-        with_outline: bool,
-        texts: dict[str, str],
-    ) -> dict[str, Any]:
-        file = _file(p.snapshot, sec.path)
-        text = texts.get(sec.path)
-        if text is None:
-            text = texts[sec.path] = _text(p.fetch(file))
-        shown = snippet(text[sec.start : sec.end], s.matched, tokenizer)
-        hit: dict[str, Any] = {
-            "concept_id": sec.concept_id,
-            "path": sec.path,
-            "heading": sec.heading,
-            "locator": locator(sec.path, sec.first + 1, sec.last + 1),
-            "line_start": sec.first + 1,
-            "line_end": sec.last + 1,
-            "content_sha256": sec.sha256,
-            "snippet": shown.text,
-            "score": s.score,
-            "matched_terms": list(s.matched),
-            "match_spans": [{"start": a, "end": b} for a, b in shown.spans],
-        }
-        if with_outline:
-            hit["outline"] = sec.outline
-        if file.unsaved:
-            hit["unsaved"] = True
-        return hit
-
-    # -- sections as editor symbols (SPEC §11) --------------------------------------------
-
-    def symbols(
-        self,
-        bundle: Bundle,
-        query: str,
-        *,
-        cap: int = 100,
-        list_cap: int = 1000,
-        relevance: Any = None,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-        progress: Progress | None = None,
-        overlay: Mapping[str, bytes] | None = None,
-        fresh_after: float | None = None,
-    ) -> list[SectionHit]:
-        """As-you-type section search: the last term also matches as a prefix.
-
-        A query with no terms lists the sections that have headings, in concept_id/line order.
-        """
-        rel = (
-            relevance
-            if isinstance(relevance, Relevance)
-            else Relevance.from_mapping(relevance or {})
-        )
-        settings = settings or self.settings
-        folded = normalise(query)
-        base_terms = word_re(folded).findall(folded)
-
-        def answer(p: Prepared) -> list[SectionHit]:
-            idx = p.index
-            if not base_terms:
-                return [_section_hit(idx.section(g), 0.0, ()) for g in idx.listing(list_cap)]
-            terms = query_terms(query, rel.tokenizer)
-            prefix = bool(word_re(query[-1:]).fullmatch(query[-1:]))
-            ranked = rank(idx, terms, match_any=rel.match == "any", prefix_last=prefix, limit=cap)
-            return [_section_hit(idx.section(s.section), s.score, s.matched) for s in ranked.best]
-
-        return self._prepared(
-            bundle,
-            rel.analysis,
-            settings,
-            cancel,
-            progress,
-            overlay,
-            answer,
-            fresh_after=fresh_after,
-        )
-
-    # -- concept search (SPEC §9) ---------------------------------------------------------
-
-    def concepts(
-        self,
-        bundle: Bundle,
-        request: Any,
-        *,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-        progress: Progress | None = None,
-        fresh_after: float | None = None,
-    ) -> dict[str, Any]:
-        req = (
-            request if isinstance(request, ConceptsRequest) else ConceptsRequest.from_json(request)
-        )
-        settings = settings or self.settings
-        needle = normalise(req.query)
-
-        def answer(p: Prepared) -> dict[str, Any]:
-            found = []
-            for block in p.index.blocks:
-                for cid, title, i in zip(block.concept, block.title, block.doc_input, strict=True):
-                    if needle in normalise(cid) or needle in normalise(title):
-                        found.append(
-                            {
-                                "concept_id": cid,
-                                "path": block.paths[i],
-                                "title": title,
-                                "content_sha256": block.shas[i],
-                            }
-                        )
-            found.sort(key=lambda c: c["concept_id"])
-            result: dict[str, Any] = {
-                "query": req.query,
-                "snapshot_revision": p.snapshot.revision,
-                "total": len(found),
-                "truncated": len(found) > req.limit,
-                "concepts": found[: req.limit],
-            }
-            if settings.skip_invalid:
-                result["skipped"] = [x.to_json() for x in p.index.problems]
-            return result
-
-        result = self._prepared(
-            bundle,
-            AnalysisOptions(),
-            settings,
-            cancel,
-            progress,
-            None,
-            answer,
-            fresh_after=fresh_after,
-        )
-        return check_size(result, settings.limits, settings.advice)
-
-    # -- line search (SPEC §8) ------------------------------------------------------------
-
-    def lines(
-        self,
-        bundle: Bundle,
-        request: Any,
-        *,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-        progress: Progress | None = None,
-        overlay: Mapping[str, bytes] | None = None,
-        fresh_after: float | None = None,
-    ) -> dict[str, Any]:
-        from .lines import LinesRequest, search_lines
-
-        req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
-        settings = settings or self.settings
-
-        def answer(snap: Snapshot, fetch: Fetcher) -> dict[str, Any]:
-            return search_lines(snap, req, fetch, cancel=cancel, skip_invalid=settings.skip_invalid)
-
-        result = self._captured(bundle, settings, cancel, progress, overlay, answer, fresh_after)
-        return check_size(result, settings.limits, settings.advice)
-
-    # -- editor helpers -------------------------------------------------------------------
-
-    def problems(
-        self,
-        bundle: Bundle,
-        options: AnalysisOptions = AnalysisOptions(),
-        *,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-    ) -> list[Problem]:
-        """Parse errors of every searchable file (for diagnostics); capture errors raise."""
-        settings = settings or self.settings
-        return self._prepared(
-            bundle,
-            options,
-            settings,
-            cancel,
-            None,
-            None,
-            lambda p: list(p.index.problems),
-            check=False,
-        )
-
-    def prepare(
-        self,
-        bundle: Bundle,
-        options: AnalysisOptions = AnalysisOptions(),
-        *,
-        settings: Settings | None = None,
-        cancel: CancelToken | None = None,
-        progress: Progress | None = None,
-        fresh_after: float | None = None,
-    ) -> Index:
-        """Capture and index the bundle (a warm-up); the limits are checked. `fresh_after`:
-        see capture() (a warm-up that passes it leaves its capture to requests that arrived
-        before it started)."""
-        settings = settings or self.settings
-        return self._prepared(
-            bundle, options, settings, cancel, progress, None, lambda p: p.index, True, fresh_after
-        )
-
-    @staticmethod
-    def outline(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
-        from .analysis import outline_tree
-
-        return outline_tree(data)
-
-
-def _section_hit(sec: Section, score: float, matched: tuple[str, ...]) -> SectionHit:
-    return SectionHit(
-        sec.path,
-        sec.concept_id,
-        sec.title,
-        sec.heading,
-        sec.level,
-        sec.first + 1,
-        sec.last + 1,
-        score,
-        matched,
-    )
-
-
-def _records(snap: Snapshot) -> Snapshot:
-    """The snapshot without the bytes it read (kept to share, it must not keep a workspace's
-    bytes alive: those a later request needs are held by reuse.Held or read again and
-    checked against their SHA-256, as for any file the stat index vouched for)."""
-    known = snap.known
-    if known is None or known.captured is None or not snap.read:
-        return snap
-    return Snapshot(snap.root, known.captured.files, snap.revision, known, 0)
-
-
-def _file(snapshot: Snapshot, path: str) -> CapturedFile:
-    files = snapshot.files
-    i = bisect.bisect_left(files, path, key=lambda f: f.path)
-    if i == len(files) or files[i].path != path:  # pragma: no cover - the index is the snapshot's
-        raise CitelineError("bundle_invalid", f"{path!r} is not in the snapshot.", {"path": path})
-    return files[i]
-
-
-def _text(data: bytes) -> str:
-    from .layout import decode
-
-    text = decode(data)
-    assert isinstance(text, str)  # only analysed, parseable files reach here
-    return text
-
-
-__all__ = ["Engine", "Index", "Problem", "SectionHit"]
+__all__ = ["Call", "Engine", "Index", "IndexedSnapshot", "Problem", "SectionHit"]

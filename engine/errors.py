@@ -1,26 +1,73 @@
-"""The one error type every front reports (SPEC §10)."""
+"""The one error type every front reports (SPEC §10), and the one table of its codes."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-CODES = (
+Code = Literal[
     "schema_validation",
     "resource_limit",
     "bundle_not_found",
     "bundle_invalid",
     "parse_error",
     "cancelled",
-)
+]
 
+
+@dataclass(frozen=True, slots=True)
+class Reported:
+    """How the fronts report an error code: the command line's exit status and the
+    language server's JSON-RPC error code (SPEC §10). MCP reports every code as a tool
+    error; its server exits with `exit` when it cannot start."""
+
+    exit: int
+    rpc: int
+
+
+INVALID_PARAMS, REQUEST_CANCELLED, REQUEST_FAILED, INTERNAL_RPC = -32602, -32800, -32803, -32603
+
+ERRORS: dict[Code, Reported] = {
+    "schema_validation": Reported(2, INVALID_PARAMS),
+    "resource_limit": Reported(3, REQUEST_FAILED),
+    "bundle_not_found": Reported(4, REQUEST_FAILED),
+    "bundle_invalid": Reported(4, REQUEST_FAILED),
+    "parse_error": Reported(5, REQUEST_FAILED),
+    "cancelled": Reported(130, REQUEST_CANCELLED),
+}
+CODES: tuple[str, ...] = tuple(ERRORS)
 
 # Not a §10 code: the envelope of a bug (an exception that is not a CitelineError reached a
 # front). The CLI exits with INTERNAL_EXIT (EX_SOFTWARE of sysexits.h) and the language
 # server answers JSON-RPC -32603; see docs/contract.md.
 INTERNAL = "internal_error"
-INTERNAL_EXIT = 70
+INTERNAL_REPORTED = Reported(70, INTERNAL_RPC)
+INTERNAL_EXIT = INTERNAL_REPORTED.exit
+
+
+def reported(code: str) -> Reported:
+    """How an error code is reported (a bug's for a code that is not one of SPEC §10's)."""
+    return ERRORS.get(code, INTERNAL_REPORTED)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitHit:
+    """Which limit (a field of limits.Limits) a request went over: the front says how to
+    raise it, in its own words (a flag, a setting)."""
+
+    name: str
+    value: int
+    maximum: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unparsable:
+    """Files that cannot be parsed stopped the request: the front says how to leave them out
+    (skip_invalid), in its own words."""
+
+
+Remedy = LimitHit | Unparsable
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A lone surrogate as repr() shows it, not preceded by an escaped backslash.
@@ -40,17 +87,27 @@ class CitelineError(Exception):
     """A request that cannot be answered; carries the §10 envelope fields.
 
     Message and details are made printable (see printable()), so that every front can
-    encode the envelope as UTF-8 whatever names the bundle holds.
+    encode the envelope as UTF-8 whatever names the bundle holds. `remedy`: what the user
+    can change, which the front words and adds to the message (lsp/remedies.py); the
+    engine's message says what was wrong.
     """
 
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
-        if code not in CODES:
+    def __init__(
+        self,
+        code: Code,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        remedy: Remedy | None = None,
+    ) -> None:
+        if code not in ERRORS:
             raise ValueError(f"unknown error code {code!r}")
         message = printable(message)
         super().__init__(message)
-        self.code = code
+        self.code: Code = code
         self.message = message
         self.details: dict[str, Any] = _printable_json(details) if details else {}
+        self.remedy = remedy
 
     def to_json(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
@@ -67,14 +124,19 @@ def cancelled() -> CitelineError:
     return CitelineError("cancelled", "The request was cancelled; nothing was returned.")
 
 
-def parse_error(problems: list[dict[str, Any]], what: str, advice: str) -> CitelineError:
-    """parse_error listing each file and line (the first five in the message, all in details)."""
+def parse_error(
+    problems: list[dict[str, Any]], what: str, advice: str | None = None
+) -> CitelineError:
+    """parse_error listing each file and line (the first five in the message, all in details).
+    `advice`: what to do, when it is the same for every front; without it the front says how
+    to skip unparsable files (remedy Unparsable)."""
     listing = "; ".join(f"{p['path']}:{p['line']}: {p['reason']}" for p in problems[:5])
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return CitelineError(
         "parse_error",
-        f"{len(problems)} file(s) {what}: {listing}{more}. {advice}",
+        f"{len(problems)} file(s) {what}: {listing}{more}." + (f" {advice}" if advice else ""),
         {"errors": problems},
+        remedy=None if advice else Unparsable(),
     )
 
 

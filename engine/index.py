@@ -105,11 +105,7 @@ class Index:
 
     def check(self, settings: Settings) -> None:
         if self.problems and not settings.skip_invalid:
-            raise parse_error(
-                [p.to_json() for p in self.problems],
-                "cannot be parsed",
-                skip_advice(settings.advice),
-            )
+            raise parse_error([p.to_json() for p in self.problems], "cannot be parsed")
         duplicate, long = self.checked()
         if duplicate is not None:
             cid, first, second = duplicate
@@ -135,9 +131,9 @@ class Index:
             )
         limits = settings.limits
         if self.n > limits.max_sections:
-            raise limit_error("max_sections", self.n, limits.max_sections, advice=settings.advice)
+            raise limit_error("max_sections", self.n, limits.max_sections)
         if self.tokens > limits.max_tokens:
-            raise limit_error("max_tokens", self.tokens, limits.max_tokens, advice=settings.advice)
+            raise limit_error("max_tokens", self.tokens, limits.max_tokens)
 
     def checked(self) -> Checked:
         """The first duplicate concept id and the first over-long heading or title, found
@@ -275,12 +271,6 @@ class Index:
         return [g for _, _, g in heapq.nsmallest(cap, keys)]
 
 
-def skip_advice(advice: str) -> str:
-    if advice == "editor":
-        return "Fix them, or set the citeline setting skip_invalid to true to leave them out."
-    return "Fix them, or skip unparsable files with --skip-invalid."
-
-
 __all__ = [
     "K1",
     "MAX_EXPANSIONS",
@@ -289,5 +279,4 @@ __all__ = [
     "Problem",
     "Section",
     "most_frequent",
-    "skip_advice",
 ]

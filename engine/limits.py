@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .errors import CitelineError
+from .errors import CitelineError, LimitHit
 
 MiB = 1024 * 1024
 
@@ -60,35 +60,34 @@ class Limits:
         )
 
 
-# What each limit is called in the error details, and how the user raises it.
-LIMIT_INFO: dict[str, tuple[str, str]] = {
-    "max_files": ("captured files", "--max-files"),
-    "max_total_bytes": ("captured bytes, all files", "--max-total-bytes"),
-    "max_file_bytes": ("bytes of one file", "--max-file-bytes"),
-    "max_sections": ("sections", "--max-sections"),
-    "max_tokens": ("indexed tokens", "--max-tokens"),
-    "max_path_components": ("components of a path", "--max-path-components"),
-    "max_path_bytes": ("UTF-8 bytes of a path", "--max-path-bytes"),
-    "max_response_bytes": ("bytes of one JSON response", "--max-response-bytes"),
+# What each limit is called in an error's message.
+LIMIT_NAMES: dict[str, str] = {
+    "max_files": "captured files",
+    "max_total_bytes": "captured bytes, all files",
+    "max_file_bytes": "bytes of one file",
+    "max_sections": "sections",
+    "max_tokens": "indexed tokens",
+    "max_path_components": "components of a path",
+    "max_path_bytes": "UTF-8 bytes of a path",
+    "max_response_bytes": "bytes of one JSON response",
 }
 
 
 def limit_error(
-    name: str, value: int, maximum: int, *, advice: str = "cli", **extra: Any
+    name: str, value: int, maximum: int, *, advice: str | None = None, **extra: Any
 ) -> CitelineError:
-    """resource_limit naming the limit, the value reached and how to raise it: a CLI flag
-    for the command line and MCP (`advice="cli"`), the setting for an editor."""
-    what, flag = LIMIT_INFO[name]
+    """resource_limit naming the limit and the value reached; how to raise it is the front's
+    to say (remedy LimitHit: a flag on the command line, a setting in an editor).
+
+    `advice` is not read: capture.py still passes it until its split lands (issue 29).
+    """
     where = f" ({extra['path']})" if "path" in extra else ""
-    how = (
-        f"Raise it with the citeline setting limits.{name}."
-        if advice == "editor"
-        else f"Raise it with {flag} (setting limits.{name})."
-    )
     return CitelineError(
         "resource_limit",
-        f"Limit exceeded: {what}{where} reached {value}, over the maximum of {maximum}. {how}",
-        {"limit": name, "value": value, "max": maximum, "setting": name, "flag": flag, **extra},
+        f"Limit exceeded: {LIMIT_NAMES[name]}{where} reached {value}, over the maximum of "
+        f"{maximum}.",
+        {"limit": name, "value": value, "max": maximum, "setting": name, **extra},
+        remedy=LimitHit(name, value, maximum),
     )
 
 
@@ -100,7 +99,8 @@ class Settings:
     reserved: tuple[str, ...] = ("index.md", "log.md")
     use_ignore: bool = True
     skip_invalid: bool = False
-    # How error messages say what to change: CLI flags ("cli") or editor settings ("editor").
+    # Not read by the engine any more (the fronts word what to change: lsp/remedies.py);
+    # kept until capture.py, which passes it on, is split (issue 29).
     advice: str = "cli"
     # How .gitignore patterns compare names, as git does on the volume: without case
     # (core.ignorecase, which git sets where the volume folds case: macOS, Windows) and with
@@ -108,25 +108,3 @@ class Settings:
     # bundle's volume (lsp/names.py); the engine's default is exact, as on Linux.
     ignore_case: bool = False
     ignore_nfc: bool = False
-
-
-def with_limit_advice(err: CitelineError, advice: str) -> CitelineError:
-    """A resource_limit error that the editor limits would lift, with `advice` (how to get
-    them: --raise-limits) added to its message: the editor value of that limit is above the
-    default, the limit in force is below it, and the value reached is within it."""
-    details = err.details or {}
-    name, value, maximum = details.get("limit"), details.get("value"), details.get("max")
-    if err.code != "resource_limit" or not isinstance(name, str):
-        return err
-    editor = getattr(Limits.editor(), name, None)
-    default = getattr(Limits(), name, None)
-    if not (
-        isinstance(editor, int)
-        and isinstance(default, int)
-        and isinstance(value, int)
-        and isinstance(maximum, int)
-    ):
-        return err
-    if editor <= default or maximum >= editor or value > editor:
-        return err
-    return CitelineError(err.code, f"{err.message} {advice}", details)

@@ -1,12 +1,24 @@
-"""From ranked sections to the contract's JSON values (SPEC §6, §9)."""
+"""From ranked sections to the contract's JSON values (SPEC §6, §11), and the response limit.
+
+Concept search (concepts.py) and line search (lines.py) build their own results; the
+locator, the encoding and the size check are shared by all.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .limits import Limits, limit_error
+
+if TYPE_CHECKING:
+    from .index import Problem, Section
+    from .rank import Scored
+    from .requests import SearchRequest
+    from .snippets import Snippet
 
 _SAFE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/$&+,:;=@"
 _SAFE = frozenset(_SAFE_CHARS.encode("ascii"))
@@ -29,8 +41,92 @@ def encode(result: dict[str, Any]) -> str:
     return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
 
-def check_size(result: dict[str, Any], limits: Limits, advice: str = "cli") -> dict[str, Any]:
+def check_size(result: dict[str, Any], limits: Limits) -> dict[str, Any]:
     size = len(encode(result).encode("utf-8"))
     if size > limits.max_response_bytes:
-        raise limit_error("max_response_bytes", size, limits.max_response_bytes, advice=advice)
+        raise limit_error("max_response_bytes", size, limits.max_response_bytes)
     return result
+
+
+# -- section search (SPEC §6) ---------------------------------------------------------------
+
+
+def hit(
+    sec: Section, scored: Scored, shown: Snippet, *, outline: bool, unsaved: bool
+) -> dict[str, Any]:
+    """One hit of a section search: the section, its score and its snippet."""
+    found: dict[str, Any] = {
+        "concept_id": sec.concept_id,
+        "path": sec.path,
+        "heading": sec.heading,
+        "locator": locator(sec.path, sec.first + 1, sec.last + 1),
+        "line_start": sec.first + 1,
+        "line_end": sec.last + 1,
+        "content_sha256": sec.sha256,
+        "snippet": shown.text,
+        "score": scored.score,
+        "matched_terms": list(scored.matched),
+        "match_spans": [{"start": a, "end": b} for a, b in shown.spans],
+    }
+    if outline:
+        found["outline"] = sec.outline
+    if unsaved:
+        found["unsaved"] = True
+    return found
+
+
+def search_result(
+    req: SearchRequest,
+    terms: Sequence[str],
+    revision: str,
+    total: int,
+    hits: list[dict[str, Any]],
+    skipped: Sequence[Problem] | None,
+) -> dict[str, Any]:
+    """A section search's result; `skipped`: the unparsable files left out (skip_invalid),
+    None when they are not (then the request failed on them)."""
+    result: dict[str, Any] = {
+        "query": req.query,
+        "terms": list(terms),
+        "snapshot_revision": revision,
+        "total": total,
+        "truncated": total > len(hits),
+        "hits": hits,
+    }
+    if not req.relevance.is_default:
+        result["options"] = req.relevance.to_json()
+    if skipped is not None:
+        result["skipped"] = [x.to_json() for x in skipped]
+    return result
+
+
+# -- sections as editor symbols (SPEC §11) ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SectionHit:
+    """A ranked section, before presentation (as-you-type symbols: lsp/symbols.py)."""
+
+    path: str
+    concept_id: str
+    title: str
+    heading: str
+    level: int
+    line_start: int  # 1-based
+    line_end: int
+    score: float
+    matched: tuple[str, ...]
+
+    @classmethod
+    def of(cls, sec: Section, score: float, matched: tuple[str, ...]) -> SectionHit:
+        return cls(
+            sec.path,
+            sec.concept_id,
+            sec.title,
+            sec.heading,
+            sec.level,
+            sec.first + 1,
+            sec.last + 1,
+            score,
+            matched,
+        )

@@ -8,37 +8,35 @@ from typing import Any
 
 from .errors import schema_error
 from .options import AnalysisOptions
+from .relevance import (
+    OPTIONS,
+    RECALL,
+    Cjk,
+    Context,
+    Identifiers,
+    Match,
+    Profile,
+    Stemming,
+    profile_first,
+)
 from .terms import Tokenizer, check_query, check_text
 
-CHOICES: dict[str, tuple[str, ...]] = {
-    "match": ("all", "any"),
-    "context": ("section", "outline"),
-    "cjk": ("runs", "bigrams"),
-    "stemming": ("none", "english"),
-    "identifiers": ("whole", "split"),
-    "profile": ("contract", "recall"),
-}
-RECALL = {
-    "match": "any",
-    "context": "outline",
-    "cjk": "bigrams",
-    "stemming": "english",
-    "identifiers": "split",
-}
+# The values of each relevance option, the default first (engine/relevance.py).
+CHOICES: dict[str, tuple[str, ...]] = {o.key: o.values for o in OPTIONS}
 
 
 @dataclass(frozen=True, slots=True)
 class Relevance:
-    match: str = "all"
-    context: str = "section"
-    cjk: str = "runs"
-    stemming: str = "none"
-    identifiers: str = "whole"
-    profile: str = "contract"
+    match: Match = "all"
+    context: Context = "section"
+    cjk: Cjk = "runs"
+    stemming: Stemming = "none"
+    identifiers: Identifiers = "whole"
+    profile: Profile = "contract"
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Relevance:
-        chosen: dict[str, str] = {}
+        chosen: dict[str, Any] = {}  # each value one of its Literal's: checked below
         for key in CHOICES:
             if key in values:
                 value = values[key]
@@ -48,7 +46,7 @@ class Relevance:
                         field=key,
                     )
                 chosen[key] = value
-        base = dict(RECALL) if chosen.get("profile") == "recall" else {}
+        base: dict[str, Any] = dict(RECALL) if chosen.get("profile") == "recall" else {}
         base.update({k: v for k, v in chosen.items()})
         return cls(**base)
 
@@ -65,14 +63,8 @@ class Relevance:
         return AnalysisOptions(self.tokenizer, self.context == "outline")
 
     def to_json(self) -> dict[str, str]:
-        return {
-            "profile": self.profile,
-            "match": self.match,
-            "context": self.context,
-            "cjk": self.cjk,
-            "stemming": self.stemming,
-            "identifiers": self.identifiers,
-        }
+        """The options as a result echoes them: the profile first, then those it sets."""
+        return {o.key: getattr(self, o.key) for o in profile_first()}
 
 
 def check_keys(request: Any, allowed: tuple[str, ...], what: str) -> Mapping[str, Any]:
@@ -143,10 +135,25 @@ class ConceptsRequest:
         return cls(query, int_field(req, "limit", 20, 1, 100))
 
 
+@dataclass(frozen=True, slots=True)
+class SymbolsRequest:
+    """As-you-type section search (SPEC §11, workspace/symbol): the last term also matches
+    as a prefix, at most `cap` hits; a query with no word lists the sections that have
+    headings (at most `list_cap`). Built by the language server, not read from JSON."""
+
+    query: str
+    cap: int = 100
+    list_cap: int = 1000
+    relevance: Relevance = Relevance()
+
+
 __all__ = [
+    "CHOICES",
+    "RECALL",
     "ConceptsRequest",
     "Relevance",
     "SearchRequest",
+    "SymbolsRequest",
     "bool_field",
     "check_keys",
     "check_text",

@@ -19,6 +19,7 @@ from itertools import pairwise
 
 from .errors import CitelineError, schema_error
 from .limits import MAX_QUERY_CODEPOINTS, MAX_QUERY_TERMS, MAX_TERM_CODEPOINTS
+from .relevance import Cjk, Identifiers, Stemming
 from .unicode_tables import CJK_RANGES, bmp_part, word_class
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
@@ -146,9 +147,9 @@ class Tokenizer:
     """The active tokenisation: `cjk` is "runs" or "bigrams", `stemming` "none" or
     "english", `identifiers` "whole" or "split"."""
 
-    cjk: str = "runs"
-    stemming: str = "none"
-    identifiers: str = "whole"
+    cjk: Cjk = "runs"
+    stemming: Stemming = "none"
+    identifiers: Identifiers = "whole"
 
     @property
     def is_plain(self) -> bool:

@@ -11,16 +11,12 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-EXIT = {
-    "schema_validation": 2,
-    "resource_limit": 3,
-    "bundle_not_found": 4,
-    "bundle_invalid": 4,
-    "parse_error": 5,
-    "cancelled": 130,
-}
+if TYPE_CHECKING:  # (imported where they are used: start-up time)
+    from citeline.engine import CitelineError, Engine
+    from citeline.engine.limits import Limits, Settings
+
 NO_MATCH = 1  # like grep and ripgrep: success, but nothing matched
 NO_MCP = 1  # `citeline mcp` without the MCP SDK installed
 
@@ -236,7 +232,7 @@ def _amount(name: str, value: int) -> str:
     return f"{value:,}"
 
 
-def _limit_defaults(limits: Any) -> list[tuple[str, int]]:
+def _limit_defaults(limits: Limits) -> list[tuple[str, int]]:
     from dataclasses import fields
 
     return [(f.name, getattr(limits, f.name)) for f in fields(limits)]
@@ -385,14 +381,14 @@ def bind_text_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def for_volume(settings: Any, bundle: str) -> Any:
+def for_volume(settings: Settings, bundle: str) -> Settings:
     """`settings` with `.gitignore` comparing names as the bundle's volume does."""
     from .names import for_volume as of_volume
 
     return of_volume(settings, bundle)
 
 
-def settings_from(args: argparse.Namespace) -> Any:
+def settings_from(args: argparse.Namespace) -> Settings:
     from dataclasses import fields, replace
 
     from citeline.engine.limits import Limits, Settings
@@ -470,11 +466,14 @@ def flag_of(args: argparse.Namespace, field: str) -> str | None:
     return {"query": "-q/--query", "limit": "-m/--max-count", "context": "-C/--context"}.get(field)
 
 
-def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
+def worded_for_cli(err: CitelineError, args: argparse.Namespace | None) -> CitelineError:
     """The engine's error with the command line's words: flags instead of request fields,
     and the one flag that raises every limit."""
     from citeline.engine import CitelineError
 
+    from .remedies import COMMAND_LINE, with_limit_advice, worded
+
+    err = worded(err, COMMAND_LINE)
     message = err.message
     details = err.details or {}
     if err.code == "schema_validation" and args is not None:
@@ -487,23 +486,21 @@ def worded_for_cli(err: Any, args: argparse.Namespace | None) -> Any:
         err = CitelineError(err.code, message, details)
     if args is not None and args.raise_limits:
         return err
-    from citeline.engine.limits import with_limit_advice
-
     return with_limit_advice(err, f"Or raise every limit at once with {RAISE_LIMITS}.")
 
 
 class Engines(Protocol):
     """Where a request's engine comes from, and what happens to it after the request."""
 
-    def open(self, bundle: str, settings: Any, args: argparse.Namespace) -> Any: ...
+    def open(self, bundle: str, settings: Settings, args: argparse.Namespace) -> Engine: ...
 
-    def done(self, engine: Any) -> None: ...
+    def done(self, engine: Engine) -> None: ...
 
 
 class FreshEngine:
     """One request per process: a new engine, closed when the request is answered."""
 
-    def open(self, bundle: str, settings: Any, args: argparse.Namespace) -> Any:
+    def open(self, bundle: str, settings: Settings, args: argparse.Namespace) -> Engine:
         import gc
 
         from citeline.engine import Engine
@@ -523,12 +520,13 @@ class FreshEngine:
             hold_bytes=0,
         )
 
-    def done(self, engine: Any) -> None:
+    def done(self, engine: Engine) -> None:
         engine.close(wait=True)  # workers gone before the interpreter's own clean-up
 
 
 def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
-    from citeline.engine import CitelineError
+    from citeline.engine import Call, CitelineError
+    from citeline.engine.operations import OPERATIONS
 
     from . import interrupt, render
 
@@ -538,7 +536,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     color = render.use_color(args.color, sys.stdout)
     progress = render.ProgressBar()
     recall: dict[str, Any] | None = None
-    recall_error: Any = None
+    recall_error: CitelineError | None = None
     engine = None
     texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
     try:
@@ -547,14 +545,14 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
             request = request_from(args)
             engine = engines.open(bundle, settings, args)
             interrupt.kill_with_process(engine.workers.kill)
-            method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
-            extra = {"texts": texts} if args.command == "search" and not args.json else {}
-            result = method[args.command](bundle, request, progress=progress, **extra)
+            call = Call(bundle, settings, progress=progress)
+            if args.command == "search" and not args.json:  # the hits' files, to draw them
+                result = engine.search(call, request, texts=texts)
+            else:
+                result = OPERATIONS[args.command].run(engine, call, request)
             if wants_recall(args, result):
                 try:
-                    recall = engine.search(
-                        bundle, recall_request(request), progress=progress, **extra
-                    )
+                    recall = engine.search(call, recall_request(request), texts=texts)
                 except CitelineError as err:
                     recall_error = err
         except KeyboardInterrupt:
@@ -592,11 +590,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
             f"{failed.code}: {render.terminal(failed.message)}"
         )
     if args.stats or sys.stderr.isatty():
-        summary = {
-            "search": render.search_summary,
-            "concepts": render.concepts_summary,
-            "lines": render.lines_summary,
-        }[args.command](result)
+        summary = render.SUMMARIES[args.command](result)
         reserved = render.reserved_note(bundle, settings.reserved)
         notes.append(summary + (f" · {reserved}" if reserved else ""))
     if notes and not interrupt.write_lines(sys.stderr, "\n".join(notes) + "\n"):
@@ -646,7 +640,7 @@ def draw(
     return body + "\n" if body else ""
 
 
-def report(err: Any, as_json: bool) -> int:
+def report(err: CitelineError, as_json: bool) -> int:
     from . import interrupt
 
     with interrupt.held():
@@ -660,7 +654,7 @@ def report(err: Any, as_json: bool) -> int:
 
             sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
             sys.stderr.flush()
-    return EXIT[err.code]
+    return exit_status(err.code)
 
 
 def interrupted(as_json: bool) -> int:
@@ -710,7 +704,7 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
         from .render import terminal
 
         sys.stderr.write(f"{usage}\n{culprit.prog}: error: {terminal(err.message)}\n")
-    return EXIT["schema_validation"]
+    return exit_status("schema_validation")
 
 
 MCP_SDK = ("mcp", "mcp_types", "anyio")  # what lsp/mcp.py needs beyond citeline's own
@@ -741,6 +735,23 @@ def serve_mcp(args: argparse.Namespace) -> int:
 
 
 INTERNAL_EXIT = 70  # a bug in citeline (EX_SOFTWARE); = citeline.engine.errors.INTERNAL_EXIT
+
+
+def exit_status(code: str) -> int:
+    """The exit status of an error code (the engine's table of codes, SPEC §10)."""
+    from citeline.engine.errors import reported
+
+    return reported(code).exit
+
+
+def __getattr__(name: str) -> object:
+    # EXIT (code -> exit status) for those who read the table from here: built on first use,
+    # so that importing this module imports no engine module (start-up time).
+    if name == "EXIT":
+        from citeline.engine.errors import ERRORS
+
+        return {code: how.exit for code, how in ERRORS.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,7 +37,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from citeline.engine import Engine, Settings
 
 from .launch import (
     COMMANDS,
@@ -71,9 +74,9 @@ class KeptEngines:
     make it except that it outlives the call (its stat index and index stay in memory)."""
 
     def __init__(self) -> None:
-        self._engines: OrderedDict[tuple[str, Any, bool], Any] = OrderedDict()
+        self._engines: OrderedDict[tuple[str, Settings, bool], Engine] = OrderedDict()
 
-    def open(self, bundle: str, settings: Any, args: argparse.Namespace) -> Any:
+    def open(self, bundle: str, settings: Settings, args: argparse.Namespace) -> Engine:
         from citeline.engine import Engine
         from citeline.engine.parallel import default_workers
         from citeline.engine.reuse import bundle_key
@@ -95,7 +98,7 @@ class KeptEngines:
             old.close(wait=True)
         return engine
 
-    def done(self, engine: Any) -> None:
+    def done(self, engine: Engine) -> None:
         # Worker processes are started again by the next cold build; idle, they only hold
         # memory.
         engine.workers.close(wait=True)

@@ -33,25 +33,22 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from citeline.engine import CancelToken, CitelineError, Engine, Settings
+from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
-from citeline.engine.errors import internal_error, printable
-from citeline.engine.limits import with_limit_advice
+from citeline.engine.errors import internal_error, printable, reported
+from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
+from citeline.engine.relevance import OPTIONS
 
 from .mcp_stdio import Lines
+from .remedies import MCP, with_limit_advice, worded
 
 log = logging.getLogger("citeline.mcp")
 
 SERVER_NAME = "citeline"
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one call
-
-# Exit codes when the server cannot start (same table as the CLI).
-EXIT_CODES = {"bundle_not_found": 4, "bundle_invalid": 4}
-
-EngineCall = Callable[..., dict[str, Any]]
 
 RESTART_ADVICE = "Or restart the server (citeline mcp) with --raise-limits to raise every limit."
 
@@ -204,34 +201,8 @@ PARAMETERS: dict[str, dict[str, str]] = {
             "(its snippet is up to 512 characters). Ask for 3-5 when the best answer is "
             "enough; total tells how many sections matched."
         ),
-        "match": (
-            '"all" (default): a section must hold every query word. "any": at least one; '
-            'sections holding more of the words rank first. Use it (or profile="recall") '
-            "when an all-words query finds nothing."
-        ),
-        "context": (
-            '"section" (default): a section\'s own text and heading. "outline": the headings '
-            "above it count too (a '### Cons' under '## CredSSP' matches 'credssp cons'); "
-            "hits then carry an outline field."
-        ),
-        "cjk": (
-            '"runs" (default): a run of Chinese, Japanese or Korean characters is one word, '
-            'so 网关 does not match 网关配置. "bigrams": such runs match by overlapping '
-            'character pairs. Use bigrams (or profile="recall") for any CJK query.'
-        ),
-        "stemming": (
-            '"none" (default): words match as written. "english": Snowball English stems, so '
-            "searching matches search and searches; matched_terms then lists stems."
-        ),
-        "identifiers": (
-            '"whole" (default): an identifier is one word. "split": CamelCase and letter-digit '
-            "joins also match by their parts (InlinePrediction: inline, prediction)."
-        ),
-        "profile": (
-            '"contract" (default): the strict options above. "recall": {recall}, for '
-            "questions in plain words, CJK queries, or when the contract finds nothing; an "
-            "option given explicitly overrides the profile's value."
-        ),
+        # and one entry per relevance option, from its declaration (engine/relevance.py)
+        **{option.key: option.agent for option in OPTIONS},
     },
     "concepts": {
         "query": (
@@ -283,7 +254,7 @@ COSTS = {
 class ToolSpec:
     name: str
     title: str
-    contract: str  # "search" → search.request / search.result
+    contract: Name  # the operation: "search" → search.request / search.result
     describe: Callable[[str, Settings], str]
 
 
@@ -555,14 +526,6 @@ class CitelineMCP:
             on_call_tool=self.call_tool,
         )
 
-    def _method(self, contract: str) -> EngineCall:
-        calls: dict[str, EngineCall] = {
-            "search": self.engine.search,
-            "concepts": self.engine.concepts,
-            "lines": self.engine.lines,
-        }
-        return calls[contract]
-
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -580,17 +543,17 @@ class CitelineMCP:
         request: dict[str, Any] = dict(params.arguments or {})
         token = _progress_token(ctx)
         try:
-            result = await self._run(self._method(spec.contract), request, ctx, token)
+            result = await self._run(OPERATIONS[spec.contract], request, ctx, token)
             return success(spec.name, result)
         except CitelineError as err:
-            return failure(with_limit_advice(err, RESTART_ADVICE))
+            return failure(with_limit_advice(worded(err, MCP), RESTART_ADVICE))
         except Exception as exc:  # a bug: a tool error saying so, the traceback in the log
             log.error("internal error in tool %s", params.name, exc_info=exc)
             return bug(exc)
 
     async def _run(
         self,
-        method: EngineCall,
+        operation: Operation[Any],
         request: dict[str, Any],
         ctx: ServerRequestContext[Any],
         progress_token: str | int | None,
@@ -598,9 +561,10 @@ class CitelineMCP:
         """Run one engine call in a worker thread; a cancelled call stops the engine."""
         cancel = CancelToken()
         progress = _Progress() if progress_token is not None else None
+        call = Call(self.bundle, self.engine.settings, cancel, progress)
 
         def work() -> dict[str, Any]:
-            return method(self.bundle, request, cancel=cancel, progress=progress)
+            return operation.run(self.engine, call, request)
 
         try:
             if progress is None or progress_token is None:
@@ -690,7 +654,7 @@ def main(
         check_bundle(bundle)  # fail fast; every call still captures a fresh snapshot
     except CitelineError as err:
         sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
-        return EXIT_CODES.get(err.code, 1)
+        return reported(err.code).exit  # the command line's exit status
     front = CitelineMCP(bundle, settings, cache=cache, reread=reread)
     try:
         anyio.run(front.serve)

@@ -37,9 +37,12 @@ import os
 import posixpath
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeline.engine.platform import VolumeRules, folds_spelling, other_normalisation
+
+if TYPE_CHECKING:
+    from citeline.engine.limits import Settings
 
 FORCE = "CITELINE_VOLUME_RULES"
 
@@ -124,7 +127,7 @@ def same_folder(one: str, other: str, rules: VolumeRules, module: Any = os.path)
     )
 
 
-def for_volume(settings: Any, folder: str) -> Any:
+def for_volume(settings: Settings, folder: str) -> Settings:
     """The engine's `settings` with `.gitignore` comparing names as the volume holding
     `folder` does (Settings.ignore_case / ignore_nfc: git's core.ignorecase and
     core.precomposeunicode, which git sets from the volume too)."""

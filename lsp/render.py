@@ -612,6 +612,14 @@ def lines_summary(result: dict[str, Any]) -> str:
     )
 
 
+# The one-line summary of each operation's result (engine/operations.py: one per operation).
+SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "search": search_summary,
+    "lines": lines_summary,
+    "concepts": concepts_summary,
+}
+
+
 # -- notes on stderr ----------------------------------------------------------------------------
 
 

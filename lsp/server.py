@@ -1,307 +1,80 @@
 """`citeline lsp`: the language server (SPEC §11) — pygls 2 on stdio, one Engine for its life.
 
 Every feature is a thin adapter: take the request apart, run the engine in a worker thread
-(so the server keeps reading messages), map the result or the error back to LSP.
+(so the server keeps reading messages), map the result or the error back to LSP
+(lsp/symbols.py converts). The pieces it is made of each live in a module of their own:
 
-- Engine work runs in a private thread pool from ``async def`` handlers. ``$/cancelRequest``
-  cancels the handler's task; the handler then sets the engine's CancelToken (checked between
-  files and stages) and pygls answers -32800. Nothing partial is ever sent.
-- ``workspace/executeCommand`` is overridden in the protocol as a coroutine, so that a
-  cancelled command reaches our handler (pygls' built-in one runs commands as a nested task
-  that ``$/cancelRequest`` never reaches).
-- Errors (SPEC §10): schema_validation → -32602, cancelled → -32800, everything else →
-  -32803; ``data`` is the envelope's error object ``{code, message, details}``.
-- Malformed messages are answered as JSON-RPC 2.0 requires (CitelineProtocol.handle_body):
-  invalid JSON → -32700 and a message of the wrong shape → -32600 (id null when it cannot be
-  read), params that do not fit the method → -32602 with the request's id; notifications are
-  never answered, only logged. pygls 2.1 would only send window/showMessage, and the client
-  would wait forever. Framing errors are survived by stdio.FrameReader.
-- The server exits when the client process named by initialize's processId dies.
-- Logging goes to stderr; stdout is the protocol.
+- lsp/rpc.py, the JSON-RPC edge: malformed messages answered as JSON-RPC 2.0 requires, the
+  one mapping of errors (SPEC §10), the commands (one per operation of engine/operations.py)
+  run as the request's own task so that ``$/cancelRequest`` reaches them;
+- lsp/transport.py: reading frames from stdin, and the watch on the client process
+  (initialize's processId) that ends the server when the client dies;
+- here: the state (folders, settings, open documents, diagnostics published), the job pool
+  (engine work in a private thread pool from ``async def`` handlers; a cancelled handler
+  sets the engine's CancelToken, checked between files and stages, and pygls answers
+  -32800: nothing partial is ever sent), the warm-up and work-done progress.
+
+Logging goes to stderr; stdout is the protocol.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import gc
-import heapq
-import itertools
-import json
 import logging
 import os
 import sys
-import threading
-import time
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, TypeVar
 
-import cattrs
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
-    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcParseError,
-    JsonRpcRequestCancelled,
 )
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, MsgId
-from pygls.protocol.language_server import lsp_method
+from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.uris import to_fs_path
 
-from citeline.engine import CancelToken, CitelineError, Engine, Problem, Relevance, SectionHit
-from citeline.engine.capture import read_inside
-from citeline.engine.errors import INTERNAL, ParseIssue, internal_error
+from citeline.engine import (
+    CancelToken,
+    CitelineError,
+    Engine,
+    Problem,
+)
+from citeline.engine.errors import ParseIssue
+from citeline.engine.limits import Settings
 from citeline.engine.parallel import default_workers
-from citeline.engine.platform import pid_alive
 
-from . import names
-from . import symbols as conv
+from . import diagnostics, features, names, transport
+from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
+from .jobs import PROGRESS_INTERVAL, Job, Jobs, ProgressFn, WorkDone
+from .rpc import (
+    COMMANDS,
+    CitelineProtocol,
+    JsonRpcRequestFailed,
+    bug_error,
+    guarded,
+    rpc_error,
+    schema,
+)
 from .settings import ServerSettings, parse_settings, unwrap
-from .stdio import MAX_DEPTH, FrameReader, json_type, nested_too_deep
+from .stdio import FrameReader, json_type
+from .transport import PARENT_POLL_INTERVAL, process_alive
 
 log = logging.getLogger("citeline.lsp")
 
 T = TypeVar("T")
-ProgressFn = Callable[[str, int, int], None]
 
 VERSION = "0.1.0"
-COMMANDS = ("citeline.search", "citeline.lines", "citeline.concepts")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-DIAGNOSTIC_DELAY = 0.3  # seconds of quiet before re-checking after edits
-PROGRESS_INTERVAL = 0.1  # at most ten $/progress reports a second
-PARENT_POLL_INTERVAL = 1.0  # seconds between checks of the client process (without pidfd)
 
 
-class JsonRpcRequestFailed(JsonRpcException):
-    """LSP's RequestFailed (-32803): the request was valid but could not be answered."""
-
-    CODE = -32803
-    MESSAGE = "Request failed"
-
-
-def rpc_error(err: CitelineError) -> JsonRpcException:
-    """Map an engine error to the JSON-RPC error of SPEC §10 (envelope error object as data)."""
-    data = err.to_json()["error"]
-    if err.code == "schema_validation":
-        return JsonRpcInvalidParams(err.message, data=data)
-    if err.code == "cancelled":
-        return JsonRpcRequestCancelled(err.message, data=data)
-    return JsonRpcRequestFailed(err.message, data=data)
-
-
-def bug_error(exc: BaseException, where: str) -> JsonRpcInternalError:
-    """JSON-RPC -32603 for a bug (an exception that is not a CitelineError): one line for
-    the user, the internal_error envelope's error object as data, the traceback in the log."""
-    log.error("internal error in %s", where, exc_info=exc)
-    data = internal_error(exc)["error"]
-    return JsonRpcInternalError(data["message"], data=data)
-
-
-def guarded(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """A request handler whose unexpected exceptions are answered by bug_error, not by
-    pygls (which would send the traceback to the client as the error's data)."""
-
-    @functools.wraps(handler)
-    async def run(*args: Any, **kwargs: Any) -> T:
-        try:
-            return await handler(*args, **kwargs)
-        except CitelineError as err:
-            raise rpc_error(err) from None
-        except JsonRpcException:
-            raise
-        except Exception as exc:
-            raise bug_error(exc, getattr(handler, "__name__", "a request")) from None
-
-    return run
-
-
-def schema(message: str, **details: Any) -> CitelineError:
-    return CitelineError("schema_validation", message, details)
-
-
-def process_alive(pid: int) -> bool:
-    # the platform seam: never os.kill(pid, 0) on Windows, where signal 0 is CTRL_C_EVENT
-    return pid_alive(pid)
-
-
-class CitelineProtocol(LanguageServerProtocol):
-    _server: CitelineServer
-
-    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(  # type: ignore[override]  # a coroutine on purpose
-        self, params: types.ExecuteCommandParams
-    ) -> Any:
-        """Run a command as the request's own task, so `$/cancelRequest` reaches it."""
-        if params.command not in COMMANDS:
-            raise JsonRpcInvalidParams(
-                f"Unknown command {params.command!r}; citeline offers {', '.join(COMMANDS)}."
-            )
-        return await guarded(self._server.run_command)(params)
-
-    # -- reading messages (instead of pygls' run_async, see CitelineServer.start_io) ------
-
-    def handle_body(self, body: bytes) -> None:
-        """Parse, check and dispatch one message body."""
-        try:
-            data = json.loads(body.decode("utf-8"))  # LSP bodies are utf-8 only
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            log.warning("unparsable message (%s): %r", exc, body[:200])
-            self.send_error(None, JsonRpcParseError(f"Parse error: {exc}."))
-            return
-        except RecursionError:  # json's own limit, near 1,000 levels: the id is not known
-            log.warning("unparsable message (nested too deeply): %r", body[:200])
-            self.send_error(
-                None,
-                JsonRpcParseError(f"Parse error: nested more than {MAX_DEPTH} levels deep."),
-            )
-            return
-        if nested_too_deep(data):
-            # Refused before cattrs, pygls or a log line recurses over it.
-            msg_id = data.get("id") if isinstance(data, dict) else None
-            id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
-            log.warning("invalid request (nested too deeply): %r", body[:200])
-            # A notification or a response is never answered (JSON-RPC 2.0 §4.1, §5).
-            silent = isinstance(data, dict) and (
-                "id" not in data if "method" in data else ("result" in data or "error" in data)
-            )
-            if not silent:
-                self.send_error(
-                    msg_id if id_ok else None,
-                    JsonRpcInvalidRequest(
-                        f"Invalid Request: nested more than {MAX_DEPTH} levels deep."
-                    ),
-                )
-            return
-        message = self.checked_message(data)
-        if message is None:
-            return
-        try:
-            self.handle_message(message)
-        except Exception as exc:  # pygls answers handler errors itself: this is a bug
-            log.exception("unable to handle message")
-            self._server._report_server_error(exc, JsonRpcException)
-
-    def checked_message(self, data: Any) -> Any | None:
-        """The structured message, or None once it has been answered (or logged) as invalid.
-
-        pygls 2.1 raises on these inside its read loop and only shows the user an error, so a
-        client would wait forever for the answer to its request.
-        """
-        if not isinstance(data, dict):
-            # LSP never batches: an array is answered like any other non-object.
-            self.send_error(
-                None,
-                JsonRpcInvalidRequest(
-                    f"Invalid Request: expected an object, got {json_type(data)}."
-                ),
-            )
-            return None
-        msg_id = data.get("id")
-        id_ok = isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
-        method = data.get("method")
-        if "method" not in data and ("result" in data or "error" in data):
-            # A response to one of our requests: never answered, whatever is wrong with it.
-            if data.get("jsonrpc") == self.VERSION and "id" in data:
-                with contextlib.suppress(JsonRpcException):  # structure_message logs it
-                    return self.structure_message(data)
-            log.warning("ignoring a malformed response: %.200s", json.dumps(data))
-            return None
-        problem = None
-        if data.get("jsonrpc") != self.VERSION:
-            problem = 'jsonrpc must be "2.0"'
-        elif not isinstance(method, str):
-            problem = "method must be a string" if "method" in data else "method is missing"
-        elif "id" in data and not id_ok:
-            problem = "id must be an integer or a string"
-        if problem is not None:
-            log.warning("invalid request (%s): %.200s", problem, json.dumps(data))
-            self.send_error(
-                msg_id if id_ok else None, JsonRpcInvalidRequest(f"Invalid Request: {problem}.")
-            )
-            return None
-        is_request = "id" in data
-        assert isinstance(method, str)  # (checked above)
-        error = self.raw_params_problem(method, data.get("params"))
-        if error is None:
-            fallback = JsonRPCRequestMessage if is_request else JsonRPCNotification
-            try:
-                return self._converter.structure(data, self.get_message_type(method) or fallback)
-            except Exception as exc:  # cattrs: a params shape that does not fit the method
-                detail = (
-                    "; ".join(cattrs.transform_error(exc))
-                    if isinstance(exc, cattrs.ClassValidationError)
-                    else str(exc)
-                )
-                error = JsonRpcInvalidParams(f"Invalid params for {method}: {detail}.")
-        if is_request:
-            self.send_error(msg_id, error)
-        else:
-            log.warning("ignoring notification %s: %s", method, error.message)
-        return None
-
-    def raw_params_problem(self, method: str, params: Any) -> JsonRpcException | None:
-        """Checks that must see the params before cattrs converts them."""
-        if method == types.WORKSPACE_EXECUTE_COMMAND and isinstance(params, dict):
-            args = params.get("arguments")
-            if args is not None and not isinstance(args, list):
-                # cattrs would turn a string into a list of its characters (and an object
-                # into a list of its keys): "alpha" would become five arguments.
-                return rpc_error(
-                    schema(
-                        f"{params.get('command')} arguments must be an array with one request "
-                        f"object; got {json_type(args)}.",
-                        field="arguments",
-                    )
-                )
-        return None
-
-    def send_error(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
-        # Built by hand: lsprotocol's ResponseErrorMessage drops an `id` of None, and
-        # JSON-RPC requires `"id": null` when the request's id could not be read.
-        self._send_data(
-            {
-                "jsonrpc": self.VERSION,
-                "id": msg_id,
-                "error": self._converter.unstructure(error.to_response_error()),
-            }
-        )
-
-
-class _Progress:
-    """Work-done progress for one request, fed from the engine's worker thread."""
-
-    def __init__(
-        self, ls: CitelineServer, loop: asyncio.AbstractEventLoop, token: types.ProgressToken
-    ) -> None:
-        self.ls = ls
-        self.loop = loop
-        self.token = token
-        self._last = 0.0
-
-    def begin(self, title: str) -> None:
-        self.ls.work_done_progress.begin(
-            self.token, types.WorkDoneProgressBegin(title=title, cancellable=False, percentage=0)
-        )
-
-    def __call__(self, stage: str, done: int, total: int) -> None:  # called in the worker
-        now = time.monotonic()
-        if now - self._last < PROGRESS_INTERVAL and done != total:
-            return
-        self._last = now
-        pct = int(done * 100 / total) if total else 100
-        value = types.WorkDoneProgressReport(message=f"{stage} {done}/{total}", percentage=pct)
-        self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, value)
-
-    def end(self, message: str) -> None:
-        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+_Progress = WorkDone  # (its old name: tests read it)
 
 
 class CitelineServer(LanguageServer):
@@ -311,16 +84,11 @@ class CitelineServer(LanguageServer):
         self.engine = Engine(
             self.options.engine, workers=default_workers(), cache=self.options.cache, journal=True
         )
-        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="citeline-engine")
-        self.tokens: set[CancelToken] = set()  # running engine jobs, cancelled at shutdown
-        self.tokens_lock = threading.Lock()
-        self.published: dict[str, set[str]] = {}  # folder path -> URIs with diagnostics
-        self.pending_check: dict[str, asyncio.TimerHandle] = {}
+        self.jobs = Jobs(self)
+        self.diagnostics = Diagnostics(self)
         self.background: set[asyncio.Task[Any]] = set()
         self.exit_requested = False
-        self.warming: asyncio.Future[Any] | None = None  # the warm-up's engine job
         self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
-        self.told: dict[str, str] = {}  # folder -> the last situation the user was told of
         self.spelling = names.Spelling()  # editor paths -> the names the disk stores
 
     # -- workspace -----------------------------------------------------------------------
@@ -340,7 +108,7 @@ class CitelineServer(LanguageServer):
         # (on_initialize logs it).
         return out
 
-    def choose_folder(self, root: Any) -> str:
+    def choose_folder(self, root: object) -> str:
         folders = self.folders()
         if root is None:
             if not folders:
@@ -379,7 +147,7 @@ class CitelineServer(LanguageServer):
                 best, left = path, len(inside)  # fewer names left: a deeper folder
         return best
 
-    def engine_settings(self, folder: str) -> Any:
+    def engine_settings(self, folder: str) -> Settings:
         """The engine's settings for `folder`: the user's, with `.gitignore` comparing names
         as the folder's volume does (lsp/names.py)."""
         return names.for_volume(self.options.engine, folder)
@@ -399,63 +167,39 @@ class CitelineServer(LanguageServer):
 
     # -- running engine work -------------------------------------------------------------
 
+    # The job pool's state, as the server's own (tests and main() read it so).
+    @property
+    def pool(self) -> ThreadPoolExecutor:
+        return self.jobs.pool
+
+    @property
+    def tokens(self) -> set[CancelToken]:
+        return self.jobs.tokens
+
+    @property
+    def warming(self) -> asyncio.Future[Any] | None:
+        return self.jobs.warming
+
+    @property
+    def pending_check(self) -> dict[str, asyncio.TimerHandle]:
+        return self.diagnostics.pending
+
+    @property
+    def published(self) -> dict[str, set[str]]:
+        return self.diagnostics.published
+
     async def run_engine(
         self,
-        job: Callable[[CancelToken, ProgressFn | None], T],
+        job: Job[T],
         *,
         work_done_token: types.ProgressToken | None = None,
         title: str = "citeline",
         after_warm_up: bool = True,
     ) -> T:
-        """Run `job` in the pool; cancellation of the caller sets the job's CancelToken.
-
-        While the start-up warm-up is still analysing files, a request first waits for it:
-        two threads analysing the same files at once (under the GIL) would make both slower.
-        """
-        warming = self.warming
-        if after_warm_up and warming is not None and not warming.done():
-            await asyncio.wait([warming])
-        loop = asyncio.get_running_loop()
-        token = CancelToken()
-        progress = None
-        if work_done_token is not None:
-            progress = _Progress(self, loop, work_done_token)
-            progress.begin(title)
-        with self.tokens_lock:
-            self.tokens.add(token)
-        ended = "cancelled"
-        started = time.monotonic()
-
-        def run() -> T:
-            how = "failed"  # how the engine call itself ended (tests read it at DEBUG level)
-            try:
-                result = job(token, progress)
-                how = "finished"
-                return result
-            except CitelineError as err:
-                how = "stopped (cancelled)" if err.code == "cancelled" else f"failed ({err.code})"
-                raise
-            finally:
-                log.debug("engine job %s %s after %.3fs", title, how, time.monotonic() - started)
-
-        try:
-            result = await loop.run_in_executor(self.pool, run)
-            ended = "done"
-            return result
-        except asyncio.CancelledError:
-            token.cancel()
-            raise
-        except CitelineError as err:
-            ended = err.code
-            raise rpc_error(err) from None
-        except Exception as exc:
-            ended = INTERNAL
-            raise bug_error(exc, title) from None
-        finally:
-            with self.tokens_lock:
-                self.tokens.discard(token)
-            if progress is not None:
-                progress.end(ended)
+        """Run `job` in the pool (lsp/jobs.py), after the warm-up unless told otherwise."""
+        return await self.jobs.run(
+            job, work_done_token=work_done_token, title=title, after_warm_up=after_warm_up
+        )
 
     # -- serving -------------------------------------------------------------------------
 
@@ -478,65 +222,14 @@ class CitelineServer(LanguageServer):
 
     async def serve(self, frames: FrameReader) -> None:
         """Read and dispatch messages until end of input, `exit`, or the client's death."""
-        loop = asyncio.get_running_loop()
         self.closing = asyncio.Event()
-        closing = asyncio.ensure_future(self.closing.wait())
-        # A thread of its own: it stays blocked in read() at exit, which main() tolerates.
-        reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citeline-stdin")
-        try:
-            while True:
-                frame = loop.run_in_executor(reader, frames.read_frame)
-                waiting: list[asyncio.Future[Any]] = [frame, closing]
-                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if not frame.done():
-                    break  # closing: the read cannot be interrupted, and need not be
-                try:
-                    body = frame.result()
-                except OSError as exc:
-                    log.error("reading stdin failed: %s", exc)
-                    break
-                if body is None:
-                    break  # end of input
-                protocol = self.protocol
-                assert isinstance(protocol, CitelineProtocol)
-                protocol.handle_body(body)
-        finally:
-            closing.cancel()
-            reader.shutdown(wait=False)
+        protocol = self.protocol
+        assert isinstance(protocol, CitelineProtocol)
+        await transport.serve(protocol, frames, self.closing)
 
     def watch_parent(self, pid: int | None) -> None:
         """Stop serving when the client process dies (LSP: initialize's processId)."""
-        if pid is None or pid <= 0 or pid == os.getpid():
-            return  # null: not started by a process; os.kill reads <= 0 as process groups
-        if not process_alive(pid):
-            # The client sent initialize, so it is alive: a pid that does not exist here
-            # belongs to another PID namespace (a client outside our container).
-            log.warning("processId %d is not a process visible here: not watching it", pid)
-            return
-        loop = asyncio.get_running_loop()
-        # A pidfd becomes readable when the process ends, even as an unreaped zombie, and
-        # cannot be fooled by the pid being reused. Elsewhere (macOS, Windows, Linux before
-        # 5.3) the process is asked after every PARENT_POLL_INTERVAL.
-        pidfd_open = getattr(os, "pidfd_open", None)
-        try:
-            if pidfd_open is None:
-                raise OSError("no pidfd")
-            fd = pidfd_open(pid)
-        except OSError:  # (or it is gone already)
-            self.spawn(self.poll_parent(pid))
-            return
-
-        def ended() -> None:
-            loop.remove_reader(fd)
-            os.close(fd)
-            self.parent_gone(pid)
-
-        loop.add_reader(fd, ended)
-
-    async def poll_parent(self, pid: int) -> None:
-        while process_alive(pid):
-            await asyncio.sleep(PARENT_POLL_INTERVAL)
-        self.parent_gone(pid)
+        transport.watch_parent(self, pid)
 
     def parent_gone(self, pid: int) -> None:
         log.warning("the client process %d is gone: exiting", pid)
@@ -552,133 +245,13 @@ class CitelineServer(LanguageServer):
         self.pool.shutdown(wait=False, cancel_futures=True)
 
     def cancel_all(self) -> None:
-        with self.tokens_lock:
-            for token in self.tokens:
-                token.cancel()
+        self.jobs.cancel_all()
 
     # -- features ------------------------------------------------------------------------
 
     async def run_command(self, params: types.ExecuteCommandParams) -> dict[str, Any]:
-        # When the request arrived: a capture started after it (by a request that waited
-        # beside it for the warm-up, say) is as fresh as its own (Engine.capture).
-        arrived = time.monotonic()
-        args = params.arguments or []
-        try:
-            if len(args) != 1:
-                raise schema(
-                    f"{params.command} takes exactly one argument, the request object; "
-                    f"got {len(args)}.",
-                    field="arguments",
-                )
-            request = args[0]
-            root = None
-            if isinstance(request, Mapping):
-                request = dict(request)
-                root = request.pop("root", None)
-            bundle = self.choose_folder(root)
-            if params.command == "citeline.search" and isinstance(request, dict):
-                request = self.options.search_request(request)
-        except CitelineError as err:
-            raise rpc_error(err) from None
-        engine = self.engine
-        settings = self.engine_settings(bundle)
-        method = {
-            "citeline.search": engine.search,
-            "citeline.concepts": engine.concepts,
-            "citeline.lines": engine.lines,
-        }[params.command]
-
-        overlay = self.overlay(bundle) if params.command != "citeline.concepts" else None
-        extra = {"overlay": overlay} if overlay else {}
-
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
-            return method(
-                bundle,
-                request,
-                settings=settings,
-                cancel=cancel,
-                progress=progress,
-                fresh_after=arrived,
-                **extra,
-            )
-
-        try:
-            return await self.run_engine(
-                job, work_done_token=params.work_done_token, title=params.command
-            )
-        except JsonRpcException as exc:
-            self.tell_failure(bundle, exc)
-            raise
-
-    async def workspace_symbols(
-        self, params: types.WorkspaceSymbolParams
-    ) -> list[types.SymbolInformation]:
-        folders = [path for _, path in self.folders()]
-        opts = self.options
-        engine = self.engine
-        query = params.query
-        arrived = time.monotonic()
-        overlays = {path: self.overlay(path) for path in folders}
-
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
-            per_folder = []
-            for path in folders:
-                hits = engine.symbols(
-                    path,
-                    query,
-                    cap=opts.symbol_cap,
-                    list_cap=opts.list_cap,
-                    relevance=opts.relevance_options,
-                    settings=self.engine_settings(path),
-                    cancel=cancel,
-                    progress=progress,
-                    overlay=overlays[path],
-                    fresh_after=arrived,
-                )
-                per_folder.append([(path, h) for h in hits])
-            if len(per_folder) == 1:
-                return per_folder[0]
-            # The engine lists (score 0) when the query holds no word, and its ranked hits
-            # score above 0: asking it, not the query, keeps the two in step.
-            listing = all(h.score == 0.0 for hits in per_folder for _, h in hits)
-            # heapq.merge is stable: equal scores keep folder order, and each folder's
-            # own order (the engine's ranking or listing order) is kept.
-            merged = heapq.merge(*per_folder, key=lambda ph: -ph[1].score)
-            cap = opts.list_cap if listing else opts.symbol_cap
-            return list(itertools.islice(merged, cap))
-
-        found = await self.run_engine(
-            job, work_done_token=params.work_done_token, title="citeline: symbols"
-        )
-        return [conv.workspace_symbol(path, hit) for path, hit in found]
-
-    async def document_symbols(
-        self, params: types.DocumentSymbolParams
-    ) -> list[types.DocumentSymbol]:
-        uri = params.text_document.uri
-        doc = self.workspace.get_text_document(uri)
-        units = self.workspace.position_codec.client_num_units
-        is_open = any(d is doc for d in self.workspace.text_documents.values())
-        text = doc.source if is_open else None
-        closed = None if is_open else self.closed_document(doc.path)
-        max_bytes = self.options.engine.limits.max_file_bytes
-
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
-            if text is not None:
-                data: bytes | None = text.encode("utf-8", "surrogatepass")
-            elif closed is not None:
-                data = read_inside(*closed, max_bytes)
-            else:
-                data = None
-            if data is None:
-                return []
-            found = Engine.outline(data)
-            if isinstance(found, ParseIssue):
-                return []
-            lay, heads = found
-            return conv.document_symbols(lay, heads, units)
-
-        return await self.run_engine(job)
+        """A command of the operations table (lsp/rpc.py dispatches here)."""
+        return await features.execute_command(self, params)
 
     def closed_document(self, path: str | None) -> tuple[str, str] | None:
         """(workspace folder, bundle-relative path) of a document that is not open, when it is
@@ -741,7 +314,9 @@ class CitelineServer(LanguageServer):
         for rel, text in open_docs.items():
             if not any(p.path == rel for p in found) and not self.captured(folder, rel):
                 continue
-            outline = Engine.outline(text.encode("utf-8", "surrogatepass"))
+            from citeline.engine import analysis
+
+            outline = analysis.outline_tree(text.encode("utf-8", "surrogatepass"))
             if isinstance(outline, ParseIssue):
                 out.append(Problem(rel, outline.line, outline.reason))
         out.sort(key=lambda p: p.path)
@@ -766,64 +341,30 @@ class CitelineServer(LanguageServer):
             self.tell_failure(folder, exc)
             return
         if problems and self.options.engine.skip_invalid:
-            n = len(problems)
-            self.tell(
-                folder,
-                f"citeline: {n} file{'s' if n != 1 else ''} in {folder} cannot be parsed and "
-                f"{'are' if n != 1 else 'is'} left out of search (see the diagnostics). The "
-                "setting citeline.skip_invalid decides whether such files block search.",
-                key="skipped:" + "\n".join(p.path for p in problems),
-            )
+            message, key = diagnostics.skipped_message(folder, problems)
+            self.tell(folder, message, key=key)
         else:
             self.tell(folder, None)
-        by_uri: dict[str, list[Problem]] = {}
-        # An open document's diagnostics go to the URI the editor named it by: on a volume
-        # that folds names it may spell them otherwise than the disk.
         editor_uris = {}
         if problems and not names.volume_rules(folder).exact:
             editor_uris = {rel: uri for rel, (uri, _) in self.open_documents(folder).items()}
-        for p in problems:
-            uri = editor_uris.get(p.path) or conv.file_uri(folder, p.path)
-            by_uri.setdefault(uri, []).append(p)
-        before = self.published.get(folder, set())
-        for uri in before - set(by_uri):
-            self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-            )
-        for uri, found in by_uri.items():
-            self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=conv.diagnostics(found))
-            )
-        self.published[folder] = set(by_uri)
+        self.diagnostics.publish(folder, diagnostics.by_uri(folder, problems, editor_uris))
 
     def tell(self, folder: str, message: str | None, key: str | None = None) -> None:
         """Show `message` once per change of the folder's situation (None: all is well)."""
-        situation = key or message or ""
-        if self.told.get(folder, "") == situation:
-            return
-        self.told[folder] = situation
-        if message:
-            self.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
-            )
+        self.diagnostics.tell(folder, message, key)
 
     def tell_failure(self, folder: str, exc: JsonRpcException) -> None:
         """A request failed on the workspace itself (a limit, a parse error): say so once."""
-        data = exc.data if isinstance(exc.data, dict) else {}
-        if data.get("code") in ("resource_limit", "parse_error", "bundle_invalid"):
-            self.tell(folder, f"citeline: {exc.message}")
+        message = self.diagnostics.failure_message(exc)
+        if message is not None:
+            self.tell(folder, message)
 
     def schedule_check(self, folder: str, delay: float = DIAGNOSTIC_DELAY) -> None:
         """Debounced re-check of one folder's diagnostics."""
-        old = self.pending_check.pop(folder, None)
-        if old is not None:
-            old.cancel()
-        loop = asyncio.get_running_loop()
-        self.pending_check[folder] = loop.call_later(
-            delay, lambda: self.spawn(self.check_folder(folder))
-        )
+        self.diagnostics.schedule(folder, delay, lambda: self.spawn(self.check_folder(folder)))
 
-    def spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
         self.background.add(task)
         task.add_done_callback(self.background.discard)
@@ -875,77 +416,8 @@ class CitelineServer(LanguageServer):
         requests right after `initialized`, and they must find the warm-up already begun
         rather than start the same analysis beside it.
         """
-        previous = self.warming
-        gate: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.warming = gate
-        self.spawn(self._warm_up(folders, previous, gate))
-
-    async def _warm_up(
-        self,
-        folders: list[str] | None,
-        previous: asyncio.Future[Any] | None,
-        gate: asyncio.Future[Any],
-    ) -> None:
-        # Each folder's parse problems, from the index of the settings' options (the first
-        # wanted): published without capturing the folder once more.
-        problems: dict[str, list[Problem]] = {}
-        try:
-            if previous is not None and not previous.done():
-                await asyncio.wait([previous])  # one warm-up at a time: they share the files
-            if folders is None:
-                folders = [path for _, path in self.folders()]
-            token: str | None = None
-            if self.client_has_progress():
-                token = f"citeline-warmup-{uuid.uuid4()}"
-                try:
-                    await self.work_done_progress.create_async(token)
-                except Exception as exc:  # the client refused: warm up silently
-                    log.info("no warm-up progress: %s", exc)
-                    token = None
-            opts = self.options
-            # What the editors ask first: their searches use `recall`, symbols the settings'.
-            recall = Relevance.from_mapping({"profile": "recall"}).analysis
-            wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
-
-            def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
-                # Its captures are left to the requests that arrived before they started
-                # (those waiting for the warm-up now): they are as fresh as their own.
-                begun = time.monotonic()
-                for folder in folders:
-                    for options in wanted:
-                        try:
-                            index = self.engine.prepare(
-                                folder,
-                                options,
-                                settings=self.engine_settings(folder),
-                                cancel=cancel,
-                                progress=progress,
-                                fresh_after=begun,
-                            )
-                        except CitelineError as err:
-                            if err.code == "cancelled":
-                                raise
-                            log.info("warm-up of %s: %s", folder, err.message)
-                            break
-                        problems.setdefault(folder, list(index.problems))
-
-            started = time.monotonic()
-            try:
-                await self.run_engine(
-                    job, work_done_token=token, title="citeline: indexing", after_warm_up=False
-                )
-            except JsonRpcException as exc:
-                log.info("warm-up stopped: %s", exc.message)
-            log.info("warm-up of %d folder(s) took %.2fs", len(folders), time.monotonic() - started)
-        finally:
-            if not gate.done():
-                gate.set_result(None)
-        for folder in folders:
-            await self.check_folder(folder, after_warm_up=False, found=problems.get(folder))
-        # What the warm-up built lives as long as the server: out of the cyclic collector's
-        # way, so that its full collections during requests need not walk it again.
-        gc.collect()
-        gc.freeze()
+        previous, gate = self.jobs.gate()
+        self.spawn(features.warm_up(self, folders, previous, gate))
 
 
 server = CitelineServer()
@@ -1009,14 +481,14 @@ def on_workspace_folders(ls: CitelineServer, params: types.DidChangeWorkspaceFol
 async def on_workspace_symbol(
     ls: CitelineServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
-    return await guarded(ls.workspace_symbols)(params)
+    return await guarded(features.workspace_symbols)(ls, params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 async def on_document_symbol(
     ls: CitelineServer, params: types.DocumentSymbolParams
 ) -> list[types.DocumentSymbol]:
-    return await guarded(ls.document_symbols)(params)
+    return await guarded(features.document_symbols)(ls, params)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -1046,7 +518,8 @@ def on_watched_files(ls: CitelineServer, params: types.DidChangeWatchedFilesPara
 
 
 def _register_commands() -> None:
-    """Advertise the commands; CitelineProtocol runs them (see its execute_command)."""
+    """Advertise the commands of the operations table; CitelineProtocol runs them (see its
+    execute_command)."""
 
     for name in COMMANDS:
 
@@ -1096,6 +569,31 @@ def main() -> int:
                 stream.flush()
         logging.shutdown()
         os._exit(code)
+
+
+# What tests, scripts and editors' glue import from here, wherever it is defined now.
+__all__ = [
+    "COMMANDS",
+    "PARENT_POLL_INTERVAL",
+    "PROGRESS_INTERVAL",
+    "VERSION",
+    "CancelToken",
+    "CitelineError",
+    "CitelineProtocol",
+    "CitelineServer",
+    "JsonRPCNotification",
+    "JsonRpcInvalidParams",
+    "JsonRpcInvalidRequest",
+    "JsonRpcParseError",
+    "JsonRpcRequestFailed",
+    "Problem",
+    "bug_error",
+    "json_type",
+    "main",
+    "process_alive",
+    "rpc_error",
+    "server",
+]
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A fault injected into the engine for the unexpected-error tests: Engine.search, concepts,
 lines and symbols raise an exception that is not a CitelineError whenever the query (or
-pattern, or document) is "boom", and Engine.outline whenever the bytes hold "boom".
+pattern, or document) is "boom", and the outline of a document (analysis.outline_tree)
+whenever its bytes hold "boom".
 
 Installed in this process (`install(monkeypatch.setattr)`, undone with the monkeypatch) or
 at the start of a server subprocess (fronts_harness.FAULTY, with plain setattr).
@@ -31,13 +32,15 @@ def install(set_attr: Callable[[Any, str, Any], None] = setattr) -> None:
 
         return call
 
+    import citeline.engine.analysis as analysis
+
     for name in ("search", "concepts", "lines", "symbols"):
         set_attr(core.Engine, name, faulty(getattr(core.Engine, name)))
-    real_outline = core.Engine.outline
+    real_outline = analysis.outline_tree
 
     def outline(data: bytes) -> Any:
         if b"boom" in data:
             raise ZeroDivisionError("injected fault")
         return real_outline(data)
 
-    set_attr(core.Engine, "outline", staticmethod(outline))
+    set_attr(analysis, "outline_tree", outline)

@@ -14,6 +14,7 @@ NAMES = (
     "concepts.result",
     "lines.request",
     "lines.result",
+    "lines.semantic.result",
     "error",
 )
 

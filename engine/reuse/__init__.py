@@ -31,7 +31,7 @@ from .stats import Known, Marks
 from .store import Store
 
 if TYPE_CHECKING:
-    from .journal import Journals
+    from .journals import Journals
 
 log = logging.getLogger("citeline.reuse")
 

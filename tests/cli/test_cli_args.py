@@ -15,9 +15,9 @@ from bundles import write_bundle as write
 from inprocess import run_cli
 
 from citeline.engine import CitelineError, Engine, Limits
-from citeline.engine.limits import with_limit_advice
 from citeline.engine.present import encode
 from citeline.lsp import cli
+from citeline.lsp.remedies import with_limit_advice
 
 
 def option_help(command: str) -> str:

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import pytest
 from bundles import write_bundle as write
 
-from citeline.engine import CitelineError, Engine, Limits, Settings
-from citeline.engine.limits import with_limit_advice
+from citeline.engine import Call, CitelineError, Engine, Limits, Settings
 from citeline.lsp import cli
+from citeline.lsp.remedies import with_limit_advice
 
 
 @pytest.fixture(autouse=True)
@@ -1070,7 +1070,8 @@ def test_no_recall_search_for_concepts_or_lines(
     def counted(self: Engine, bundle: Any, request: dict[str, Any], **kwargs: Any) -> Any:
         searched.append(request)
         # both searches draw the progress bar (on a terminal, after half a second)
-        assert isinstance(kwargs["progress"], render.ProgressBar)
+        progress = bundle.progress if isinstance(bundle, Call) else kwargs["progress"]
+        assert isinstance(progress, render.ProgressBar)
         return search(self, bundle, request, **kwargs)
 
     monkeypatch.setattr(spy, "search", counted)

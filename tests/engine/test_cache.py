@@ -145,6 +145,37 @@ def test_corrupt_entries_are_refused_and_rebuilt(
     assert analysed, "nothing corrupt may be used: the files are analysed again"
 
 
+def test_an_altered_block_that_still_decodes_is_refused_by_its_checksum(
+    bundle: Path, tmp_path: Path, analysed: list[str]
+) -> None:
+    """A block whose payload was altered in a way every length and reference check accepts
+    (one posting's term frequency changed) is refused by its CRC alone: used, it would
+    change the scores without any other check noticing (issue 29)."""
+    from citeline.engine.blocks import Block
+    from citeline.engine.codec import Corrupt
+
+    cache = tmp_path / "cache"
+    expected = _filled(bundle, cache)
+    with sqlite3.connect(cache / FILE_NAME) as db:
+        rows = db.execute("SELECT key, blob FROM entries WHERE kind = 'block'").fetchall()
+        assert rows
+        for key, blob in rows:
+            block = Block.decode(blob, key)
+            block.p_tf[0] += 7  # a changed posting: lengths and references stay consistent
+            rewritten = block.encode()
+            assert len(rewritten) == len(blob) and rewritten != blob
+            assert Block.decode(rewritten, key).p_tf[0] == block.p_tf[0]  # it decodes
+            altered = rewritten[:6] + blob[6:10] + rewritten[10:]  # the old CRC-32 kept
+            with pytest.raises(Corrupt, match="checksum"):
+                Block.decode(altered, key)
+            db.execute(
+                "UPDATE entries SET blob = ? WHERE kind = 'block' AND key = ?", (altered, key)
+            )
+    analysed.clear()
+    assert answers(Engine(SETTINGS, cache=cache), bundle) == expected  # the same scores
+    assert analysed, "the altered blocks are refused: the files are analysed again"
+
+
 def test_a_foreign_schema_version_is_replaced(bundle: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     expected = _filled(bundle, cache)

@@ -18,6 +18,7 @@ import citeline.engine.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings, files
 from citeline.engine.capture import capture
 from citeline.engine.index import MAX_EXPANSIONS
+from citeline.lsp.remedies import COMMAND_LINE, EDITOR, worded
 
 # -- prefix expansion -------------------------------------------------------------------------
 
@@ -46,14 +47,13 @@ def test_expansions_count_a_term_over_every_block(
 
 def test_parse_error_says_how_to_skip_the_file(make_bundle: Callable[..., Path]) -> None:
     bundle = make_bundle({"a.md": "# A\nalpha\n", "bad.md": b"# B\n\xff\n"})
-    with pytest.raises(CitelineError) as cli:
+    with pytest.raises(CitelineError) as raised:
         Engine().search(bundle, {"query": "alpha"})
-    assert cli.value.code == "parse_error"
-    assert cli.value.message.endswith(". Fix them, or skip unparsable files with --skip-invalid.")
-    editor = Settings(advice="editor")
-    with pytest.raises(CitelineError) as lsp:
-        Engine().search(bundle, {"query": "alpha"}, settings=editor)
-    assert lsp.value.message.endswith(
+    cli = worded(raised.value, COMMAND_LINE)  # the front words what to do
+    assert cli.code == "parse_error"
+    assert cli.message.endswith(". Fix them, or skip unparsable files with --skip-invalid.")
+    lsp = worded(raised.value, EDITOR)
+    assert lsp.message.endswith(
         ". Fix them, or set the citeline setting skip_invalid to true to leave them out."
     )
 
@@ -180,7 +180,7 @@ def test_out_of_descriptors_past_the_depth_limit_is_that_limit(
     # (the descriptor backend: the path backend holds no descriptor per folder)
     monkeypatch.setattr(files, "BACKEND", files.DescriptorBackend())
     monkeypatch.setattr(files, "os", _FewDescriptors("d", 64))
-    err = capture_fails(bundle, Settings(advice=advice))
+    err = worded(capture_fails(bundle), COMMAND_LINE if advice == "cli" else EDITOR)
     folder = "/".join(["d"] * 64)
     assert err.code == "resource_limit"
     assert err.details == {

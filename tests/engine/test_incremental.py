@@ -403,7 +403,7 @@ def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
     assert len(walks) == 1  # the warm-up's snapshot
     assert [h["path"] for h in first["hits"]] == ["a.md"]
     # kept without the bytes it read (a big workspace's bytes are not kept alive by it)
-    (landed,) = engine._landed.values()
+    (landed,) = engine.flights.landed.values()
     assert landed.snapshot is not None and len(landed.snapshot.files) == 2
     assert all(f.data is None for f in landed.snapshot.files)
 
@@ -424,7 +424,7 @@ def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
 
 
 def test_finished_captures_are_kept_per_bundle_and_settings(make_bundle, monkeypatch) -> None:
-    from citeline.engine import core
+    from citeline.engine import core, flights
     from citeline.engine.limits import Settings
 
     one = make_bundle({"a.md": "alpha\n"}, name="one")
@@ -445,9 +445,9 @@ def test_finished_captures_are_kept_per_bundle_and_settings(make_bundle, monkeyp
     strict = Settings(reserved=("a.md",))
     engine.search(one, {"query": "alpha"}, settings=strict, fresh_after=waiting)
     assert walks == [str(one), str(two), str(one)]  # other settings: another capture
-    for _ in range(core.LANDED_KEPT + 3):
+    for _ in range(flights.LANDED_KEPT + 3):
         engine.prepare(make_bundle({"x.md": "x\n"}, name=f"b{len(walks)}"), fresh_after=waiting)
-    assert len(engine._landed) == core.LANDED_KEPT
+    assert len(engine.flights.landed) == flights.LANDED_KEPT
 
 
 def test_a_shared_capture_reads_the_bytes_again_when_none_are_held(make_bundle) -> None:

@@ -26,7 +26,8 @@ from citeline.engine import CitelineError, Engine
 from citeline.engine.limits import Limits, Settings
 from citeline.engine.reuse import journal as jmod
 from citeline.engine.reuse import stats
-from citeline.engine.reuse.journal import Journals, Look, open_journal
+from citeline.engine.reuse.journal import open_journal
+from citeline.engine.reuse.journals import Journals, Look
 
 pytestmark = pytest.mark.skipif(
     jmod.unsupported_reason() is not None, reason="no synchronous journal on this platform"

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import CODES, CancelToken, CitelineError, Engine, Limits, Settings
+from citeline.engine.errors import LimitHit
 from citeline.engine.present import encode
+from citeline.lsp.remedies import COMMAND_LINE, worded
 
 
 def run(bundle, request=None, concepts=False, **limits):
@@ -32,8 +34,10 @@ def assert_limit(err: CitelineError, name: str, value: int, maximum: int) -> Non
     assert err.details["value"] == value
     assert err.details["max"] == maximum
     assert err.details["setting"] == name
-    assert name in err.message
-    assert str(maximum) in err.message
+    assert err.remedy == LimitHit(name, value, maximum)  # which limit, for the front to word
+    shown = worded(err, COMMAND_LINE)  # as a front shows it: what to raise, and how
+    assert name in shown.message
+    assert str(maximum) in shown.message
 
 
 # -- capture limits ---------------------------------------------------------------------

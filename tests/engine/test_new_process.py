@@ -15,6 +15,7 @@ import pytest
 from bundles import write_bundle
 
 from citeline.engine import CitelineError, Engine, Limits, Settings
+from citeline.lsp.remedies import COMMAND_LINE, EDITOR, worded
 
 FILES = {
     "a.md": "# Alpha\n\nhashtable " + "word " * 40 + "\n",
@@ -64,10 +65,12 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
 
 
 def outcome(engine: Engine, bundle: Path, limits: Limits, advice: str = "cli") -> Any:
-    settings = Settings(limits=limits, advice=advice)
+    settings = Settings(limits=limits)
     try:
         result = engine.search(bundle, {"query": "hashtable"}, settings=settings)
-    except CitelineError as err:
+    except CitelineError as raised:
+        # the engine names the limit; the front (here: `advice`'s) words what to change
+        err = worded(raised, COMMAND_LINE if advice == "cli" else EDITOR)
         return ("error", err.code, err.message, err.details)
     return ("ok", result["total"], result["snapshot_revision"])
 

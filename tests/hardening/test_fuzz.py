@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from citeline.engine import CODES, CitelineError, Engine, Limits, Settings
+from citeline.engine.analysis import outline_tree
 from citeline.engine.contracts import validate
 from citeline.engine.errors import ParseIssue
 from citeline.engine.present import encode
@@ -432,7 +433,7 @@ def check_concepts(
 def check_outline(data: bytes) -> bool:
     """The outline of one file against markdown-it-py and the SPEC's parse rules; True when
     the file has one (False: it is a parse issue, as it must be)."""
-    found = Engine.outline(data)
+    found = outline_tree(data)
     expected = expected_headings(data)
     if expected is None:
         assert isinstance(found, ParseIssue), found
@@ -729,7 +730,7 @@ def test_outline_and_symbols_arbitrary_files(files: dict[str, bytes]) -> None:
                 (concept_of(p, d)[0], h.line)
                 for p, d in captured(files).items()
                 if searchable(p) and expected_headings(d) is not None
-                for h in Engine.outline(d)[1]  # type: ignore[index]
+                for h in outline_tree(d)[1]  # type: ignore[index]
             )
             assert [(h.concept_id, h.line_start - 1) for h in hits] == [w for w in want][
                 : len(hits)

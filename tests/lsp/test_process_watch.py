@@ -16,6 +16,7 @@ import pytest
 
 from citeline.engine import platform
 from citeline.lsp import server as srv
+from citeline.lsp import transport
 
 
 class FakeKernel32:
@@ -113,7 +114,7 @@ def test_without_pidfd_the_client_is_polled_and_its_end_noticed(
 ) -> None:
     """macOS and Windows have no pidfd: the server asks every PARENT_POLL_INTERVAL, and on
     Windows through the process handle."""
-    monkeypatch.setattr(srv, "PARENT_POLL_INTERVAL", 0.02)
+    monkeypatch.setattr(transport, "PARENT_POLL_INTERVAL", 0.02)
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
     )

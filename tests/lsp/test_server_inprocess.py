@@ -295,12 +295,13 @@ def test_without_pidfd_the_client_process_is_polled(
     import subprocess
 
     from citeline.lsp import server as module
+    from citeline.lsp import transport
 
     def no_pidfd(pid: int) -> int:
         raise OSError("pidfd_open not supported")
 
     monkeypatch.setattr(module.os, "pidfd_open", no_pidfd)
-    monkeypatch.setattr(module, "PARENT_POLL_INTERVAL", 0.05)
+    monkeypatch.setattr(transport, "PARENT_POLL_INTERVAL", 0.05)
     parent = subprocess.Popen(["sleep", "30"])
     served = LspServer()
     try:

@@ -18,6 +18,9 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from citeline.engine import Call
+from citeline.lsp import features
+from citeline.lsp import jobs as job_pool
 from citeline.lsp import server as srv
 
 
@@ -50,7 +53,7 @@ class ImmediateLoop:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     now = [1000.0]
-    monkeypatch.setattr(srv.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(job_pool.time, "monotonic", lambda: now[0])
     return now
 
 
@@ -482,6 +485,9 @@ def test_commands_hand_the_engine_their_folder_cancel_progress_arrival_and_unsav
 
     def spy(name: str) -> Callable[..., dict[str, Any]]:
         def call(bundle: Any, request: Any, **kw: Any) -> dict[str, Any]:
+            if isinstance(bundle, Call):  # the one call value, seen as its keyword form
+                kw = {f: getattr(bundle, f) for f in ("cancel", "progress", "fresh_after")}
+                kw["overlay"], bundle = bundle.overlay, bundle.bundle
             seen.append((name, bundle, request, kw))
             return {"answered": name}
 
@@ -531,7 +537,7 @@ def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_t
     ls.overlay = lambda f: {"a.md": f.encode()} if f == two else None  # type: ignore[method-assign]
     handed = run_jobs_here(ls)
     before = time.monotonic()
-    found = asyncio.run(ls.workspace_symbols(types.WorkspaceSymbolParams(query="hash")))
+    found = asyncio.run(features.workspace_symbols(ls, types.WorkspaceSymbolParams(query="hash")))
     after = time.monotonic()
     assert found == []
     assert [(b, q) for b, q, _ in seen] == [(one, "hash"), (two, "hash")]
@@ -846,7 +852,7 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
     ls.check_folder = check_folder  # type: ignore[method-assign]
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: Refusing()))
-    monkeypatch.setattr(srv.gc, "freeze", lambda: None)  # not the test process's objects
+    monkeypatch.setattr(features.gc, "freeze", lambda: None)  # not the test process's objects
 
     async def scenario() -> float:
         before = time.monotonic()
@@ -996,7 +1002,7 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
     ls.check_folder = check_folder  # type: ignore[method-assign]
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: client))
-    monkeypatch.setattr(srv.gc, "freeze", lambda: None)
+    monkeypatch.setattr(features.gc, "freeze", lambda: None)
 
     async def scenario() -> None:
         ls.start_warm_up()
@@ -1066,7 +1072,7 @@ def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
     ls = server_with([])
     fake = FakeProgress()
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: fake))
-    monkeypatch.setattr(srv, "log", logging.getLogger("citeline.test-run-engine"))
+    monkeypatch.setattr(job_pool, "log", logging.getLogger("citeline.test-run-engine"))
     handed: list[tuple[Any, Any]] = []
     release = threading.Event()
 

@@ -13,7 +13,8 @@ import pytest
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from citeline.engine import Engine, Problem, SectionHit
+from citeline.engine import Problem, SectionHit
+from citeline.engine.analysis import outline_tree
 from citeline.engine.errors import ParseIssue
 from citeline.lsp.symbols import (
     EMPTY_HEADING,
@@ -87,7 +88,7 @@ OUTLINE = (
 
 
 def outline(text: str, units=len) -> list[types.DocumentSymbol]:
-    found = Engine.outline(text.encode("utf-8"))
+    found = outline_tree(text.encode("utf-8"))
     assert not isinstance(found, ParseIssue)
     return document_symbols(*found, units)
 

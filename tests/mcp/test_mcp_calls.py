@@ -23,7 +23,7 @@ from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from citeline.engine import CancelToken, CitelineError, Engine
+from citeline.engine import Call, CancelToken, CitelineError, Engine
 from citeline.lsp.mcp import CitelineMCP
 
 FILES = {
@@ -56,7 +56,10 @@ class Spy:
         self.barrier = threading.Barrier(barrier, timeout=20) if barrier else None
         self._lock = threading.Lock()
 
-    def __call__(self, bundle: str, request: Any, **kwargs: Any) -> dict[str, Any]:
+    def __call__(self, bundle: str | Call, request: Any, **kwargs: Any) -> dict[str, Any]:
+        if isinstance(bundle, Call):  # the front's one call value, seen as its keywords
+            kwargs = {"cancel": bundle.cancel, "progress": bundle.progress}
+            kwargs["settings"], bundle = bundle.settings, str(bundle.bundle)
         cancel = kwargs.get("cancel")
         with self._lock:
             self.tokens.append(cancel)

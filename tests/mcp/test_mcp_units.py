@@ -31,8 +31,9 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from citeline.engine import CancelToken, Settings
+from citeline.engine import Call, CancelToken, Engine, Settings
 from citeline.engine.contracts import NAMES, schema, validate
+from citeline.engine.operations import Operation
 from citeline.engine.parallel import default_workers
 from citeline.engine.reuse.store import default_folder
 from citeline.lsp import mcp as front_module
@@ -629,7 +630,9 @@ class Blocking:
         self.calls: list[tuple[CancelToken, Any]] = []
         self.ended: list[str] = []
 
-    def __call__(self, bundle: str, request: Any, *, cancel: CancelToken, progress: Any) -> Any:
+    def __call__(self, engine: Engine, call: Call, request: object) -> Any:
+        cancel, progress = call.cancel, call.progress
+        assert cancel is not None
         self.calls.append((cancel, progress))
         self.started.set()
         deadline = time.monotonic() + self.patience
@@ -655,7 +658,7 @@ async def test_a_cancelled_call_returns_at_once_and_cancels_the_engine(
         async with anyio.create_task_group() as tg:
 
             async def call() -> None:
-                await front._run(method, {}, Ctx(), token)  # type: ignore[arg-type]
+                await front._run(Operation("search", dict, method, False), {}, Ctx(), token)  # type: ignore[arg-type]
 
             tg.start_soon(call)
             for _ in range(2000):  # a broken _run may never start the engine: fail, not hang

@@ -1,0 +1,66 @@
+"""What one engine call carries besides its request: built once by the front, passed whole.
+
+A `Call` names the bundle and the settings, and holds the per-call values every stage may
+need — the cancel token, the progress callback, the editor's unsaved text, and the moment
+the request arrived (`fresh_after`, which lets it share a capture: engine/flights.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypedDict
+
+from .cancel import CancelToken
+from .capture import Progress
+from .limits import Settings
+
+Bundle = str | os.PathLike[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    bundle: Bundle
+    settings: Settings
+    cancel: CancelToken | None = None
+    progress: Progress | None = None
+    # Bundle-relative path -> bytes searched instead of the disk's (SPEC §11 "Unsaved text").
+    overlay: Mapping[str, bytes] | None = None
+    # A time.monotonic() reading, when the request arrived: a capture of the same bundle
+    # and settings that started at or after it is as fresh as one of its own.
+    fresh_after: float | None = None
+
+    def check(self) -> None:
+        """Raise `cancelled` if the call was cancelled."""
+        if self.cancel is not None:
+            self.cancel.check()
+
+
+class CallKeywords(TypedDict, total=False):
+    """The keyword form of a Call (the engine's methods still accept it: Engine.call)."""
+
+    settings: Settings | None
+    cancel: CancelToken | None
+    progress: Progress | None
+    overlay: Mapping[str, bytes] | None
+    fresh_after: float | None
+
+
+def call_of(bundle: Bundle | Call, default: Settings, keywords: CallKeywords) -> Call:
+    """`bundle` if it is a Call already, else the Call its keyword form describes."""
+    if isinstance(bundle, Call):
+        if keywords:
+            raise TypeError(f"a Call is given: {', '.join(keywords)} belong in it")
+        return bundle
+    return Call(
+        bundle,
+        keywords.get("settings") or default,
+        keywords.get("cancel"),
+        keywords.get("progress"),
+        keywords.get("overlay"),
+        keywords.get("fresh_after"),
+    )
+
+
+__all__ = ["Bundle", "Call", "CallKeywords", "Progress", "call_of"]

@@ -1,0 +1,221 @@
+"""The language server's features: each builds its request and Call, runs it in the job
+pool (lsp/jobs.py) and converts the answer (lsp/symbols.py). Module-level functions over the
+server's state (lsp/server.py registers them as its handlers), as jedi-language-server's are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import heapq
+import itertools
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from citeline.engine import Call, CancelToken, CitelineError, Problem, Relevance, SectionHit
+from citeline.engine.capture import read_inside
+from citeline.engine.errors import ParseIssue
+from citeline.engine.operations import OPERATIONS
+
+from . import symbols as conv
+from .jobs import ProgressFn
+from .rpc import rpc_error, schema
+
+if TYPE_CHECKING:
+    from .server import CitelineServer
+
+log = logging.getLogger("citeline.lsp")
+
+
+async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
+    """workspace/executeCommand: one operation of the table, its request the one argument
+    (its `root` choosing the workspace folder)."""
+    # When the request arrived: a capture started after it (by a request that waited
+    # beside it for the warm-up, say) is as fresh as its own (Engine.capture).
+    arrived = time.monotonic()
+    args = params.arguments or []
+    try:
+        if len(args) != 1:
+            raise schema(
+                f"{params.command} takes exactly one argument, the request object; "
+                f"got {len(args)}.",
+                field="arguments",
+            )
+        request = args[0]
+        root = None
+        if isinstance(request, Mapping):
+            request = dict(request)
+            root = request.pop("root", None)
+        bundle = ls.choose_folder(root)
+        if params.command == "citeline.search" and isinstance(request, dict):
+            request = ls.options.search_request(request)
+    except CitelineError as err:
+        raise rpc_error(err) from None
+    operation = OPERATIONS[params.command.removeprefix("citeline.")]
+    overlay = ls.overlay(bundle) if operation.unsaved else None
+    settings = ls.engine_settings(bundle)
+
+    def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
+        call = Call(bundle, settings, cancel, progress, overlay or None, arrived)
+        return operation.run(ls.engine, call, request)
+
+    try:
+        return await ls.run_engine(
+            job, work_done_token=params.work_done_token, title=params.command
+        )
+    except JsonRpcException as exc:
+        ls.tell_failure(bundle, exc)
+        raise
+
+
+async def workspace_symbols(
+    ls: CitelineServer, params: types.WorkspaceSymbolParams
+) -> list[types.SymbolInformation]:
+    folders = [path for _, path in ls.folders()]
+    opts = ls.options
+    engine = ls.engine
+    query = params.query
+    arrived = time.monotonic()
+    overlays = {path: ls.overlay(path) for path in folders}
+
+    def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
+        per_folder = []
+        for path in folders:
+            hits = engine.symbols(
+                path,
+                query,
+                cap=opts.symbol_cap,
+                list_cap=opts.list_cap,
+                relevance=opts.relevance_options,
+                settings=ls.engine_settings(path),
+                cancel=cancel,
+                progress=progress,
+                overlay=overlays[path],
+                fresh_after=arrived,
+            )
+            per_folder.append([(path, h) for h in hits])
+        if len(per_folder) == 1:
+            return per_folder[0]
+        # The engine lists (score 0) when the query holds no word, and its ranked hits
+        # score above 0: asking it, not the query, keeps the two in step.
+        listing = all(h.score == 0.0 for hits in per_folder for _, h in hits)
+        # heapq.merge is stable: equal scores keep folder order, and each folder's
+        # own order (the engine's ranking or listing order) is kept.
+        merged = heapq.merge(*per_folder, key=lambda ph: -ph[1].score)
+        cap = opts.list_cap if listing else opts.symbol_cap
+        return list(itertools.islice(merged, cap))
+
+    found = await ls.run_engine(
+        job, work_done_token=params.work_done_token, title="citeline: symbols"
+    )
+    return [conv.workspace_symbol(path, hit) for path, hit in found]
+
+
+async def document_symbols(
+    ls: CitelineServer, params: types.DocumentSymbolParams
+) -> list[types.DocumentSymbol]:
+    uri = params.text_document.uri
+    doc = ls.workspace.get_text_document(uri)
+    units = ls.workspace.position_codec.client_num_units
+    is_open = any(d is doc for d in ls.workspace.text_documents.values())
+    text = doc.source if is_open else None
+    closed = None if is_open else ls.closed_document(doc.path)
+    max_bytes = ls.options.engine.limits.max_file_bytes
+
+    def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
+        if text is not None:
+            data: bytes | None = text.encode("utf-8", "surrogatepass")
+        elif closed is not None:
+            data = read_inside(*closed, max_bytes)
+        else:
+            data = None
+        if data is None:
+            return []
+        from citeline.engine import analysis  # the parser: when a document is outlined
+
+        found = analysis.outline_tree(data)
+        if isinstance(found, ParseIssue):
+            return []
+        lay, heads = found
+        return conv.document_symbols(lay, heads, units)
+
+    return await ls.run_engine(job)
+
+
+async def warm_up(
+    ls: CitelineServer,
+    folders: list[str] | None,
+    previous: asyncio.Future[Any] | None,
+    gate: asyncio.Future[Any],
+) -> None:
+    """Capture and index `folders` (all by default) once `previous` has ended, then open
+    `gate` (requests wait on it) and check each folder's diagnostics."""
+    # Each folder's parse problems, from the index of the settings' options (the first
+    # wanted): published without capturing the folder once more.
+    problems: dict[str, list[Problem]] = {}
+    try:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # one warm-up at a time: they share the files
+        if folders is None:
+            folders = [path for _, path in ls.folders()]
+        token: str | None = None
+        if ls.client_has_progress():
+            token = f"citeline-warmup-{uuid.uuid4()}"
+            try:
+                await ls.work_done_progress.create_async(token)
+            except Exception as exc:  # the client refused: warm up silently
+                log.info("no warm-up progress: %s", exc)
+                token = None
+        opts = ls.options
+        # What the editors ask first: their searches use `recall`, symbols the settings'.
+        recall = Relevance.from_mapping({"profile": "recall"}).analysis
+        wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
+
+        def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
+            # Its captures are left to the requests that arrived before they started
+            # (those waiting for the warm-up now): they are as fresh as their own.
+            begun = time.monotonic()
+            for folder in folders:
+                for options in wanted:
+                    try:
+                        index = ls.engine.prepare(
+                            folder,
+                            options,
+                            settings=ls.engine_settings(folder),
+                            cancel=cancel,
+                            progress=progress,
+                            fresh_after=begun,
+                        )
+                    except CitelineError as err:
+                        if err.code == "cancelled":
+                            raise
+                        log.info("warm-up of %s: %s", folder, err.message)
+                        break
+                    problems.setdefault(folder, list(index.problems))
+
+        started = time.monotonic()
+        try:
+            await ls.run_engine(
+                job, work_done_token=token, title="citeline: indexing", after_warm_up=False
+            )
+        except JsonRpcException as exc:
+            log.info("warm-up stopped: %s", exc.message)
+        log.info("warm-up of %d folder(s) took %.2fs", len(folders), time.monotonic() - started)
+    finally:
+        if not gate.done():
+            gate.set_result(None)
+    for folder in folders:
+        await ls.check_folder(folder, after_warm_up=False, found=problems.get(folder))
+    # What the warm-up built lives as long as the server: out of the cyclic collector's
+    # way, so that its full collections during requests need not walk it again.
+    gc.collect()
+    gc.freeze()
+
+
+__all__ = ["document_symbols", "execute_command", "warm_up", "workspace_symbols"]
