@@ -163,12 +163,23 @@ class Interrupted:
     seconds: float  # from the signal to the exit
 
 
+def sigint_default() -> None:
+    """SIGINT as an interactive shell leaves it for a command: a test run started in the
+    background (`cmd &` in a script) ignores it, and citeline, like Python, keeps that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(args: list[str], env: dict[str, str], after: float = 0.0) -> Interrupted:
     """Run the CLI with stderr on a terminal, send SIGINT `after` seconds after its progress
     bar appears (the engine is at work by then), and collect how it ended."""
     master, slave = pty.openpty()  # stderr on a terminal: the progress bar shows the work
     proc = subprocess.Popen(
-        [*CLI, *args], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env
+        [*CLI, *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        preexec_fn=sigint_default,
     )
     os.close(slave)
     try:

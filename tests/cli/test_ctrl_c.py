@@ -19,6 +19,7 @@ import os
 import pty
 import random
 import select
+import signal
 import subprocess
 import sys
 import termios
@@ -135,6 +136,9 @@ def start(args: list[str], env: dict[str, str], code: str | None = None) -> Sess
     def controlling_terminal() -> None:
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # As an interactive shell starts a command: a test run started in the background
+        # (`cmd &` in a script) ignores SIGINT, which citeline, like Python, then keeps.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "citeline.lsp.cli"]
     proc = subprocess.Popen(
