@@ -35,12 +35,12 @@ from .files import (
 )
 from .journaled import list_changed, rules_above
 from .limits import Limits, Settings, limit_error
-from .reuse.stats import Captured, FileState, Known
+from .reuse.stats import Captured, FileState, StatIndex
 from .revision import snapshot_revision
 from .walk import (
     UNREAD,
     FileRead,
-    Held,
+    HeldBytes,
     OnRead,
     Prefetch,
     Walked,
@@ -72,7 +72,7 @@ class Snapshot:
     root: str
     files: Sequence[CapturedFile]  # sorted by path (code point order)
     revision: str
-    known: Known | None = None  # the stat index after this capture
+    known: StatIndex | None = None  # the stat index after this capture
     read: int = 0  # files this capture read from disk
     # With a change journal on: what the next journaled capture needs of this one's walk.
     walked: Walked | None = None
@@ -85,8 +85,7 @@ class Snapshot:
 def _check_paths(
     found: list[tuple[str, object]],
     limits: Limits,
-    advice: str,
-    known: Known | None = None,
+    known: StatIndex | None = None,
     previous: Mapping[str, FileState] | None = None,
 ) -> tuple[int, int]:
     """SPEC §2's path limits, in path order; the longest path (bytes) and the most components.
@@ -100,20 +99,16 @@ def _check_paths(
         longest, deepest = known.paths_max
         if longest <= limits.max_path_bytes and deepest <= limits.max_path_components:
             new = [(rel, c) for rel, c in found if rel not in previous]
-            more = _check_paths(new, limits, advice)
+            more = _check_paths(new, limits)
             return max(longest, more[0]), max(deepest, more[1])
         longest, deepest = 0, 0
     for rel, _ in found:
         size = len(rel.encode("utf-8")) if not rel.isascii() else len(rel)
         if size > limits.max_path_bytes:
-            raise limit_error(
-                "max_path_bytes", size, limits.max_path_bytes, path=rel, advice=advice
-            )
+            raise limit_error("max_path_bytes", size, limits.max_path_bytes, path=rel)
         parts = rel.count("/") + 1
         if parts > limits.max_path_components:
-            raise limit_error(
-                "max_path_components", parts, limits.max_path_components, path=rel, advice=advice
-            )
+            raise limit_error("max_path_components", parts, limits.max_path_components, path=rel)
         longest = max(longest, size)
         deepest = max(deepest, parts)
     return longest, deepest
@@ -124,9 +119,9 @@ def capture(
     settings: Settings,
     cancel: CancelToken | None = None,
     progress: Progress | None = None,
-    held: Held | None = None,
+    held: HeldBytes | None = None,
     *,
-    known: Known | None = None,
+    known: StatIndex | None = None,
     marked: frozenset[str] = frozenset(),
     overlay: Mapping[str, bytes] | None = None,
     on_read: OnRead | None = None,
@@ -200,13 +195,13 @@ def capture(
     ):
         # The same, in a new process (or under new settings): the records are `known`'s,
         # in its order, and the limits are checked against the maxima it keeps.
-        _check_known(known, limits, settings.advice, found)
+        _check_known(known, limits, found)
         records = Records(list(previous), list(previous.values()), frozenset(settings.reserved))
         made = Captured(records, (settings.reserved, settings.limits))
-        after = Known(previous, known.revision, made, known.paths_max, known.sizes)
+        after = StatIndex(previous, known.revision, made, known.paths_max, known.sizes)
         return Snapshot(str(Path(root)), records, known.revision, after, 0, found.walked)
     found.sort(key=_path)
-    paths_max = _check_paths(found, limits, settings.advice, known, previous)
+    paths_max = _check_paths(found, limits, known, previous)
     reserved = set(settings.reserved)
     files = []
     states: dict[str, FileState] = {}
@@ -253,14 +248,10 @@ def capture(
                 # its stat, as a reused file reports it (the answer may not depend on a cache).
                 if not unsaved and states.get(rel) is not None:
                     size = max(size, states[rel].stat[2])
-                raise limit_error(
-                    "max_file_bytes", size, max_file, path=rel, advice=settings.advice
-                )
+                raise limit_error("max_file_bytes", size, max_file, path=rel)
             total += size
             if total > limits.max_total_bytes:
-                raise limit_error(
-                    "max_total_bytes", total, limits.max_total_bytes, advice=settings.advice
-                )
+                raise limit_error("max_total_bytes", total, limits.max_total_bytes)
             files.append(CapturedFile(rel, size, digest, rel in reserved, data, unsaved))
     if progress is not None:
         progress("capture", len(found), len(found))
@@ -288,7 +279,7 @@ def capture(
         captured = Captured(bare, (settings.reserved, settings.limits))
     # (with unsaved text the sizes read are the editor's: kept only for the disk's)
     sizes = None if overlay else (total, max((f.size for f in files), default=0))
-    after = Known(states, disk, captured, paths_max, sizes)
+    after = StatIndex(states, disk, captured, paths_max, sizes)
     return Snapshot(str(Path(root)), tuple(files), revision, after, read, found.walked)
 
 
@@ -312,9 +303,7 @@ class Records(Sequence[CapturedFile]):
         return CapturedFile(path, state.stat[2], state.sha256, path in self.reserved)
 
 
-def _check_known(
-    known: Known, limits: Limits, advice: str, found: list[tuple[str, object]]
-) -> None:
+def _check_known(known: StatIndex, limits: Limits, found: list[tuple[str, object]]) -> None:
     """SPEC §2's capture limits for the files `known` holds, from the maxima it keeps; the
     full checks (in path order) when one is over, to report the file that is."""
     assert known.paths_max is not None and known.sizes is not None
@@ -323,18 +312,16 @@ def _check_known(
     # max_files needs no check here: the walk that made `found` raised it already.
     if longest > limits.max_path_bytes or deepest > limits.max_path_components:
         found.sort(key=_path)
-        _check_paths(found, limits, advice)
+        _check_paths(found, limits)
     if biggest > limits.max_file_bytes or total > limits.max_total_bytes:
         running = 0
         for rel, state in known.files.items():
             size = state.stat[2]
             if size > limits.max_file_bytes:
-                raise limit_error(
-                    "max_file_bytes", size, limits.max_file_bytes, path=rel, advice=advice
-                )
+                raise limit_error("max_file_bytes", size, limits.max_file_bytes, path=rel)
             running += size
             if running > limits.max_total_bytes:
-                raise limit_error("max_total_bytes", running, limits.max_total_bytes, advice=advice)
+                raise limit_error("max_total_bytes", running, limits.max_total_bytes)
 
 
 def _disk_records(files: list[CapturedFile], states: Mapping[str, FileState]) -> list[CapturedFile]:
@@ -350,7 +337,7 @@ __all__ = [
     "CapturedFile",
     "Changed",
     "Fetcher",
-    "Held",
+    "HeldBytes",
     "OnRead",
     "Progress",
     "Records",

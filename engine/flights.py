@@ -99,7 +99,7 @@ class Flights:
 
 def records(snap: Snapshot) -> Snapshot:
     """The snapshot without the bytes it read (kept to share, it must not keep a workspace's
-    bytes alive: those a later request needs are held by reuse.Held or read again and
+    bytes alive: those a later request needs are held by reuse.RecentBytes or read again and
     checked against their SHA-256, as for any file the stat index vouched for)."""
     known = snap.known
     if known is None or known.captured is None or not snap.read:

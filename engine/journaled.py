@@ -18,7 +18,7 @@ from .limits import Settings, limit_error
 from .platform import GONE_ERRNOS
 from .reuse import stats
 from .reuse.stats import FileState, fingerprint
-from .walk import UNREAD, Found, Prefetch, Walked, _check_utf8, _read, above_signature
+from .walk import UNREAD, Listing, Prefetch, Walked, _check_utf8, _read, above_signature
 
 
 def rules_above(root: str, settings: Settings, backend: Backend | None = None) -> tuple[Above, ...]:
@@ -36,7 +36,7 @@ def list_changed(
     marked: frozenset[str],
     before: Walked,
     backend: Backend | None = None,
-) -> Found | None:
+) -> Listing | None:
     """What list_markdown would find, from the stat index and a change journal: the files
     of `known` as they are, except those in `check` (named by the journal, marked by an
     editor, racy, or with other links), each stat'ed again — and read when its fingerprint
@@ -56,7 +56,7 @@ def list_changed(
         return None
     limits = settings.limits
     max_files = limits.max_files
-    found = Found((rel, state) for rel, state in known.items() if rel not in check)
+    found = Listing((rel, state) for rel, state in known.items() if rel not in check)
     linked = set(before.linked)
     budget = prefetch.budget
     fold = name_fold(settings.ignore_case, settings.ignore_nfc)
@@ -143,7 +143,7 @@ def list_changed(
             found.append((rel, content))
             found.unread = True
     if len(found) > max_files:
-        raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
+        raise limit_error("max_files", max_files + 1, max_files)
     found.walked = Walked(signature, frozenset(linked))
     return found
 

@@ -73,14 +73,9 @@ LIMIT_NAMES: dict[str, str] = {
 }
 
 
-def limit_error(
-    name: str, value: int, maximum: int, *, advice: str | None = None, **extra: Any
-) -> CitelineError:
+def limit_error(name: str, value: int, maximum: int, **extra: Any) -> CitelineError:
     """resource_limit naming the limit and the value reached; how to raise it is the front's
-    to say (remedy LimitHit: a flag on the command line, a setting in an editor).
-
-    `advice` is not read: capture.py still passes it until its split lands (issue 29).
-    """
+    to say (remedy LimitHit: a flag on the command line, a setting in an editor)."""
     where = f" ({extra['path']})" if "path" in extra else ""
     return CitelineError(
         "resource_limit",
@@ -99,9 +94,6 @@ class Settings:
     reserved: tuple[str, ...] = ("index.md", "log.md")
     use_ignore: bool = True
     skip_invalid: bool = False
-    # Not read by the engine any more (the fronts word what to change: lsp/remedies.py);
-    # kept until capture.py, which passes it on, is split (issue 29).
-    advice: str = "cli"
     # How .gitignore patterns compare names, as git does on the volume: without case
     # (core.ignorecase, which git sets where the volume folds case: macOS, Windows) and with
     # NFD and NFC as one (core.precomposeunicode, macOS). The fronts set them from the

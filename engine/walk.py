@@ -27,8 +27,8 @@ from .reuse.stats import FileState, Fingerprint, fingerprint
 OnRead = Callable[[str, str, bytes], None]  # (path, sha256, bytes) of a file just read
 
 
-class Held(Protocol):
-    """Bytes already in memory, by SHA-256 (reuse.Held)."""
+class HeldBytes(Protocol):
+    """Bytes already in memory, by SHA-256 (reuse.RecentBytes is one)."""
 
     def get(self, sha256: str) -> bytes | None: ...
 
@@ -45,7 +45,7 @@ class Prefetch:
 
     __slots__ = ("budget", "held", "on_read", "read")
 
-    def __init__(self, budget: int, held: Held | None, on_read: OnRead | None = None) -> None:
+    def __init__(self, budget: int, held: HeldBytes | None, on_read: OnRead | None = None) -> None:
         self.budget = budget
         self.held = held
         self.read = 0
@@ -75,7 +75,7 @@ class FileRead:
 UNREAD = object()  # a file the walk left for the path-order pass
 
 
-class Found(list):  # type: ignore[type-arg]
+class Listing(list):  # type: ignore[type-arg]
     """The walk's (path, content) pairs, and whether the stat index failed to vouch for any
     of them (so a capture knows at once whether anything at all must be read).
 
@@ -111,7 +111,7 @@ def list_markdown(
     marked: frozenset[str] = frozenset(),
     backend: Backend | None = None,
     journaled: bool = False,
-) -> Found:
+) -> Listing:
     """(relative path, content) of every capturable file, in the walk's order.
 
     The content is the FileState from `known` when the file's stat fingerprint still equals
@@ -124,7 +124,7 @@ def list_markdown(
     limits = settings.limits
     max_bytes = limits.max_file_bytes
     max_files = limits.max_files
-    found = Found()
+    found = Listing()
     # The repository's rules above the bundle are read afresh by every capture: an edit to
     # one of them is an input of this capture like the bundle's own files.
     above = repository_rules(root, bk) if settings.use_ignore else ()
@@ -181,7 +181,7 @@ def list_markdown(
         if parent is None:
             folder: Any = bk.root(root)
         else:
-            folder = _open_dir(bk, parent, name, rel_dir, limits, settings.advice)
+            folder = _open_dir(bk, parent, name, rel_dir, limits)
         if folder is None:
             return
         try:
@@ -203,7 +203,7 @@ def list_markdown(
             except (FileNotFoundError, NotADirectoryError):
                 pass  # vanished during the walk
             if len(found) > max_files:
-                raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
+                raise limit_error("max_files", max_files + 1, max_files)
             # What must be read, in name order: reads (and what a limit stops at) do not
             # depend on the directory's own order.
             unread.sort()
@@ -216,7 +216,7 @@ def list_markdown(
                 found.append((rel, content))
                 found.unread = True
                 if len(found) > max_files:
-                    raise limit_error("max_files", max_files + 1, max_files, advice=settings.advice)
+                    raise limit_error("max_files", max_files + 1, max_files)
             if (unread or folders) and not bk.same(folder):
                 # (the path backend) the folder was swapped while its files were read: what
                 # came from it may be from elsewhere; it is treated as removed meanwhile
@@ -250,9 +250,7 @@ def list_markdown(
     return found
 
 
-def _open_dir(
-    backend: Backend, parent: Any, name: str, rel_dir: str, limits: Limits, advice: str
-) -> Any:
+def _open_dir(backend: Backend, parent: Any, name: str, rel_dir: str, limits: Limits) -> Any:
     """A folder opened without following a link (None when it vanished or became one).
 
     Folders are opened as the backend opens them (relative to their parent's descriptor, or
@@ -273,7 +271,6 @@ def _open_dir(
                 depth + 1,
                 limits.max_path_components,
                 path=shown,
-                advice=advice,
             ) from None
         if exc.errno == errno.ENAMETOOLONG:
             size = len(rel_dir.encode("utf-8", "surrogateescape"))
@@ -281,7 +278,7 @@ def _open_dir(
                 # (a path-based walk: the system's longest path was reached) every file
                 # below this folder is over the limit as well
                 raise limit_error(
-                    "max_path_bytes", size + 1, limits.max_path_bytes, path=shown, advice=advice
+                    "max_path_bytes", size + 1, limits.max_path_bytes, path=shown
                 ) from None
         raise _unreadable("Folder", shown, exc) from None
 
@@ -320,8 +317,8 @@ def _read(
 __all__ = [
     "UNREAD",
     "FileRead",
-    "Found",
-    "Held",
+    "HeldBytes",
+    "Listing",
     "OnRead",
     "Prefetch",
     "Walked",

@@ -65,7 +65,7 @@ def _bool(value: Any, name: str) -> bool:
 
 def editor_defaults() -> Settings:
     """SPEC §11: a language server serves whole repositories out of the box."""
-    return Settings(limits=Limits.editor(), skip_invalid=True, advice="editor")
+    return Settings(limits=Limits.editor(), skip_invalid=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +168,6 @@ def parse_settings(raw: Any) -> ServerSettings:
             reserved=reserved,
             use_ignore=use_ignore,
             skip_invalid=skip_invalid,
-            advice="editor",
         ),
         cache,
         reread,

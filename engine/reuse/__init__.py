@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..blocks import ANALYSIS_VERSION, Block
 from ..codec import I32, I64, Corrupt, Reader, Writer, expect
 from ..index import Checked, Index
-from .stats import Known, Marks
+from .stats import Marks, StatIndex
 from .store import Store
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class Live:
     index: Index
 
 
-class Held:
+class RecentBytes:
     """Bytes of files recently read, by SHA-256; least recently used dropped past a budget."""
 
     def __init__(self, max_bytes: int) -> None:
@@ -104,17 +104,17 @@ class Reuse:
     def __init__(self, store: Store, hold_bytes: int) -> None:
         self.store = store
         self.marks = Marks()
-        self.held = Held(hold_bytes)
+        self.held = RecentBytes(hold_bytes)
         self.structures = Structures(store)
         # The change journals of a long-lived engine (Engine(journal=True)), else None.
         self.journals: Journals | None = None
-        self._known: OrderedDict[str, Known] = OrderedDict()
+        self._known: OrderedDict[str, StatIndex] = OrderedDict()
         self._live: OrderedDict[tuple[str, str, tuple[str, ...]], Live] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- the stat index ------------------------------------------------------------------
 
-    def known(self, bundle: str) -> Known | None:
+    def known(self, bundle: str) -> StatIndex | None:
         with self._lock:
             found = self._known.get(bundle)
             if found is not None:
@@ -124,14 +124,14 @@ class Reuse:
         if blob is None:
             return None
         try:
-            found = Known.decode(blob)
+            found = StatIndex.decode(blob)
         except Corrupt as exc:
             log.info("ignoring the cached stat index of %s: %s", bundle, exc)
             return None
         self._keep_known(bundle, found)
         return found
 
-    def remember(self, bundle: str, known: Known | None) -> None:
+    def remember(self, bundle: str, known: StatIndex | None) -> None:
         if known is None:
             return
         with self._lock:
@@ -143,7 +143,7 @@ class Reuse:
             # (the same states with a new list of captured files need no new store entry)
             self.store.put([("state", _text_key(bundle), known.encode())])
 
-    def _keep_known(self, bundle: str, known: Known) -> None:
+    def _keep_known(self, bundle: str, known: StatIndex) -> None:
         with self._lock:
             self._known[bundle] = known
             self._known.move_to_end(bundle)
@@ -255,4 +255,4 @@ def bundle_key(bundle: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.fspath(bundle))
 
 
-__all__ = ["Held", "Live", "Reuse", "Store", "bundle_key"]
+__all__ = ["Live", "RecentBytes", "Reuse", "Store", "bundle_key"]

@@ -34,7 +34,7 @@ class Look:
 
 @dataclass(slots=True)
 class _Tag:
-    known: Any  # stats.Known, by identity
+    known: Any  # stats.StatIndex, by identity
     generation: int
     membership: tuple[object, ...]
     walked: object  # walk.Walked

@@ -87,7 +87,7 @@ class Captured:
 
 
 @dataclass(frozen=True, slots=True)
-class Known:
+class StatIndex:
     """One bundle's stat index after a capture: each captured path's state, in path order,
     and the snapshot_revision of those records (an unchanged bundle needs no new one).
 
@@ -119,7 +119,7 @@ class Known:
         return w.text(self.revision).finish(_KIND)
 
     @classmethod
-    def decode(cls, blob: bytes) -> Known:
+    def decode(cls, blob: bytes) -> StatIndex:
         r = Reader(blob, _KIND)
         paths = r.strs()
         shas = r.strs()

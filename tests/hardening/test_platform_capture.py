@@ -25,7 +25,7 @@ from citeline.engine import Engine, Settings, files
 from citeline.engine.capture import capture, read_inside
 from citeline.engine.platform import IO_REPARSE_TAG_CLOUD, IO_REPARSE_TAG_MOUNT_POINT, detect
 from citeline.engine.reuse import stats
-from citeline.engine.reuse.stats import FileState, Known
+from citeline.engine.reuse.stats import FileState, StatIndex
 
 OUTSIDE = "outsidesecret"
 FORCED = detect({"CITELINE_PLATFORM": "windows"})
@@ -418,14 +418,14 @@ def test_zero_inodes_in_listings_still_reuse(
 def test_the_stat_index_keeps_every_inode(ino: int) -> None:
     fp = (2**64 - 3, ino, 10, 1_700_000_000_000_000_000, -5)
     state = FileState(fp, "a" * 64, 1_800_000_000_000_000_000, fp)
-    back = Known.decode(Known({"x.md": state}, "b" * 64).encode())
+    back = StatIndex.decode(StatIndex({"x.md": state}, "b" * 64).encode())
     assert back.files["x.md"] == state
 
 
 def test_an_inode_past_128_bits_is_never_vouched_for() -> None:
     fp = (1, 2**130, 10, 0, 0)
     state = FileState(fp, "a" * 64, 1, fp)
-    back = Known.decode(Known({"x.md": state}, "b" * 64).encode()).files["x.md"]
+    back = StatIndex.decode(StatIndex({"x.md": state}, "b" * 64).encode()).files["x.md"]
     assert back.stat[1] != 2**130 and back.reuse_if != fp  # read again, never wrongly reused
 
 
@@ -434,7 +434,7 @@ def test_a_stat_index_of_the_64_bit_layout_is_ignored() -> None:
 
     old = Writer().strs([]).strs([]).ints([], I64).ints((-1, -1), I64).ints((-1, -1), I64)
     with pytest.raises(Corrupt):
-        Known.decode(old.text("b" * 64).finish(b"K"))
+        StatIndex.decode(old.text("b" * 64).finish(b"K"))
 
 
 def test_a_128_bit_file_id_survives_a_new_process(

@@ -109,7 +109,7 @@ def test_a_setting_of_the_wrong_shape_says_what_it_should_be(raw: Any, message: 
 def test_no_settings_are_the_editor_defaults() -> None:
     from citeline.engine import Limits
 
-    editor = Settings(limits=Limits.editor(), skip_invalid=True, advice="editor")
+    editor = Settings(limits=Limits.editor(), skip_invalid=True)
     for raw in (None, {}, {"citeline": None}, {"citeline": {}}):
         parsed = parse_settings(raw)
         assert parsed.engine == editor, raw
