@@ -157,7 +157,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def _add_capture(p: argparse.ArgumentParser) -> None:
     """What settings_from() reads: ignore handling, skipping, reserved files, limits."""
-    from citeline.engine.limits import Limits
+    from citeline.engine.limits import LIMIT_NAMES, Limits
 
     p.add_argument(
         "--no-ignore",
@@ -211,18 +211,6 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
             metavar="N",
             help=f"most {what} (default {_amount(name, default)}{more})",
         )
-
-
-LIMIT_NAMES = {
-    "max_files": "files captured",
-    "max_total_bytes": "bytes captured, all files",
-    "max_file_bytes": "bytes of one file",
-    "max_sections": "sections",
-    "max_tokens": "indexed tokens",
-    "max_path_components": "components of a path",
-    "max_path_bytes": "UTF-8 bytes of a path",
-    "max_response_bytes": "bytes of one JSON response",
-}
 
 
 def _amount(name: str, value: int) -> str:

@@ -93,8 +93,8 @@ CAPTURE = {
     "--raise-limits": "raise every limit at once to the editor limits (those marked below); "
     "a limit flag given with it still wins",
     # docs/limits.md's table: the default, and the editor default where it is higher
-    "--max-files": "most files captured (default 10,000; --raise-limits: 200,000)",
-    "--max-total-bytes": "most bytes captured, all files (default 64 MiB; --raise-limits: 512 MiB)",
+    "--max-files": "most captured files (default 10,000; --raise-limits: 200,000)",
+    "--max-total-bytes": "most captured bytes, all files (default 64 MiB; --raise-limits: 512 MiB)",
     "--max-file-bytes": "most bytes of one file (default 16 MiB)",
     "--max-sections": "most sections (default 100,000; --raise-limits: 2,000,000)",
     "--max-tokens": "most indexed tokens (default 1,000,000; --raise-limits: 200,000,000)",
