@@ -86,12 +86,16 @@ def limit_error(name: str, value: int, maximum: int, **extra: Any) -> CitelineEr
     )
 
 
+# Root files captured but never searched unless a front says otherwise (SPEC §2).
+RESERVED: tuple[str, ...] = ("index.md", "log.md")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything configurable about capture and indexing; one per engine call."""
 
     limits: Limits = field(default_factory=Limits)
-    reserved: tuple[str, ...] = ("index.md", "log.md")
+    reserved: tuple[str, ...] = RESERVED
     use_ignore: bool = True
     skip_invalid: bool = False
     # How .gitignore patterns compare names, as git does on the volume: without case

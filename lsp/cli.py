@@ -157,7 +157,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def _add_capture(p: argparse.ArgumentParser) -> None:
     """What settings_from() reads: ignore handling, skipping, reserved files, limits."""
-    from citeline.engine.limits import LIMIT_NAMES, Limits
+    from citeline.engine.limits import LIMIT_NAMES, RESERVED, Limits
 
     p.add_argument(
         "--no-ignore",
@@ -175,9 +175,12 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
         "--reserved",
         action="append",
         metavar="NAME",
-        help="root file that is captured but never searched (repeatable; default index.md, log.md)",
+        help="root file that is captured but never searched (repeatable; default "
+        f"{', '.join(RESERVED)})",
     )
-    p.add_argument("--no-reserved", action="store_true", help="search index.md and log.md too")
+    p.add_argument(
+        "--no-reserved", action="store_true", help=f"search {' and '.join(RESERVED)} too"
+    )
     p.add_argument(
         "--no-cache",
         action="store_true",
@@ -379,14 +382,14 @@ def for_volume(settings: Settings, bundle: str) -> Settings:
 def settings_from(args: argparse.Namespace) -> Settings:
     from dataclasses import fields, replace
 
-    from citeline.engine.limits import Limits, Settings
+    from citeline.engine.limits import RESERVED, Limits, Settings
 
     raised = {
         f.name: getattr(args, f.name) for f in fields(Limits) if getattr(args, f.name) is not None
     }
     checked = Limits.from_mapping(raised)  # every value validated
     base = Limits.editor() if args.raise_limits else Limits()
-    reserved: tuple[str, ...] = ("index.md", "log.md")
+    reserved = RESERVED
     if args.no_reserved:
         reserved = ()
     if args.reserved:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from citeline.engine import CitelineError, Limits, Relevance, Settings
+from citeline.engine.limits import RESERVED
 from citeline.engine.requests import CHOICES
 
 RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
@@ -132,7 +133,7 @@ def parse_settings(raw: Any) -> ServerSettings:
     # Limits not given keep the editor defaults; a given one must be a positive integer.
     limits = replace(Limits.editor(), **vars_of(Limits.from_mapping(dict(limits_raw)), limits_raw))
 
-    reserved: tuple[str, ...] = ("index.md", "log.md")
+    reserved = RESERVED
     if raw.get("reserved") is not None:
         value = raw["reserved"]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
