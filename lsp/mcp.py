@@ -218,15 +218,30 @@ PARAMETERS: dict[str, dict[str, str]] = {
     "lines": {
         "pattern": (
             "What to find on a line: literal text (mode exact) or an RE2 regular expression "
-            "(mode regex). A line never holds its line break."
+            "(mode regex). A line never holds its line break. Not with mode semantic."
+        ),
+        "query": (
+            "Mode semantic only (and required there): what you want, in plain words, 1-512 "
+            'characters, any language ("which cluster does kubectl talk to"). Matches by '
+            "meaning among the 20 sections a recall search finds for it."
         ),
         "mode": (
             '"exact" (default): the pattern is literal text. "regex": RE2 syntax (linear '
-            'time; no backreferences or look-around). Not offered: "semantic".'
+            'time; no backreferences or look-around). "semantic": sections that answer the '
+            "query in other words, each with a calibrated score in [0, 1] and the section's "
+            "lines to cite (x-line_start, x-line_end, x-content_sha256); needs the server's "
+            "pip install 'citeline[semantic]', and its first call on a corpus embeds up to "
+            "20 sections (a few seconds)."
         ),
         "case_sensitive": (
             "true (default). false: Unicode simple case folding in both modes (ß does not "
-            "match ss)."
+            "match ss). Not with mode semantic."
+        ),
+        "threshold": (
+            "Mode semantic only: the least score returned, 0-1 (default 0.5: a section at "
+            "0.5 answers about half the time). An empty result at 0.5 means nothing here "
+            "answers well; lower it (0.3) to see weaker matches, or search_sections with "
+            'profile "recall".'
         ),
         "limit": (
             "Matching lines to return, 1-1000 (default 100). Cost grows with it: each match "
