@@ -118,6 +118,11 @@ class Engine:
         if self.reuse.journals is not None:
             self.reuse.journals.close()
 
+    def stop_background(self) -> None:
+        """Stop the background embedding (SPEC §15), if a semantic request started it."""
+        if self._semantic is not None:
+            self._semantic.close()
+
     def call(self, bundle: Bundle, **keywords: Unpack[CallKeywords]) -> Call:
         """A Call of `bundle` with this engine's settings unless others are given."""
         return call_of(bundle, self.settings, keywords)

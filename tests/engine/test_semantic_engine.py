@@ -203,9 +203,13 @@ def test_a_long_lived_engine_embeds_the_rest_in_the_background(bundle: Path, cac
                 break
             assert time.monotonic() < deadline, status
             time.sleep(0.05)
+        engine.stop_background()  # the language server's shutdown
+        assert runtime.status() is None  # no worker left
+        # and the engine still answers (a later semantic request starts a new worker)
+        assert engine.lines(bundle, {"mode": "semantic", "query": QUESTION})["matches"]
     finally:
         engine.close()
-    assert not runtime.status()  # closed: no worker left
+    assert runtime.status() is None
 
 
 PROBE = """
