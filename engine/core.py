@@ -15,7 +15,9 @@ the request is then read from its JSON, and the keywords make the Call.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
@@ -32,12 +34,14 @@ from .present import SectionHit, check_size
 from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
 from .reuse.store import Store, default_folder
-from .search import search_sections, symbol_hits
+from .search import Rerank, search_sections, symbol_hits
 from .terms import query_terms
 
 if TYPE_CHECKING:
     from .build import Ahead
     from .lines import LinesRequest
+    from .semantic import Backend
+    from .semantic_engine import SemanticRuntime
 
 T = TypeVar("T")
 Result = dict[str, Any]  # a contract result (SPEC §6, §8, §9), JSON-ready
@@ -63,7 +67,9 @@ class Engine:
     every file on every request (no reuse by stat). `workers`: processes for big cold
     builds (parallel.default_workers()). `journal`: watch each bundle's folders (Linux
     inotify, reuse/journal.py) so that a warm request stats only what changed: for the
-    long-lived fronts, never a one-shot call.
+    long-lived fronts, never a one-shot call. `embed_in_background`: after a semantic or
+    hybrid answer, embed every section of its snapshot in a background thread (SPEC §15:
+    the long-lived fronts; close() stops it).
     """
 
     def __init__(
@@ -76,8 +82,12 @@ class Engine:
         hold_bytes: int = HOLD_BYTES,
         reread: bool = False,
         journal: bool = False,
+        embed_in_background: bool = False,
     ) -> None:
         self.settings = settings or Settings()
+        self.embed_in_background = embed_in_background
+        self._semantic: SemanticRuntime | None = None  # made on the first semantic request
+        self._semantic_lock = threading.Lock()
         self.workers = Workers(workers)
         self.reuse = Reuse(Store(None), hold_bytes)
         if journal:  # (a long-lived front: watching costs more than one walk saves)
@@ -102,9 +112,16 @@ class Engine:
         """Stop the worker processes, if any were started, and close the cache (`wait`: see
         parallel.Workers.close; a process about to exit normally passes True)."""
         self.workers.close(wait)
+        if self._semantic is not None:
+            self._semantic.close()
         self.reuse.store.close()
         if self.reuse.journals is not None:
             self.reuse.journals.close()
+
+    def stop_background(self) -> None:
+        """Stop the background embedding (SPEC §15), if a semantic request started it."""
+        if self._semantic is not None:
+            self._semantic.close()
 
     def call(self, bundle: Bundle, **keywords: Unpack[CallKeywords]) -> Call:
         """A Call of `bundle` with this engine's settings unless others are given."""
@@ -136,7 +153,10 @@ class Engine:
         # The query's terms before the capture: a query's errors come before the bundle's.
         terms = query_terms(req.query, req.relevance.tokenizer)
 
+        backend = self.semantic_backend() if req.relevance.hybrid else None
+
         def answer(p: IndexedSnapshot) -> Result:
+            rerank = None if backend is None else self._hybrid(call, backend, req.query, p)
             return search_sections(
                 p.snapshot,
                 p.index,
@@ -146,11 +166,43 @@ class Engine:
                 skip_invalid=call.settings.skip_invalid,
                 cancel=call.cancel,
                 texts=texts,
+                rerank=rerank,
             )
 
-        return check_size(
-            self._on_index(call, req.relevance.analysis, answer), call.settings.limits
-        )
+        result = self._on_index(call, req.relevance.analysis, answer)
+        if backend is not None:
+            self._embed_the_rest(call, req.relevance.analysis)
+        return check_size(result, call.settings.limits)
+
+    # -- semantic mode and profile: hybrid (SPEC §15; engine/semantic_engine.py) ----------
+
+    def semantic(self) -> SemanticRuntime:
+        """The engine's semantic runtime (nothing of the model is loaded until a semantic
+        or hybrid request asks for it)."""
+        with self._semantic_lock:
+            if self._semantic is None:
+                from .semantic_engine import SemanticRuntime
+
+                self._semantic = SemanticRuntime(background=self.embed_in_background)
+            return self._semantic
+
+    def semantic_backend(self) -> Backend:
+        """The model, loaded once (semantic.unavailable, naming the extra, without it)."""
+        runtime = self.semantic()
+        backend = runtime.backend(self.reuse.store)
+        runtime.calibration(backend)  # a model without a calibrated score answers nothing
+        return backend
+
+    def _hybrid(self, call: Call, backend: Backend, query: str, p: IndexedSnapshot) -> Rerank:
+        from .semantic_engine import hybrid_rerank
+
+        return hybrid_rerank(self.semantic(), self.reuse.store, call, backend, query, p)
+
+    def _embed_the_rest(self, call: Call, options: AnalysisOptions) -> None:
+        if self._semantic is not None and self.embed_in_background:
+            from .semantic_engine import embed_the_rest
+
+            embed_the_rest(self, self._semantic, call, options)
 
     # -- sections as editor symbols (SPEC §11) --------------------------------------------
 
@@ -214,11 +266,23 @@ class Engine:
         req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
         call = call_of(call, self.settings, keywords)
         skip_invalid = call.settings.skip_invalid
+        if req.semantic:
+            return check_size(self._semantic_lines(call, req), call.settings.limits)
 
         def answer(snap: Snapshot, fetch: Fetcher) -> Result:
             return search_lines(snap, req, fetch, cancel=call.cancel, skip_invalid=skip_invalid)
 
         return check_size(self._on_snapshot(call, answer), call.settings.limits)
+
+    def _semantic_lines(self, call: Call, req: LinesRequest) -> Result:
+        """Semantic mode (SPEC §15; engine/semantic_engine.py)."""
+        from .semantic_engine import RECALL_ANALYSIS, semantic_answer
+
+        backend = self.semantic_backend()
+        answer = semantic_answer(self.semantic(), self.reuse.store, call, backend, req)
+        result = self._on_index(call, RECALL_ANALYSIS, answer)
+        self._embed_the_rest(call, RECALL_ANALYSIS)
+        return result
 
     # -- editor helpers -------------------------------------------------------------------
 
@@ -402,7 +466,9 @@ class Engine:
         What the request leaves for the cache is written in one transaction at its end.
         """
         again = replace(call, fresh_after=None)
-        with self.reuse.store.batch():
+        runtime = self._semantic
+        # While any request runs, the background embedder starts no passage.
+        with nullcontext() if runtime is None else runtime.foreground(), self.reuse.store.batch():
             for attempt in range(ATTEMPTS):
                 first = attempt == 0
                 snap = self.capture(call if first else again, on_read=on_read if first else None)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from .cancel import CancelToken
 from .errors import cancelled
 from .reuse.store import Vectors
-from .semantic import Backend, Passage
+from .semantic import Backend, Passage, decode_vector, encode_vector
 
 log = logging.getLogger("citeline.semantic")
 
@@ -85,6 +85,8 @@ def embed(
         got = backend.embed_passages([texts[k] for k in keys], cancel)
         if len(got) != len(keys):
             raise ValueError(f"the backend gave {len(got)} vectors for {len(keys)} passages")
+        # As the cache keeps them (int8): a score must not depend on whether it was warm.
+        got = [decode_vector(encode_vector(v), backend.dim) for v in got]
         vectors.put_many(zip(keys, got, strict=True))
         found.update(zip(keys, got, strict=True))
         done += len(keys)

@@ -21,7 +21,7 @@ line is the one reported), so the number of RE2 calls is the number of matching 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -33,8 +33,11 @@ from .capture import CapturedFile, Snapshot
 from .errors import CitelineError, ParseIssue, parse_error, schema_error
 from .layout import decode
 from .requests import bool_field, check_keys, check_text, int_field
+from .terms import check_query
 
-MODES = ("exact", "regex")
+MODES = ("exact", "regex")  # searched here; "semantic" is semantic_search's (SPEC §15)
+SEMANTIC = "semantic"
+SEMANTIC_THRESHOLD = 0.5  # semantic.DEFAULT_THRESHOLD (a test holds them equal)
 MAX_TEXT = 256  # code points of a match's text window
 WINDOW_LEAD = 128  # code points of the window before the match start
 ELLIPSIS = "…"
@@ -47,30 +50,44 @@ _PER_LINE_ONLY = re.compile(r"\\[AzCQ]|\(\?[^:)]*m")
 
 @dataclass(frozen=True, slots=True)
 class LinesRequest:
+    """A line search (§8): `pattern` exact or RE2; or, with `mode` "semantic" (§15), the
+    sections whose meaning matches `pattern` (the request's `query`) at a calibrated score
+    of at least `threshold`."""
+
     pattern: str
     mode: str = "exact"
     case_sensitive: bool = True
     limit: int = 100
     context: int = 2
+    threshold: float = SEMANTIC_THRESHOLD
 
-    FIELDS = ("pattern", "mode", "case_sensitive", "limit", "context")
+    FIELDS = ("pattern", "query", "mode", "case_sensitive", "threshold", "limit", "context")
+
+    @property
+    def semantic(self) -> bool:
+        return self.mode == SEMANTIC
 
     @classmethod
     def from_json(cls, request: Any) -> LinesRequest:
         req = check_keys(request, cls.FIELDS, "lines")
+        mode = req.get("mode", "exact")
+        if mode == SEMANTIC:
+            return cls._semantic(req)
+        if mode not in MODES:
+            raise schema_error(
+                f"mode must be 'exact', 'regex' or 'semantic'; got {mode!r}.", field="mode"
+            )
+        for name in ("query", "threshold"):
+            if name in req:
+                raise schema_error(
+                    f"{name} is a field of mode 'semantic'; mode {mode!r} takes a pattern.",
+                    field=name,
+                )
         if "pattern" not in req:
             raise schema_error("The lines request needs a pattern.", field="pattern")
         pattern = check_text(req["pattern"], "pattern")
         if not pattern:
             raise schema_error("pattern must not be empty.", field="pattern")
-        mode = req.get("mode", "exact")
-        if mode == "semantic":
-            raise schema_error(
-                "mode 'semantic' is not offered; use 'exact' (literal text) or 'regex' (RE2).",
-                field="mode",
-            )
-        if mode not in MODES:
-            raise schema_error(f"mode must be 'exact' or 'regex'; got {mode!r}.", field="mode")
         out = cls(
             pattern,
             mode,
@@ -80,6 +97,29 @@ class LinesRequest:
         )
         matcher(out.pattern, out.mode, out.case_sensitive)  # an invalid regex fails here
         return out
+
+    @classmethod
+    def _semantic(cls, req: Mapping[str, Any]) -> LinesRequest:
+        for name in ("pattern", "case_sensitive"):
+            if name in req:
+                raise schema_error(
+                    f"mode 'semantic' takes a query (text in plain words), not {name}.",
+                    field=name,
+                )
+        if "query" not in req:
+            raise schema_error("mode 'semantic' needs a query.", field="query")
+        from .semantic_search import check_threshold  # standard library only
+
+        query = check_query(req["query"], need_word=False)
+        threshold = check_threshold(req["threshold"]) if "threshold" in req else SEMANTIC_THRESHOLD
+        return cls(
+            query,
+            SEMANTIC,
+            True,
+            int_field(req, "limit", 100, 1, 1000),
+            int_field(req, "context", 2, 0, 10),
+            threshold,
+        )
 
 
 # -- matching ---------------------------------------------------------------------------------

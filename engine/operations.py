@@ -30,6 +30,13 @@ class Operation(Generic[R]):
     parse: Callable[[object], R]  # the request from its JSON (schema_validation otherwise)
     runs: Callable[[Engine, Call, R | Mapping[str, object]], Result]  # the engine's method
     unsaved: bool  # whether it searches an editor's unsaved text (SPEC §11)
+    # The contracts its results obey (engine/contracts/<result>.json): lines has two, the
+    # §8 one of modes exact and regex and the §15 one of mode semantic.
+    results: tuple[str, ...] = ()
+
+    @property
+    def result_contracts(self) -> tuple[str, ...]:
+        return self.results or (f"{self.name}.result",)
 
     def run(self, engine: Engine, call: Call, request: object) -> Result:
         """Run the request as sent: the engine reads it (its method refuses, as `parse`
@@ -52,7 +59,11 @@ CONCEPTS: Operation[ConceptsRequest] = Operation(
     "concepts", ConceptsRequest.from_json, lambda e, c, r: e.concepts(c, r), unsaved=False
 )
 LINES: Operation[LinesRequest] = Operation(
-    "lines", _lines_request, lambda e, c, r: e.lines(c, r), unsaved=True
+    "lines",
+    _lines_request,
+    lambda e, c, r: e.lines(c, r),
+    unsaved=True,
+    results=("lines.result", "lines.semantic.result"),
 )
 
 # In the order the fronts list them (the language server advertises its commands so).

@@ -21,7 +21,7 @@ Context = Literal["section", "outline"]
 Cjk = Literal["runs", "bigrams"]
 Stemming = Literal["none", "english"]
 Identifiers = Literal["whole", "split"]
-Profile = Literal["contract", "recall"]
+Profile = Literal["contract", "recall", "hybrid"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +98,13 @@ OPTIONS: tuple[Option, ...] = (
         "contract (default): every word, whole words, as typed. recall: any word counts and "
         "sections holding more of them rank first, English stemming, the headings above a "
         "section count, CJK text matched by character pairs, identifiers split into their "
-        "parts; explicit options override it",
+        "parts. hybrid: recall's best 20 reordered by meaning too (needs "
+        "pip install 'citeline[semantic]'); explicit options override it",
         '"contract" (default): the strict options above. "recall": {recall}, for questions '
-        "in plain words, CJK queries, or when the contract finds nothing; an option given "
+        'in plain words, CJK queries, or when the contract finds nothing. "hybrid": recall\'s '
+        "best 20 sections reordered by meaning as well (a multilingual embedding model), for "
+        "questions whose words are not the docs' words; at most 20 hits, and an error naming "
+        "pip install 'citeline[semantic]' where that extra is missing. An option given "
         "explicitly overrides the profile's value.",
     ),
 )
@@ -109,6 +113,9 @@ KEYS: tuple[str, ...] = tuple(BY_KEY)
 PROFILE = BY_KEY["profile"]
 # What profile=recall stands for: every other option's recall value.
 RECALL: dict[str, str] = {o.key: o.recall for o in OPTIONS if o.recall is not None}
+# The profiles that set the other options to recall's values (hybrid: recall's analysis and
+# ranking, then fused with the semantic score; SPEC §15).
+RECALL_LIKE: tuple[str, ...] = ("recall", "hybrid")
 
 
 def profile_first() -> tuple[Option, ...]:
@@ -122,6 +129,7 @@ __all__ = [
     "KEYS",
     "OPTIONS",
     "RECALL",
+    "RECALL_LIKE",
     "Cjk",
     "Context",
     "Identifiers",

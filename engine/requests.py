@@ -11,6 +11,7 @@ from .options import AnalysisOptions
 from .relevance import (
     OPTIONS,
     RECALL,
+    RECALL_LIKE,
     Cjk,
     Context,
     Identifiers,
@@ -46,13 +47,18 @@ class Relevance:
                         field=key,
                     )
                 chosen[key] = value
-        base: dict[str, Any] = dict(RECALL) if chosen.get("profile") == "recall" else {}
+        base: dict[str, Any] = dict(RECALL) if chosen.get("profile") in RECALL_LIKE else {}
         base.update({k: v for k, v in chosen.items()})
         return cls(**base)
 
     @property
     def is_default(self) -> bool:
         return self == Relevance()
+
+    @property
+    def hybrid(self) -> bool:
+        """Whether recall's ranking is fused with the semantic score (SPEC §15)."""
+        return self.profile == "hybrid"
 
     @property
     def tokenizer(self) -> Tokenizer:

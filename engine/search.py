@@ -7,18 +7,30 @@ the request read it (decoded once per file), its snippet and match spans, the re
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .cancel import CancelToken
 from .capture import CapturedFile, Snapshot
 from .errors import CitelineError
-from .index import Index
+from .index import Index, Section
 from .present import SectionHit, hit, search_result
 from .rank import rank
 from .requests import SearchRequest, SymbolsRequest
 from .snippets import snippet
 from .terms import QueryTerms, normalise, query_terms, word_re
+
+
+@dataclass(frozen=True, slots=True)
+class Rerank:
+    """A second ordering of the lexical ranking's best `k` hits (`profile: hybrid`, SPEC
+    §15): `order(sections, hits)` gives the hits (as §6 presents them) in the new order,
+    each with its new `score`; `options` joins the result's options echo."""
+
+    k: int
+    order: Callable[[Sequence[Section], list[dict[str, Any]]], list[dict[str, Any]]]
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 def search_sections(
@@ -31,25 +43,35 @@ def search_sections(
     skip_invalid: bool = False,
     cancel: CancelToken | None = None,
     texts: MutableMapping[str, str] | None = None,
+    rerank: Rerank | None = None,
 ) -> dict[str, Any]:
-    """The SPEC §6 result for `req` (whose query gave `terms`). `texts`: see Engine.search."""
+    """The SPEC §6 result for `req` (whose query gave `terms`). `texts`: see Engine.search.
+    `rerank`: the ranking's best `rerank.k` hits (whatever the limit) reordered by it, then
+    cut to the limit."""
     rel = req.relevance
-    ranked = rank(index, terms, match_any=rel.match == "any", limit=req.limit)
+    want = req.limit if rerank is None else max(req.limit, rerank.k)
+    ranked = rank(index, terms, match_any=rel.match == "any", limit=want)
     if cancel is not None:
         cancel.check()
     shown: dict[str, str] = {}  # decoded once per file, however many hits it has
     outline = rel.context == "outline"
     hits = []
+    sections = []
     for scored in ranked.best:
         sec = index.section(scored.section)
+        sections.append(sec)
         file = _file(snapshot, sec.path)
         text = shown.get(sec.path)
         if text is None:
             text = shown[sec.path] = _text(fetch(file))
         cut = snippet(text[sec.start : sec.end], scored.matched, rel.tokenizer)
         hits.append(hit(sec, scored, cut, outline=outline, unsaved=file.unsaved))
+    if rerank is not None:
+        hits = rerank.order(sections[: rerank.k], hits[: rerank.k])[: req.limit]
     skipped = index.problems if skip_invalid else None
     result = search_result(req, terms, snapshot.revision, ranked.total, hits, skipped)
+    if rerank is not None and rerank.options:
+        result.setdefault("options", req.relevance.to_json()).update(rerank.options)
     if texts is not None:
         for found in hits:
             texts[found["content_sha256"]] = shown[found["path"]]
@@ -91,4 +113,4 @@ def _text(data: bytes) -> str:
     return text
 
 
-__all__ = ["has_words", "search_sections", "symbol_hits"]
+__all__ = ["Rerank", "has_words", "search_sections", "symbol_hits"]

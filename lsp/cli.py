@@ -32,20 +32,24 @@ TEXT_OPTIONS = {
     "--exact": "--exact",
     "-e": "--regex",
     "--regex": "--regex",
+    "--semantic": "--semantic",
 }
 
 # The relevance options of a search: (request key, flag, choices, help). The request key is
 # the contract's; `context` is spelled --scope on the command line because -C/--context
-# means lines of context, as in grep.
+# means lines of context, as in grep. Written out rather than read from engine/relevance.py
+# so that this module imports nothing of the engine; tests/cli/test_cli_semantic.py holds
+# it equal to the declarations there.
 RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     (
         "profile",
         "--profile",
-        ("contract", "recall"),
+        ("contract", "recall", "hybrid"),
         "contract (default): every word, whole words, as typed. recall: any word counts and "
         "sections holding more of them rank first, English stemming, the headings above a "
         "section count, CJK text matched by character pairs, identifiers split into their "
-        "parts; explicit options override it",
+        "parts. hybrid: recall's best 20 reordered by meaning too (needs "
+        "pip install 'citeline[semantic]'); explicit options override it",
     ),
     (
         "match",
@@ -82,6 +86,7 @@ RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 )
 
 CONTEXT_MAX = 10
+SEMANTIC_THRESHOLD = 0.5  # engine/semantic.py's DEFAULT_THRESHOLD (a test holds them equal)
 
 
 class UsageError(Exception):
@@ -307,7 +312,9 @@ def parser() -> argparse.ArgumentParser:
     _add_common(c)
 
     ln = sub.add_parser(
-        "lines", help="grep-like line search (exact text or RE2 regex)", allow_abbrev=False
+        "lines",
+        help="grep-like line search (exact text or RE2 regex), or sections by meaning",
+        allow_abbrev=False,
     )
     what = ln.add_mutually_exclusive_group(required=True)
     what.add_argument(
@@ -318,6 +325,20 @@ def parser() -> argparse.ArgumentParser:
         "--regex",
         metavar="PATTERN",
         help="RE2 regular expression (linear time; no backreferences or look-around)",
+    )
+    what.add_argument(
+        "--semantic",
+        metavar="TEXT",
+        help="sections that answer TEXT by meaning, in plain words and any language, each "
+        "with a calibrated score (needs pip install 'citeline[semantic]'; the first call on "
+        "a corpus embeds up to 20 sections, with a progress bar)",
+    )
+    ln.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help=f"with --semantic: the least score shown, 0-1 (default {SEMANTIC_THRESHOLD})",
     )
     ln.add_argument("-i", "--ignore-case", action="store_true", help="match case-insensitively")
     _add_count(ln, 1000, 100, "matching lines")
@@ -404,7 +425,19 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 def request_from(args: argparse.Namespace) -> dict[str, Any]:
     req: dict[str, Any] = {}
-    if args.command == "lines":
+    if args.command == "lines" and args.semantic is not None:
+        req = {"mode": "semantic", "query": args.semantic}
+        if args.ignore_case:
+            raise _usage("-i/--ignore-case is for -F and -e: --semantic matches by meaning.")
+        if args.threshold is not None:
+            req["threshold"] = args.threshold
+        if args.context is not None:
+            req["context"] = args.context
+        elif not args.json:
+            req["context"] = 0
+    elif args.command == "lines":
+        if args.threshold is not None:
+            raise _usage("--threshold is for --semantic (the least score of a match).")
         exact = args.exact is not None
         req = {
             "pattern": args.exact if exact else args.regex,
@@ -435,6 +468,12 @@ def request_from(args: argparse.Namespace) -> dict[str, Any]:
     return req
 
 
+def _usage(message: str) -> CitelineError:
+    from citeline.engine import CitelineError
+
+    return CitelineError("schema_validation", message, {})
+
+
 def recall_request(request: dict[str, Any]) -> dict[str, Any]:
     """The search to suggest when no section holds every word: `recall`, keeping the
     options the user chose except `match` (recall's point is to accept any word)."""
@@ -450,6 +489,8 @@ def flag_of(args: argparse.Namespace, field: str) -> str | None:
     """The command-line flag that sets a request field."""
     if field == "pattern":
         return "-F/--exact" if args.exact is not None else "-e/--regex"
+    if args.command == "lines" and field in ("query", "threshold"):
+        return "--semantic" if field == "query" else "--threshold"
     if args.command == "search":
         relevance = {key: flag for key, flag, *_ in RELEVANCE}
         if field in relevance:
@@ -608,6 +649,8 @@ def draw(
     bundle = args.bundle if args.bundle is not None else "."
     if args.command == "concepts":
         body = render.render_concepts(result, color, bundle=args.bundle)
+    elif args.command == "lines" and result.get("mode") == "semantic":
+        body = render.render_semantic(result, color, bundle=args.bundle, context=args.context or 0)
     elif args.command == "lines":
         find = None
         if color:

@@ -91,6 +91,7 @@ class KeptEngines:
                 reread=args.reread,
                 hold_bytes=0,
                 journal=True,  # a warm process lives on: its watches pay
+                embed_in_background=True,  # and so do the vectors of the rest (SPEC §15)
             )
         self._engines[key] = engine
         while len(self._engines) > KEPT:

@@ -178,6 +178,15 @@ def _lines_description(bundle: str, settings: Settings) -> str:
             "neighbouring lines). Matches come in path order, then line order; total counts "
             "every matching line, truncated says some were left out. To cite a match, re-read "
             "that line of the file and compare.",
+            'mode="semantic" with a query in plain words (any language) finds sections by '
+            "meaning instead: each match is a section (x-line_start, x-line_end, x-heading, "
+            "x-content_sha256 to cite it as search_sections does) with a calibrated score in "
+            "[0, 1] (higher answers more likely; at 0.5 about half do) and its most "
+            "representative line; best score first, nothing under threshold (default 0.5). "
+            "The text content lists them as `[rank] <path> lines <start>-<end> · sha256 <hex> "
+            "· score <s> · <heading>` and the line. It needs the semantic extra on the "
+            "server (an error names pip install 'citeline[semantic]' otherwise); a first call "
+            "on a corpus embeds up to 20 sections (seconds), later ones reuse them.",
             REVISION,
             ERRORS,
         ]
@@ -218,15 +227,30 @@ PARAMETERS: dict[str, dict[str, str]] = {
     "lines": {
         "pattern": (
             "What to find on a line: literal text (mode exact) or an RE2 regular expression "
-            "(mode regex). A line never holds its line break."
+            "(mode regex). A line never holds its line break. Not with mode semantic."
+        ),
+        "query": (
+            "Mode semantic only (and required there): what you want, in plain words, 1-512 "
+            'characters, any language ("which cluster does kubectl talk to"). Matches by '
+            "meaning among the 20 sections a recall search finds for it."
         ),
         "mode": (
             '"exact" (default): the pattern is literal text. "regex": RE2 syntax (linear '
-            'time; no backreferences or look-around). Not offered: "semantic".'
+            'time; no backreferences or look-around). "semantic": sections that answer the '
+            "query in other words, each with a calibrated score in [0, 1] and the section's "
+            "lines to cite (x-line_start, x-line_end, x-content_sha256); needs the server's "
+            "pip install 'citeline[semantic]', and its first call on a corpus embeds up to "
+            "20 sections (a few seconds)."
         ),
         "case_sensitive": (
             "true (default). false: Unicode simple case folding in both modes (ß does not "
-            "match ss)."
+            "match ss). Not with mode semantic."
+        ),
+        "threshold": (
+            "Mode semantic only: the least score returned, 0-1 (default 0.5: a section at "
+            "0.5 answers about half the time). An empty result at 0.5 means nothing here "
+            "answers well; lower it (0.3) to see weaker matches, or search_sections with "
+            'profile "recall".'
         ),
         "limit": (
             "Matching lines to return, 1-1000 (default 100). Cost grows with it: each match "
@@ -288,6 +312,20 @@ def wire_schema(name: str) -> dict[str, Any]:
     return served
 
 
+def output_schema(contract: Name) -> dict[str, Any]:
+    """A tool's outputSchema: its operation's result contract, or, for an operation with
+    several (search_lines: §8's and semantic mode's, SPEC §15), an object that is one of
+    them (none uses a $ref, so each is whole inside oneOf)."""
+    names = OPERATIONS[contract].result_contracts
+    if len(names) == 1:
+        return wire_schema(names[0])
+    return {
+        "type": "object",
+        "title": " or ".join(schema(n)["title"] for n in names),
+        "oneOf": [wire_schema(n) for n in names],
+    }
+
+
 def tool_list(bundle: str, settings: Settings | None = None) -> list[types.Tool]:
     settings = settings or Settings()
     return [
@@ -296,7 +334,7 @@ def tool_list(bundle: str, settings: Settings | None = None) -> list[types.Tool]
             title=t.title,
             description=t.describe(bundle, settings),
             input_schema=wire_schema(f"{t.contract}.request"),
-            output_schema=wire_schema(f"{t.contract}.result"),
+            output_schema=output_schema(t.contract),
             annotations=types.ToolAnnotations(
                 title=t.title,
                 read_only_hint=True,
@@ -414,7 +452,43 @@ def concepts_text(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def semantic_text(result: dict[str, Any]) -> str:
+    """Semantic mode (SPEC §15): each match a section to cite, its score, its most
+    representative line with the context around it."""
+    matches = result["matches"]
+    out = [
+        f"{_count(len(matches), result['total'], 'section', 'sections')} at score ≥ "
+        f"{result['threshold']:g} for semantic {_quoted(result['pattern'])} "
+        f"(model {result['model']}); snapshot_revision {result['snapshot_revision']}",
+        *_skipped(result),
+    ]
+    if not matches:
+        out.append(NO_SEMANTIC_MATCH)
+    for rank, m in enumerate(matches, 1):
+        heading = _quoted(m["x-heading"]) if m["x-heading"] else "(text before the first heading)"
+        out.append("")
+        out.append(
+            f"[{rank}] {m['path']} lines {m['x-line_start']}-{m['x-line_end']} · "
+            f"sha256 {m['x-content_sha256']} · score {m['score']:.3f} · {heading}"
+        )
+        before, after = m["context"]["before"], m["context"]["after"]
+        for k, text in enumerate(before):
+            out.append(f"{m['line'] - len(before) + k}-{text}")
+        out.append(f"{m['line']}:{m['column']}:{m['text']}")
+        for k, text in enumerate(after):
+            out.append(f"{m['line'] + 1 + k}-{text}")
+    return "\n".join(out)
+
+
+NO_SEMANTIC_MATCH = (
+    "No section answers at this threshold. Lower threshold (0.3) to see weaker matches, or "
+    'try search_sections with profile="recall" or "hybrid".'
+)
+
+
 def lines_text(result: dict[str, Any]) -> str:
+    if result.get("mode") == "semantic":
+        return semantic_text(result)
     matches = result["matches"]
     out = [
         f"{_count(len(matches), result['total'], 'matching line', 'matching lines')} for "
@@ -505,6 +579,7 @@ class CitelineMCP:
             cache=cache,
             reread=reread,
             journal=True,
+            embed_in_background=True,  # a long-lived front: the rest of a corpus's vectors
         )
         # Descriptions name the bundle as printable text: a path that is not valid UTF-8
         # would make every message carrying it unencodable (the engine keeps the real path).

@@ -604,8 +604,32 @@ def render_lines(
     return "\n".join(out)
 
 
+def render_semantic(
+    result: dict[str, Any], color: bool, *, bundle: str | None = None, context: int = 0
+) -> str:
+    """Semantic matches (SPEC §15), one section each: `path:start-end score heading`, then
+    its most representative line (`  line: text`), with `context` lines around it."""
+    out: list[str] = []
+    for m in result["matches"]:
+        place = paint(display_path(bundle, m["path"]), MAGENTA, color)
+        lines = paint(f"{m['x-line_start']}-{m['x-line_end']}", GREEN, color)
+        score = paint(f"{m['score']:.2f}", BOLD, color)
+        out.append(f"{place}:{lines} {score} {terminal(m['x-heading'] or '(no heading)')}")
+        before = m["context"]["before"][-context:] if context else []
+        after = m["context"]["after"][:context] if context else []
+        for k, text in enumerate(before):
+            out.append(f"  {m['line'] - len(before) + k}- {terminal(text)}")
+        out.append(f"  {paint(str(m['line']), GREEN, color)}: {terminal(m['text'])}")
+        for k, text in enumerate(after):
+            out.append(f"  {m['line'] + 1 + k}- {terminal(text)}")
+    return "\n".join(out)
+
+
 def lines_summary(result: dict[str, Any]) -> str:
     noun = "match" if result["total"] == 1 else "matches"
+    if result.get("mode") == "semantic":
+        noun = "section" if result["total"] == 1 else "sections"
+        noun += f" at ≥ {result['threshold']:g} · {result['model']}"
     return (
         f"{len(result['matches'])} of {result['total']} {noun} · "
         f"snapshot {short(result['snapshot_revision'])}"

@@ -82,7 +82,11 @@ class CitelineServer(LanguageServer):
         super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
         self.options = ServerSettings()
         self.engine = Engine(
-            self.options.engine, workers=default_workers(), cache=self.options.cache, journal=True
+            self.options.engine,
+            workers=default_workers(),
+            cache=self.options.cache,
+            journal=True,
+            embed_in_background=True,  # the rest of a corpus's vectors (SPEC §15)
         )
         self.jobs = Jobs(self)
         self.diagnostics = Diagnostics(self)
@@ -441,6 +445,7 @@ def on_initialized(ls: CitelineServer, params: types.InitializedParams) -> None:
 @server.feature(types.SHUTDOWN)
 def on_shutdown(ls: CitelineServer, params: None) -> None:
     ls.cancel_all()
+    ls.engine.stop_background()  # the embedding worker, if a semantic request started one
 
 
 @server.feature(types.EXIT)

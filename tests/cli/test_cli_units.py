@@ -107,7 +107,8 @@ RELEVANCE_HELP = {
     "--profile": "contract (default): every word, whole words, as typed. recall: any word "
     "counts and sections holding more of them rank first, English stemming, the headings "
     "above a section count, CJK text matched by character pairs, identifiers split into "
-    "their parts; explicit options override it",
+    "their parts. hybrid: recall's best 20 reordered by meaning too (needs pip install "
+    "'citeline[semantic]'); explicit options override it",
     "--match": "all (default): a section must hold every word; any: at least one",
     "--scope": "section (default): a section's own text; outline: the headings above it count too",
     "--cjk": "runs (default): a run of Chinese/Japanese/Korean characters is one word; "
@@ -138,6 +139,11 @@ EXPECTED_HELP: dict[str, dict[str, str]] = {
         "--help": HELP,
         "--exact": "literal text to find (may start with '-')",
         "--regex": "RE2 regular expression (linear time; no backreferences or look-around)",
+        # docs/cli.md: semantic mode (SPEC §15), its threshold 0-1 (default 0.5)
+        "--semantic": "sections that answer TEXT by meaning, in plain words and any language, "
+        "each with a calibrated score (needs pip install 'citeline[semantic]'; the first call "
+        "on a corpus embeds up to 20 sections, with a progress bar)",
+        "--threshold": "with --semantic: the least score shown, 0-1 (default 0.5)",
         "--ignore-case": "match case-insensitively",
         # docs/cli.md: matching lines 1-1000 (default 100); no context unless -C, 2 in --json
         "--max-count": "matching lines to return, 1-1000 (default 100)",
@@ -172,7 +178,7 @@ def test_the_top_parser_and_its_commands() -> None:
     assert {a.dest: a.help for a in commands._choices_actions} == {
         "search": "ranked sections (BM25) with cited snippets",
         "concepts": "files whose concept id or title contains the query",
-        "lines": "grep-like line search (exact text or RE2 regex)",
+        "lines": "grep-like line search (exact text or RE2 regex), or sections by meaning",
         "lsp": "run the language server on stdio",
         "mcp": "run the MCP server on stdio (needs: pip install 'citeline[mcp]')",
     }
@@ -203,7 +209,11 @@ def test_groups_name_their_guides() -> None:
         # docs/cli.md's synopsis: -q TEXT, -m N, -C N, -F TEXT | -e PATTERN, [BUNDLE]
         ("search", "usage: citeline search [-h] -q TEXT [-m N] [-C N] [--json]"),
         ("concepts", "usage: citeline concepts [-h] -q TEXT [-m N] [--json]"),
-        ("lines", "usage: citeline lines [-h] (-F TEXT | -e PATTERN) [-i] [-m N] [-C N] [-n]"),
+        (
+            "lines",
+            "usage: citeline lines [-h] (-F TEXT | -e PATTERN | --semantic TEXT) "
+            "[--threshold T] [-i] [-m N] [-C N] [-n]",
+        ),
         ("lsp", "usage: citeline lsp [-h]"),
         ("mcp", "usage: citeline mcp [-h] [--no-ignore] [--skip-invalid] [--reserved NAME]"),
     ],
@@ -284,7 +294,11 @@ def test_lines_and_mcp_flags_and_their_defaults() -> None:
     assert (given.exact, given.regex, given.ignore_case, given.context) == (None, "y", True, 3)
     assert (given.limit, given.line_number, given.bundle) == (7, True, "d")
     assert parse(["lines", "--regex", "z", "--ignore-case", "--line-number"]).regex == "z"
-    assert refused(["lines"]) == "one of the arguments -F/--exact -e/--regex is required"
+    assert refused(["lines"]) == (
+        "one of the arguments -F/--exact -e/--regex --semantic is required"
+    )
+    semantic = parse(["lines", "--semantic", "-why stop", "--threshold", "0.7"])
+    assert (semantic.semantic, semantic.threshold, semantic.exact) == ("-why stop", 0.7, None)
     assert refused(["lines", "-F", "x", "-e", "y"]) == (
         "argument -e/--regex: not allowed with argument -F/--exact"
     )

@@ -19,6 +19,7 @@ MAX_MODULE_LINES = 450
 MAX_CLASS_LINES = 250
 # Larger than the rule, each with its sentence in docs/architecture.md ("## Sizes").
 LARGER = {
+    "engine/core.py",
     "engine/files.py",
     "engine/ignore.py",
     "engine/reuse/journal.py",

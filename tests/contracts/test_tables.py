@@ -30,7 +30,8 @@ def test_each_relevance_option_is_the_search_schemas() -> None:
 
 def test_the_search_result_echoes_the_options_the_schema_lists() -> None:
     echoed = schema("search.result")["properties"]["options"]
-    assert list(echoed["properties"]) == [o.key for o in profile_first()]
+    # and, under profile hybrid, the semantic model's id (SPEC §15): not an option
+    assert list(echoed["properties"]) == [*(o.key for o in profile_first()), "model"]
     assert set(echoed["required"]) == set(KEYS)
     for option in OPTIONS:
         assert echoed["properties"][option.key]["enum"] == list(option.values), option.key
@@ -43,6 +44,9 @@ def test_the_request_values_are_the_declarations() -> None:
     recall = Relevance.from_mapping({"profile": "recall"})
     assert {k: getattr(recall, k) for k in RECALL} == RECALL
     assert set(RECALL) == set(KEYS) - {"profile"}  # the profile sets every other option
+    hybrid = Relevance.from_mapping({"profile": "hybrid"})  # recall's analysis, then fused
+    assert {k: getattr(hybrid, k) for k in RECALL} == RECALL and hybrid.hybrid
+    assert not recall.hybrid
     assert ("query", "limit", *KEYS) == SearchRequest.FIELDS
     # a value outside the declaration is refused, naming the declared ones
     for option in OPTIONS:

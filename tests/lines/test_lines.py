@@ -322,11 +322,12 @@ def test_request_errors_come_before_bundle_errors(tmp_path: Path) -> None:
     assert error_of(missing, {"pattern": "x"}).code == "bundle_not_found"
 
 
-def test_semantic_mode_is_not_offered(tmp_path: Path) -> None:
+def test_semantic_mode_takes_a_query_not_a_pattern(tmp_path: Path) -> None:
+    # (semantic mode itself: tests/engine/test_semantic_engine.py)
     root = bundle(tmp_path, {"a.md": "a\n"})
     err = error_of(root, {"pattern": "a", "mode": "semantic"})
-    assert err.code == "schema_validation"
-    assert "not offered" in err.message
+    assert err.code == "schema_validation" and err.details["field"] == "pattern"
+    assert "takes a query" in err.message
 
 
 @pytest.mark.parametrize(

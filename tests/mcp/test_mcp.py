@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from citeline.engine import Engine
 from citeline.engine.contracts import schema, validate
+from citeline.engine.operations import OPERATIONS
 from citeline.engine.present import encode
 from citeline.lsp.mcp import (
     NO_HIT_ANY,
@@ -144,7 +145,11 @@ async def test_list_tools_serves_the_contract_schemas(bundle: Path) -> None:
         tool = tools[name]
         request = without_identity(schema(f"{contract}.request"))
         assert without_descriptions(tool.input_schema, request) == request
-        assert tool.output_schema == without_identity(schema(f"{contract}.result"))
+        results = OPERATIONS[contract].result_contracts  # lines: §8's and semantic mode's
+        served = [without_identity(schema(n)) for n in results]
+        assert tool.output_schema == (
+            served[0] if len(served) == 1 else {**tool.output_schema, "oneOf": served}
+        )
         assert tool.input_schema == wire_schema(f"{contract}.request")
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         assert tool.description and str(bundle) in tool.description

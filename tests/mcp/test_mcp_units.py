@@ -193,7 +193,7 @@ def test_concepts_description_shows_the_line_the_text_has() -> None:
 
 
 def test_lines_description_paragraphs() -> None:
-    intro, text, each, revision, errors = described()["search_lines"]
+    intro, text, each, semantic, revision, errors = described()["search_lines"]
     assert intro == (
         f"grep the Markdown files of the folder /docs/x line by line (front matter included{NAV}). "
         "Use it for an exact string: a command, flag, identifier or error message; every "
@@ -229,6 +229,14 @@ def test_lines_description_paragraphs() -> None:
     }
     assert "(the neighbouring lines). Matches come in path order, then line order; " in each
     assert "; total counts every matching line, truncated says" in each
+    # Semantic mode (SPEC §15): what a match is, what its score means, what it needs.
+    assert semantic.startswith('mode="semantic" with a query in plain words')
+    assert re.findall(r"`([^`]+)`", semantic) == [
+        "[rank] <path> lines <start>-<end> · sha256 <hex> · score <s> · <heading>"
+    ]
+    for said in ("x-content_sha256", "calibrated score", "threshold (default 0.5)"):
+        assert said in semantic
+    assert "pip install 'citeline[semantic]'" in semantic
     assert (revision, errors) == (front_module.REVISION, front_module.ERRORS)
 
 

