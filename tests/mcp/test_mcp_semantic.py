@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from needs import corpus
+from semantic_corpus import QUESTION, copy_bundle
 
 pytest.importorskip("mcp")
 pytest.importorskip("mcp_types")
@@ -29,20 +28,11 @@ from citeline.engine.contracts import schema, validate
 from citeline.engine.semantic import DEFAULT_MODEL
 from citeline.lsp.mcp import NO_SEMANTIC_MATCH, render_text
 
-FILES = {
-    "ps/Managing-Services.md": ("powershell-docs", "reference/docs-conceptual/samples"),
-    "zh/service.md": ("apisix-zh", "docs/zh/latest/terminology"),
-}
-QUESTION = "how do I stop a windows service"
-
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("bundle")
-    for rel, (name, folder) in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(corpus(name) / folder / Path(rel).name, root / rel)
-    return root
+    return copy_bundle(root)
 
 
 @pytest.fixture(scope="module")
