@@ -313,22 +313,25 @@ def candidates(
             body = text[sec.start : sec.end]
             out.append(passage(model_id, sec.title, sec.outline, sec.heading, body))
             continue
-        out.append(
-            candidate(
-                model_id,
-                path=sec.path,
-                content_sha256=sec.sha256,
-                title=sec.title,
-                outline=sec.outline,
-                heading=sec.heading,
-                first=sec.first,
-                last=sec.last,
-                start=sec.start,
-                end=sec.end,
-                text=text,
-            )
-        )
+        out.append(section_candidate(model_id, sec, text))
     return out
+
+
+def section_candidate(model_id: str, sec: Section, text: str) -> Candidate:
+    """The Candidate of one index section, from its file's decoded text."""
+    return candidate(
+        model_id,
+        path=sec.path,
+        content_sha256=sec.sha256,
+        title=sec.title,
+        outline=sec.outline,
+        heading=sec.heading,
+        first=sec.first,
+        last=sec.last,
+        start=sec.start,
+        end=sec.end,
+        text=text,
+    )
 
 
 __all__ = [

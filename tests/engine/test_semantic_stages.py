@@ -37,10 +37,10 @@ from citeline.engine.semantic import (
     cosine,
     fuse,
 )
+from citeline.engine.semantic_engine import section_candidate
 from citeline.engine.semantic_search import (
     Candidate,
     SemanticResult,
-    candidate,
     hybrid,
     semantic_search,
 )
@@ -87,19 +87,7 @@ class World:
 
 
 def _candidate(model_id: str, bundle: Path, sec: Section) -> Candidate:
-    return candidate(
-        model_id,
-        path=sec.path,
-        content_sha256=sec.sha256,
-        title=sec.title,
-        outline=sec.outline,
-        heading=sec.heading,
-        first=sec.first,
-        last=sec.last,
-        start=sec.start,
-        end=sec.end,
-        text=(bundle / sec.path).read_bytes().decode("utf-8"),
-    )
+    return section_candidate(model_id, sec, (bundle / sec.path).read_bytes().decode("utf-8"))
 
 
 @pytest.fixture(scope="module")
