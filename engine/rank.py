@@ -5,10 +5,11 @@ from __future__ import annotations
 import heapq
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .index import K1, Index
+from .naming import Names
 from .scoring import (
     AS_YOU_TYPE,
     MATCH_ANY,
@@ -67,48 +68,6 @@ def _denominators(index: Index, k1: float, b: float) -> list[float]:
     return pre
 
 
-# The words of each section's heading, outline and title under a tokenisation, as the
-# heading bonus met them: as-you-type queries rescore the same sections again and again.
-_NAMED: weakref.WeakKeyDictionary[Index, dict[tuple[Tokenizer, int], frozenset[str]]] = (
-    weakref.WeakKeyDictionary()
-)
-_NAMED_KEPT = 8_192  # sections remembered per index (the candidates near the top k)
-
-
-def _named(index: Index, tokenizer: Tokenizer, g: int) -> frozenset[str]:
-    known = _NAMED.get(index)
-    if known is None:
-        known = _NAMED.setdefault(index, {})
-    words = known.get((tokenizer, g))
-    if words is None:
-        sec = index.section(g)
-        words = frozenset(tokenizer.tokens(f"{sec.title}\n{sec.heading}\n{sec.outline}"))
-        if len(known) >= _NAMED_KEPT:
-            known.clear()
-        known[tokenizer, g] = words
-    return words
-
-
-# The words of each section's name (what a symbol shows: the heading, else the title).
-_NAMES: weakref.WeakKeyDictionary[Index, dict[tuple[Tokenizer, int], frozenset[str]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _name_words(index: Index, tokenizer: Tokenizer, g: int) -> frozenset[str]:
-    known = _NAMES.get(index)
-    if known is None:
-        known = _NAMES.setdefault(index, {})
-    words = known.get((tokenizer, g))
-    if words is None:
-        sec = index.section(g)
-        words = frozenset(tokenizer.tokens(sec.heading if sec.level > 0 else sec.title))
-        if len(known) >= _NAMED_KEPT:
-            known.clear()
-        known[tokenizer, g] = words
-    return words
-
-
 def _naming(words: frozenset[str], groups: list[list[str]]) -> float:
     """How fully a section's name says the query: 0 unless it holds every query term (the
     last one as a prefix), else the share of its words that are query terms (`docker run`
@@ -156,7 +115,8 @@ def rank(
     scores = [0.0] * index.n
     masks = [0] * index.n
     touched, query = _add(source, terms, groups, match_any, scoring, scores, masks, boosts)
-    parts = [_Part(groups, masks, query, getattr(terms, "tokenizer", None), scores, 1.0)]
+    tokenizer = getattr(terms, "tokenizer", None)
+    parts = [_Part(groups, masks, query, tokenizer, scores, 1.0)]
     if match_any and typed is not None and scoring.typed and not prefix_last:
         # The words as typed, scored alike and added: a section holding a word as it was
         # asked gains over one holding only its variants (every such section holds the
@@ -184,7 +144,6 @@ def rank(
     total = len(found)
     chosen = found
     headed = query is not None and query.heading and all(p.tokenizer for p in parts)
-    tokenizer = getattr(terms, "tokenizer", None)
     named = as_you_type.named if prefix_last and tokenizer is not None else 0.0
     if headed or named:
         ceiling = (1 + query.heading if headed and query is not None else 1.0) * (1 + named)
@@ -195,15 +154,39 @@ def rank(
         def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
             _, g = e
             if headed:
-                score = sum(p.weight * p.scores[g] * p.bonus(index, g) for p in parts)
+                score = sum(p.weight * p.scores[g] * p.bonus(names_of, g) for p in parts)
             else:
                 score = scores[g]
             if named:
                 assert tokenizer is not None
-                score *= 1 + named * _naming(_name_words(index, tokenizer, g), groups)
+                score *= 1 + named * _naming(names_of(tokenizer).name(g), groups)
             return (score, g)
 
-        rescored = rescore_bounded([(scores[g], g) for g in found], limit, ceiling, with_bonus)
+        # The words each tokenisation looks for in names: a section whose names hold none
+        # of them keeps its score (every bonus is then exactly 1), so it is not rescored.
+        asked: dict[Tokenizer, set[str]] = {}
+        if headed:
+            for p in parts:
+                assert p.tokenizer is not None
+                asked.setdefault(p.tokenizer, set()).update(t for grp in p.groups for t in grp)
+        if named:
+            assert tokenizer is not None
+            asked.setdefault(tokenizer, set()).update(t for grp in groups for t in grp)
+        names = {tok: Names(index, tok, frozenset(words)) for tok, words in asked.items()}
+
+        def names_of(tok: Tokenizer) -> Names:
+            return names[tok]
+
+        # coordination() counts every term when the query's weights sum to 0, so only a
+        # query with weight can skip the sections named by none of its words.
+        skip = not headed or all(p.query is not None and p.query.total > 0 for p in parts)
+
+        def unchanged(e: tuple[float, int]) -> bool:
+            return skip and all(n.unnamed(e[1]) for n in names.values())
+
+        rescored = rescore_bounded(
+            [(scores[g], g) for g in found], limit, ceiling, with_bonus, unchanged
+        )
         for score, g in rescored:
             scores[g] = score
         chosen = [g for _, g in rescored]
@@ -236,9 +219,9 @@ class _Part:
     scores: list[float]
     weight: float
 
-    def bonus(self, index: Index, g: int) -> float:
+    def bonus(self, names_of: Callable[[Tokenizer], Names], g: int) -> float:
         assert self.query is not None and self.tokenizer is not None
-        words = _named(index, self.tokenizer, g)
+        words = names_of(self.tokenizer).path(g)
         held = sum(1 << i for i, group in enumerate(self.groups) if not words.isdisjoint(group))
         return heading_bonus(held & self.masks[g], self.query)
 

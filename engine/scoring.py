@@ -274,7 +274,11 @@ Entry = TypeVar("Entry", bound=tuple[Any, ...])
 
 
 def rescore_bounded(
-    found: list[Entry], limit: int | None, ceiling: float, rescore: Callable[[Entry], Entry]
+    found: list[Entry],
+    limit: int | None,
+    ceiling: float,
+    rescore: Callable[[Entry], Entry],
+    unchanged: Callable[[Entry], bool] | None = None,
 ) -> list[Entry]:
     """The entries (score, ...) that can end among the best `limit` once rescored, each
     rescored; `rescore` may only multiply a score by a factor from 1 to `ceiling`.
@@ -282,15 +286,40 @@ def rescore_bounded(
     Let T be the limit-th largest score before rescoring. The `limit` entries holding the
     largest scores end at T or above, so the limit-th best final score is at least T; an
     entry with score × ceiling < T ends strictly below it and cannot be among the best
-    `limit`, whatever the tie-break. Floating point keeps this: multiplying by a factor
-    no greater than `ceiling` never gives more than multiplying by `ceiling`. The caller
-    sorts what is returned (all entries, rescored, when `limit` is None)."""
+    `limit`, whatever the tie-break. The rest are rescored best first, and the bar rises
+    as they are: once `limit` of them are rescored, an entry whose score × ceiling is
+    below the limit-th best final score so far cannot make the best `limit` either, nor
+    can any after it (their scores are no larger). Floating point keeps this: multiplying
+    by a factor no greater than `ceiling` never gives more than multiplying by `ceiling`,
+    and multiplying a smaller score by `ceiling` never gives more. The caller sorts what is
+    returned (all entries, rescored, when `limit` is None).
+
+    `unchanged(e)`: True when rescoring would give e back as it is (it is then not
+    called)."""
+    if unchanged is not None:
+        keep, rescore = rescore, lambda e: e if unchanged(e) else keep(e)
     if limit is None or len(found) <= limit:
         return [rescore(e) for e in found]
     if limit <= 0:
         return []
     lowest = heapq.nlargest(limit, (e[0] for e in found))[-1]
-    return [rescore(e) for e in found if e[0] * ceiling >= lowest]
+    pool = sorted((e for e in found if e[0] * ceiling >= lowest), key=_first, reverse=True)
+    best: list[float] = []  # the largest `limit` final scores so far (a min-heap)
+    out: list[Entry] = []
+    for e in pool:
+        if len(best) == limit and e[0] * ceiling < best[0]:
+            break
+        done = rescore(e)
+        out.append(done)
+        if len(best) < limit:
+            heapq.heappush(best, done[0])
+        elif done[0] > best[0]:
+            heapq.heapreplace(best, done[0])
+    return out
+
+
+def _first(e: tuple[Any, ...]) -> Any:
+    return e[0]
 
 
 __all__ = [

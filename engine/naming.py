@@ -1,0 +1,225 @@
+"""The words that name a section, as the ranking's two name bonuses read them
+(engine/rank.py): the heading path (document title, heading, outline) for the heading
+bonus, and the name (the heading; before the first heading, the document's title) for
+as-you-type symbol search.
+
+Reading them means tokenising the section's heading, about ten microseconds, and an
+as-you-type session rescores the same few thousand candidates at every keystroke. So a
+block's words are computed section by section while few of its sections are asked for,
+and once a block has been asked for more than a share of its sections
+(`_BUILD_SHARE`), the words of all its sections are held: one list of the block's distinct
+name words and, per section, the ids of its words (a few bytes a section). They are keyed
+by the block's content address and the tokenisation, so a later snapshot that keeps the
+block keeps them; a one-shot call never pays for a whole block, and a ranking holds a few
+thousand sections at most, so no keystroke pays for many blocks.
+
+Either way the words are those of the same `Tokenizer.tokens` call on the same text:
+what is held is a cache of a pure function, and scores never depend on it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .blocks import Block
+from .index import Index
+from .terms import Tokenizer
+
+# A block is held once more than this share of its sections (and at least _BUILD_MIN) were
+# asked for one at a time: building it costs about as much as reading that many sections
+# again, so the cost stays within a small factor of what was needed anyway.
+_BUILD_SHARE = 8
+_BUILD_MIN = 64
+# Sections one ranking may hold (a block is held whole, so one block at least): about
+# 20 ms of tokenising, so that no keystroke pays for many blocks at once.
+_BUILD_PER_RANKING = 4_096
+# Held blocks, counted in sections, least recently used dropped first (≈ 40 bytes a section).
+_HELD_SECTIONS = 2_000_000
+
+_Key = tuple[str, str]  # the block's content address, the tokenisation's name
+
+
+def _tokenization(tokenizer: Tokenizer) -> str:
+    return f"{tokenizer.cjk}/{tokenizer.stemming}/{tokenizer.identifiers}"
+
+
+def _path_text(block: Block, s: int) -> str:
+    return f"{block.title[block.sec_doc[s]]}\n{block.heading[s]}\n{block.outline[s]}"
+
+
+def _name_text(block: Block, s: int) -> str:
+    return block.heading[s] if block.sec_level[s] > 0 else block.title[block.sec_doc[s]]
+
+
+@dataclass(frozen=True, slots=True)
+class HeldNames:
+    """The name words of every section of one block under one tokenisation."""
+
+    words: tuple[str, ...]  # the block's distinct name words
+    path_at: array  # section s's heading-path word ids: path_ids[path_at[s]:path_at[s + 1]]
+    path_ids: array
+    name_at: array
+    name_ids: array
+
+    @classmethod
+    def build(cls, block: Block, tokenizer: Tokenizer) -> HeldNames:
+        ids: dict[str, int] = {}
+        path_at, path_ids = array("I", [0]), array("I")
+        name_at, name_ids = array("I", [0]), array("I")
+        for s in range(block.sections):
+            for text, at, out in (
+                (_path_text(block, s), path_at, path_ids),
+                (_name_text(block, s), name_at, name_ids),
+            ):
+                for word in dict.fromkeys(tokenizer.tokens(text)):
+                    out.append(ids.setdefault(word, len(ids)))
+                at.append(len(out))
+        # The words in order, so that a query's words are found by bisection.
+        order = sorted(ids)
+        new = array("I", [0]) * len(order)
+        for rank, word in enumerate(order):
+            new[ids[word]] = rank
+        path_ids = array("I", [new[i] for i in path_ids])
+        name_ids = array("I", [new[i] for i in name_ids])
+        return cls(tuple(order), path_at, path_ids, name_at, name_ids)
+
+    def ids_of(self, words: frozenset[str]) -> frozenset[int]:
+        """The ids of those of `words` that name some section of the block."""
+        vocab = self.words
+        out = []
+        for word in words:
+            i = bisect.bisect_left(vocab, word)
+            if i < len(vocab) and vocab[i] == word:
+                out.append(i)
+        return frozenset(out)
+
+    def names_any(self, s: int, ids: frozenset[int]) -> bool:
+        """Whether section s's heading path or name holds one of the words `ids`."""
+        return not (
+            ids.isdisjoint(self.path_ids[self.path_at[s] : self.path_at[s + 1]])
+            and ids.isdisjoint(self.name_ids[self.name_at[s] : self.name_at[s + 1]])
+        )
+
+    def path(self, s: int) -> frozenset[str]:
+        words = self.words
+        return frozenset([words[i] for i in self.path_ids[self.path_at[s] : self.path_at[s + 1]]])
+
+    def name(self, s: int) -> frozenset[str]:
+        words = self.words
+        return frozenset([words[i] for i in self.name_ids[self.name_at[s] : self.name_at[s + 1]]])
+
+
+_lock = threading.Lock()
+_held: OrderedDict[_Key, HeldNames] = OrderedDict()
+_held_sections = 0
+_asked: dict[_Key, int] = {}  # sections read one at a time, per block not held
+
+
+def _hold(key: _Key, names: HeldNames, sections: int) -> None:
+    global _held_sections
+    with _lock:
+        if key in _held:
+            return
+        _held[key] = names
+        _asked.pop(key, None)
+        _held_sections += sections
+        while _held_sections > _HELD_SECTIONS and len(_held) > 1:
+            _, dropped = _held.popitem(last=False)
+            _held_sections -= len(dropped.path_at) - 1
+
+
+def _held_for(key: _Key) -> HeldNames | None:
+    with _lock:
+        names = _held.get(key)
+        if names is not None:
+            _held.move_to_end(key)
+        return names
+
+
+class Names:
+    """The name words of an index's sections under one tokenisation, for one ranking."""
+
+    __slots__ = ("_asked", "_blocks", "_budget", "_name", "asked", "index", "tokenizer")
+
+    def __init__(self, index: Index, tokenizer: Tokenizer, asked: frozenset[str]) -> None:
+        """`asked`: every query word the ranking looks for in names under this tokenisation
+        (see `unnamed`)."""
+        self.index = index
+        self.tokenizer = tokenizer
+        self.asked = asked
+        self._name = _tokenization(tokenizer)
+        self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
+        # per block number: its held words, or None while it is read section by section
+        self._blocks: dict[int, HeldNames | None] = {}
+        self._asked: dict[int, frozenset[int]] = {}  # per held block: the ids of `asked`
+
+    def unnamed(self, g: int) -> bool:
+        """True when section g's heading path and name are known to hold none of the
+        asked words (so no name bonus can change its score); False when they do, or when
+        its block is not held and finding out would cost what the bonus costs."""
+        b, s = self._locate(g)
+        held = self._held(b)
+        if held is None:
+            return False
+        ids = self._asked.get(b)
+        if ids is None:
+            ids = self._asked[b] = held.ids_of(self.asked)
+        return not held.names_any(s, ids)
+
+    def path(self, g: int) -> frozenset[str]:
+        """The words of section g's document title, heading and outline."""
+        b, s = self._locate(g)
+        held = self._held(b)
+        if held is not None:
+            return held.path(s)
+        return frozenset(self.tokenizer.tokens(_path_text(self.index.blocks[b], s)))
+
+    def name(self, g: int) -> frozenset[str]:
+        """The words of section g's name: its heading, else its document's title."""
+        b, s = self._locate(g)
+        held = self._held(b)
+        if held is not None:
+            return held.name(s)
+        return frozenset(self.tokenizer.tokens(_name_text(self.index.blocks[b], s)))
+
+    def _locate(self, g: int) -> tuple[int, int]:
+        bases = self.index.bases
+        b = bisect.bisect_right(bases, g) - 1
+        return b, g - bases[b]
+
+    def _held(self, b: int) -> HeldNames | None:
+        blocks = self._blocks
+        if b in blocks:
+            held = blocks[b]
+            if held is not None or self._budget <= 0:
+                return held
+        block = self.index.blocks[b]
+        key = (block.key, self._name)
+        held = _held_for(key)
+        if held is None:
+            with _lock:
+                asked = _asked[key] = _asked.get(key, 0) + 1
+                if len(_asked) > 4 * len(_held) + 4_096:  # blocks long gone: count anew
+                    _asked.clear()
+            if self._budget > 0 and asked > max(_BUILD_MIN, block.sections // _BUILD_SHARE):
+                self._budget -= block.sections
+                held = HeldNames.build(block, self.tokenizer)
+                _hold(key, held, block.sections)
+        blocks[b] = held
+        return held
+
+
+def forget() -> None:
+    """Drops every held block (tests compare held and unheld answers)."""
+    global _held_sections
+    with _lock:
+        _held.clear()
+        _asked.clear()
+        _held_sections = 0
+
+
+__all__ = ["HeldNames", "Names", "forget"]
