@@ -98,7 +98,8 @@ def test_unit_conversions(editor_env, nvim):
             "lnum": 14,
             "end_lnum": 14,
             "col": 1,
-            "text": "0.54  Troubleshooting — If the server does not start, check the executable path.",
+            "text": "0.54  Troubleshooting — "
+            "If the server does not start, check the executable path.",
         },
         {
             "filename": "/ws/n.md",
