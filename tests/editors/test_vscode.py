@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from editor_fixtures import FILES as EDITOR_FILES
 from editor_fixtures import cli_search, lsp_command, require_editors
 from vscode_driver import (
     CHROMIUM,
@@ -58,8 +60,17 @@ LIMITS = "\n".join(
         "",
     ]
 )
+# Search by meaning (SPEC §15): the Neovim and Emacs tests' guide.md, with its front matter
+# (its title is part of each section's passage). "my server crashes when I run it" shares
+# "server" and "run" with its sections and with testing.md; recall ranks Installation (and
+# "a run" of testing.md) above Troubleshooting, which only the model finds to be the answer
+# (the only section at or above the default threshold of 0.5). A handful of short sections:
+# the server embeds them in a second or two.
+SETUP = EDITOR_FILES["guide.md"]
+SEMANTIC_QUERY = "my server crashes when I run it"
 FILES: dict[str, str] = {
     "limits.md": LIMITS,
+    "guide/setup.md": SETUP,
     # Holds "a" and "the" of "raise a limit" and nothing else of it: no hit (SPEC §13).
     "testing.md": "# Testing\n\nA test is a check of the thing, a story of a run.\n",
     "guide/intro.md": "# Introduction\n\nThe café opens at nine. Raise your hand.\n",
@@ -371,6 +382,53 @@ def test_line_search_in_the_view_opens_at_the_match(
         matches.nth(1).click()
         w.wait_editor(Path(rel).name)
         w.wait_cursor(line, col, len("café"))
+
+
+def cli_semantic(workspace: Path, query: str, code_server: CodeServer) -> dict[str, Any]:
+    """The same search by meaning through the CLI, in the cache of code-server's language
+    server (its vectors are there: nothing is embedded twice)."""
+    env = {k: v for k, v in os.environ.items() if k != "CITELINE_CACHE_DIR"}
+    env.update(HOME=str(code_server.home / "home"), XDG_CACHE_HOME=str(code_server.home / "cache"))
+    cmd = [*lsp_command()[:-1], "lines", str(workspace), "--semantic", query, "--json"]
+    # (exit status 1 when nothing is found, as grep's)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_search_by_meaning_shows_the_section_that_answers_and_opens_it(
+    main_window: Window, main_ws: Path, code_server: CodeServer, step: Any
+) -> None:
+    w = main_window
+    # recall ranks another section first: the answer below is the model's
+    recall = cli(main_ws, SEMANTIC_QUERY)["hits"]
+    assert recall and recall[0]["heading"] != "Troubleshooting", recall
+    troubleshooting = SETUP.split("\n").index("# Troubleshooting") + 1
+    with step(w):
+        w.clear_results()
+        w.run_command("citeline: Search by Meaning in Results View")
+        w.answer_input("citeline: Search by Meaning (results view)", SEMANTIC_QUERY)
+        # The first search by meaning loads the model and embeds the candidates: seconds.
+        w.expect(w.results_message()).to_contain_text(
+            f"“{SEMANTIC_QUERY}” by meaning: 1 section at score ≥ 0.5", timeout=STEP_TIMEOUT_MS
+        )
+        rows = w.result_rows(1)
+        w.expect(rows).to_have_count(1)
+        assert w.row_label(rows.first) == (
+            f"guide/setup.md:{troubleshooting}-{troubleshooting + 2} — Troubleshooting"
+        )
+        score = str(rows.first.locator(".label-description").inner_text()).strip()
+        assert re.fullmatch(r"[01]\.\d\d", score) and 0.5 <= float(score) <= 1, score
+        rows.first.click()
+        w.wait_editor("setup.md")
+        # the cursor at the start of the section's line that the server chose (its body)
+        w.wait_cursor(troubleshooting + 2, 1)
+    # The window showed the server's answer: the CLI's, score for score.
+    expected = cli_semantic(main_ws, SEMANTIC_QUERY, code_server)
+    assert [(m["path"], m["x-heading"], m["line"]) for m in expected["matches"]] == [
+        ("guide/setup.md", "Troubleshooting", troubleshooting + 2)
+    ]
+    assert score == f"{expected['matches'][0]['score']:.2f}"
 
 
 def test_a_missing_server_gives_one_clear_message(windows: Windows, step: Any) -> None:

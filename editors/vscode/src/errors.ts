@@ -47,7 +47,11 @@ export function describeError(error: unknown): DescribedError {
     if (isObject(envelope) && typeof envelope.message === "string") {
       const code = typeof envelope.code === "string" ? envelope.code : undefined;
       const cancelled = code === "cancelled" || rpcCode === RPC_REQUEST_CANCELLED;
-      const title = code !== undefined ? CODE_TITLES[code] ?? code : undefined;
+      // An optional extra the server lacks (`details.install`, e.g. the semantic extra for a
+      // search by meaning or the hybrid profile): the request was fine, the server's message
+      // says what to install, and "invalid request" would mislead.
+      const missingExtra = isObject(envelope.details) && typeof envelope.details.install === "string";
+      const title = code !== undefined && !missingExtra ? CODE_TITLES[code] ?? code : undefined;
       const text = firstLine(envelope.message) || "the server reported an error";
       return {
         message: title !== undefined ? `citeline: ${title}: ${text}` : `citeline: ${text}`,

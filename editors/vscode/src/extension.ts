@@ -17,6 +17,7 @@ import {
   RevealOutputChannelOn,
   ServerOptions,
   State,
+  WorkDoneProgress,
 } from "vscode-languageclient/node";
 
 import { describeError, isStartFailureReport, startFailureMessage } from "./errors";
@@ -43,6 +44,8 @@ import type { LinesQuery } from "./results";
 import { columnTarget, sectionTarget } from "./results";
 import type { ResultNode } from "./resultsTree";
 import { ResultsView } from "./resultsView";
+import type { SemanticQuery, WorkDoneValue } from "./semantic";
+import { buildSemanticRequest } from "./semantic";
 import { ClientSettings, needsRestart, readSettings, serverSettingsChanged } from "./settings";
 import { serverLaunch } from "./spawn";
 
@@ -65,7 +68,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   settings = currentSettings();
 
   const view = new ResultsView({
-    execute: (command, arg, signal) => executeServerCommand(command, arg, signal),
+    execute: (command, arg, signal, onProgress) => executeServerCommand(command, arg, signal, onProgress),
     describe: (error) => {
       const d = describeError(error);
       if (d.cancelled) return undefined;
@@ -80,6 +83,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("citeline.ui.searchLines", () => searchLines()),
     vscode.commands.registerCommand("citeline.ui.searchInView", () => searchInView()),
     vscode.commands.registerCommand("citeline.ui.searchLinesInView", () => searchLinesInView()),
+    vscode.commands.registerCommand("citeline.ui.searchSemantic", () => searchSemanticInView()),
     vscode.commands.registerCommand("citeline.ui.refreshResults", () => view.refresh()),
     vscode.commands.registerCommand("citeline.ui.clearResults", () => view.clear()),
     vscode.commands.registerCommand("citeline.ui.openResult", (node: ResultNode) => view.open(node)),
@@ -234,15 +238,31 @@ async function restartServer(): Promise<void> {
   if (c !== undefined) void vscode.window.setStatusBarMessage("citeline: server restarted", 3000);
 }
 
-async function executeServerCommand<T>(command: string, arg: object, signal?: AbortSignal): Promise<T> {
+let progressTokens = 0;
+
+/**
+ * Runs a server command. With `onProgress`, the request carries a workDoneToken of its own
+ * (the server reports a long request's stages on it, e.g. a first search by meaning
+ * embedding its sections) and the $/progress notifications for that token go there.
+ */
+async function executeServerCommand<T>(command: string, arg: object, signal?: AbortSignal, onProgress?: (value: WorkDoneValue) => void): Promise<T> {
   const c = await ensureClient();
   if (c === undefined) throw new Error(lastFailure?.message ?? "the citeline server is not running");
   const cts = new vscode.CancellationTokenSource();
   const onAbort = () => cts.cancel();
   signal?.addEventListener("abort", onAbort);
+  let token: string | undefined;
+  let listening: vscode.Disposable | undefined;
+  if (onProgress !== undefined) {
+    progressTokens += 1;
+    token = `citeline-${process.pid}-${progressTokens}`;
+    listening = c.onProgress(WorkDoneProgress.type, token, (value) => onProgress(value as WorkDoneValue));
+  }
   try {
-    return (await c.sendRequest(ExecuteCommandRequest.type, { command, arguments: [arg] }, cts.token)) as T;
+    const params = token !== undefined ? { command, arguments: [arg], workDoneToken: token } : { command, arguments: [arg] };
+    return (await c.sendRequest(ExecuteCommandRequest.type, params, cts.token)) as T;
   } finally {
+    listening?.dispose();
     signal?.removeEventListener("abort", onAbort);
     cts.dispose();
   }
@@ -537,6 +557,10 @@ function linesRequest(query: LinesQuery, root: string): object {
   return buildLinesRequest(query.pattern, { mode: query.mode, caseSensitive: query.caseSensitive, limit: settings.linesLimit, context: 0, root });
 }
 
+function semanticRequest(query: SemanticQuery, root: string): object {
+  return buildSemanticRequest(query, { limit: settings.searchLimit, root });
+}
+
 async function showSearchInView(query: string, folder: vscode.WorkspaceFolder): Promise<void> {
   if (results === undefined) return;
   await results.focus();
@@ -596,4 +620,25 @@ async function searchLinesInView(): Promise<void> {
   });
   box.onDidHide(() => box.dispose());
   box.show();
+}
+
+/**
+ * Asks for a question in plain words (any language) and shows the sections that answer it
+ * by meaning in the results view, each with its score (SPEC §15; the server needs its
+ * semantic extra, and says so otherwise).
+ */
+async function searchSemanticInView(): Promise<void> {
+  const folder = requireRoot();
+  if (folder === undefined) return;
+  const threshold = settings.semanticThreshold;
+  const query = await vscode.window.showInputBox({
+    title: "citeline: Search by Meaning (results view)",
+    prompt: `Ask in plain words, in any language: the sections of ${folder.name} that answer it, scored 0–1 (shown from ${threshold}, setting citeline.semanticThreshold)`,
+    value: results?.lastSemantic?.query,
+    validateInput: (v) => (isBlankQuery(v) ? "Type a question or a few words." : undefined),
+  });
+  if (query === undefined || isBlankQuery(query) || results === undefined) return;
+  void ensureClient();
+  await results.focus();
+  await results.semantic({ query, threshold }, folder, semanticRequest);
 }

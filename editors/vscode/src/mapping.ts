@@ -53,7 +53,7 @@ export interface LinesResult {
   matches: LineMatch[];
 }
 
-export type Profile = "recall" | "contract";
+export type Profile = "recall" | "contract" | "hybrid";
 export type LinesMode = "exact" | "regex";
 
 export interface SearchRequest {

@@ -23,14 +23,17 @@ import {
   searchNodes,
   snippetLineNumbers,
 } from "./results";
+import type { SectionNode, SemanticQuery, SemanticResult } from "./semantic";
+import { semanticMessage, semanticNodes } from "./semantic";
 
-export type ResultNode = HitNode | SnippetLineNode | FileNode | MatchNode;
+export type ResultNode = HitNode | SnippetLineNode | FileNode | MatchNode | SectionNode;
 
-/** What the view shows: nothing yet, a section search, a line search, or an error. */
+/** What the view shows: nothing yet, a section search, a line search, a search by meaning, or an error. */
 export type TreeContent =
   | { kind: "empty" }
   | { kind: "search"; query: string; root: string; profile?: string; result: SearchResult; nodes: HitNode[] }
   | { kind: "lines"; query: LinesQuery; root: string; result: LinesResult; nodes: FileNode[] }
+  | { kind: "semantic"; query: SemanticQuery; root: string; result: SemanticResult; nodes: SectionNode[] }
   | { kind: "error"; title: string; message: string };
 
 /** A tree item, described without VS Code types. */
@@ -40,7 +43,7 @@ export interface ItemDescription {
   description?: string;
   tooltip?: string;
   collapsible: "none" | "collapsed" | "expanded";
-  /** `citeline.hit`, `citeline.snippetLine`, `citeline.file` or `citeline.match`. */
+  /** `citeline.hit`, `citeline.snippetLine`, `citeline.file`, `citeline.match` or `citeline.section`. */
   contextValue: string;
   /** The workspace file the node is about (its icon), as root URI + bundle-relative path. */
   resource?: { root: string; path: string };
@@ -82,6 +85,12 @@ export class ResultsTree {
     this.set({ kind: "lines", query, root, result, nodes });
   }
 
+  /** Shows a search by meaning: one node per section, in the server's order (by score). */
+  showSemantic(query: SemanticQuery, root: string, result: SemanticResult): void {
+    const nodes = semanticNodes(result, this.nextPrefix());
+    this.set({ kind: "semantic", query, root, result, nodes });
+  }
+
   showError(title: string, message: string): void {
     this.nextPrefix();
     this.set({ kind: "error", title, message });
@@ -104,6 +113,10 @@ export class ResultsTree {
         const base = linesMessage(c.query, c.result);
         return c.nodes.length === 0 ? `${base}. No line matches.` : base;
       }
+      case "semantic": {
+        const base = semanticMessage(c.query, c.result);
+        return c.nodes.length === 0 ? `${base}. No section answers it above the threshold.` : base;
+      }
       case "error":
         return `${c.title}: ${c.message}`;
       default:
@@ -116,6 +129,7 @@ export class ResultsTree {
     const c = this.content;
     if (c.kind === "search") return oneLine(c.query).text;
     if (c.kind === "lines") return oneLine(c.query.pattern).text;
+    if (c.kind === "semantic") return oneLine(c.query.query).text;
     return undefined;
   }
 
@@ -124,13 +138,14 @@ export class ResultsTree {
     const c = this.content;
     if (c.kind === "search") return c.nodes.length;
     if (c.kind === "lines") return c.nodes.reduce((n, f) => n + f.matches.length, 0);
+    if (c.kind === "semantic") return c.nodes.length;
     return 0;
   }
 
   /** The workspace root URI of the shown result. */
   get root(): string | undefined {
     const c = this.content;
-    return c.kind === "search" || c.kind === "lines" ? c.root : undefined;
+    return c.kind === "search" || c.kind === "lines" || c.kind === "semantic" ? c.root : undefined;
   }
 
   /**
@@ -142,6 +157,7 @@ export class ResultsTree {
     if (node === undefined) {
       if (c.kind === "search") return c.nodes;
       if (c.kind === "lines") return c.nodes;
+      if (c.kind === "semantic") return c.nodes;
       return [];
     }
     if (!this.isCurrent(node)) return [];
@@ -165,7 +181,7 @@ export class ResultsTree {
     return this.byId.get(node.id) === node;
   }
 
-  /** The hits (or the matches) of the shown result in one file, for the editor's decorations. */
+  /** The hits (or the matches) of the shown result in one file, for the editor's decorations (sections by meaning have none). */
   inFile(path: string): (HitNode | MatchNode)[] {
     const c = this.content;
     if (c.kind === "search") return c.nodes.filter((n) => n.hit.path === path);
@@ -228,6 +244,17 @@ export class ResultsTree {
           contextValue: "citeline.match",
           opens: true,
         };
+      case "section":
+        return {
+          id: node.id,
+          label: node.label,
+          description: node.description,
+          tooltip: node.tooltip,
+          collapsible: "none",
+          contextValue: "citeline.section",
+          resource: { root, path: node.match.path },
+          opens: true,
+        };
     }
   }
 
@@ -250,6 +277,8 @@ export class ResultsTree {
         this.byId.set(f.id, f);
         for (const m of f.matches) this.byId.set(m.id, m);
       }
+    } else if (content.kind === "semantic") {
+      for (const n of content.nodes) this.byId.set(n.id, n);
     }
     this.changed();
   }

@@ -24,19 +24,25 @@ import {
   snippetLineTarget,
 } from "./results";
 import { ResultNode, ResultsTree } from "./resultsTree";
+import type { SemanticQuery, SemanticResult, WorkDoneValue } from "./semantic";
+import { progressText, semanticTarget } from "./semantic";
 
 export const VIEW_ID = "citeline.results";
 
 export interface ResultsViewDeps {
-  /** Runs a server command (citeline.search, citeline.lines). */
-  execute<T>(command: string, arg: object, signal?: AbortSignal): Promise<T>;
+  /**
+   * Runs a server command (citeline.search, citeline.lines). With `onProgress`, the request
+   * carries a workDoneToken and the server's $/progress for it arrive there.
+   */
+  execute<T>(command: string, arg: object, signal?: AbortSignal, onProgress?: (value: WorkDoneValue) => void): Promise<T>;
   /** A failure as one line for the view, or undefined for a cancelled request. */
   describe(error: unknown): string | undefined;
 }
 
 type LastQuery =
   | { kind: "search"; query: string; folder: vscode.WorkspaceFolder; request: (query: string, root: string) => object; profile?: string }
-  | { kind: "lines"; query: LinesQuery; folder: vscode.WorkspaceFolder; request: (query: LinesQuery, root: string) => object };
+  | { kind: "lines"; query: LinesQuery; folder: vscode.WorkspaceFolder; request: (query: LinesQuery, root: string) => object }
+  | { kind: "semantic"; query: SemanticQuery; folder: vscode.WorkspaceFolder; request: (query: SemanticQuery, root: string) => object };
 
 /** Editor decorations of the shown result, kept per document so that they come back when its editor does. */
 interface Decorated {
@@ -115,11 +121,33 @@ export class ResultsView implements vscode.Disposable {
     });
   }
 
+  /**
+   * Runs a search by meaning (citeline.lines, mode semantic) and shows its sections. The
+   * first one on an empty cache embeds the candidate sections (seconds): the server's
+   * progress for it is shown in the status bar.
+   */
+  async semantic(query: SemanticQuery, folder: vscode.WorkspaceFolder, request: (query: SemanticQuery, root: string) => object): Promise<void> {
+    this.last = { kind: "semantic", query, folder, request };
+    const root = folder.uri.toString();
+    const title = "citeline by meaning";
+    await this.run(title, async (signal) =>
+      await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title }, async (progress) => {
+        const onProgress = (value: WorkDoneValue) => {
+          const message = progressText(value);
+          if (message !== undefined) progress?.report({ message });
+        };
+        const result = await this.deps.execute<SemanticResult>("citeline.lines", request(query, root), signal, onProgress);
+        return () => this.tree.showSemantic(query, root, result);
+      }),
+    );
+  }
+
   /** Runs the last query again (the files may have changed). */
   async refresh(): Promise<void> {
     const last = this.last;
     if (last?.kind === "search") await this.search(last.query, last.folder, last.request, last.profile);
     else if (last?.kind === "lines") await this.lines(last.query, last.folder, last.request);
+    else if (last?.kind === "semantic") await this.semantic(last.query, last.folder, last.request);
   }
 
   clear(): void {
@@ -135,6 +163,10 @@ export class ResultsView implements vscode.Disposable {
 
   get lastLines(): LinesQuery | undefined {
     return this.last?.kind === "lines" ? this.last.query : undefined;
+  }
+
+  get lastSemantic(): SemanticQuery | undefined {
+    return this.last?.kind === "semantic" ? this.last.query : undefined;
   }
 
   async focus(): Promise<void> {
@@ -203,7 +235,7 @@ export class ResultsView implements vscode.Disposable {
     const root = this.tree.root;
     if (root === undefined) return;
     const hit = node.kind === "snippetLine" ? (this.tree.parent(node) as HitNode | undefined) : node.kind === "hit" ? node : undefined;
-    const path = node.kind === "match" ? node.match.path : hit?.hit.path;
+    const path = node.kind === "match" || node.kind === "section" ? node.match.path : hit?.hit.path;
     if (path === undefined) return;
     let uri: vscode.Uri;
     let doc: vscode.TextDocument;
@@ -218,6 +250,9 @@ export class ResultsView implements vscode.Disposable {
     let target: OpenTarget | undefined;
     if (node.kind === "match") {
       target = matchTarget(text, node.match, matcher(this.linesQuery()));
+    } else if (node.kind === "section") {
+      // The section's best line: the cursor at its start, the section revealed from its heading.
+      target = semanticTarget(text, node.match);
     } else {
       const h = hit as HitNode;
       // The section's lines, counted as the server counts them (LF only).
@@ -233,7 +268,7 @@ export class ResultsView implements vscode.Disposable {
     target ??= caret(text.length);
     const editor = await showTarget(doc, target, {
       preview: true,
-      reveal: node.kind === "hit" ? vscode.TextEditorRevealType.AtTop : vscode.TextEditorRevealType.InCenterIfOutsideViewport,
+      reveal: node.kind === "hit" || node.kind === "section" ? vscode.TextEditorRevealType.AtTop : vscode.TextEditorRevealType.InCenterIfOutsideViewport,
     });
     this.decorate(editor, path, text);
   }

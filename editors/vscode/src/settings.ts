@@ -7,6 +7,8 @@
  * Pure: this module must not import `vscode`; the extension passes a getter.
  */
 
+import { DEFAULT_THRESHOLD, validThreshold } from "./semantic";
+
 export const LIMIT_NAMES = [
   "max_files",
   "max_total_bytes",
@@ -26,7 +28,8 @@ export interface ServerSettings {
   use_ignore: boolean;
   skip_invalid: boolean;
   symbols: { cap: number; list_cap: number };
-  profile: "recall" | "contract";
+  /** `hybrid` needs the server's semantic extra; without it a search fails with an error naming it. */
+  profile: Profile;
   /**
    * Search open documents' unsaved text (SPEC §11). Sent only when on: absent means
    * off, and every settings object the extension sends is complete, so turning it
@@ -35,12 +38,17 @@ export interface ServerSettings {
   unsaved?: true;
 }
 
+export const PROFILES = ["recall", "contract", "hybrid"] as const;
+export type Profile = (typeof PROFILES)[number];
+
 export interface ClientSettings {
   command: string;
   args: string[];
   server: ServerSettings;
   searchLimit: number;
   linesLimit: number;
+  /** The least score of a search by meaning, in [0, 1] (SPEC §15). */
+  semanticThreshold: number;
   /** Settings that were ignored, with the reason, for the output channel. */
   problems: string[];
 }
@@ -74,9 +82,15 @@ export function readSettings(get: Getter): ClientSettings {
   }
 
   const rawProfile = get("profile");
-  let profile: "recall" | "contract" = "recall";
-  if (rawProfile === "recall" || rawProfile === "contract") profile = rawProfile;
-  else if (rawProfile !== undefined && rawProfile !== null) problems.push(`citeline.profile must be "recall" or "contract"; using "recall".`);
+  let profile: Profile = "recall";
+  if ((PROFILES as readonly unknown[]).includes(rawProfile)) profile = rawProfile as Profile;
+  else if (rawProfile !== undefined && rawProfile !== null) problems.push(`citeline.profile must be "recall", "contract" or "hybrid"; using "recall".`);
+
+  const rawThreshold = get("semanticThreshold");
+  let semanticThreshold = DEFAULT_THRESHOLD;
+  const threshold = validThreshold(rawThreshold);
+  if (threshold !== undefined) semanticThreshold = threshold;
+  else if (rawThreshold !== undefined && rawThreshold !== null) problems.push(`citeline.semanticThreshold must be a number from 0 to 1; using ${DEFAULT_THRESHOLD}.`);
 
   const bool = (key: string, dflt: boolean): boolean => {
     const v = get(key);
@@ -110,6 +124,7 @@ export function readSettings(get: Getter): ClientSettings {
     server,
     searchLimit: int("search.limit", 20, 100),
     linesLimit: int("lines.limit", 100, 1000),
+    semanticThreshold,
     problems,
   };
 }

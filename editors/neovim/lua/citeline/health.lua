@@ -57,6 +57,7 @@ function M.check()
     info("no citeline client is running (open a Markdown file or run :CitelineStart)")
   end
   info("search profile: " .. tostring(citeline.config.profile))
+  info("semantic threshold: " .. tostring(citeline.config.semantic_threshold))
   local unsaved = (citeline.config.settings or {}).unsaved == true
   info("unsaved text: " .. (unsaved and "searched (settings.unsaved = true)" or "not searched (files on disk)"))
 end

@@ -1,8 +1,8 @@
 -- citeline.nvim: Neovim client for `citeline lsp`.
 --
 -- Starts (or attaches to) the citeline language server for Markdown buffers and
--- offers :CitelineSearch, :CitelineLines[!] and :CitelineConcepts, which fill the
--- quickfix list in the server's order. Works on Neovim 0.7 through 0.11+:
+-- offers :CitelineSearch, :CitelineLines[!], :CitelineSemantic and :CitelineConcepts,
+-- which fill the quickfix list in the server's order. Works on Neovim 0.7 through 0.11+:
 --   0.11+      vim.lsp.config + vim.lsp.enable
 --   0.8-0.10   vim.lsp.start
 --   0.7        vim.lsp.start_client + vim.lsp.buf_attach_client
@@ -26,8 +26,12 @@ local defaults = {
   -- instead of the files on disk; such hits are marked "[unsaved]").
   -- Change them while running with require("citeline").update_settings{...}.
   settings = {},
-  -- Relevance profile sent with :CitelineSearch ("recall" or "contract").
+  -- Relevance profile sent with :CitelineSearch ("recall", "contract", or "hybrid":
+  -- recall reranked by meaning, which needs the server's semantic extra,
+  -- pip install 'citeline[semantic]'; without it the search fails saying so).
   profile = "recall",
+  -- Least score (0-1) of the sections :CitelineSemantic shows (SPEC §15's default).
+  semantic_threshold = 0.5,
   -- Number of hits / matches / concepts requested.
   limit = 20,
   lines_limit = 100,
@@ -373,7 +377,10 @@ function M.error_message(err)
   if type(data) == "table" then
     local env = data.error or data
     if type(env) == "table" and type(env.message) == "string" then
-      if type(env.code) == "string" then
+      -- An optional extra the server lacks (semantic mode, profile hybrid): its message
+      -- says what to install; the code (schema_validation) would only mislead.
+      local missing_extra = type(env.details) == "table" and type(env.details.install) == "string"
+      if type(env.code) == "string" and not missing_extra then
         return env.message .. " [" .. env.code .. "]"
       end
       return env.message
@@ -553,6 +560,43 @@ function M.lines_items(result, root)
   return items
 end
 
+--- A semantic score as shown: two decimals ("0.87"), "?" for what is not a number.
+function M.format_score(score)
+  if type(score) ~= "number" or score ~= score then
+    return "?"
+  end
+  return string.format("%.2f", math.min(1, math.max(0, score)))
+end
+
+--- Quickfix items for a citeline.lines result in semantic mode (SPEC §15): one per
+--- section, in the server's order (by score), at the section's line that the server
+--- chose; the text is the score, the heading and that line.
+function M.semantic_items(result, root)
+  local items = {}
+  for _, m in ipairs((result or {}).matches or {}) do
+    local heading = M.display(m["x-heading"])
+    if heading == "" then
+      heading = m.path
+    end
+    local line = trim(M.display(m.text))
+    local text = M.format_score(m.score) .. "  " .. heading
+    if line ~= "" then
+      text = text .. " — " .. line
+    end
+    local item = {
+      filename = resolve(root, m.path),
+      lnum = m.line,
+      col = 1,
+      text = mark_unsaved(m, text),
+    }
+    if type(m["x-line_end"]) == "number" then
+      item.end_lnum = m["x-line_end"]
+    end
+    table.insert(items, item)
+  end
+  return items
+end
+
 --- Quickfix items for a citeline.concepts result.
 function M.concepts_items(result, root)
   local items = {}
@@ -657,6 +701,22 @@ function M.lines(pattern, opts)
   run("citeline.lines", args, title, M.lines_items, opts)
 end
 
+--- Search by meaning (SPEC §15): the sections that answer `query` in other words or
+--- another language, each with its score, at or above opts.threshold (default
+--- config.semantic_threshold); results in the quickfix list. Needs the server's
+--- semantic extra; a first search on a new workspace embeds ~20 sections (seconds).
+function M.semantic(query, opts)
+  opts = opts or {}
+  local args = {
+    mode = "semantic",
+    query = query,
+    threshold = opts.threshold or M.config.semantic_threshold,
+    limit = opts.limit or M.config.limit,
+    context = 0,
+  }
+  run("citeline.lines", args, "citeline semantic: " .. query, M.semantic_items, opts)
+end
+
 --- Concept search (concept id or title contains the query).
 function M.concepts(query, opts)
   opts = opts or {}
@@ -676,6 +736,9 @@ function M.create_commands()
     bang = true,
     desc = "citeline: line search (exact; with ! an RE2 regex) into the quickfix list",
   })
+  cmd("CitelineSemantic", function(o)
+    M.semantic(o.args)
+  end, { nargs = "+", desc = "citeline: sections that answer by meaning, with scores, into the quickfix list" })
   cmd("CitelineConcepts", function(o)
     M.concepts(o.args)
   end, { nargs = "+", desc = "citeline: concepts whose id or title contains the text" })
