@@ -79,6 +79,14 @@ class Stemmed:
 
     def words(self, stem: str) -> list[str]:
         """The indexed words whose stem is `stem`, in vocabulary order."""
+        with self._lock:
+            for typed, matched in reversed(self._typed.items()):
+                if stem.startswith(typed):
+                    # Every word of a stem that starts with a prefix is among the words
+                    # that prefix matched: it starts with stem_prefix(stem), which starts
+                    # with stem_prefix(typed), and its stem starts with typed.
+                    mine = stem_prefix(stem)
+                    return sorted(w for w, st, _ in matched if st == stem and w.startswith(mine))
         prefix = stem_prefix(stem)
         found: set[str] = set()
         for block in self.index.blocks:

@@ -19,7 +19,7 @@ from citeline.engine.index import Index
 from citeline.engine.options import AnalysisOptions
 from citeline.engine.rank import rank
 from citeline.engine.scoring import MATCH_ANY
-from citeline.engine.stems import stem_of, stem_prefix, stemmed
+from citeline.engine.stems import Stemmed, stem_of, stem_prefix, stemmed
 from citeline.engine.terms import QueryTerms, Tokenizer, query_terms
 from tests.bundles import write_bundle
 from tests.needs import corpus
@@ -167,6 +167,26 @@ def test_the_prefix_rule_holds_for_every_word_of_real_docs(name: str) -> None:
     assert len(vocab) > 10_000
     broken = [w for w in vocab if not w.startswith(stem_prefix(stem_of(w)))]
     assert broken == []
+
+
+@pytest.mark.parametrize("name", ["powershell-docs", "apisix-zh"])
+def test_typing_on_finds_the_words_a_fresh_view_finds(name: str) -> None:
+    # a prefix typed on filters the last prefixes' words, and a stem's words come from
+    # them: the same expansions and the same words as a view that remembers nothing
+    root = corpus(name)
+    engine = Engine()
+    idx = engine.index(engine.capture(root), AnalysisOptions(Tokenizer("bigrams")), bundle=root)
+    typing = stemmed(idx)
+    checked = 0
+    for query in ["configuration", "remoting", "session", "插件", "get-childitem", "happily"]:
+        for i in range(1, len(query) + 1):
+            prefix = query[:i]
+            found = typing.expand(prefix)
+            assert found == Stemmed(idx).expand(prefix), prefix
+            for stem in found:
+                assert typing.words(stem) == Stemmed(idx).words(stem), (prefix, stem)
+                checked += 1
+    assert checked > 100
 
 
 sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
