@@ -318,14 +318,21 @@ def _add_grouped(
     multiplier: float,
 ) -> None:
     """The terms of `group` as one term: tf = Σ boost × tf of each, idf `weight`."""
-    tfs: dict[int, float] = {}
+    # Summed in a list indexed by section (a boost × tf is never 0, so 0 is "not met"), in
+    # the order the postings come, so each sum is the same float a dict gave.
+    tfs = [0.0] * len(pre)
+    met: list[int] = []
     for term, boost in zip(group, boosts, strict=True):
         for block, base, lo, hi in source.where(term):
             for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
                 g = base + s
-                tfs[g] = tfs.get(g, 0.0) + boost * tf
+                held = tfs[g]
+                if not held:
+                    met.append(g)
+                tfs[g] = held + boost * tf
     weight *= multiplier
-    for g, tf in tfs.items():
+    for g in met:
+        tf = tfs[g]
         scores[g] += weight * tf * k1p / (tf + pre[g])
         mask = masks[g]
         if not mask:
