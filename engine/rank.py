@@ -184,8 +184,14 @@ def rank(
         def unchanged(e: tuple[float, int]) -> bool:
             return skip and all(n.unnamed(e[1]) for n in names.values())
 
+        entries = found
+        if limit is not None and 0 < limit < len(found):
+            # Only the sections rescore_bounded keeps (score × ceiling ≥ the limit-th best
+            # score) become entries: the limit-th best among them is that same score.
+            lowest = heapq.nlargest(limit, map(scores.__getitem__, found))[-1]
+            entries = [g for g in found if scores[g] * ceiling >= lowest]
         rescored = rescore_bounded(
-            [(scores[g], g) for g in found], limit, ceiling, with_bonus, unchanged
+            [(scores[g], g) for g in entries], limit, ceiling, with_bonus, unchanged
         )
         for score, g in rescored:
             scores[g] = score
