@@ -120,7 +120,8 @@ class SemanticRuntime:
         # (model id, snapshot revision) of this thread's last answer, and of the last
         # snapshot given to the worker: a request on a snapshot the worker already has
         # starts no submit (which decodes every file and makes every passage again, and
-        # would restart the worker's pass over the cache) — docs/semantic.md, "wired costs"
+        # would restart the worker's pass over the cache): docs/semantic.md, "The fix: a
+        # snapshot is given to the background worker once"
         self._answered = threading.local()
         self._submitted: tuple[str, str] | None = None
         self.submissions = 0  # snapshots given to the worker (embed_the_rest's threads)
@@ -208,8 +209,9 @@ class SemanticRuntime:
     def take_submit(self) -> bool:
         """Whether the snapshot this thread last answered over should go to the worker
         (marking it given): not when the worker already has it and has not failed on it.
-        Unknown (no answer seen in this thread): yes, as before."""
-        last = getattr(self._answered, "last", None)
+        Unknown (no answer seen in this thread since its last call): yes, as before. The
+        note is taken, so that it never outlives its request."""
+        last = self._answered.__dict__.pop("last", None)
         with self._lock:
             embedder = self._embedder
             if embedder is None:
