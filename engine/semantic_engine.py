@@ -117,6 +117,14 @@ class SemanticRuntime:
         self._store: Store | None = None
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._remembered: Remembered | None = None
+        # (model id, snapshot revision) of this thread's last answer, and of the last
+        # snapshot given to the worker: a request on a snapshot the worker already has
+        # starts no submit (which decodes every file and makes every passage again, and
+        # would restart the worker's pass over the cache): docs/semantic.md, "The fix: a
+        # snapshot is given to the background worker once"
+        self._answered = threading.local()
+        self._submitted: tuple[str, str] | None = None
+        self.submissions = 0  # snapshots given to the worker (embed_the_rest's threads)
 
     # -- the model ------------------------------------------------------------------------
 
@@ -132,6 +140,7 @@ class SemanticRuntime:
                 vectors = Vectors(store, self._backend.dim)
                 self._embedder = BackgroundEmbedder(self._backend, vectors)
                 self._store = store
+                self._submitted = None
             return self._backend if self._embedder is None else self._embedder.backend
 
     def calibration(self, backend: Backend) -> Calibration:
@@ -161,6 +170,7 @@ class SemanticRuntime:
             if self._embedder is not None:
                 self._embedder.close()
                 self._embedder = None
+            self._submitted = None
 
     # -- a request's vectors --------------------------------------------------------------
 
@@ -192,6 +202,31 @@ class SemanticRuntime:
                 self._queries.popitem(last=False)
         return vector
 
+    def answered(self, model_id: str, snapshot: Snapshot) -> None:
+        """Called by each semantic or hybrid answer, in the thread that answers."""
+        self._answered.last = (model_id, snapshot.revision)
+
+    def take_submit(self) -> bool:
+        """Whether the snapshot this thread last answered over should go to the worker
+        (marking it given): not when the worker already has it and has not failed on it.
+        Unknown (no answer seen in this thread since its last call): yes, as before. The
+        note is taken, so that it never outlives its request."""
+        last = self._answered.__dict__.pop("last", None)
+        with self._lock:
+            embedder = self._embedder
+            if embedder is None:
+                return False
+            if last is not None and last == self._submitted and embedder.status().error is None:
+                return False
+            self._submitted = last
+            self.submissions += 1
+            return True
+
+    def forget_submit(self) -> None:
+        """The submit failed: the next answer gives the snapshot again."""
+        with self._lock:
+            self._submitted = None
+
     def submit(self, model_id: str, snapshot: Snapshot, index: Index, fetch: Any) -> None:
         """After an answer (never before it): every section of the snapshot to the
         background worker, which embeds those not yet cached."""
@@ -219,6 +254,7 @@ def semantic_answer(
     calibration = runtime.calibration(backend)
 
     def answer(p: IndexedSnapshot) -> Result:
+        runtime.answered(backend.model_id, p.snapshot)
         sections = recall_sections(p.index, req.pattern, RECALL_RELEVANCE.tokenizer)
         cands = candidates(backend.model_id, p.snapshot, p.index, p.fetch, sections)
         passages = [c.passage for c in cands]
@@ -249,6 +285,7 @@ def hybrid_rerank(
 ) -> Rerank:
     """`profile: hybrid`: recall's best K hits in the order of the measured fusion, each
     hit's `score` the fused one; the options echo names the model (SPEC §15)."""
+    runtime.answered(backend.model_id, p.snapshot)
 
     def order(sections: Sequence[Section], hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
         passages = candidates(
@@ -269,6 +306,8 @@ def embed_the_rest(
     section of the bundle to the background worker, from a thread of its own so that the
     answer does not wait for the decoding of every file."""
     backend = runtime.backend(engine.reuse.store)
+    if not runtime.take_submit():
+        return
     quiet = replace(call, progress=None, cancel=None, overlay=None, fresh_after=None)
 
     def submit() -> None:
@@ -279,6 +318,7 @@ def embed_the_rest(
                 lambda p: runtime.submit(backend.model_id, p.snapshot, p.index, p.fetch),
             )
         except Exception:  # pragma: no cover - the next request says what is wrong
+            runtime.forget_submit()
             _log.info("background embedding not started", exc_info=True)
 
     threading.Thread(target=submit, name="citeline-embed-submit", daemon=True).start()

