@@ -53,6 +53,19 @@ def progress_of(seen: list[tuple[str, int, int]]) -> list[tuple[int, int]]:
     return [(d, t) for stage, d, t in seen if stage == "embed"]
 
 
+def embedded(runtime: Any, sections: int) -> None:
+    """Waits (up to 120 s) until the background worker reports `sections` of `sections`
+    done, failing on a worker error."""
+    deadline = time.monotonic() + 120
+    while True:
+        status = runtime.status()
+        assert status is not None and status.error is None
+        if status.total == sections and status.done == sections:
+            return
+        assert time.monotonic() < deadline, status
+        time.sleep(0.05)
+
+
 def test_semantic_lines_cite_the_section_in_the_envelope_of_15(
     engine: Engine, bundle: Path
 ) -> None:
@@ -186,14 +199,7 @@ def test_a_long_lived_engine_embeds_the_rest_in_the_background(bundle: Path, cac
         got = engine.lines(bundle, {"mode": "semantic", "query": QUESTION, "limit": 1})
         assert len(got["matches"]) == 1  # the answer did not wait for the rest
         runtime = engine.semantic()
-        deadline = time.monotonic() + 120
-        while True:  # the worker reports every section of the snapshot done
-            status = runtime.status()
-            assert status is not None and status.error is None
-            if status.total == sections and status.done == sections:
-                break
-            assert time.monotonic() < deadline, status
-            time.sleep(0.05)
+        embedded(runtime, sections)  # the worker reports every section of the snapshot done
         engine.stop_background()  # the language server's shutdown
         assert runtime.status() is None  # no worker left
         # and the engine still answers (a later semantic request starts a new worker)
@@ -221,14 +227,7 @@ def test_the_worker_is_given_a_snapshot_once(tmp_path: Path, cache: Path) -> Non
         engine.search(root, {"query": "stop a service", "profile": "hybrid"})
         assert runtime.submissions == 2  # a new snapshot is given
         sections = engine.prepare(root, RECALL_ANALYSIS).n
-        deadline = time.monotonic() + 120
-        while True:  # and the worker embeds every section of it
-            status = runtime.status()
-            assert status is not None and status.error is None
-            if status.total == sections and status.done == sections:
-                break
-            assert time.monotonic() < deadline, status
-            time.sleep(0.05)
+        embedded(runtime, sections)  # and the worker embeds every section of it
         engine.stop_background()
         engine.lines(root, {"mode": "semantic", "query": QUESTION, "limit": 1})
         assert runtime.submissions == 3  # a new worker is given the snapshot again

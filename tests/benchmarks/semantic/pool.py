@@ -87,12 +87,18 @@ def load_set(name: str) -> tuple[Path, list[Any], str]:
     return relevance.bundle_path(data["bundle"]), queries, data["bundle"]
 
 
-def build_pool(name: str, engine: Engine) -> dict[str, Any]:
+def indexed_set(name: str, engine: Engine) -> tuple[Any, str, Any, Any, Any]:
+    """A set's queries and bundle name, recall's relevance, the bundle's index under it
+    and its texts."""
     bundle, queries, bundle_name = load_set(name)
     snapshot = engine.capture(bundle)
     rel = Relevance.from_mapping({"profile": "recall"})
     index = engine.index(snapshot, rel.analysis, bundle=bundle)
-    texts = relevance.Texts(bundle)
+    return queries, bundle_name, rel, index, relevance.Texts(bundle)
+
+
+def build_pool(name: str, engine: Engine) -> dict[str, Any]:
+    queries, bundle_name, rel, index, texts = indexed_set(name, engine)
     out = []
     for q in queries:
         terms = query_terms(q.text, rel.tokenizer)
@@ -224,11 +230,7 @@ def corpus_path(bundle_name: str) -> Path:
 def build_corpus(name: str, engine: Engine) -> dict[str, Any]:
     """Every section of a set's corpus, as (path, line, passage): what a whole-corpus
     cosine search ranks once the snapshot is wholly embedded (docs/semantic.md, item 7)."""
-    bundle, _, bundle_name = load_set(name)
-    snapshot = engine.capture(bundle)
-    rel = Relevance.from_mapping({"profile": "recall"})
-    index = engine.index(snapshot, rel.analysis, bundle=bundle)
-    texts = relevance.Texts(bundle)
+    _, bundle_name, _, index, texts = indexed_set(name, engine)
     sections = []
     for g in range(index.n):
         sec = index.section(g)
