@@ -31,12 +31,17 @@ def fresh() -> Iterator[None]:
 
 def _index(name: str, sub: str | None = None) -> Any:
     root = corpus(name)
-    return Engine(Settings(skip_invalid=True)).prepare(str(root / sub if sub else root), RECALL.analysis)
+    return Engine(Settings(skip_invalid=True)).prepare(
+        str(root / sub if sub else root), RECALL.analysis
+    )
 
 
 @pytest.fixture(scope="module")
 def indexes() -> list[Any]:
-    return [_index("apisix-zh"), _index("powershell-docs", "reference/7.6/Microsoft.PowerShell.Utility")]
+    return [
+        _index("apisix-zh"),
+        _index("powershell-docs", "reference/7.6/Microsoft.PowerShell.Utility"),
+    ]
 
 
 def _prefixes() -> list[str]:
