@@ -101,17 +101,24 @@ class HeldNames:
     def names_any(self, s: int, ids: frozenset[int]) -> bool:
         """Whether section s's heading path or name holds one of the words `ids`."""
         return not (
-            ids.isdisjoint(self.path_ids[self.path_at[s] : self.path_at[s + 1]])
-            and ids.isdisjoint(self.name_ids[self.name_at[s] : self.name_at[s + 1]])
+            ids.isdisjoint(_slice(self.path_at, self.path_ids, s))
+            and ids.isdisjoint(_slice(self.name_at, self.name_ids, s))
         )
 
     def path(self, s: int) -> frozenset[str]:
-        words = self.words
-        return frozenset([words[i] for i in self.path_ids[self.path_at[s] : self.path_at[s + 1]]])
+        return self._words(_slice(self.path_at, self.path_ids, s))
 
     def name(self, s: int) -> frozenset[str]:
+        return self._words(_slice(self.name_at, self.name_ids, s))
+
+    def _words(self, ids: array) -> frozenset[str]:
         words = self.words
-        return frozenset([words[i] for i in self.name_ids[self.name_at[s] : self.name_at[s + 1]]])
+        return frozenset([words[i] for i in ids])
+
+
+def _slice(at: array, ids: array, s: int) -> array:
+    """Section s's run of `ids` (one field of a block, as HeldNames keeps it)."""
+    return ids[at[s] : at[s + 1]]
 
 
 _lock = threading.Lock()
@@ -154,7 +161,7 @@ class Names:
         self.asked = asked
         self._name = _tokenization(tokenizer)
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
-        # per block number: its held words, or None while it is read section by section
+        # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
         self._asked: dict[int, frozenset[int]] = {}  # per held block: the ids of `asked`
 
@@ -162,43 +169,38 @@ class Names:
         """True when section g's heading path and name are known to hold none of the
         asked words (so no name bonus can change its score); False when they do, or when
         its block is not held and finding out would cost what the bonus costs."""
-        b, s = self._locate(g)
-        held = self._held(b)
+        block, s = self.index.locate(g)
+        held = self._held(block)
         if held is None:
             return False
-        ids = self._asked.get(b)
+        ids = self._asked.get(id(block))
         if ids is None:
-            ids = self._asked[b] = held.ids_of(self.asked)
+            ids = self._asked[id(block)] = held.ids_of(self.asked)
         return not held.names_any(s, ids)
 
     def path(self, g: int) -> frozenset[str]:
         """The words of section g's document title, heading and outline."""
-        b, s = self._locate(g)
-        held = self._held(b)
+        block, s = self.index.locate(g)
+        held = self._held(block)
         if held is not None:
             return held.path(s)
-        return frozenset(self.tokenizer.tokens(_path_text(self.index.blocks[b], s)))
+        return frozenset(self.tokenizer.tokens(_path_text(block, s)))
 
     def name(self, g: int) -> frozenset[str]:
         """The words of section g's name: its heading, else its document's title."""
-        b, s = self._locate(g)
-        held = self._held(b)
+        block, s = self.index.locate(g)
+        held = self._held(block)
         if held is not None:
             return held.name(s)
-        return frozenset(self.tokenizer.tokens(_name_text(self.index.blocks[b], s)))
+        return frozenset(self.tokenizer.tokens(_name_text(block, s)))
 
-    def _locate(self, g: int) -> tuple[int, int]:
-        bases = self.index.bases
-        b = bisect.bisect_right(bases, g) - 1
-        return b, g - bases[b]
-
-    def _held(self, b: int) -> HeldNames | None:
+    def _held(self, block: Block) -> HeldNames | None:
         blocks = self._blocks
+        b = id(block)  # the index holds its blocks as long as this ranking lasts
         if b in blocks:
             held = blocks[b]
             if held is not None or self._budget <= 0:
                 return held
-        block = self.index.blocks[b]
         key = (block.key, self._name)
         held = _held_for(key)
         if held is None:

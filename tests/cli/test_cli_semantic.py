@@ -10,15 +10,14 @@ import json
 import os
 import pty
 import re
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from inprocess import run_cli
 from semantic_corpus import QUESTION, copy_bundle
+from test_cli_terminal import read_all
 
 from citeline.engine.contracts import validate
 from citeline.engine.relevance import profile_first
@@ -135,22 +134,8 @@ def test_the_first_semantic_call_at_a_terminal_shows_the_embedding(
         env=environ,
     )
     os.close(slave)
-    seen = b""
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the process closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
+        seen = read_all(master, timeout=120)  # until the process closes the terminal
         stdout, _ = proc.communicate(timeout=60)
     finally:
         os.close(master)
