@@ -23,7 +23,9 @@ import bisect
 import threading
 from array import array
 from collections import OrderedDict
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .blocks import Block
 from .index import Index
@@ -98,13 +100,6 @@ class HeldNames:
                 out.append(i)
         return frozenset(out)
 
-    def names_any(self, s: int, ids: frozenset[int]) -> bool:
-        """Whether section s's heading path or name holds one of the words `ids`."""
-        return not (
-            ids.isdisjoint(_slice(self.path_at, self.path_ids, s))
-            and ids.isdisjoint(_slice(self.name_at, self.name_ids, s))
-        )
-
     def path(self, s: int) -> frozenset[str]:
         return self._words(_slice(self.path_at, self.path_ids, s))
 
@@ -119,6 +114,24 @@ class HeldNames:
 def _slice(at: array, ids: array, s: int) -> array:
     """Section s's run of `ids` (one field of a block, as HeldNames keeps it)."""
     return ids[at[s] : at[s + 1]]
+
+
+def _read(
+    groups: Sequence[frozenset[Any]],
+    asked: frozenset[Any],
+    path: Collection[Any],
+    name: Collection[Any],
+) -> tuple[int, int, float]:
+    """Names.read over words or word ids (each of `name` distinct)."""
+    path_bits = name_bits = 0
+    for i, group in enumerate(groups):
+        if not group.isdisjoint(path):
+            path_bits |= 1 << i
+        if not group.isdisjoint(name):
+            name_bits |= 1 << i
+    if name_bits != (1 << len(groups)) - 1 or not name:
+        return path_bits, name_bits, 0.0
+    return path_bits, name_bits, sum(1 for w in name if w in asked) / len(name)
 
 
 _lock = threading.Lock()
@@ -149,50 +162,64 @@ def _held_for(key: _Key) -> HeldNames | None:
 
 
 class Names:
-    """The name words of an index's sections under one tokenisation, for one ranking."""
+    """The name words of an index's sections under one tokenisation, for one ranking, as
+    the bonuses ask about them: which of the query's groups of words (a term, or the words
+    a prefix or stem stands for) a section's heading path or name holds."""
 
-    __slots__ = ("_asked", "_blocks", "_budget", "_name", "asked", "index", "tokenizer")
+    __slots__ = ("_blocks", "_budget", "_ids", "_name", "asked", "groups", "index", "tokenizer")
 
-    def __init__(self, index: Index, tokenizer: Tokenizer, asked: frozenset[str]) -> None:
-        """`asked`: every query word the ranking looks for in names under this tokenisation
-        (see `unnamed`)."""
+    def __init__(
+        self, index: Index, tokenizer: Tokenizer, groups: Sequence[Collection[str]]
+    ) -> None:
+        """`groups`: the query's groups of words under this tokenisation (group i sets
+        bit i of `path_held`); `asked`, every word of them, is what `unnamed` looks for."""
         self.index = index
         self.tokenizer = tokenizer
-        self.asked = asked
+        self.groups = tuple(frozenset(group) for group in groups)
+        self.asked = frozenset().union(*self.groups)
         self._name = _tokenization(tokenizer)
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
         # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
-        self._asked: dict[int, frozenset[int]] = {}  # per held block: the ids of `asked`
+        # per held block: the ids of `asked` and of each group's words among its names
+        self._ids: dict[int, tuple[frozenset[int], tuple[frozenset[int], ...]]] = {}
 
-    def unnamed(self, g: int) -> bool:
-        """True when section g's heading path and name are known to hold none of the
-        asked words (so no name bonus can change its score); False when they do, or when
-        its block is not held and finding out would cost what the bonus costs."""
+    def read(self, g: int) -> tuple[int, int, float]:
+        """What the bonuses ask of section g: the bits of the groups with a word in its
+        heading path (document title, heading, outline), the same for its name (its
+        heading, else its document's title), and how fully the name says the query: 0
+        unless it holds a word of every group, else the share of its words that are asked
+        (`docker run` names `docker run` fully, `docker container run` for two words of
+        three). Both bits 0: neither holds an asked word, and no bonus changes its score."""
         block, s = self.index.locate(g)
         held = self._held(block)
         if held is None:
-            return False
-        ids = self._asked.get(id(block))
-        if ids is None:
-            ids = self._asked[id(block)] = held.ids_of(self.asked)
-        return not held.names_any(s, ids)
+            tokens = self.tokenizer.tokens
+            return _read(
+                self.groups,
+                self.asked,
+                frozenset(tokens(_path_text(block, s))),
+                frozenset(tokens(_name_text(block, s))),
+            )
+        asked, groups = self._ids_in(block, held)
+        # A section's ids are distinct (one per word), so they count its words.
+        return _read(
+            groups,
+            asked,
+            _slice(held.path_at, held.path_ids, s),
+            _slice(held.name_at, held.name_ids, s),
+        )
 
-    def path(self, g: int) -> frozenset[str]:
-        """The words of section g's document title, heading and outline."""
-        block, s = self.index.locate(g)
-        held = self._held(block)
-        if held is not None:
-            return held.path(s)
-        return frozenset(self.tokenizer.tokens(_path_text(block, s)))
-
-    def name(self, g: int) -> frozenset[str]:
-        """The words of section g's name: its heading, else its document's title."""
-        block, s = self.index.locate(g)
-        held = self._held(block)
-        if held is not None:
-            return held.name(s)
-        return frozenset(self.tokenizer.tokens(_name_text(block, s)))
+    def _ids_in(
+        self, block: Block, held: HeldNames
+    ) -> tuple[frozenset[int], tuple[frozenset[int], ...]]:
+        known = self._ids.get(id(block))
+        if known is None:
+            known = self._ids[id(block)] = (
+                held.ids_of(self.asked),
+                tuple(held.ids_of(group) for group in self.groups),
+            )
+        return known
 
     def _held(self, block: Block) -> HeldNames | None:
         blocks = self._blocks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import math
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .index import K1, Index
@@ -66,16 +66,6 @@ def _denominators(index: Index, k1: float, b: float) -> list[float]:
     ]
     _ANY_DENOMINATORS[index] = (k1, b, pre)
     return pre
-
-
-def _naming(words: frozenset[str], groups: list[list[str]]) -> float:
-    """How fully a section's name says the query: 0 unless it holds every query term (the
-    last one as a prefix), else the share of its words that are query terms (`docker run`
-    names the query `docker run` fully, `docker container run` for two words of three)."""
-    if not words or any(words.isdisjoint(group) for group in groups):
-        return 0.0
-    asked = {t for group in groups for t in group}
-    return len(words & asked) / len(words)
 
 
 def rank(
@@ -151,38 +141,36 @@ def rank(
         # rounding of the product: the margin keeps rescore_bounded exact.
         ceiling *= 1 + 1e-9
 
-        def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
-            _, g = e
-            if headed:
-                score = sum(p.weight * p.scores[g] * p.bonus(names_of, g) for p in parts)
-            else:
-                score = scores[g]
-            if named:
-                assert tokenizer is not None
-                score *= 1 + named * _naming(names_of(tokenizer).name(g), groups)
-            return (score, g)
-
-        # The words each tokenisation looks for in names: a section whose names hold none
-        # of them keeps its score (every bonus is then exactly 1), so it is not rescored.
-        asked: dict[Tokenizer, set[str]] = {}
+        # One Names per group list: a part's for the heading bonus (each tokenisation has
+        # its part), the query's for the naming bonus (the first part's, when headed).
+        names: dict[int, Names] = {}
         if headed:
             for p in parts:
                 assert p.tokenizer is not None
-                asked.setdefault(p.tokenizer, set()).update(t for grp in p.groups for t in grp)
-        if named:
+                names[id(p.groups)] = Names(index, p.tokenizer, p.groups)
+        if named and id(groups) not in names:
             assert tokenizer is not None
-            asked.setdefault(tokenizer, set()).update(t for grp in groups for t in grp)
-        names = {tok: Names(index, tok, frozenset(words)) for tok, words in asked.items()}
-
-        def names_of(tok: Tokenizer) -> Names:
-            return names[tok]
-
+            names[id(groups)] = Names(index, tokenizer, groups)
+        readers = list(names.values())
+        slot = {key: i for i, key in enumerate(names)}
+        bonused = [(p, slot[id(p.groups)]) for p in parts] if headed else []
+        naming = slot[id(groups)] if named else -1
         # coordination() counts every term when the query's weights sum to 0, so only a
-        # query with weight can skip the sections named by none of its words.
+        # query with weight keeps the score of a section named by none of its words.
         skip = not headed or all(p.query is not None and p.query.total > 0 for p in parts)
 
-        def unchanged(e: tuple[float, int]) -> bool:
-            return skip and all(n.unnamed(e[1]) for n in names.values())
+        def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
+            _, g = e
+            read = [n.read(g) for n in readers]
+            if skip and not any(path or name for path, name, _ in read):
+                return e  # every bonus is exactly 1
+            if headed:
+                score = sum(p.weight * p.scores[g] * p.bonus(read[i][0], g) for p, i in bonused)
+            else:
+                score = scores[g]
+            if named:
+                score *= 1 + named * read[naming][2]
+            return (score, g)
 
         entries = found
         if limit is not None and 0 < limit < len(found):
@@ -190,9 +178,7 @@ def rank(
             # score) become entries: the limit-th best among them is that same score.
             lowest = heapq.nlargest(limit, map(scores.__getitem__, found))[-1]
             entries = [g for g in found if scores[g] * ceiling >= lowest]
-        rescored = rescore_bounded(
-            [(scores[g], g) for g in entries], limit, ceiling, with_bonus, unchanged
-        )
+        rescored = rescore_bounded([(scores[g], g) for g in entries], limit, ceiling, with_bonus)
         for score, g in rescored:
             scores[g] = score
         chosen = [g for _, g in rescored]
@@ -225,10 +211,9 @@ class _Part:
     scores: list[float]
     weight: float
 
-    def bonus(self, names_of: Callable[[Tokenizer], Names], g: int) -> float:
-        assert self.query is not None and self.tokenizer is not None
-        words = names_of(self.tokenizer).path(g)
-        held = sum(1 << i for i, group in enumerate(self.groups) if not words.isdisjoint(group))
+    def bonus(self, held: int, g: int) -> float:
+        """`held`: the bits of the groups with a word in section g's heading path."""
+        assert self.query is not None
         return heading_bonus(held & self.masks[g], self.query)
 
 

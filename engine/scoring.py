@@ -278,7 +278,6 @@ def rescore_bounded(
     limit: int | None,
     ceiling: float,
     rescore: Callable[[Entry], Entry],
-    unchanged: Callable[[Entry], bool] | None = None,
 ) -> list[Entry]:
     """The entries (score, ...) that can end among the best `limit` once rescored, each
     rescored; `rescore` may only multiply a score by a factor from 1 to `ceiling`.
@@ -292,12 +291,7 @@ def rescore_bounded(
     can any after it (their scores are no larger). Floating point keeps this: multiplying
     by a factor no greater than `ceiling` never gives more than multiplying by `ceiling`,
     and multiplying a smaller score by `ceiling` never gives more. The caller sorts what is
-    returned (all entries, rescored, when `limit` is None).
-
-    `unchanged(e)`: True when rescoring would give e back as it is (it is then not
-    called)."""
-    if unchanged is not None:
-        keep, rescore = rescore, lambda e: e if unchanged(e) else keep(e)
+    returned (all entries, rescored, when `limit` is None)."""
     if limit is None or len(found) <= limit:
         return [rescore(e) for e in found]
     if limit <= 0:

@@ -10,6 +10,7 @@ end of the subtree's last line, measured in the negotiated position encoding.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
 
@@ -49,15 +50,26 @@ def symbol_name(hit: SectionHit) -> str:
 
 
 def workspace_symbol(folder: str, hit: SectionHit) -> types.SymbolInformation:
+    return _symbol(folder, hit.path, symbol_name(hit), hit.line_start, hit.line_end)
+
+
+# As-you-type, each keystroke's answer holds most of the previous one's symbols, and making
+# one (its URI above all) costs about as much as ranking it. A symbol is a pure function of
+# these fields, and nothing changes a symbol once made (pygls only serializes it), so the
+# same object can be sent again.
+@functools.lru_cache(maxsize=4_096)
+def _symbol(
+    folder: str, path: str, name: str, line_start: int, line_end: int
+) -> types.SymbolInformation:
     return types.SymbolInformation(
-        name=symbol_name(hit),
+        name=name,
         kind=types.SymbolKind.String,
-        container_name=hit.path,
+        container_name=path,
         location=types.Location(
-            uri=file_uri(folder, hit.path),
+            uri=file_uri(folder, path),
             range=types.Range(
-                start=types.Position(line=hit.line_start - 1, character=0),
-                end=types.Position(line=hit.line_end, character=0),
+                start=types.Position(line=line_start - 1, character=0),
+                end=types.Position(line=line_end, character=0),
             ),
         ),
     )

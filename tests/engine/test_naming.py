@@ -76,6 +76,34 @@ def test_held_words_are_the_words_read_anew(indexes: list[Any]) -> None:
         assert any(HeldNames.build(b, tokenizer).words for b in index.blocks)
 
 
+def test_what_the_bonuses_read_is_the_same_held_or_not(
+    indexes: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokenizer = RECALL.tokenizer
+    index = indexes[1]
+    # groups as the rankings make them: single terms, and a prefix's expansions
+    asked = [["remot", "remote"], ["session", "sessions", "pssession"]]
+    for groups in (asked, [*asked, ["zzz"]]):
+        read: list[Any] = []
+        for held in (False, True):
+            monkeypatch.setattr(naming, "_BUILD_MIN", 0 if held else 10**9)
+            monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9 if held else 1)
+            naming.forget()
+            names = Names(index, tokenizer, groups)
+            if held:  # hold every block (a ranking's budget is a few thousand sections)
+                names._budget = 10**9
+            read.append([names.read(g) for g in range(index.n)])
+            if held:
+                assert all(names._blocks[id(b)] is not None for b in index.blocks)
+        assert read[0] == read[1]
+        assert {path for path, _, _ in read[0]} >= {1, 2, 3}
+        assert {name for _, name, _ in read[0]} >= {1, 2, 3}
+        if len(groups) == 2:
+            assert 0 < max(share for *_, share in read[0]) <= 1
+        else:  # "zzz" names nothing: no bit 4, and no name holds every group
+            assert all(path < 4 and name < 4 and share == 0 for path, name, share in read[0])
+
+
 def test_rankings_are_the_same_held_or_not(
     indexes: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,30 +124,42 @@ def test_rankings_are_the_same_held_or_not(
         assert any(best for *_, best in unheld)
 
 
-def test_sections_no_query_word_names_are_not_rescored(
+def _kept_and_changed(index: Any, terms: Any) -> tuple[list[int], list[int]]:
+    """The sections a ranking's rescoring gave back as they came, and the others."""
+    import citeline.engine.rank as rank_module
+
+    kept: list[int] = []
+    changed: list[int] = []
+    real = scoring_module.rescore_bounded
+
+    def watching(found: Any, limit: Any, ceiling: Any, rescore: Any) -> Any:
+        def watched(e: Any) -> Any:
+            done = rescore(e)
+            (kept if done is e else changed).append(e[1])
+            return done
+
+        return real(found, limit, ceiling, watched)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rank_module, "rescore_bounded", watching)
+        rank(index, terms, match_any=True, limit=10)
+    return kept, changed
+
+
+def test_sections_no_query_word_names_keep_their_score(
     indexes: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     index = indexes[1]
-    monkeypatch.setattr(naming, "_BUILD_MIN", 0)
-    monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9)
     terms = query_terms("remote session", RECALL.tokenizer)
-    for _ in range(len(index.blocks)):
-        rank(index, terms, match_any=True, limit=10)
-    calls: list[int] = []
-    real = scoring_module.rescore_bounded
-
-    def counting(found: Any, limit: Any, ceiling: Any, rescore: Any, unchanged: Any = None) -> Any:
-        def counted(e: Any) -> Any:
-            calls.append(e[1])
-            return rescore(e)
-
-        return real(found, limit, ceiling, counted, unchanged)
-
-    import citeline.engine.rank as rank_module
-
-    monkeypatch.setattr(rank_module, "rescore_bounded", counting)
-    ranked = rank(index, terms, match_any=True, limit=10)
-    names = Names(index, RECALL.tokenizer, frozenset(terms))
-    # every section rescored is named by a query word; those named by none kept their score
-    assert calls and ranked.total > len(calls)
-    assert all(not names.unnamed(g) for g in calls)
+    for held in (False, True):
+        monkeypatch.setattr(naming, "_BUILD_MIN", 0 if held else 10**9)
+        monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9 if held else 1)
+        naming.forget()
+        for _ in range(len(index.blocks) if held else 1):
+            rank(index, terms, match_any=True, limit=10)
+        kept, changed = _kept_and_changed(index, terms)
+        names = Names(index, RECALL.tokenizer, [[t] for t in terms])
+        # given back as they came: exactly the sections whose names hold no query word
+        assert kept and changed
+        assert all(names.read(g)[:2] == (0, 0) for g in kept)
+        assert all(names.read(g)[:2] != (0, 0) for g in changed)

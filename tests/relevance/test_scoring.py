@@ -245,16 +245,6 @@ def test_rescore_bounded_is_exact(
     kept = rescore_bounded(found, limit, ceiling, rescore)
     assert best(kept) == best([rescore(e) for e in found])
     assert len(kept) <= len(found)
-    # entries whose bonus is exactly 1 may be declared unchanged: never rescored, same best
-    called: list[int] = []
-
-    def counted(e: tuple[float, int]) -> tuple[float, int]:
-        called.append(e[1])
-        return rescore(e)
-
-    spared = rescore_bounded(found, limit, ceiling, counted, lambda e: bonus[e[1]] == 1.0)
-    assert best(spared) == best(kept)
-    assert all(bonus[i] != 1.0 for i in called)
 
 
 def test_heading_bonus_in_the_engine_keeps_limits_exact(make_bundle: Any) -> None:
