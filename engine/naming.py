@@ -166,7 +166,16 @@ class Names:
     the bonuses ask about them: which of the query's groups of words (a term, or the words
     a prefix or stem stands for) a section's heading path or name holds."""
 
-    __slots__ = ("_blocks", "_budget", "_ids", "_name", "asked", "groups", "index", "tokenizer")
+    __slots__ = (
+        "_blocks",
+        "_budget",
+        "_known",
+        "_name",
+        "asked",
+        "groups",
+        "index",
+        "tokenizer",
+    )
 
     def __init__(
         self, index: Index, tokenizer: Tokenizer, groups: Sequence[Collection[str]]
@@ -181,8 +190,9 @@ class Names:
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
         # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
-        # per held block: the ids of `asked` and of each group's words among its names
-        self._ids: dict[int, tuple[frozenset[int], tuple[frozenset[int], ...]]] = {}
+        # per held block (by its place in the index): it, and the ids of `asked` and of
+        # each group's words among its names
+        self._known: dict[int, tuple[HeldNames, frozenset[int], tuple[frozenset[int], ...]]] = {}
 
     def read(self, g: int) -> tuple[int, int, float]:
         """What the bonuses ask of section g: the bits of the groups with a word in its
@@ -191,35 +201,29 @@ class Names:
         unless it holds a word of every group, else the share of its words that are asked
         (`docker run` names `docker run` fully, `docker container run` for two words of
         three). Both bits 0: neither holds an asked word, and no bonus changes its score."""
-        block, s = self.index.locate(g)
-        held = self._held(block)
-        if held is None:
-            tokens = self.tokenizer.tokens
-            return _read(
-                self.groups,
-                self.asked,
-                frozenset(tokens(_path_text(block, s))),
-                frozenset(tokens(_name_text(block, s))),
-            )
-        asked, groups = self._ids_in(block, held)
-        # A section's ids are distinct (one per word), so they count its words.
-        return _read(
-            groups,
-            asked,
-            _slice(held.path_at, held.path_ids, s),
-            _slice(held.name_at, held.name_ids, s),
-        )
-
-    def _ids_in(
-        self, block: Block, held: HeldNames
-    ) -> tuple[frozenset[int], tuple[frozenset[int], ...]]:
-        known = self._ids.get(id(block))
+        index = self.index
+        b = bisect.bisect_right(index.bases, g) - 1  # index.locate(g), inline: a hot path
+        s = g - index.bases[b]
+        known = self._known.get(b)
         if known is None:
-            known = self._ids[id(block)] = (
-                held.ids_of(self.asked),
-                tuple(held.ids_of(group) for group in self.groups),
-            )
-        return known
+            block = index.blocks[b]
+            held = self._held(block)
+            if held is None:
+                tokens = self.tokenizer.tokens
+                return _read(
+                    self.groups,
+                    self.asked,
+                    frozenset(tokens(_path_text(block, s))),
+                    frozenset(tokens(_name_text(block, s))),
+                )
+            ids = tuple(held.ids_of(group) for group in self.groups)
+            known = self._known[b] = (held, held.ids_of(self.asked), ids)
+        held, asked, groups = known
+        # A section's ids are distinct (one per word), so they count its words.
+        at = held.path_at
+        path = held.path_ids[at[s] : at[s + 1]]
+        at = held.name_at
+        return _read(groups, asked, path, held.name_ids[at[s] : at[s + 1]])
 
     def _held(self, block: Block) -> HeldNames | None:
         blocks = self._blocks

@@ -6,7 +6,7 @@ import heapq
 import math
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .index import K1, Index
 from .naming import Names
@@ -211,10 +211,16 @@ class _Part:
     scores: list[float]
     weight: float
 
+    by_mask: dict[int, float] = field(default_factory=dict)  # heading_bonus of each mask
+
     def bonus(self, held: int, g: int) -> float:
         """`held`: the bits of the groups with a word in section g's heading path."""
-        assert self.query is not None
-        return heading_bonus(held & self.masks[g], self.query)
+        mask = held & self.masks[g]
+        known = self.by_mask.get(mask)
+        if known is None:
+            assert self.query is not None
+            known = self.by_mask[mask] = heading_bonus(mask, self.query)
+        return known
 
 
 def _add(
