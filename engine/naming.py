@@ -131,7 +131,7 @@ def _read(
             name_bits |= 1 << i
     if name_bits != (1 << len(groups)) - 1 or not name:
         return path_bits, name_bits, 0.0
-    return path_bits, name_bits, sum(1 for w in name if w in asked) / len(name)
+    return path_bits, name_bits, len(asked.intersection(name)) / len(name)
 
 
 _lock = threading.Lock()

@@ -159,18 +159,35 @@ def rank(
         # query with weight keeps the score of a section named by none of its words.
         skip = not headed or all(p.query is not None and p.query.total > 0 for p in parts)
 
-        def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
-            _, g = e
-            read = [n.read(g) for n in readers]
-            if skip and not any(path or name for path, name, _ in read):
-                return e  # every bonus is exactly 1
-            if headed:
-                score = sum(p.weight * p.scores[g] * p.bonus(read[i][0], g) for p, i in bonused)
-            else:
-                score = scores[g]
-            if named:
-                score *= 1 + named * read[naming][2]
-            return (score, g)
+        if len(readers) == 1 and len(parts) == 1:
+            # As-you-type's case, without the loops over one part and one reader (the same
+            # floats: a sum of one term is that term).
+            reader = readers[0].read
+            part = parts[0]
+
+            def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
+                _, g = e
+                path, name, share = reader(g)
+                if skip and not (path or name):
+                    return e
+                score = part.weight * part.scores[g] * part.bonus(path, g) if headed else scores[g]
+                if named:
+                    score *= 1 + named * share
+                return (score, g)
+        else:
+
+            def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
+                _, g = e
+                read = [n.read(g) for n in readers]
+                if skip and not any(path or name for path, name, _ in read):
+                    return e  # every bonus is exactly 1
+                if headed:
+                    score = sum(p.weight * p.scores[g] * p.bonus(read[i][0], g) for p, i in bonused)
+                else:
+                    score = scores[g]
+                if named:
+                    score *= 1 + named * read[naming][2]
+                return (score, g)
 
         entries = found
         if limit is not None and 0 < limit < len(found):
