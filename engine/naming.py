@@ -181,7 +181,7 @@ class Names:
         self, index: Index, tokenizer: Tokenizer, groups: Sequence[Collection[str]]
     ) -> None:
         """`groups`: the query's groups of words under this tokenisation (group i sets
-        bit i of `path_held`); `asked`, every word of them, is what `unnamed` looks for."""
+        bit i of what `read` gives); `asked` holds every word of them."""
         self.index = index
         self.tokenizer = tokenizer
         self.groups = tuple(frozenset(group) for group in groups)
