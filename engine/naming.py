@@ -190,8 +190,8 @@ class Names:
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
         # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
-        # per held block (by its place in the index): it, and the ids of `asked` and of
-        # each group's words among its names
+        # per held block (by id): it, and the ids of `asked` and of each group's words
+        # among its names
         self._known: dict[int, tuple[HeldNames, frozenset[int], tuple[frozenset[int], ...]]] = {}
 
     def read(self, g: int) -> tuple[int, int, float]:
@@ -201,12 +201,9 @@ class Names:
         unless it holds a word of every group, else the share of its words that are asked
         (`docker run` names `docker run` fully, `docker container run` for two words of
         three). Both bits 0: neither holds an asked word, and no bonus changes its score."""
-        index = self.index
-        b = bisect.bisect_right(index.bases, g) - 1  # index.locate(g), inline: a hot path
-        s = g - index.bases[b]
-        known = self._known.get(b)
+        block, s = self.index.locate(g)
+        known = self._known.get(id(block))
         if known is None:
-            block = index.blocks[b]
             held = self._held(block)
             if held is None:
                 tokens = self.tokenizer.tokens
@@ -217,13 +214,15 @@ class Names:
                     frozenset(tokens(_name_text(block, s))),
                 )
             ids = tuple(held.ids_of(group) for group in self.groups)
-            known = self._known[b] = (held, held.ids_of(self.asked), ids)
+            known = self._known[id(block)] = (held, held.ids_of(self.asked), ids)
         held, asked, groups = known
         # A section's ids are distinct (one per word), so they count its words.
-        at = held.path_at
-        path = held.path_ids[at[s] : at[s + 1]]
-        at = held.name_at
-        return _read(groups, asked, path, held.name_ids[at[s] : at[s + 1]])
+        return _read(
+            groups,
+            asked,
+            _slice(held.path_at, held.path_ids, s),
+            _slice(held.name_at, held.name_ids, s),
+        )
 
     def _held(self, block: Block) -> HeldNames | None:
         blocks = self._blocks
