@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .index import K1, Index, Where
+from .index import K1, Index
 from .naming import Names
 from .scoring import (
     AS_YOU_TYPE,
@@ -41,31 +41,7 @@ class Ranking:
     best: list[Scored]  # the first `limit` of them (all, without a limit), best first
 
 
-class Looked:
-    """The postings one ranking looks up, each found once: a stem's words' postings are
-    merged once per request (the view's memo of merged postings is bounded and, at ten
-    times tldr, evicts a request's first stems before the request scores them), and a
-    term's df is read off the postings already found."""
-
-    __slots__ = ("_found", "index", "n", "source")
-
-    def __init__(self, source: Index | Stemmed) -> None:
-        self.source = source
-        self.index = source.index if isinstance(source, Stemmed) else source
-        self.n = source.n
-        self._found: dict[str, tuple[Where, ...]] = {}
-
-    def where(self, term: str) -> tuple[Where, ...]:
-        found = self._found.get(term)
-        if found is None:
-            found = self._found[term] = self.source.where(term)
-        return found
-
-    def df(self, term: str) -> int:
-        return sum(hi - lo for _, _, lo, hi in self.where(term))
-
-
-def idf(index: Index | Stemmed | Looked, term: str) -> float:
+def idf(index: Index | Stemmed, term: str) -> float:
     return idf_of(index.n, index.df(term))
 
 
@@ -114,14 +90,13 @@ def rank(
     engine/stems.py; under `match_any` the words as typed then add their own score.
     """
     typed = getattr(terms, "typed", None)
-    view: Index | Stemmed = stemmed(index) if typed is not None else index
-    source = Looked(view)
+    source: Index | Stemmed = stemmed(index) if typed is not None else index
     # groups[i]: the indexed terms that stand for query term i (one, or its expansions)
     groups = [[t] for t in terms]
     # The weight of each expansion of the last term (None: its terms scored apart).
     boosts: list[float] | None = None
     if prefix_last and terms:
-        groups[-1] = view.expand(terms[-1])
+        groups[-1] = source.expand(terms[-1])
         if as_you_type.grouped:
             boosts = [1.0 if t == terms[-1] else as_you_type.expansion for t in groups[-1]]
     need = len(groups)
@@ -138,9 +113,7 @@ def rank(
         # stem too, so it is among those touched).
         typed_groups = [[t] for t in typed]
         plain, typed_masks = [0.0] * index.n, [0] * index.n
-        kept, typed_query = _add(
-            Looked(index), typed, typed_groups, True, scoring, plain, typed_masks
-        )
+        kept, typed_query = _add(index, typed, typed_groups, True, scoring, plain, typed_masks)
         parts.append(
             _Part(typed_groups, typed_masks, typed_query, typed.tokenizer, plain, scoring.typed)
         )
@@ -259,7 +232,7 @@ class _Part:
 
 
 def _add(
-    source: Looked,
+    source: Index | Stemmed,
     terms: Sequence[str],
     groups: list[list[str]],
     match_any: bool,
@@ -274,7 +247,7 @@ def _add(
 
     `boosts`: the last group is one term (AsYouType.grouped), its terms' tf summed with
     these weights and its df the largest of theirs."""
-    index = source.index
+    index = source.index if isinstance(source, Stemmed) else source
     query = None
     last = len(groups) - 1
     group_idf = 0.0
@@ -337,7 +310,7 @@ def _add(
 
 
 def _add_grouped(
-    source: Looked,
+    source: Index | Stemmed,
     group: list[str],
     boosts: list[float],
     weight: float,
