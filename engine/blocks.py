@@ -17,7 +17,7 @@ import bisect
 import hashlib
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .codec import I32, I64, Corrupt, Reader, StringTable, Writer, expect
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 # .6: front-matter fences may end in spaces or tabs (a file opening with "--- " now has
 #     front matter), so a structure or block of the same bytes differs
 ANALYSIS_VERSION = "2026-11-30.6"  # .2: heading line breaks and CRs, front-matter errors
+# Every SAMPLE-th word of a block's vocabulary is kept as a string, so a look-up bisects
+# those in C and then at most SAMPLE words of the table (each a Python-level slice).
+SAMPLE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,11 @@ class Block:
     offsets: array
     p_sec: array
     p_tf: array
+    _sample: list[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        vocab = self.vocab
+        object.__setattr__(self, "_sample", [vocab[i] for i in range(0, len(vocab), SAMPLE)])
 
     # -- looking things up -------------------------------------------------------------
 
@@ -118,10 +126,17 @@ class Block:
     def tokens(self) -> int:
         return sum(self.doc_tokens)
 
+    def _first_at_least(self, term: str) -> int:
+        """Where `term` is or would go in the vocabulary (bisect_left's answer)."""
+        j = bisect.bisect_left(self._sample, term)
+        # sample[j - 1] < term <= sample[j]: the answer lies in ((j - 1)·SAMPLE, j·SAMPLE].
+        lo = (j - 1) * SAMPLE if j else 0
+        return bisect.bisect_left(self.vocab, term, lo, min(j * SAMPLE, len(self.vocab)))
+
     def find(self, term: str) -> tuple[int, int] | None:
         """The range of `term`'s postings, or None when no section holds it."""
         vocab = self.vocab
-        i = bisect.bisect_left(vocab, term)
+        i = self._first_at_least(term)
         if i < len(vocab) and vocab[i] == term:
             return self.offsets[i], self.offsets[i + 1]
         return None
@@ -130,7 +145,7 @@ class Block:
         """(term, number of sections holding it) for each term starting with `prefix`."""
         vocab = self.vocab
         offsets = self.offsets
-        i = bisect.bisect_left(vocab, prefix)
+        i = self._first_at_least(prefix)
         while i < len(vocab) and vocab[i].startswith(prefix):
             yield vocab[i], offsets[i + 1] - offsets[i]
             i += 1
