@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ ANALYSIS_VERSION = "2026-11-30.6"  # .2: heading line breaks and CRs, front-matt
 # Every SAMPLE-th word of a block's vocabulary is kept as a string, so a look-up bisects
 # those in C and then at most SAMPLE words of the table (each a Python-level slice).
 SAMPLE = 64
+_LAST = chr(0x10FFFF)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +142,18 @@ class Block:
             return self.offsets[i], self.offsets[i + 1]
         return None
 
-    def prefixed(self, prefix: str) -> Iterable[tuple[str, int]]:
+    def prefixed(self, prefix: str) -> list[tuple[str, int]]:
         """(term, number of sections holding it) for each term starting with `prefix`."""
         vocab = self.vocab
-        offsets = self.offsets
+        n = len(vocab)
         i = self._first_at_least(prefix)
-        while i < len(vocab) and vocab[i].startswith(prefix):
-            yield vocab[i], offsets[i + 1] - offsets[i]
-            i += 1
+        # The terms with the prefix end before prefix + the last code point, except those
+        # that continue with that code point itself: step over them one by one.
+        j = self._first_at_least(prefix + _LAST) if prefix else n
+        while j < n and vocab[j].startswith(prefix):
+            j += 1
+        text, starts, offsets = vocab.text, vocab.offsets, self.offsets
+        return [(text[starts[k] : starts[k + 1]], offsets[k + 1] - offsets[k]) for k in range(i, j)]
 
     # -- the codec ---------------------------------------------------------------------
 

@@ -65,13 +65,16 @@ def test_find_and_prefixed_agree_with_a_plain_search_on_real_docs(
 
 @settings(max_examples=80, deadline=None)
 @given(
-    st.lists(st.text("abz", min_size=1, max_size=5), max_size=3 * SAMPLE + 5, unique=True),
-    st.lists(st.text("abyz", max_size=6), min_size=1, max_size=30),
+    st.lists(
+        st.text("abz\U0010ffff", min_size=1, max_size=5), max_size=3 * SAMPLE + 5, unique=True
+    ),
+    st.lists(st.text("abyz\U0010ffff", max_size=6), min_size=1, max_size=30),
 )
 def test_find_is_a_binary_search_at_every_sample_boundary(
     real_blocks: tuple[Block, ...], words: list[str], probes: list[str]
 ) -> None:
-    # a real block given exactly these words, each held once by its first section
+    # a real block given exactly these words, each held once by its first section (the
+    # last code point among them: prefixed steps over the words that continue with it)
     words = sorted(words)
     block = replace(
         real_blocks[0],
