@@ -653,7 +653,7 @@ def test_symbols_any_query(query: str, relevance: Any) -> None:
 FILES = settings(FAST, max_examples=100)
 
 
-@at_least("search files", 120)
+@at_least("search files", 80)  # of ~200 (100 bundles × 2 profiles): seen 112-170 in 9 runs
 @FILES
 @given(bundles, st.sampled_from(["alpha", "gamma beta", "网关", "title", "h"]), st.booleans())
 @example({"a.md": b"---\n# alpha\n---"}, "alpha", True)  # front matter of a comment only
