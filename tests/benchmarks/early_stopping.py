@@ -17,8 +17,9 @@ many postings such a ranking would still have to score — without building it:
   largest tf and the shortest section (BM25 grows with tf and falls with length), the
   coordination of the terms present and the bonuses' ceiling, as an exact ranking would
   have to bound them;
-- where the bound's slack lies: the same without the bonuses' ceiling (`bonuses exact`: as
-  if the name and heading bonuses were bounded exactly per run) and with each run's exact
+- where the bound's slack lies: the same with the bonuses' ceiling replaced by the run's
+  largest actual bonus (`bonuses exact`: as if the name and heading bonuses were bounded
+  exactly per run) and with each run's exact
   best score before the bonuses (`BM25 exact`: as if what a run keeps were the maximum of
   the score itself rather than of tf and length);
 - the memory the per-run maxima cost: one byte per run for each term with at least T
