@@ -32,10 +32,9 @@ if TYPE_CHECKING:
 # .6: front-matter fences may end in spaces or tabs (a file opening with "--- " now has
 #     front matter), so a structure or block of the same bytes differs
 ANALYSIS_VERSION = "2026-11-30.6"  # .2: heading line breaks and CRs, front-matter errors
-# Every SAMPLE-th word of a block's vocabulary is kept as a string, so a look-up bisects
-# those in C and then at most SAMPLE words of the table (each a Python-level slice).
-SAMPLE = 64
-_LAST = chr(0x10FFFF)
+# Every SAMPLE-th vocabulary word is held as a string: a look-up bisects those in C, then
+# at most SAMPLE words of the table (each a Python-level slice).
+SAMPLE, _LAST = 64, chr(0x10FFFF)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +146,7 @@ class Block:
         vocab = self.vocab
         n = len(vocab)
         i = self._first_at_least(prefix)
-        # The terms with the prefix end before prefix + the last code point, except those
-        # that continue with that code point itself: step over them one by one.
+        # They end before prefix + the last code point, but for those continuing with it.
         j = self._first_at_least(prefix + _LAST) if prefix else n
         while j < n and vocab[j].startswith(prefix):
             j += 1
