@@ -143,15 +143,14 @@ class Block:
 
     def prefixed(self, prefix: str) -> list[tuple[str, int]]:
         """(term, number of sections holding it) for each term starting with `prefix`."""
-        vocab = self.vocab
-        n = len(vocab)
+        vocab, offsets = self.vocab, self.offsets
         i = self._first_at_least(prefix)
         # They end before prefix + the last code point, but for those continuing with it.
-        j = self._first_at_least(prefix + _LAST) if prefix else n
-        while j < n and vocab[j].startswith(prefix):
+        j = self._first_at_least(prefix + _LAST)
+        while j < len(vocab) and vocab[j].startswith(prefix):
             j += 1
-        text, starts, offsets = vocab.text, vocab.offsets, self.offsets
-        return [(text[starts[k] : starts[k + 1]], offsets[k + 1] - offsets[k]) for k in range(i, j)]
+        counts = [offsets[k + 1] - offsets[k] for k in range(i, j)]
+        return list(zip(vocab.between(i, j), counts, strict=True))
 
     # -- the codec ---------------------------------------------------------------------
 
