@@ -149,8 +149,7 @@ class Block:
         j = self._first_at_least(prefix + _LAST)
         while j < len(vocab) and vocab[j].startswith(prefix):
             j += 1
-        counts = [offsets[k + 1] - offsets[k] for k in range(i, j)]
-        return list(zip(vocab.between(i, j), counts, strict=True))
+        return [(w, offsets[k + 1] - offsets[k]) for k, w in enumerate(vocab.between(i, j), i)]
 
     # -- the codec ---------------------------------------------------------------------
 
