@@ -254,9 +254,14 @@ def _add(
     if boosts is not None:
         group_idf = idf_of(source.n, max((source.df(t) for t in groups[last]), default=0))
     if match_any:
-        idfs = [max((idf(source, t) for t in g), default=0.0) for g in groups]
-        if boosts is not None:
-            idfs[last] = group_idf
+        # The last group's idf is its own when grouped: its terms' idfs are not computed,
+        # as each one is a df, which under stemming merges the stem's postings.
+        idfs = [
+            group_idf
+            if gi == last and boosts is not None
+            else max((idf(source, t) for t in g), default=0.0)
+            for gi, g in enumerate(groups)
+        ]
         query = plan(terms, idfs, scoring)
         k1p = query.k1 + 1
         pre = _denominators(index, query.k1, query.b)
