@@ -250,17 +250,21 @@ def _add(
     index = source.index if isinstance(source, Stemmed) else source
     query = None
     last = len(groups) - 1
-    group_idf = 0.0
-    if boosts is not None:
-        group_idf = idf_of(source.n, max((source.df(t) for t in groups[last]), default=0))
+    # Each term's postings are found once: under stemming a df is the size of the stem's
+    # merged postings, which the view's memo may not hold from the df to the sum. The
+    # grouped last term is summed first, as its df is only known once its terms are read.
+    grouped = _grouped_tfs(source, groups[last], boosts) if boosts is not None else None
+    wheres = [
+        {t: source.where(t) for t in g} if grouped is None or gi != last else {}
+        for gi, g in enumerate(groups)
+    ]
+    dfs = [{t: sum(hi - lo for _, _, lo, hi in w) for t, w in ws.items()} for ws in wheres]
     if match_any:
-        # The last group's idf is its own when grouped: its terms' idfs are not computed,
-        # as each one is a df, which under stemming merges the stem's postings.
         idfs = [
-            group_idf
-            if gi == last and boosts is not None
-            else max((idf(source, t) for t in g), default=0.0)
-            for gi, g in enumerate(groups)
+            idf_of(source.n, grouped[2])
+            if grouped is not None and gi == last
+            else max((idf_of(source.n, df) for df in d.values()), default=0.0)
+            for gi, d in enumerate(dfs)
         ]
         query = plan(terms, idfs, scoring)
         k1p = query.k1 + 1
@@ -272,26 +276,22 @@ def _add(
     touched: list[int] = []
     for gi, group in enumerate(groups):
         bit = 1 << gi
-        if gi == last and boosts is not None:
-            _add_grouped(
-                source,
-                group,
-                boosts,
-                group_idf,
-                scores,
-                masks,
-                touched,
-                bit,
-                k1p,
-                pre,
-                multipliers[gi] if match_any else 1.0,
-            )
+        if grouped is not None and gi == last:
+            tfs, met, df = grouped
+            weight = idf_of(source.n, df) * (multipliers[gi] if match_any else 1.0)
+            for g in met:
+                tf = tfs[g]
+                scores[g] += weight * tf * k1p / (tf + pre[g])
+                mask = masks[g]
+                if not mask:
+                    touched.append(g)
+                masks[g] = mask | bit
             continue
         for term in group:
-            weight = idf(source, term)
+            weight = idf_of(source.n, dfs[gi][term])
             if match_any:
                 weight *= multipliers[gi]  # a CJK chain's bigrams share one word's weight
-            for block, base, lo, hi in source.where(term):
+            for block, base, lo, hi in wheres[gi][term]:
                 for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
                     g = base + s
                     # The formula exactly as SPEC §5 writes it (the length part evaluated
@@ -314,40 +314,27 @@ def _add(
     return touched, query
 
 
-def _add_grouped(
-    source: Index | Stemmed,
-    group: list[str],
-    boosts: list[float],
-    weight: float,
-    scores: list[float],
-    masks: list[int],
-    touched: list[int],
-    bit: int,
-    k1p: float,
-    pre: list[float],
-    multiplier: float,
-) -> None:
-    """The terms of `group` as one term: tf = Σ boost × tf of each, idf `weight`."""
+def _grouped_tfs(
+    source: Index | Stemmed, group: list[str], boosts: list[float]
+) -> tuple[list[float], list[int], int]:
+    """The terms of `group` as one term: tf = Σ boost × tf of each, per section; the
+    sections met, in the order first met; and the group's df, the largest of its terms'."""
     # Summed in a list indexed by section (a boost × tf is never 0, so 0 is "not met"), in
     # the order the postings come, so each sum is the same float a dict gave.
-    tfs = [0.0] * len(pre)
+    tfs = [0.0] * source.n
     met: list[int] = []
+    df = 0
     for term, boost in zip(group, boosts, strict=True):
-        for block, base, lo, hi in source.where(term):
+        places = source.where(term)
+        df = max(df, sum(hi - lo for _, _, lo, hi in places))
+        for block, base, lo, hi in places:
             for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
                 g = base + s
                 held = tfs[g]
                 if not held:
                     met.append(g)
                 tfs[g] = held + boost * tf
-    weight *= multiplier
-    for g in met:
-        tf = tfs[g]
-        scores[g] += weight * tf * k1p / (tf + pre[g])
-        mask = masks[g]
-        if not mask:
-            touched.append(g)
-        masks[g] = mask | bit
+    return tfs, met, df
 
 
 def _cut(found: list[int], scores: list[float], limit: int) -> list[int]:
