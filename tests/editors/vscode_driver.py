@@ -339,6 +339,10 @@ class Window:
 
     def __init__(self, page: Any, expect: Any) -> None:
         self.page = page
+        # Playwright's assertions wait 5 s by default, which a loaded machine exceeds (an
+        # answer still on its way, the view's progress bar showing): they wait as long as
+        # any other step.
+        expect.set_options(timeout=STEP_TIMEOUT_MS)
         self.expect = expect
 
     def load(self, url: str) -> None:
