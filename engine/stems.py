@@ -30,8 +30,12 @@ from .index import Index, Where, most_frequent
 from .terms import _stem
 
 # Merged postings a view keeps, counted in postings (8 bytes each): a stem of a common
-# word merges tens of thousands, and as-you-type queries ask for the same stems again.
+# word merges tens of thousands, and as-you-type queries ask for the same stems again. At
+# least this many, or three quarters of the index's postings: a larger index's stems
+# merge more, and a fixed bound held a session's stems at 38k files (1.3M postings) but
+# not at ten times that, where each keystroke merged again what the last one had.
 _REMEMBERED_POSTINGS = 1_000_000
+_REMEMBERED_SHARE = 0.75
 # Prefixes whose matching words a view keeps for the next keystrokes: enough for typing on
 # and correcting a character or two, too few to answer a repeated session from memory.
 _TYPED_KEPT = 4
@@ -62,12 +66,13 @@ class Stemmed:
     """An index seen through stems: `where`, `df` and `expand` take stems; everything
     else is the index's own."""
 
-    __slots__ = ("__weakref__", "_held", "_lock", "_typed", "_where", "index")
+    __slots__ = ("__weakref__", "_held", "_lock", "_postings", "_typed", "_where", "index")
 
     def __init__(self, index: Index) -> None:
         self.index = index
         self._where: OrderedDict[str, tuple[tuple[Where, ...], int]] = OrderedDict()
         self._held = 0  # merged postings kept in _where
+        self._postings = sum(len(block.p_sec) for block in index.blocks)
         self._lock = threading.Lock()
         # The last prefixes expanded, each with the words it matched (word, stem, sections
         # holding the word): a user typing on narrows them (see _matching).
@@ -124,7 +129,8 @@ class Stemmed:
             if stem not in self._where:
                 self._where[stem] = (found, size)
                 self._held += size
-            while self._held > _REMEMBERED_POSTINGS and len(self._where) > 1:
+            bound = max(_REMEMBERED_POSTINGS, int(self._postings * _REMEMBERED_SHARE))
+            while self._held > bound and len(self._where) > 1:
                 _, (_, dropped) = self._where.popitem(last=False)
                 self._held -= dropped
         return found

@@ -252,6 +252,7 @@ def test_merged_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> No
 
     files = {f"{i}.md": "run runs stop stops hope hoped\n" for i in range(6)}
     view = stemmed(index_of(files))
+    monkeypatch.setattr(stems, "_REMEMBERED_SHARE", 0.0)
     monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 8)
     first = view.where("run")  # 6 merged postings
     assert view.where("run") is first  # remembered
@@ -267,6 +268,22 @@ def test_merged_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> No
     assert list(view._where) == ["hope", "stop"] and view._held == 12
     view.where("run")
     assert list(view._where) == ["stop", "run"] and view._held == 12
+
+
+def test_merged_postings_kept_grow_with_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is a share of the index's postings when that is more: a large index's
+    stems merge more, and a fixed bound would merge each of them again every keystroke."""
+    import citeline.engine.stems as stems
+
+    files = {f"{i}.md": "run runs stop stops hope hoped walk walked\n" for i in range(6)}
+    view = stemmed(index_of(files))  # 48 postings: three quarters are 36
+    monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 1)
+    kept = [view.where(stem) for stem in ("run", "stop", "hope")]  # 6 merged postings each
+    assert list(view._where) == ["run", "stop", "hope"] and view._held == 18
+    assert all(view.where(s) is k for s, k in zip(("run", "stop", "hope"), kept, strict=True))
+    monkeypatch.setattr(stems, "_REMEMBERED_SHARE", 1 / 4)  # 12: the oldest two go
+    view.where("walk")
+    assert list(view._where) == ["hope", "walk"] and view._held == 12
 
 
 def test_stems_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
