@@ -61,6 +61,11 @@ Checked = tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None]
 Where = tuple[Block, int, int, int]
 
 
+def sections_in(places: Sequence[Where]) -> int:
+    """How many sections a term's postings name: its df (one posting per section)."""
+    return sum(hi - lo for _, _, lo, hi in places)
+
+
 def most_frequent(counts: dict[str, int]) -> list[str]:
     """The MAX_EXPANSIONS terms held by the most sections (ties by term), in term order:
     what a prefix stands for, whether the terms are indexed words or stems."""
@@ -199,7 +204,7 @@ class Index:
         return found
 
     def df(self, term: str) -> int:
-        return sum(hi - lo for _, _, lo, hi in self.where(term))
+        return sections_in(self.where(term))
 
     def expand(self, prefix: str) -> list[str]:
         """Indexed terms that start with `prefix` (itself included), most frequent first.

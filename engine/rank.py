@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .index import K1, Index
+from .index import K1, Index, sections_in
 from .naming import Names
 from .scoring import (
     AS_YOU_TYPE,
@@ -250,22 +250,18 @@ def _add(
     index = source.index if isinstance(source, Stemmed) else source
     query = None
     last = len(groups) - 1
-    # Each term's postings are found once: under stemming a df is the size of the stem's
-    # merged postings, which the view's memo may not hold from the df to the sum. The
-    # grouped last term is summed first, as its df is only known once its terms are read.
+    # Each term's postings are found once, and its df read from them: under stemming a df
+    # is the size of the stem's merged postings, which the view's memo may not hold from
+    # the df to the sum. The grouped last term is summed first, as its df is only known
+    # once its terms are read.
     grouped = _grouped_tfs(source, groups[last], boosts) if boosts is not None else None
-    wheres = [
-        {t: source.where(t) for t in g} if grouped is None or gi != last else {}
-        for gi, g in enumerate(groups)
-    ]
-    dfs = [{t: sum(hi - lo for _, _, lo, hi in w) for t, w in ws.items()} for ws in wheres]
+    apart = groups[:last] if grouped is not None else groups  # scored term by term
+    wheres = [{t: source.where(t) for t in g} for g in apart]
+    term_idfs = [{t: idf_of(source.n, sections_in(w)) for t, w in ws.items()} for ws in wheres]
+    idfs = [max(d.values(), default=0.0) for d in term_idfs]
+    if grouped is not None:
+        idfs.append(idf_of(source.n, grouped[2]))
     if match_any:
-        idfs = [
-            idf_of(source.n, grouped[2])
-            if grouped is not None and gi == last
-            else max((idf_of(source.n, df) for df in d.values()), default=0.0)
-            for gi, d in enumerate(dfs)
-        ]
         query = plan(terms, idfs, scoring)
         k1p = query.k1 + 1
         pre = _denominators(index, query.k1, query.b)
@@ -274,21 +270,10 @@ def _add(
         k1p = _K1P
         pre = index.denominators()
     touched: list[int] = []
-    for gi, group in enumerate(groups):
+    for gi, group in enumerate(apart):
         bit = 1 << gi
-        if grouped is not None and gi == last:
-            tfs, met, df = grouped
-            weight = idf_of(source.n, df) * (multipliers[gi] if match_any else 1.0)
-            for g in met:
-                tf = tfs[g]
-                scores[g] += weight * tf * k1p / (tf + pre[g])
-                mask = masks[g]
-                if not mask:
-                    touched.append(g)
-                masks[g] = mask | bit
-            continue
         for term in group:
-            weight = idf_of(source.n, dfs[gi][term])
+            weight = term_idfs[gi][term]
             if match_any:
                 weight *= multipliers[gi]  # a CJK chain's bigrams share one word's weight
             for block, base, lo, hi in wheres[gi][term]:
@@ -302,6 +287,17 @@ def _add(
                     if not mask:
                         touched.append(g)
                     masks[g] = mask | bit
+    if grouped is not None:
+        tfs, met, _ = grouped
+        bit = 1 << last
+        weight = idfs[last] * (multipliers[last] if match_any else 1.0)
+        for g in met:
+            tf = tfs[g]
+            scores[g] += weight * tf * k1p / (tf + pre[g])
+            mask = masks[g]
+            if not mask:
+                touched.append(g)
+            masks[g] = mask | bit
     if match_any:
         assert query is not None  # (match_any is only ever set with a query)
         factors: dict[int, float] = {}  # the coordination factor by mask: few masks
@@ -326,7 +322,7 @@ def _grouped_tfs(
     df = 0
     for term, boost in zip(group, boosts, strict=True):
         places = source.where(term)
-        df = max(df, sum(hi - lo for _, _, lo, hi in places))
+        df = max(df, sections_in(places))
         for block, base, lo, hi in places:
             for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
                 g = base + s

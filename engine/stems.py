@@ -26,7 +26,7 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .index import Index, Where, most_frequent
+from .index import Index, Where, most_frequent, sections_in
 from .terms import _stem
 
 # Merged postings a view keeps, counted in postings (8 bytes each): a stem of a common
@@ -136,7 +136,7 @@ class Stemmed:
         return found
 
     def df(self, stem: str) -> int:
-        return sum(hi - lo for _, _, lo, hi in self.where(stem))
+        return sections_in(self.where(stem))
 
     def expand(self, prefix: str) -> list[str]:
         """Stems that start with `prefix` (itself included), and the stems of the words
