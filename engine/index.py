@@ -20,6 +20,7 @@ from typing import Any
 from .blocks import Block
 from .errors import CitelineError, parse_error
 from .limits import MAX_HEADING_BYTES, Settings, limit_error
+from .postings import Postings, gather
 
 K1 = 1.2
 B = 0.75
@@ -202,6 +203,9 @@ class Index:
             while len(self._where) > _REMEMBERED_TERMS:
                 self._where.popitem(last=False)
         return found
+
+    def postings(self, term: str) -> Postings:
+        return gather(self, self.where(term))
 
     def df(self, term: str) -> int:
         return sections_in(self.where(term))

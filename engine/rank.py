@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .index import K1, Index, sections_in
+import numpy as np
+
+from .index import K1, B, Index
 from .naming import Names
 from .scoring import (
     AS_YOU_TYPE,
@@ -24,8 +25,6 @@ from .scoring import (
 )
 from .stems import Stemmed, stemmed
 from .terms import Tokenizer
-
-_K1P = K1 + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,22 +48,27 @@ def idf_of(n: int, df: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-# The length part of BM25 with match=any's k1 and b (engine/scoring.py), per index.
-_ANY_DENOMINATORS: weakref.WeakKeyDictionary[Index, tuple[float, float, list[float]]] = (
+# The length part of BM25 per section, per index and (k1, b): §5's and match=any's.
+_DENOMINATORS: weakref.WeakKeyDictionary[Index, dict[tuple[float, float], np.ndarray]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _denominators(index: Index, k1: float, b: float) -> list[float]:
-    """k1·(1 − b + b·len/avglen) of every section, once per index and (k1, b)."""
-    known = _ANY_DENOMINATORS.get(index)
-    if known is not None and known[:2] == (k1, b):
-        return known[2]
-    avglen = index.avglen
-    pre = [
-        k1 * (1 - b + b * length / avglen) for block in index.blocks for length in block.sec_length
-    ]
-    _ANY_DENOMINATORS[index] = (k1, b, pre)
+def _denominators(index: Index, k1: float, b: float) -> np.ndarray:
+    """k1·(1 − b + b·len/avglen) of every section, once per index and (k1, b), each
+    evaluated as §5's formula writes it (a different rounding could reorder equal scores)."""
+    known = _DENOMINATORS.setdefault(index, {})
+    pre = known.get((k1, b))
+    if pre is None:
+        avglen = index.avglen
+        pre = known[(k1, b)] = np.array(
+            [
+                k1 * (1 - b + b * length / avglen)
+                for block in index.blocks
+                for length in block.sec_length
+            ],
+            dtype=np.float64,
+        )
     return pre
 
 
@@ -100,10 +104,10 @@ def rank(
         if as_you_type.grouped:
             boosts = [1.0 if t == terms[-1] else as_you_type.expansion for t in groups[-1]]
     need = len(groups)
-    if not match_any and not all(any(source.where(t) for t in group) for group in groups):
+    if not match_any and not all(any(source.df(t) for t in group) for group in groups):
         return Ranking(0, [])  # some term is nowhere: nothing can hold all of them
-    scores = [0.0] * index.n
-    masks = [0] * index.n
+    scores = np.zeros(index.n)
+    masks = np.zeros(index.n, np.int64)  # bit i: query term i (at most 32 terms)
     touched, query = _add(source, terms, groups, match_any, scoring, scores, masks, boosts)
     tokenizer = getattr(terms, "tokenizer", None)
     parts = [_Part(groups, masks, query, tokenizer, scores, 1.0)]
@@ -112,14 +116,13 @@ def rank(
         # asked gains over one holding only its variants (every such section holds the
         # stem too, so it is among those touched).
         typed_groups = [[t] for t in typed]
-        plain, typed_masks = [0.0] * index.n, [0] * index.n
+        plain, typed_masks = np.zeros(index.n), np.zeros(index.n, np.int64)
         kept, typed_query = _add(index, typed, typed_groups, True, scoring, plain, typed_masks)
         parts.append(
             _Part(typed_groups, typed_masks, typed_query, typed.tokenizer, plain, scoring.typed)
         )
         scores = scores.copy()  # the stems' own scores stay in parts[0] for the bonus
-        for g in kept:
-            scores[g] += scoring.typed * plain[g]
+        scores[kept] += scoring.typed * plain[kept]
     # Under match_any, the bits of the terms that make a hit and are matched terms: every
     # term but the query's stop words (SPEC §13).
     counted = (1 << need) - 1
@@ -127,12 +130,11 @@ def rank(
         counted &= ~stop_bits(terms, prefix_last)
     if match_any:
         every = counted == (1 << need) - 1
-        found = touched if every else [g for g in touched if masks[g] & counted]
+        found = touched if every else touched[(masks[touched] & counted) != 0]
     else:
-        full = (1 << need) - 1
-        found = [g for g in touched if masks[g] == full]
+        found = touched[masks[touched] == (1 << need) - 1]
     total = len(found)
-    chosen = found
+    chosen: list[int] = found.tolist()
     headed = query is not None and query.heading and all(p.tokenizer for p in parts)
     named = as_you_type.named if prefix_last and tokenizer is not None else 0.0
     if headed or named:
@@ -167,7 +169,7 @@ def rank(
                 score = part.weight * part.scores[g] * part.bonus(path, g) if headed else scores[g]
                 if named:
                     score *= 1 + named * share
-                return (score, g)
+                return (float(score), g)
         else:
 
             def with_bonus(e: tuple[float, int]) -> tuple[float, int]:
@@ -184,15 +186,15 @@ def rank(
                     score = scores[g]
                 if named:
                     score *= 1 + named * read[0][2]
-                return (score, g)
+                return (float(score), g)
 
         entries = found
         if limit is not None and 0 < limit < len(found):
             # Only the sections rescore_bounded keeps (score × ceiling ≥ the limit-th best
             # score) become entries: the limit-th best among them is that same score.
-            lowest = heapq.nlargest(limit, map(scores.__getitem__, found))[-1]
-            entries = [g for g in found if scores[g] * ceiling >= lowest]
-        rescored = rescore_bounded([(scores[g], g) for g in entries], limit, ceiling, with_bonus)
+            entries = found[scores[found] * ceiling >= _kth_largest(scores[found], limit)]
+        pairs = list(zip(scores[entries].tolist(), entries.tolist(), strict=True))
+        rescored = rescore_bounded(pairs, limit, ceiling, with_bonus)
         for score, g in rescored:
             scores[g] = score
         chosen = [g for _, g in rescored]
@@ -200,13 +202,17 @@ def rank(
         chosen = _cut(chosen, scores, limit)
 
     def key(g: int) -> tuple[float, str, int]:
-        return (-scores[g], *index.concept_and_line(g))
+        return (-float(scores[g]), *index.concept_and_line(g))
 
     chosen = sorted(chosen, key=key)
     if limit is not None:
         chosen = chosen[:limit]
     best = [
-        Scored(g, scores[g], tuple(t for i, t in enumerate(terms) if (masks[g] & counted) >> i & 1))
+        Scored(
+            g,
+            float(scores[g]),
+            tuple(t for i, t in enumerate(terms) if (int(masks[g]) & counted) >> i & 1),
+        )
         for g in chosen
     ]
     return Ranking(total, best)
@@ -219,16 +225,16 @@ class _Part:
     the section's heading, outline and title."""
 
     groups: list[list[str]]
-    masks: list[int]
+    masks: np.ndarray
     query: QueryPlan | None
     tokenizer: Tokenizer | None
-    scores: list[float]
+    scores: np.ndarray
     weight: float
 
     def bonus(self, held: int, g: int) -> float:
         """`held`: the bits of the groups with a word in section g's heading path."""
         assert self.query is not None
-        return heading_bonus(held & self.masks[g], self.query)
+        return heading_bonus(held & int(self.masks[g]), self.query)
 
 
 def _add(
@@ -237,107 +243,95 @@ def _add(
     groups: list[list[str]],
     match_any: bool,
     scoring: AnyScoring,
-    scores: list[float],
-    masks: list[int],
+    scores: np.ndarray,
+    masks: np.ndarray,
     boosts: list[float] | None = None,
-) -> tuple[list[int], QueryPlan | None]:
+) -> tuple[np.ndarray, QueryPlan | None]:
     """Adds each section's score for `terms` to `scores` (and the terms it holds to
     `masks`); under `match_any`, scaled by its coordination factor. Returns the sections
-    touched, in the order first met, and the query's plan (under `match_any`).
+    touched, ascending, and the query's plan (under `match_any`).
 
     `boosts`: the last group is one term (AsYouType.grouped), its terms' tf summed with
     these weights and its df the largest of theirs."""
     index = source.index if isinstance(source, Stemmed) else source
     query = None
     last = len(groups) - 1
-    # Each term's postings are found once, and its df read from them: under stemming a df
-    # is the size of the stem's merged postings, which the view's memo may not hold from
-    # the df to the sum. The grouped last term is summed first, as its df is only known
-    # once its terms are read.
+    # Each term's postings are found once, and its df read from them. The grouped last
+    # term is summed first, as its df is only known once its terms are read.
     grouped = _grouped_tfs(source, groups[last], boosts) if boosts is not None else None
     apart = groups[:last] if grouped is not None else groups  # scored term by term
-    wheres = [{t: source.where(t) for t in g} for g in apart]
-    term_idfs = [{t: idf_of(source.n, sections_in(w)) for t, w in ws.items()} for ws in wheres]
+    posts = [{t: source.postings(t) for t in g} for g in apart]
+    term_idfs = [{t: idf_of(source.n, p.df) for t, p in ps.items()} for ps in posts]
     idfs = [max(d.values(), default=0.0) for d in term_idfs]
     if grouped is not None:
         idfs.append(idf_of(source.n, grouped[2]))
     if match_any:
         query = plan(terms, idfs, scoring)
-        k1p = query.k1 + 1
-        pre = _denominators(index, query.k1, query.b)
-        multipliers = query.multipliers
+        k1, b, multipliers = query.k1, query.b, query.multipliers
     else:
-        k1p = _K1P
-        pre = index.denominators()
-    touched: list[int] = []
+        k1, b, multipliers = K1, B, ()
+    k1p = k1 + 1
+    pre = _denominators(index, k1, b)
+    # The formula exactly as SPEC §5 writes it, one array operation per term: numpy does
+    # the same IEEE double operations in the same order as a loop over the postings would
+    # (weight × tf, × (k1 + 1), ÷ (tf + the length part), added in term order), and the
+    # scores are part of the output: a different rounding could reorder equal scores.
     for gi, group in enumerate(apart):
         bit = 1 << gi
         for term in group:
+            p = posts[gi][term]
+            if not p.df:
+                continue
             weight = term_idfs[gi][term]
             if match_any:
                 weight *= multipliers[gi]  # a CJK chain's bigrams share one word's weight
-            for block, base, lo, hi in wheres[gi][term]:
-                for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
-                    g = base + s
-                    # The formula exactly as SPEC §5 writes it (the length part evaluated
-                    # once per index, in the same order): scores are part of the output,
-                    # and a different rounding could reorder equal scores.
-                    scores[g] += weight * tf * k1p / (tf + pre[g])
-                    mask = masks[g]
-                    if not mask:
-                        touched.append(g)
-                    masks[g] = mask | bit
+            secs, tf = p.secs, p.tfs
+            scores[secs] += weight * tf * k1p / (tf + pre[secs])
+            masks[secs] |= bit
     if grouped is not None:
         tfs, met, _ = grouped
-        bit = 1 << last
         weight = idfs[last] * (multipliers[last] if match_any else 1.0)
-        for g in met:
-            tf = tfs[g]
-            scores[g] += weight * tf * k1p / (tf + pre[g])
-            mask = masks[g]
-            if not mask:
-                touched.append(g)
-            masks[g] = mask | bit
+        tf = tfs[met]
+        scores[met] += weight * tf * k1p / (tf + pre[met])
+        masks[met] |= 1 << last
+    touched = np.flatnonzero(masks)
     if match_any:
         assert query is not None  # (match_any is only ever set with a query)
-        factors: dict[int, float] = {}  # the coordination factor by mask: few masks
-        for g in touched:
-            mask = masks[g]
-            f = factors.get(mask)
-            if f is None:
-                f = factors[mask] = factor(mask, query)
-            scores[g] *= f  # scoring.final_score(score, mask, query)
+        held = masks[touched]
+        for mask in np.unique(held).tolist():  # the coordination factor by mask: few masks
+            f = factor(mask, query)
+            if f != 1.0:
+                at = touched[held == mask]
+                scores[at] *= f  # scoring.final_score(score, mask, query)
     return touched, query
 
 
 def _grouped_tfs(
     source: Index | Stemmed, group: list[str], boosts: list[float]
-) -> tuple[list[float], list[int], int]:
-    """The terms of `group` as one term: tf = Σ boost × tf of each, per section; the
-    sections met, in the order first met; and the group's df, the largest of its terms'."""
-    # Summed in a list indexed by section (a boost × tf is never 0, so 0 is "not met"), in
-    # the order the postings come, so each sum is the same float a dict gave.
-    tfs = [0.0] * source.n
-    met: list[int] = []
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The terms of `group` as one term: tf = Σ boost × tf of each, per section, summed in
+    the group's order; the sections met, ascending; and the group's df, the largest of its
+    terms'. (A boost × tf is never 0, so 0 is "not met".)"""
+    tfs = np.zeros(source.n)
     df = 0
     for term, boost in zip(group, boosts, strict=True):
-        places = source.where(term)
-        df = max(df, sections_in(places))
-        for block, base, lo, hi in places:
-            for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
-                g = base + s
-                held = tfs[g]
-                if not held:
-                    met.append(g)
-                tfs[g] = held + boost * tf
-    return tfs, met, df
+        p = source.postings(term)
+        df = max(df, p.df)
+        if p.df:
+            tfs[p.secs] += boost * p.tfs
+    return tfs, np.flatnonzero(tfs), df
 
 
-def _cut(found: list[int], scores: list[float], limit: int) -> list[int]:
+def _cut(found: list[int], scores: np.ndarray, limit: int) -> list[int]:
     """The sections that can be among the best `limit`, with far fewer than all of them to
     sort: the order starts with the score, so every section scoring above the limit-th one
     is in, and those equal to it are kept to be ordered by the rest of the key."""
     if limit <= 0:
         return []
-    lowest = heapq.nlargest(limit, (scores[g] for g in found))[-1]
-    return [g for g in found if scores[g] >= lowest]
+    at = np.array(found, dtype=np.int64)
+    return at[scores[at] >= _kth_largest(scores[at], limit)].tolist()
+
+
+def _kth_largest(values: np.ndarray, k: int) -> float:
+    """The k-th largest of `values` (1 ≤ k ≤ len(values))."""
+    return float(np.partition(values, len(values) - k)[len(values) - k])

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import threading
 import weakref
-from array import array
 from collections import OrderedDict
-from dataclasses import dataclass
 
-from .index import Index, Where, most_frequent, sections_in
+from .index import Index, most_frequent
+from .postings import Postings, gather, merge
 from .terms import _stem
 
-# Merged postings a view keeps, counted in postings (8 bytes each): a stem of a common
-# word merges tens of thousands, and as-you-type queries ask for the same stems again. At
+# Stems' postings a view keeps (its words' joined across the blocks and summed), counted in
+# postings (8 bytes each): a stem of a common word merges tens of thousands, and as-you-type queries ask for the same stems again. At
 # least this many, or three quarters of the index's postings: a larger index's stems
 # merge more, and a fixed bound held a session's stems at 38k files (1.3M postings) but
 # not at ten times that, where each keystroke merged again what the last one had.
@@ -53,25 +52,16 @@ def stem_prefix(stem: str) -> str:
     return stem[: max(1, len(stem) - 2)]
 
 
-@dataclass(frozen=True, slots=True)
-class Merged:
-    """A stem's postings in one block: its words' postings summed per section, in section
-    order. Shaped like a block's posting arrays, so the ranker reads both alike."""
-
-    p_sec: array[int]
-    p_tf: array[int]
-
-
 class Stemmed:
-    """An index seen through stems: `where`, `df` and `expand` take stems; everything
+    """An index seen through stems: `postings`, `df` and `expand` take stems; everything
     else is the index's own."""
 
     __slots__ = ("__weakref__", "_held", "_lock", "_postings", "_typed", "_where", "index")
 
     def __init__(self, index: Index) -> None:
         self.index = index
-        self._where: OrderedDict[str, tuple[tuple[Where, ...], int]] = OrderedDict()
-        self._held = 0  # merged postings kept in _where
+        self._where: OrderedDict[str, Postings] = OrderedDict()
+        self._held = 0  # postings kept in _where
         self._postings = sum(len(block.p_sec) for block in index.blocks)
         self._lock = threading.Lock()
         # The last prefixes expanded, each with the words it matched (word, stem, sections
@@ -100,43 +90,27 @@ class Stemmed:
                     found.add(word)
         return sorted(found)
 
-    def where(self, stem: str) -> tuple[Where, ...]:
-        """The stem's postings in each block that holds one of its words."""
+    def postings(self, stem: str) -> Postings:
+        """The stem's postings: its words' summed per section."""
         with self._lock:
             known = self._where.get(stem)
             if known is not None:
                 self._where.move_to_end(stem)
-                return known[0]
-        words = self.words(stem)
-        places: list[Where] = []
-        for block, base in zip(self.index.blocks, self.index.bases, strict=True):
-            spans = [span for span in map(block.find, words) if span is not None]
-            if not spans:
-                continue
-            if len(spans) == 1:  # one word: the block's own postings
-                places.append((block, base, *spans[0]))
-                continue
-            tf: dict[int, int] = {}
-            for lo, hi in spans:
-                for s, count in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
-                    tf[s] = tf.get(s, 0) + count
-            order = sorted(tf)
-            merged = Merged(array("I", order), array("I", [tf[s] for s in order]))
-            places.append((merged, base, 0, len(order)))  # type: ignore[arg-type]
-        found = tuple(places)
-        size = sum(len(m.p_sec) for m, _, _, _ in places if isinstance(m, Merged))
+                return known
+        index = self.index
+        found = merge([gather(index, index.where(word)) for word in self.words(stem)])
         with self._lock:
             if stem not in self._where:
-                self._where[stem] = (found, size)
-                self._held += size
+                self._where[stem] = found
+                self._held += found.df
             bound = max(_REMEMBERED_POSTINGS, int(self._postings * _REMEMBERED_SHARE))
             while self._held > bound and len(self._where) > 1:
-                _, (_, dropped) = self._where.popitem(last=False)
-                self._held -= dropped
+                _, dropped = self._where.popitem(last=False)
+                self._held -= dropped.df
         return found
 
     def df(self, stem: str) -> int:
-        return sections_in(self.where(stem))
+        return self.postings(stem).df
 
     def expand(self, prefix: str) -> list[str]:
         """Stems that start with `prefix` (itself included), and the stems of the words
@@ -201,4 +175,4 @@ def stemmed(index: Index) -> Stemmed:
         return view
 
 
-__all__ = ["Merged", "Stemmed", "stem_of", "stem_prefix", "stemmed"]
+__all__ = ["Stemmed", "stem_of", "stem_prefix", "stemmed"]

@@ -130,14 +130,16 @@ def test_merged_postings_sum_the_words_tf_per_section() -> None:
     idx = index_of({"a.md": "# Stop\nstopped stops\n\n## Other\nstop\n", "b.md": "cats\n"})
     view = stemmed(idx)
     # one section holds stop (heading ×3 + raw 1), stopped and stops: tf 6; the other 1
-    postings = {}
-    for block, base, lo, hi in view.where("stop"):
-        for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
-            postings[idx.section(base + s).heading] = tf
+    stop = view.postings("stop")
+    postings = {
+        idx.section(g).heading: tf
+        for g, tf in zip(stop.secs.tolist(), stop.tfs.tolist(), strict=True)
+    }
     assert postings == {"Stop": 6, "Other": 1}
     assert view.df("stop") == 2
     # a stem with one word is that word's own postings
-    assert view.where("cat") == idx.where("cats")
+    cat, cats = view.postings("cat"), idx.postings("cats")
+    assert cat.secs.tolist() == cats.secs.tolist() == [2] and cat.tfs.tolist() == cats.tfs.tolist()
     assert view.df("cat") == 1 and view.df("dog") == 0
 
 
@@ -247,30 +249,31 @@ def test_search_reports_stems_and_spans_the_words(make_bundle: Any) -> None:
     assert len(hit["match_spans"]) == 2  # Stopping and stopped
 
 
-def test_merged_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stem_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     import citeline.engine.stems as stems
 
     files = {f"{i}.md": "run runs stop stops hope hoped\n" for i in range(6)}
     view = stemmed(index_of(files))
     monkeypatch.setattr(stems, "_REMEMBERED_SHARE", 0.0)
     monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 8)
-    first = view.where("run")  # 6 merged postings
-    assert view.where("run") is first  # remembered
-    view.where("stop")  # 6 more: over 8, the oldest goes
+    first = view.postings("run")  # 6 merged postings
+    assert view.postings("run") is first  # remembered
+    view.postings("stop")  # 6 more: over 8, the oldest goes
     assert view._held == 6 and list(view._where) == ["stop"]
-    assert view.where("run") is not first and view.where("run") == first  # merged again
+    again = view.postings("run")
+    assert again is not first and again.secs.tolist() == first.secs.tolist()  # merged again
     monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 1)
-    view.where("hope")  # alone over the bound: the newest is still kept
+    view.postings("hope")  # alone over the bound: the newest is still kept
     assert list(view._where) == ["hope"] and view._held == 6
     # exactly at the bound, nothing goes; the count follows what is dropped
     monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 12)
-    view.where("stop")
+    view.postings("stop")
     assert list(view._where) == ["hope", "stop"] and view._held == 12
-    view.where("run")
+    view.postings("run")
     assert list(view._where) == ["stop", "run"] and view._held == 12
 
 
-def test_merged_postings_kept_grow_with_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stem_postings_kept_grow_with_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """The bound is a share of the index's postings when that is more: a large index's
     stems merge more, and a fixed bound would merge each of them again every keystroke."""
     import citeline.engine.stems as stems
@@ -278,11 +281,11 @@ def test_merged_postings_kept_grow_with_the_index(monkeypatch: pytest.MonkeyPatc
     files = {f"{i}.md": "run runs stop stops hope hoped walk walked\n" for i in range(6)}
     view = stemmed(index_of(files))  # 48 postings: three quarters are 36
     monkeypatch.setattr(stems, "_REMEMBERED_POSTINGS", 1)
-    kept = [view.where(stem) for stem in ("run", "stop", "hope")]  # 6 merged postings each
+    kept = [view.postings(stem) for stem in ("run", "stop", "hope")]  # 6 merged postings each
     assert list(view._where) == ["run", "stop", "hope"] and view._held == 18
-    assert all(view.where(s) is k for s, k in zip(("run", "stop", "hope"), kept, strict=True))
+    assert all(view.postings(s) is k for s, k in zip(("run", "stop", "hope"), kept, strict=True))
     monkeypatch.setattr(stems, "_REMEMBERED_SHARE", 1 / 4)  # 12: the oldest two go
-    view.where("walk")
+    view.postings("walk")
     assert list(view._where) == ["hope", "walk"] and view._held == 12
 
 
@@ -298,10 +301,10 @@ def test_stems_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     idx = index_of(files)
     assert len(idx.blocks) == 3
     view = stemmed(idx)
-    held = {}
-    for block, base, lo, hi in view.where("stop"):
-        for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
-            held[idx.section(base + s).path] = tf
+    stop = view.postings("stop")
+    held = {
+        idx.section(g).path: tf for g, tf in zip(stop.secs.tolist(), stop.tfs.tolist(), strict=True)
+    }
     assert held == {"b.md": 1, "d.md": 1, "e.md": 2}
 
 
