@@ -30,9 +30,10 @@ from .terms import _stem
 
 # Stems' postings a view keeps (its words' joined across the blocks and summed), counted in
 # postings (8 bytes each): a stem of a common word merges tens of thousands, and
-# as-you-type queries ask for the same stems again. At least this many, or three quarters of the index's postings: a larger index's stems
-# merge more, and a fixed bound held a session's stems at 38k files (1.3M postings) but
-# not at ten times that, where each keystroke merged again what the last one had.
+# as-you-type queries ask for the same stems again. At least this many, or three quarters
+# of the index's postings: a larger index's stems merge more, and a fixed bound held a
+# session's stems at 38k files (1.3M postings) but not at ten times that, where each
+# keystroke merged again what the last one had.
 _REMEMBERED_POSTINGS = 1_000_000
 _REMEMBERED_SHARE = 0.75
 # Prefixes whose matching words a view keeps for the next keystrokes: enough for typing on
