@@ -171,3 +171,23 @@ def test_rank_reports_python_numbers_in_the_loop_s_order(real_index: Index) -> N
     for hit in ranked.best:
         assert type(hit.section) is int and type(hit.score) is float
         assert hit.score == want[hit.section][0]
+
+
+def test_touched_sections_are_found_alike_from_the_postings_or_the_slots(
+    real_index: Index,
+) -> None:
+    """Few postings: the sections are taken from them; many: every slot is scanned. Both
+    give the same sections, ascending."""
+    from citeline.engine.rank import _nonzero
+
+    n = real_index.n
+    for terms in (["chmod"], ["remote", "session"], ["the", "a", "of"]):
+        spans = [real_index.postings(t).secs for t in terms]
+        dense = np.zeros(n)
+        for secs in spans:
+            dense[secs] += 1.0
+        few = sum(len(s) for s in spans) * 8 < n
+        assert terms != ["the", "a", "of"] or not few  # both ways are taken
+        assert terms != ["chmod"] or few
+        got = _nonzero(dense, spans)
+        assert got.tolist() == np.flatnonzero(dense).tolist() and len(got) > 0
