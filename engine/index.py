@@ -102,7 +102,6 @@ class Index:
                 key=lambda p: p.path,
             )
         )
-        self._pre: list[float] | None = None
         self._where: OrderedDict[str, tuple[Where, ...]] = OrderedDict()
         self._checked = checked
         self._lock = threading.Lock()
@@ -221,20 +220,6 @@ class Index:
             for term, count in block.prefixed(prefix):
                 found[term] = found.get(term, 0) + count
         return most_frequent(found)
-
-    def denominators(self) -> list[float]:
-        """K1·(1 − B + B·len/avglen) of every section: the length part of §5's formula,
-        evaluated exactly as the formula writes it, once per index."""
-        pre = self._pre
-        if pre is None:
-            avglen = self.avglen
-            pre = [
-                K1 * (1 - B + B * length / avglen)
-                for block in self.blocks
-                for length in block.sec_length
-            ]
-            self._pre = pre
-        return pre
 
     # -- sections ------------------------------------------------------------------------
 

@@ -34,9 +34,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from bench import scaled_bundle
 from harness import say
 
@@ -85,6 +87,21 @@ def the_index(root: Path) -> tuple[Index, Any]:
     return seen["index"], seen["relevance"]
 
 
+def _by_block(index: Index, postings: Any) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """A term's postings (engine/postings.py), block by block: (the block's first section,
+    [(section in the block, tf), ...])."""
+    current, pairs = -1, []
+    for g, tf in zip(postings.secs.tolist(), postings.tfs.tolist(), strict=True):
+        _, s = index.locate(g)
+        if g - s != current:
+            if pairs:
+                yield current, pairs
+            current, pairs = g - s, []
+        pairs.append((s, tf))
+    if pairs:
+        yield current, pairs
+
+
 def work(index: Index, text: str, relevance: Any) -> dict[str, int]:
     terms = query_terms(text, relevance.tokenizer)
     final = {
@@ -96,7 +113,7 @@ def work(index: Index, text: str, relevance: Any) -> dict[str, int]:
     groups = [[t] for t in terms]
     groups[-1] = source.expand(terms[-1])
     boosts = [1.0 if t == terms[-1] else AS_YOU_TYPE.expansion for t in groups[-1]]
-    scores, masks = [0.0] * index.n, [0] * index.n
+    scores, masks = np.zeros(index.n), np.zeros(index.n, np.int64)
     _, query = _add(source, terms, groups, True, MATCH_ANY, scores, masks, boosts)
     assert query is not None
     pre = _denominators(index, query.k1, query.b)
@@ -118,9 +135,9 @@ def work(index: Index, text: str, relevance: Any) -> dict[str, int]:
         for gi, group in enumerate(groups):
             for ti, term in enumerate(group):
                 boost = boosts[ti] if gi == last else 1.0
-                for block, base, lo, hi in source.where(term):
+                for base, pairs in _by_block(index, source.postings(term)):
                     most: dict[tuple[int, int], int] = {}
-                    for s, tf in zip(block.p_sec[lo:hi], block.p_tf[lo:hi], strict=True):
+                    for s, tf in pairs:
                         run = (base, s // size)
                         most[run] = max(most.get(run, 0), tf)
                         postings[run] = postings.get(run, 0) + 1
