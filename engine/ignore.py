@@ -133,9 +133,10 @@ def own_patterns(spec: GitIgnoreSpec) -> list[tuple[Any, str | None]]:
         text = text.removesuffix("\r").rstrip(" ")  # as git reads a line of a CRLF file
         if pattern.include is False and text.startswith("!"):
             text = text[1:]
-        if text.endswith("/**/"):
+        if text.endswith("/**/") and text[:-4].strip("/*"):
             # `a/**/`: for git the folders inside a/, not a/ itself (pathspec reads it as
-            # `a/`): what `a/**` finds, where it is a folder.
+            # `a/`): what `a/**` finds, where it is a folder. Not `/**/` or `**/**/`: with
+            # nothing before them they name every folder, which pathspec reads right.
             inside = GitIgnoreSpecPattern(text[:-1]).regex
             if inside is not None and DIR_MARK not in inside.pattern:
                 own.append(

@@ -585,3 +585,27 @@ def test_the_rules_agree_with_git(
         assert whole == captured(root / "doc")  # the same rules from above as from inside
     finally:
         shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("every_folder", ["/**/", "**/", "**/**/", "/**/**/"])
+@pytest.mark.parametrize("first", ["a", "/a", "a/", "*/", "**/a"])
+def test_a_pattern_for_every_folder_re_includes_them_as_git_does(
+    tmp_path: Path, first: str, every_folder: str
+) -> None:
+    """`!/**/` re-includes every folder, a/ too (Hypothesis found citeline reading `/**/`
+    as `a/**/` with nothing before it, the folders inside some folder, and so leaving a/
+    ignored); `a/**/` keeps its own meaning, the folders inside a/."""
+    home = {"HOME": str(tmp_path), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    files: dict[str, str | bytes] = {
+        "doc/.gitignore": f"{first}\n!{every_folder}\n",
+        "doc/a/a.md": "x\n",
+        "doc/a/b/a.md": "x\n",
+        "doc/b.md": "x\n",
+    }
+    root = write_bundle(tmp_path / "repo", files)
+    git(home, "init", "-q", str(root), cwd=tmp_path)
+    listed = git_lists(home, root / "doc")
+    assert "a/a.md" in listed  # (what git does, so that the comparison below can fail)
+    assert captured(root / "doc") == listed
+    rules = compile_rules(["a/**/"])
+    assert [rules.check(p) for p in ("a/", "a/b/", "a/b/c/")] == [None, True, True]
