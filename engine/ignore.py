@@ -133,10 +133,10 @@ def own_patterns(spec: GitIgnoreSpec) -> list[tuple[Any, str | None]]:
         text = text.removesuffix("\r").rstrip(" ")  # as git reads a line of a CRLF file
         if pattern.include is False and text.startswith("!"):
             text = text[1:]
-        if text.endswith("/**/") and text[:-4].strip("/*"):
+        if text.endswith("/**/") and not _any_depth(text[:-4]):
             # `a/**/`: for git the folders inside a/, not a/ itself (pathspec reads it as
             # `a/`): what `a/**` finds, where it is a folder. Not `/**/` or `**/**/`: with
-            # nothing before them they name every folder, which pathspec reads right.
+            # only `**` before them they name every folder, which pathspec reads right.
             inside = GitIgnoreSpecPattern(text[:-1]).regex
             if inside is not None and DIR_MARK not in inside.pattern:
                 own.append(
@@ -155,6 +155,12 @@ def own_patterns(spec: GitIgnoreSpec) -> list[tuple[Any, str | None]]:
             regex = "(?:" + regex + ")(?s:.)"
         own.append((RegexPattern(re.compile(regex), pattern.include), tail))
     return own
+
+
+def _any_depth(head: str) -> bool:
+    """Whether a pattern's leading part (`/**`, `**/**`, or nothing) matches any number of
+    folders, so that `head/**/` names every folder."""
+    return all(part == "**" for part in head.strip("/").split("/") if part)
 
 
 def _tail(regex: str, text: str) -> str | None:

@@ -609,3 +609,20 @@ def test_a_pattern_for_every_folder_re_includes_them_as_git_does(
     assert captured(root / "doc") == listed
     rules = compile_rules(["a/**/"])
     assert [rules.check(p) for p in ("a/", "a/b/", "a/b/c/")] == [None, True, True]
+
+
+@pytest.mark.parametrize(
+    "rules", ["*/**/", "a\n!*/**/", "**/**/**/", "b/\n!*/**/", "a/**/**/", "*/*/**/"]
+)
+def test_folders_inside_a_pattern_are_what_git_reads(tmp_path: Path, rules: str) -> None:
+    """`X/**/` names the folders inside what X names, unless X is only `**` (every
+    folder): `*/**/` keeps the first level, `**/**/**/` does not."""
+    home = {"HOME": str(tmp_path), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    names = ["a/a.md", "a/b/a.md", "a/b/c/a.md", "b.md", "b/x.md"]
+    files: dict[str, str | bytes] = {"doc/.gitignore": rules + "\n"}
+    files.update({"doc/" + name: "x\n" for name in names})
+    root = write_bundle(tmp_path / "repo", files)
+    git(home, "init", "-q", str(root), cwd=tmp_path)
+    listed = git_lists(home, root / "doc")
+    assert listed != names  # (the rules ignore something, so the comparison can fail)
+    assert captured(root / "doc") == listed
