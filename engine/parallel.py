@@ -126,6 +126,13 @@ class Result:
                 cancel.check()
         return self._value
 
+    def take(self, cancel: CancelToken | None = None) -> Any:
+        """get(), and the answer forgotten: a caller that keeps the Result (a list of runs
+        in flight) need not keep its answer too."""
+        value = self.get(cancel)
+        self._value = None
+        return value
+
     def done(self) -> bool:
         return self._answered.is_set()
 

@@ -141,12 +141,19 @@ def test_a_capture_that_fails_leaves_nothing_running(
 
 
 class FakeResult:
-    def __init__(self) -> None:
+    """A worker's Result: `answer` is what the worker gave (None: as a broken pool)."""
+
+    def __init__(self, answer: object = None) -> None:
         self.cancelled = False
         self.finished = False
+        self.answer = answer
 
     def done(self) -> bool:
         return self.finished
+
+    def take(self, cancel: object = None) -> object:
+        answer, self.answer = self.answer, None
+        return answer
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -155,16 +162,29 @@ class FakeResult:
 class FakePool:
     count = 2
 
-    def __init__(self) -> None:
+    def __init__(self, work: bool = False) -> None:
         self.jobs: list[list[tuple[str, str, bytes, bytes | None]]] = []
+        self.work = work  # each job done at once, in this process, and its answer kept
 
     def run(self, fn, jobs):  # type: ignore[no-untyped-def]
         assert fn is build.build_chunk
         out = []
-        for _options, items in jobs:
+        for options, items in jobs:
             self.jobs.append(items)
-            out.append(FakeResult())
+            out.append(FakeResult(fn(options, items) if self.work else None))
         return out
+
+
+class Recorded(build.StructureCache):
+    def __init__(self) -> None:
+        self.blocks: dict[str, bytes] = {}
+        self.structures: dict[str, bytes] = {}
+
+    def put_many(self, items):  # type: ignore[no-untyped-def]
+        self.structures.update(items)
+
+    def put_block(self, key: str, blob: bytes) -> None:
+        self.blocks[key] = blob
 
 
 def record(path: str, data: bytes, reserved: bool = False) -> CapturedFile:
@@ -209,6 +229,39 @@ def test_a_run_with_a_file_the_snapshot_holds_otherwise_is_dropped() -> None:
     assert ahead.flying == []
     ahead.close()  # nothing left to cancel: the usable ones belong to update() now
     assert [r[2].cancelled for r in results] == [False, False, True, False]
+
+
+def test_answers_that_came_are_taken_in_while_the_capture_reads() -> None:
+    """A worker's answer (the block encoded, the structures it parsed) left waiting until the
+    capture ended was a cold build's largest transient: each one that came is decoded and
+    stored as the next run goes out, and only its block is kept."""
+    pool = FakePool(work=True)
+    store = Recorded()
+    ahead = Ahead(AnalysisOptions(), pool, store, frozenset())
+    text = "# Title\n\n" + "alpha beta gamma " * (TARGET_BYTES // 17 + 1)
+    files = [record(f"{i}.md", (text + str(i)).encode()) for i in range(5)]
+    for f in files[:4]:
+        assert f.data is not None
+        ahead.add(f.path, f.sha256, f.data)
+    waiting = [result for _, _, result in ahead.flying]
+    assert len(waiting) == 4 and not store.blocks  # none came back yet
+    answers = [result.answer for result in waiting]
+    for result in waiting[:2]:
+        result.finished = True
+    assert files[4].data is not None
+    ahead.add(files[4].path, files[4].sha256, files[4].data)
+    settled = [result for _, _, result in ahead.flying[:2]]
+    assert all(isinstance(r, build.Settled) for r in settled)
+    assert not any(isinstance(r, build.Settled) for _, _, r in ahead.flying[2:])
+    for (_, items, r), answer, result in zip(ahead.flying, answers, waiting[:2], strict=False):
+        blob, fresh = answer
+        assert result.answer is None  # the answer is not kept beside the block
+        assert store.blocks[r.block.key] == blob and r.block.encode() == blob
+        assert list(r.block.paths) == [path for path, _, _, _ in items]
+        assert dict(fresh).items() <= store.structures.items()
+    assert len(store.blocks) == 2
+    usable, rest = ahead.take(files)
+    assert [r for _, _, r in usable[:2]] == settled and len(usable) == 5 and rest == []
 
 
 def test_at_most_a_few_runs_in_flight_the_rest_wait() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.engine.parallel import Workers, start_method
+from citeline.engine.parallel import Result, Workers, start_method
 
 
 def alive(pid: int) -> bool:
@@ -185,3 +185,14 @@ def test_workers_leave_when_their_owner_leaves_at_once(tmp_path: Path) -> None:
     pids = {int(word) for word in run.stdout.split()}
     assert len(pids) == 2
     assert gone_within(pids, 10)
+
+
+def test_a_taken_answer_is_not_kept_by_its_result() -> None:
+    """A build's list of runs keeps each Result until the build ends; the answer (a block's
+    bytes) should go as soon as it has been taken in."""
+    result = Result(len, ((),))
+    answer = [b"a block's bytes"]
+    result.answer(answer)
+    assert result.done() and result.get() is answer
+    assert result.take() is answer
+    assert result.done() and result.get() is None
