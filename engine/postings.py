@@ -7,19 +7,22 @@ as the blocks are in order), and `merge` sums several terms' postings per sectio
 words, engine/stems.py). With numpy, scoring a posting costs a few nanoseconds instead of a
 Python loop's step; the arithmetic is the same IEEE double operations in the same order, so
 every score is the same float the loop gave (tests/engine/test_rank_arrays.py).
+
+numpy is imported by the first ranking, not with the module: the worker processes that
+build blocks, and a process that never ranks, do without its 15 MiB and 50 ms.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
 
     from .index import Index, Where
@@ -38,7 +41,13 @@ class Postings:
         return len(self.secs)
 
 
-EMPTY = Postings(np.zeros(0, np.int32), np.zeros(0, np.int32))
+@functools.cache
+def empty() -> Postings:
+    """No postings (one object, made when first asked for)."""
+    import numpy as np
+
+    return Postings(np.zeros(0, np.int32), np.zeros(0, np.int32))
+
 
 # Zero-copy views of each block's posting arrays, by the block's identity, made once per
 # index (a block's arrays never change).
@@ -52,6 +61,8 @@ def _views(index: Index) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     with _LOCK:
         known = _VIEWS.get(index)
         if known is None:
+            import numpy as np
+
             known = _VIEWS[index] = {
                 id(b): (np.asarray(b.p_sec), np.asarray(b.p_tf)) for b in index.blocks
             }
@@ -61,7 +72,9 @@ def _views(index: Index) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 def gather(index: Index, places: Sequence[Where]) -> Postings:
     """The postings of one term from its ranges in each block (Index.where)."""
     if not places:
-        return EMPTY
+        return empty()
+    import numpy as np
+
     views = _views(index)
     secs, tfs = [], []
     for block, base, lo, hi in places:
@@ -77,9 +90,11 @@ def merge(parts: Sequence[Postings]) -> Postings:
     """Several terms' postings as one: per section, the sum of their tfs."""
     parts = [p for p in parts if p.df]
     if not parts:
-        return EMPTY
+        return empty()
     if len(parts) == 1:
         return parts[0]
+    import numpy as np
+
     secs = np.concatenate([p.secs for p in parts])
     tfs = np.concatenate([p.tfs for p in parts])
     order, inverse = np.unique(secs, return_inverse=True)
@@ -88,4 +103,4 @@ def merge(parts: Sequence[Postings]) -> Postings:
     return Postings(order, summed.astype(tfs.dtype))
 
 
-__all__ = ["EMPTY", "Postings", "gather", "merge"]
+__all__ = ["Postings", "empty", "gather", "merge"]

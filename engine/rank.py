@@ -6,8 +6,7 @@ import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .index import K1, B, Index
 from .naming import Names
@@ -25,6 +24,9 @@ from .scoring import (
 )
 from .stems import Stemmed, stemmed
 from .terms import Tokenizer
+
+if TYPE_CHECKING:  # numpy is imported by the first ranking (engine/postings.py: why)
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,8 @@ _DENOMINATORS: weakref.WeakKeyDictionary[Index, dict[tuple[float, float], np.nda
 def _denominators(index: Index, k1: float, b: float) -> np.ndarray:
     """k1·(1 − b + b·len/avglen) of every section, once per index and (k1, b), each
     evaluated as §5's formula writes it (a different rounding could reorder equal scores)."""
+    import numpy as np
+
     known = _DENOMINATORS.setdefault(index, {})
     pre = known.get((k1, b))
     if pre is None:
@@ -93,6 +97,8 @@ def rank(
     English stems (terms.QueryTerms under `stemming=english`) are read through
     engine/stems.py; under `match_any` the words as typed then add their own score.
     """
+    import numpy as np
+
     typed = getattr(terms, "typed", None)
     source: Index | Stemmed = stemmed(index) if typed is not None else index
     # groups[i]: the indexed terms that stand for query term i (one, or its expansions)
@@ -253,6 +259,8 @@ def _add(
 
     `boosts`: the last group is one term (AsYouType.grouped), its terms' tf summed with
     these weights and its df the largest of theirs."""
+    import numpy as np
+
     index = source.index if isinstance(source, Stemmed) else source
     query = None
     last = len(groups) - 1
@@ -313,6 +321,8 @@ def _grouped_tfs(
     """The terms of `group` as one term: tf = Σ boost × tf of each, per section, summed in
     the group's order; the sections met, ascending; and the group's df, the largest of its
     terms'. (A boost × tf is never 0, so 0 is "not met".)"""
+    import numpy as np
+
     tfs = np.zeros(source.n)
     df = 0
     spans = []
@@ -329,6 +339,8 @@ def _nonzero(dense: np.ndarray, spans: list[np.ndarray]) -> np.ndarray:
     """The sections, ascending, where `dense` (one slot per section) is not 0, given that
     those are exactly the sections of `spans`: from the spans when they are few, as scanning
     every section of a large index costs more than the postings (a millisecond at 384k)."""
+    import numpy as np
+
     if sum(len(s) for s in spans) * 8 < len(dense):
         return np.unique(np.concatenate(spans)) if spans else np.zeros(0, np.int64)
     return np.flatnonzero(dense)
@@ -338,6 +350,8 @@ def _cut(found: list[int], scores: np.ndarray, limit: int) -> list[int]:
     """The sections that can be among the best `limit`, with far fewer than all of them to
     sort: the order starts with the score, so every section scoring above the limit-th one
     is in, and those equal to it are kept to be ordered by the rest of the key."""
+    import numpy as np
+
     if limit <= 0:
         return []
     at = np.array(found, dtype=np.int64)
@@ -346,4 +360,6 @@ def _cut(found: list[int], scores: np.ndarray, limit: int) -> list[int]:
 
 def _kth_largest(values: np.ndarray, k: int) -> float:
     """The k-th largest of `values` (1 ≤ k ≤ len(values))."""
+    import numpy as np
+
     return float(np.partition(values, len(values) - k)[len(values) - k])

@@ -251,7 +251,7 @@ PROBE = textwrap.dedent(
     """
     import json, os, sys
     # everything imported first: after setuid, `nobody` cannot read this Python's files
-    import citeline.engine.build, citeline.engine.core, citeline.engine.lines, sqlite3
+    import citeline.engine.build, citeline.engine.core, citeline.engine.lines, sqlite3, numpy
     import citeline.engine.frontmatter, pathspec
     from citeline.engine import Engine, Settings
     os.setgid({uid}); os.setuid({uid})

@@ -191,3 +191,20 @@ def test_touched_sections_are_found_alike_from_the_postings_or_the_slots(
         assert terms != ["chmod"] or few
         got = _nonzero(dense, spans)
         assert got.tolist() == np.flatnonzero(dense).tolist() and len(got) > 0
+
+
+def test_numpy_waits_for_the_first_ranking() -> None:
+    """The worker processes that build blocks and a server that has not ranked yet do
+    without numpy (15 MiB and 50 ms each); the first ranking imports it."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import citeline.engine.build, citeline.engine.core, citeline.lsp.server\n"
+        "assert 'numpy' not in sys.modules, 'imported with the modules'\n"
+        "from citeline.engine.postings import empty\n"
+        "assert empty().df == 0 and 'numpy' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
