@@ -463,3 +463,16 @@ def test_a_shared_capture_reads_the_bytes_again_when_none_are_held(make_bundle) 
     (bundle / "a.md").write_text("# A\nalpha two, longer\n")
     (hit,) = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)["hits"]
     assert hit["snippet"] == "# A\nalpha two, longer"
+
+
+def test_fingerprints_of_one_device_share_its_number(tmp_path: Path) -> None:
+    """The stat index keeps a fingerprint per file: one int object for the device, not one
+    per stat (1.2 MiB at 38k files)."""
+    from citeline.engine.reuse.stats import fingerprint
+
+    (tmp_path / "a.md").write_text("a")
+    (tmp_path / "b.md").write_text("b")
+    a, b = (fingerprint(os.stat(tmp_path / name)) for name in ("a.md", "b.md"))
+    assert a[0] == b[0] == os.stat(tmp_path).st_dev
+    assert a[0] is b[0]
+    assert a[1] != b[1]
