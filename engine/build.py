@@ -71,17 +71,15 @@ Flying = tuple[int, list[Item], Any]  # files, the items, the worker's parallel.
 
 class Settled:
     """A run built ahead whose answer was taken in as it came: its block, decoded and
-    stored, standing where the worker's Result stood (the same get, done and cancel)."""
+    stored, standing where the worker's Result stood (the same take, done and cancel)."""
 
     __slots__ = ("block",)
 
     def __init__(self, block: Block) -> None:
         self.block = block
 
-    def get(self, cancel: CancelToken | None = None) -> Block:
+    def take(self, cancel: CancelToken | None = None) -> Block:
         return self.block
-
-    take = get
 
     def done(self) -> bool:
         return True
@@ -90,7 +88,7 @@ class Settled:
         return None
 
 
-def _settle(structures: StructureStore, got: tuple[bytes, list[tuple[str, bytes]]]) -> Block:
+def _take_in(structures: StructureStore, got: tuple[bytes, list[tuple[str, bytes]]]) -> Block:
     """A worker's answer taken in: its structures and its block stored, the block decoded.
     The blob goes to the store (or nowhere) and is not kept: only the block is."""
     blob, fresh = got
@@ -166,7 +164,7 @@ class Ahead:
                 continue
             got = result.take()
             if got is not None:  # (None: the pool broke; _in_workers builds it here)
-                self.flying[i] = (count, items, Settled(_settle(self.structures, got)))
+                self.flying[i] = (count, items, Settled(_take_in(self.structures, got)))
 
     def take(self, todo: Sequence[CapturedFile]) -> tuple[list[Flying], list[CapturedFile]]:
         """The blocks in flight whose files are all among `todo` with the same digests, and
@@ -409,7 +407,7 @@ def _in_workers(
             if isinstance(got, Block):  # taken in while the capture read (Ahead)
                 block = got
             else:  # (None: the pool broke; this chunk is done here)
-                block = _settle(structures, got or build_chunk(options, items))
+                block = _take_in(structures, got or build_chunk(options, items))
             stored.add(block.key)
             yield block
             done += count
