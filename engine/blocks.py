@@ -37,6 +37,29 @@ ANALYSIS_VERSION = "2026-11-30.6"  # .2: heading line breaks and CRs, front-matt
 SAMPLE, _LAST = 64, chr(0x10FFFF)
 
 
+def sample_of(table: StringTable) -> list[str]:
+    """Every SAMPLE-th string of a sorted table, for first_at_least."""
+    return [table[i] for i in range(0, len(table), SAMPLE)]
+
+
+def first_at_least(table: StringTable, sample: list[str], term: str) -> int:
+    """Where `term` is or would go in a sorted table (bisect_left's answer)."""
+    j = bisect.bisect_left(sample, term)
+    # sample[j - 1] < term <= sample[j]: the answer lies in ((j - 1)·SAMPLE, j·SAMPLE].
+    lo = (j - 1) * SAMPLE if j else 0
+    return bisect.bisect_left(table, term, lo, min(j * SAMPLE, len(table)))
+
+
+def prefix_range(table: StringTable, sample: list[str], prefix: str) -> tuple[int, int]:
+    """The strings of a sorted table that start with `prefix`: table[i:j]."""
+    i = first_at_least(table, sample, prefix)
+    # They end before prefix + the last code point, but for those continuing with it.
+    j = first_at_least(table, sample, prefix + _LAST)
+    while j < len(table) and table[j].startswith(prefix):
+        j += 1
+    return i, j
+
+
 @dataclass(frozen=True, slots=True)
 class Input:
     """One searchable file given to a block."""
@@ -109,8 +132,7 @@ class Block:
     _sample: list[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        vocab = self.vocab
-        object.__setattr__(self, "_sample", [vocab[i] for i in range(0, len(vocab), SAMPLE)])
+        object.__setattr__(self, "_sample", sample_of(self.vocab))
 
     # -- looking things up -------------------------------------------------------------
 
@@ -126,17 +148,10 @@ class Block:
     def tokens(self) -> int:
         return sum(self.doc_tokens)
 
-    def _first_at_least(self, term: str) -> int:
-        """Where `term` is or would go in the vocabulary (bisect_left's answer)."""
-        j = bisect.bisect_left(self._sample, term)
-        # sample[j - 1] < term <= sample[j]: the answer lies in ((j - 1)·SAMPLE, j·SAMPLE].
-        lo = (j - 1) * SAMPLE if j else 0
-        return bisect.bisect_left(self.vocab, term, lo, min(j * SAMPLE, len(self.vocab)))
-
     def find(self, term: str) -> tuple[int, int] | None:
         """The range of `term`'s postings, or None when no section holds it."""
         vocab = self.vocab
-        i = self._first_at_least(term)
+        i = first_at_least(vocab, self._sample, term)
         if i < len(vocab) and vocab[i] == term:
             return self.offsets[i], self.offsets[i + 1]
         return None
@@ -144,11 +159,7 @@ class Block:
     def prefixed(self, prefix: str) -> list[tuple[str, int]]:
         """(term, number of sections holding it) for each term starting with `prefix`."""
         vocab, offsets = self.vocab, self.offsets
-        i = self._first_at_least(prefix)
-        # They end before prefix + the last code point, but for those continuing with it.
-        j = self._first_at_least(prefix + _LAST)
-        while j < len(vocab) and vocab[j].startswith(prefix):
-            j += 1
+        i, j = prefix_range(vocab, self._sample, prefix)
         return [(w, offsets[k + 1] - offsets[k]) for k, w in enumerate(vocab.between(i, j), i)]
 
     # -- the codec ---------------------------------------------------------------------

@@ -234,7 +234,7 @@ def update(
     if not todo and not partial and not early:
         if previous is not None and len(kept) == len(previous.blocks):
             return Built(previous, ())
-        return Built(Index(kept), ())
+        return Built(Index(kept, previous=previous), ())
 
     stored: set[str] = set()
     analysed = _analyse(todo, options, fetch, structures, workers, cancel, progress, stored, early)
@@ -259,7 +259,8 @@ def update(
             pending, size = [], 0
     if pending or small:
         new_blocks.append(build(pending, options, small))
-    return Built(Index([*kept, *new_blocks]), tuple(new_blocks), frozenset(stored))
+    index = Index([*kept, *new_blocks], previous=previous)
+    return Built(index, tuple(new_blocks), frozenset(stored))
 
 
 def _bytes(block: Block, keep: Sequence[int]) -> int:

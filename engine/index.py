@@ -19,12 +19,17 @@ from typing import Any
 
 from .blocks import Block
 from .errors import CitelineError, parse_error
+from .lexicon import Lexicon
 from .limits import MAX_HEADING_BYTES, Settings, limit_error
 from .postings import Postings, gather
 
 K1 = 1.2
 B = 0.75
 MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
+# An index of at least this many blocks answers its second prefix look-up and every later
+# one from a Lexicon (lexicon.py) rather than block by block: docs/performance.md has the
+# measurements that set it.
+LEXICON_BLOCKS = 32
 _REMEMBERED_TERMS = 4096  # posting locations an index keeps for terms already looked up
 
 
@@ -75,9 +80,15 @@ def most_frequent(counts: dict[str, int]) -> list[str]:
 
 
 class Index:
-    def __init__(self, blocks: Sequence[Block], checked: Checked | None = None) -> None:
+    def __init__(
+        self,
+        blocks: Sequence[Block],
+        checked: Checked | None = None,
+        previous: Index | None = None,
+    ) -> None:
         """`checked`: the result of checked() for these same blocks, when known (the cache
-        keeps it with the list of blocks)."""
+        keeps it with the list of blocks). `previous`: an index most of whose blocks these
+        are (the one before an edit), whose lexicon this one's is derived from."""
         self.blocks = tuple(blocks)
         bases = []
         n = 0
@@ -105,6 +116,10 @@ class Index:
         self._where: OrderedDict[str, tuple[Where, ...]] = OrderedDict()
         self._checked = checked
         self._lock = threading.Lock()
+        self._lexicon: Lexicon | None = None
+        self._scans = 0  # prefix look-ups made block by block
+        if previous is not None and previous._lexicon is not None:
+            self._lexicon = _derived(previous, self.blocks)
 
     # -- the checks of SPEC §2, in order, after capture ----------------------------------
 
@@ -215,11 +230,25 @@ class Index:
         At most MAX_EXPANSIONS of them: a one-letter prefix would otherwise stand for
         thousands of terms and make every keystroke rank the whole vocabulary.
         """
+        return most_frequent(dict(self.prefixed(prefix)))
+
+    def prefixed(self, prefix: str) -> list[tuple[str, int]]:
+        """(term, sections holding it) for each indexed term starting with `prefix`, in no
+        particular order."""
+        lexicon = self._lexicon
+        if lexicon is None and len(self.blocks) >= LEXICON_BLOCKS:
+            with self._lock:
+                self._scans += 1
+                build = self._scans > 1
+            if build:
+                lexicon = self._lexicon = Lexicon.of(self.blocks)
+        if lexicon is not None:
+            return lexicon.prefixed(prefix)
         found: dict[str, int] = {}
         for block in self.blocks:
             for term, count in block.prefixed(prefix):
                 found[term] = found.get(term, 0) + count
-        return most_frequent(found)
+        return list(found.items())
 
     # -- sections ------------------------------------------------------------------------
 
@@ -263,6 +292,18 @@ class Index:
             if level
         )
         return [g for _, _, g in heapq.nsmallest(cap, keys)]
+
+
+def _derived(previous: Index, blocks: Sequence[Block]) -> Lexicon | None:
+    """The lexicon of `blocks` from `previous`'s, when few of its blocks changed."""
+    assert previous._lexicon is not None
+    keys = {block.key for block in blocks}
+    before = {block.key for block in previous.blocks}
+    removed = [block for block in previous.blocks if block.key not in keys]
+    added = [block for block in blocks if block.key not in before]
+    if len(removed) + len(added) > len(blocks) // 4:
+        return None  # (most of the index changed: made afresh when asked for)
+    return previous._lexicon.derive(removed, added)
 
 
 __all__ = [

@@ -83,13 +83,7 @@ class Stemmed:
                     # with stem_prefix(typed), and its stem starts with typed.
                     mine = stem_prefix(stem)
                     return sorted(w for w, st, _ in matched if st == stem and w.startswith(mine))
-        prefix = stem_prefix(stem)
-        found: set[str] = set()
-        for block in self.index.blocks:
-            for word, _ in block.prefixed(prefix):
-                if word not in found and stem_of(word) == stem:
-                    found.add(word)
-        return sorted(found)
+        return sorted(w for w, _ in self.index.prefixed(stem_prefix(stem)) if stem_of(w) == stem)
 
     def postings(self, stem: str) -> Postings:
         """The stem's postings: its words' summed per section."""
@@ -145,16 +139,11 @@ class Stemmed:
                 if entry[1].startswith(prefix) or entry[0].startswith(prefix)
             ]
         else:
-            sections: dict[str, int] = {}
-            stems: dict[str, str] = {}
-            for block in self.index.blocks:
-                for word, count in block.prefixed(stem_prefix(prefix)):
-                    stem = stems.get(word)
-                    if stem is None:
-                        stem = stems[word] = stem_of(word)
-                    if stem.startswith(prefix) or word.startswith(prefix):
-                        sections[word] = sections.get(word, 0) + count
-            found = [(word, stems[word], count) for word, count in sections.items()]
+            found = []
+            for word, count in self.index.prefixed(stem_prefix(prefix)):
+                stem = stem_of(word)
+                if stem.startswith(prefix) or word.startswith(prefix):
+                    found.append((word, stem, count))
         with self._lock:
             self._typed[prefix] = found
             self._typed.move_to_end(prefix)

@@ -5,7 +5,9 @@ rescored)."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -60,6 +62,48 @@ def _rankings(index: Any) -> list[Any]:
                 (text, prefix_last, ranked.total, [(s.section, s.score) for s in ranked.best])
             )
     return out
+
+
+def _from_the_text(block: Any, tokenizer: Any) -> HeldNames:
+    """HeldNames as first built: each section's heading path and name tokenised whole."""
+    ids: dict[str, int] = {}
+    path_at, path_ids, name_at, name_ids = [0], [], [0], []
+    for s in range(block.sections):
+        title = block.title[block.sec_doc[s]]
+        path = f"{title}\n{block.heading[s]}\n{block.outline[s]}"
+        name = block.heading[s] if block.sec_level[s] > 0 else title
+        for text, at, out in ((path, path_at, path_ids), (name, name_at, name_ids)):
+            for word in dict.fromkeys(tokenizer.tokens(text)):
+                out.append(ids.setdefault(word, len(ids)))
+            at.append(len(out))
+    order = sorted(ids)
+    rank_of = {ids[w]: r for r, w in enumerate(order)}
+    return HeldNames(
+        tuple(order),
+        array("I", path_at),
+        array("I", [rank_of[i] for i in path_ids]),
+        array("I", name_at),
+        array("I", [rank_of[i] for i in name_ids]),
+    )
+
+
+@pytest.mark.parametrize("stemming", ["english", "none"])
+def test_held_words_are_built_as_from_each_section_s_text(
+    indexes: list[Any], stemming: str
+) -> None:
+    """Exactly, ids and their order included: a title, heading and outline tokenised apart
+    give the tokens of their joined text, and the stems are the words' stems."""
+    tokenizer = replace(RECALL.tokenizer, stemming=stemming)
+    stems = 0
+    for index in indexes:
+        for block in index.blocks:
+            built = HeldNames.build(block, tokenizer)
+            assert built == _from_the_text(block, tokenizer)
+            plain = HeldNames.build(block, tokenizer.unstemmed)
+            if stemming == "english":
+                assert plain.stemmed() == built
+            stems += len(plain.words) - len(built.words)
+    assert (stems > 0) == (stemming == "english")  # stemming did merge words
 
 
 def test_held_words_are_the_words_read_anew(indexes: list[Any]) -> None:
