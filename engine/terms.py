@@ -285,23 +285,27 @@ CONTRACT = Tokenizer()
 # Per tokenisation: word (or run) -> its tokens. Bounded: emptied when full, which costs only
 # the refining of the words seen next.
 _MEMO_SIZE = 65_536
-_MEMOS: dict[Tokenizer, dict[str, tuple[str, ...]]] = {}
+# Keyed by the tokeniser's fields as a plain tuple: hashing and comparing the dataclass
+# itself runs two generated Python functions, a third of the cost of tokenising a heading.
+_MEMOS: dict[tuple[str, str, str], dict[str, tuple[str, ...]]] = {}
 
 
 def _memo(tokenizer: Tokenizer) -> dict[str, tuple[str, ...]]:
-    memo = _MEMOS.get(tokenizer)
+    key = (tokenizer.cjk, tokenizer.stemming, tokenizer.identifiers)
+    memo = _MEMOS.get(key)
     if memo is None:
-        memo = _MEMOS[tokenizer] = {}
+        memo = _MEMOS[key] = {}
     return memo
 
 
-_LOCATED: dict[Tokenizer, dict[str, tuple[tuple[str, int, int], ...]]] = {}
+_LOCATED: dict[tuple[str, str, str], dict[str, tuple[tuple[str, int, int], ...]]] = {}
 
 
 def _located_memo(tokenizer: Tokenizer) -> dict[str, tuple[tuple[str, int, int], ...]]:
-    memo = _LOCATED.get(tokenizer)
+    key = (tokenizer.cjk, tokenizer.stemming, tokenizer.identifiers)
+    memo = _LOCATED.get(key)
     if memo is None:
-        memo = _LOCATED[tokenizer] = {}
+        memo = _LOCATED[key] = {}
     return memo
 
 
