@@ -38,8 +38,8 @@ from .terms import Tokenizer
 _BUILD_SHARE = 8
 _BUILD_MIN = 64
 # Sections one ranking may hold (a block is held whole, so one block at least): about
-# 20 ms of tokenising, so that no keystroke pays for many blocks at once.
-_BUILD_PER_RANKING = 4_096
+# 20 ms of tokenising (3 µs a section), so that no keystroke pays for many blocks at once.
+_BUILD_PER_RANKING = 6_144
 # Held blocks, counted in sections, least recently used dropped first: about 110 bytes a
 # section with its share of the words (4.3 MiB for the 38,365 tldr pages), so at most ~45 MiB.
 _HELD_SECTIONS = 400_000
