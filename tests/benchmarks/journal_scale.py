@@ -30,8 +30,9 @@ from citeline.lsp.settings import parse_settings
 QUERIES = ["git commit", "docker run", "tar", "ssh-keygen", "chmod", "ffmpeg"]
 
 
-def measure(root: Path, repeat: int, rounds: int = 1) -> dict[str, Any]:
-    opts = parse_settings(
+def server_options() -> Any:
+    """The language server's settings (profile `recall`), with room for a scaled bundle."""
+    return parse_settings(
         {
             "limits": {"max_files": 1_000_000, "max_total_bytes": 2_000_000_000},
             "use_ignore": True,
@@ -39,6 +40,10 @@ def measure(root: Path, repeat: int, rounds: int = 1) -> dict[str, Any]:
             "profile": "recall",
         }
     )
+
+
+def measure(root: Path, repeat: int, rounds: int = 1) -> dict[str, Any]:
+    opts = server_options()
     rel = opts.relevance_options
     out: dict[str, Any] = {}
     for journal in (False, True):
