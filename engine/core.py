@@ -69,7 +69,9 @@ class Engine:
     inotify, reuse/journal.py) so that a warm request stats only what changed: for the
     long-lived fronts, never a one-shot call. `embed_in_background`: after a semantic or
     hybrid answer, embed every section of its snapshot in a background thread (SPEC §15:
-    the long-lived fronts; close() stops it).
+    the long-lived fronts; close() stops it). `prepare_in_background`: after an answer,
+    make in a background thread what later requests on its index want (Index.prepare: the
+    long-lived fronts).
     """
 
     def __init__(
@@ -83,9 +85,11 @@ class Engine:
         reread: bool = False,
         journal: bool = False,
         embed_in_background: bool = False,
+        prepare_in_background: bool = False,
     ) -> None:
         self.settings = settings or Settings()
         self.embed_in_background = embed_in_background
+        self.prepare_in_background = prepare_in_background
         self._semantic: SemanticRuntime | None = None  # made on the first semantic request
         self._semantic_lock = threading.Lock()
         self.workers = Workers(workers)
@@ -430,7 +434,10 @@ class Engine:
             )
             if check:
                 idx.check(call.settings)
-            return then(IndexedSnapshot(snap, idx, fetch))
+            answer = then(IndexedSnapshot(snap, idx, fetch))
+            if self.prepare_in_background:
+                idx.prepare()
+            return answer
 
         try:
             return self._on_snapshot(call, indexed, ahead.add if ahead is not None else None)

@@ -26,9 +26,10 @@ from .postings import Postings, gather
 K1 = 1.2
 B = 0.75
 MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
-# An index of at least this many blocks answers its second prefix look-up and every later
-# one from a Lexicon (lexicon.py) rather than block by block: docs/performance.md has the
-# measurements that set it.
+# An index of at least this many blocks answers prefix look-ups from a Lexicon (lexicon.py)
+# rather than block by block, once one is made (`prepare`, which a long-lived engine runs
+# in the background after an answer) or derived from the previous index's: docs/
+# performance.md has the measurements that set it.
 LEXICON_BLOCKS = 32
 _REMEMBERED_TERMS = 4096  # posting locations an index keeps for terms already looked up
 
@@ -117,7 +118,7 @@ class Index:
         self._checked = checked
         self._lock = threading.Lock()
         self._lexicon: Lexicon | None = None
-        self._scans = 0  # prefix look-ups made block by block
+        self._preparing: threading.Thread | None = None
         if previous is not None and previous._lexicon is not None:
             self._lexicon = _derived(previous, self.blocks)
 
@@ -236,12 +237,6 @@ class Index:
         """(term, sections holding it) for each indexed term starting with `prefix`, in no
         particular order."""
         lexicon = self._lexicon
-        if lexicon is None and len(self.blocks) >= LEXICON_BLOCKS:
-            with self._lock:
-                self._scans += 1
-                build = self._scans > 1
-            if build:
-                lexicon = self._lexicon = Lexicon.of(self.blocks)
         if lexicon is not None:
             return lexicon.prefixed(prefix)
         found: dict[str, int] = {}
@@ -249,6 +244,28 @@ class Index:
             for term, count in block.prefixed(prefix):
                 found[term] = found.get(term, 0) + count
         return list(found.items())
+
+    def prepare(self, background: bool = True) -> threading.Thread | None:
+        """Make what later requests on this index want and one-shot calls do not: its
+        lexicon, when it has LEXICON_BLOCKS blocks (0.8 s at ten times tldr). In a daemon
+        thread unless not `background` (the thread, once started, is returned); answers
+        are the same before, during and after."""
+        if self._lexicon is not None or len(self.blocks) < LEXICON_BLOCKS:
+            return None
+        if not background:
+            self._make_lexicon()
+            return None
+        with self._lock:
+            if self._preparing is None:
+                self._preparing = threading.Thread(
+                    target=self._make_lexicon, name="citeline-lexicon", daemon=True
+                )
+                self._preparing.start()
+            return self._preparing
+
+    def _make_lexicon(self) -> None:
+        if self._lexicon is None:
+            self._lexicon = Lexicon.of(self.blocks)
 
     # -- sections ------------------------------------------------------------------------
 

@@ -6,9 +6,10 @@ bisections and a slice per block: nothing at tldr's 18 blocks, a third of a keys
 ten times tldr's 177, where the same 92k words recur in every copy. A Lexicon holds an
 index's distinct words once, sorted, with the sections holding each summed over its blocks.
 
-Made from the blocks, it costs a pass over every block's words (1.97M at ten times tldr),
-so an index makes one only once it has many blocks and a second prefix has been asked
-(index.py): a one-shot call never pays for it. An index made from another's blocks with a
+Made from the blocks, it costs a pass over every block's words (1.97M at ten times tldr,
+0.8 s), so an index makes one only once it has many blocks, and only when a long-lived
+front asks it to after an answer, in a background thread (Index.prepare): neither a
+one-shot call nor a server's first answer pays for it. An index made from another's blocks with a
 few of them changed (an edit) derives its lexicon from the other's instead: the removed
 blocks' words subtracted and the added ones' added, kept as a small table of changes beside
 the base it shares, so an edit costs the changed blocks' words, not the vocabulary.

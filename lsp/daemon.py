@@ -92,6 +92,7 @@ class KeptEngines:
                 hold_bytes=0,
                 journal=True,  # a warm process lives on: its watches pay
                 embed_in_background=True,  # and so do the vectors of the rest (SPEC §15)
+                prepare_in_background=True,  # and an index's lexicon
             )
         self._engines[key] = engine
         while len(self._engines) > KEPT:

@@ -580,6 +580,7 @@ class CitelineMCP:
             reread=reread,
             journal=True,
             embed_in_background=True,  # a long-lived front: the rest of a corpus's vectors
+            prepare_in_background=True,  # and an index's lexicon
         )
         # Descriptions name the bundle as printable text: a path that is not valid UTF-8
         # would make every message carrying it unencodable (the engine keeps the real path).

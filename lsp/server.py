@@ -87,6 +87,7 @@ class CitelineServer(LanguageServer):
             cache=self.options.cache,
             journal=True,
             embed_in_background=True,  # the rest of a corpus's vectors (SPEC §15)
+            prepare_in_background=True,
         )
         self.jobs = Jobs(self)
         self.diagnostics = Diagnostics(self)

@@ -1,6 +1,7 @@
-"""The index-wide lexicon (engine/lexicon.py): made from the blocks or derived from another
-index's after an edit, it answers every prefix exactly as asking each block and summing does,
-and a ranking through it is the ranking without it."""
+"""The index-wide lexicon (engine/lexicon.py): made from the blocks (in the background, after
+a long-lived engine's answer) or derived from another index's after an edit, it answers every
+prefix exactly as asking each block and summing does, and a ranking through it is the
+ranking without it."""
 
 from __future__ import annotations
 
@@ -106,23 +107,24 @@ def test_a_derived_lexicon_is_the_one_made_from_its_blocks(
     assert base.derive([], [first]) is None  # a block's words: more than an edit changes
 
 
-def test_an_index_makes_its_lexicon_at_the_second_prefix_and_answers_alike(
+def test_an_index_made_ready_answers_from_its_lexicon_alike(
     real_blocks: tuple[Block, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     unmade = Index(real_blocks)
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", 2)
     made = Index(real_blocks)
     assert dict(made.prefixed("get")) == summed(real_blocks, "get")
-    assert made._lexicon is None  # one look-up: asked of each block
-    assert dict(made.prefixed("set")) == summed(real_blocks, "set")
-    assert made._lexicon is not None
-    for prefix in ["g", "ge", "get-", "c", "ab", "zzz", "\u4e00"]:
+    assert made._lexicon is None  # asked of each block until prepared
+    thread = made.prepare()
+    assert thread is not None and made.prepare() is thread  # one thread, however asked
+    thread.join(60)
+    assert made._lexicon is not None and made.prepare() is None
+    for prefix in ["g", "ge", "get-", "c", "ab", "zzz", "\u4e00", "set"]:
         assert made.expand(prefix) == unmade.expand(prefix)
         assert dict(made.prefixed(prefix)) == summed(real_blocks, prefix)
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", len(real_blocks) + 1)
     few = Index(real_blocks)  # fewer blocks than that: never made
-    for prefix in ["g", "s", "t"]:
-        few.prefixed(prefix)
+    assert few.prepare() is None and few.prepare(background=False) is None
     assert few._lexicon is None
 
 
@@ -165,15 +167,18 @@ def test_an_edit_derives_the_lexicon_and_rankings_never_depend_on_it(
     def without_lexicons() -> list[list[tuple[str, int, float]]]:
         monkeypatch.setattr(index_module, "LEXICON_BLOCKS", 10**9)
         try:
-            return _hits(Engine(SETTINGS, reread=True), bundle)
+            return _hits(Engine(SETTINGS, reread=True, prepare_in_background=True), bundle)
         finally:
             monkeypatch.setattr(index_module, "LEXICON_BLOCKS", 4)
 
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", 4)
-    engine = Engine(SETTINGS)
+    engine = Engine(SETTINGS, prepare_in_background=True)
     first = _hits(engine, bundle)
     assert first == without_lexicons() and any(first)
     before = _live_indexes(engine)
+    for idx in before:  # made after the first answer, in the background
+        assert idx._preparing is not None
+        idx._preparing.join(60)
     assert before and all(len(i.blocks) >= 8 and i._lexicon is not None for i in before)
 
     edited = bundle / pages[3].name
@@ -185,6 +190,7 @@ def test_an_edit_derives_the_lexicon_and_rankings_never_depend_on_it(
     assert len(after) == len(before) and not set(map(id, after)) & set(map(id, before))
     for idx in after:
         assert idx._lexicon is not None and idx._lexicon.changes  # derived, not made anew
+        assert idx._preparing is None  # (nothing left to make)
         fresh = Lexicon.of(idx.blocks)
         for prefix in [*probes(idx.blocks)[:200], "zyzzyva", "zyz"]:
             assert dict(idx._lexicon.prefixed(prefix)) == dict(fresh.prefixed(prefix)), prefix
