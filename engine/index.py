@@ -247,9 +247,9 @@ class Index:
 
     def prepare(self, background: bool = True) -> threading.Thread | None:
         """Make what later requests on this index want and one-shot calls do not: its
-        lexicon, when it has LEXICON_BLOCKS blocks (0.8 s at ten times tldr). In a daemon
-        thread unless not `background` (the thread, once started, is returned); answers
-        are the same before, during and after."""
+        lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr). In
+        a daemon thread unless not `background` (the thread, once started, is returned);
+        answers are the same before, during and after."""
         if self._lexicon is not None or len(self.blocks) < LEXICON_BLOCKS:
             return None
         if not background:
