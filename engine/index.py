@@ -319,7 +319,7 @@ def _derived(previous: Index, blocks: Sequence[Block]) -> Lexicon | None:
     removed = [block for block in previous.blocks if block.key not in keys]
     added = [block for block in blocks if block.key not in before]
     if len(removed) + len(added) > len(blocks) // 4:
-        return None  # (most of the index changed: made afresh when asked for)
+        return None  # (most of the index changed: made afresh by prepare)
     return previous._lexicon.derive(removed, added)
 
 
