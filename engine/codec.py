@@ -9,6 +9,7 @@ foreign blob is refused as a whole instead of being half-trusted.
 
 from __future__ import annotations
 
+import bisect
 import sys
 import zlib
 from array import array
@@ -86,6 +87,35 @@ class StringTable(Sequence[str]):
 
     def __repr__(self) -> str:
         return f"StringTable({list(self)!r})"
+
+
+# Every SAMPLE-th word of a sorted table (a block's vocabulary, a lexicon) is held as a
+# string: a look-up bisects those in C, then at most SAMPLE words of the table (each a
+# Python-level slice).
+SAMPLE, _LAST = 64, chr(0x10FFFF)
+
+
+def sample_of(table: StringTable) -> list[str]:
+    """Every SAMPLE-th string of a sorted table, for first_at_least."""
+    return [table[i] for i in range(0, len(table), SAMPLE)]
+
+
+def first_at_least(table: StringTable, sample: list[str], term: str) -> int:
+    """Where `term` is or would go in a sorted table (bisect_left's answer)."""
+    j = bisect.bisect_left(sample, term)
+    # sample[j - 1] < term <= sample[j]: the answer lies in ((j - 1)·SAMPLE, j·SAMPLE].
+    lo = (j - 1) * SAMPLE if j else 0
+    return bisect.bisect_left(table, term, lo, min(j * SAMPLE, len(table)))
+
+
+def prefix_range(table: StringTable, sample: list[str], prefix: str) -> tuple[int, int]:
+    """The strings of a sorted table that start with `prefix`: table[i:j]."""
+    i = first_at_least(table, sample, prefix)
+    # They end before prefix + the last code point, but for those continuing with it.
+    j = first_at_least(table, sample, prefix + _LAST)
+    while j < len(table) and table[j].startswith(prefix):
+        j += 1
+    return i, j
 
 
 class Writer:
