@@ -25,7 +25,7 @@ from .blocks import options_key
 from .call import Bundle, Call, CallKeywords, call_of
 from .cancel import CancelToken
 from .capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
-from .flights import Flights
+from .flights import Flights, Serving
 from .index import Index, Problem
 from .limits import Settings
 from .options import AnalysisOptions
@@ -101,6 +101,7 @@ class Engine:
         self.use_cache(cache, cache_bytes)
         self.reread = reread
         self.flights = Flights()  # captures that requests share
+        self.serving = Serving()  # requests running, which background work steps aside for
 
     def use_cache(
         self, cache: str | os.PathLike[str] | bool | None, cache_bytes: int | None = None
@@ -436,7 +437,7 @@ class Engine:
                 idx.check(call.settings)
             answer = then(IndexedSnapshot(snap, idx, fetch))
             if self.prepare_in_background:
-                idx.prepare()
+                idx.prepare(pause=self.serving.wait_idle)
             return answer
 
         try:
@@ -475,7 +476,11 @@ class Engine:
         again = replace(call, fresh_after=None)
         runtime = self._semantic
         # While any request runs, the background embedder starts no passage.
-        with nullcontext() if runtime is None else runtime.foreground(), self.reuse.store.batch():
+        with (
+            nullcontext() if runtime is None else runtime.foreground(),
+            self.serving.request(),
+            self.reuse.store.batch(),
+        ):
             for attempt in range(ATTEMPTS):
                 first = attempt == 0
                 snap = self.capture(call if first else again, on_read=on_read if first else None)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .cancel import CancelToken
@@ -107,4 +108,28 @@ def records(snap: Snapshot) -> Snapshot:
     return Snapshot(snap.root, known.captured.files, snap.revision, known, 0)
 
 
-__all__ = ["LANDED_KEPT", "Flight", "Flights", "records"]
+class Serving:
+    """How many requests an engine is serving, for background work that must not slow
+    them: it waits for none to be running before each step of its own (Index.prepare)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+
+    @contextmanager
+    def request(self) -> Iterator[None]:
+        with self._cond:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
+
+    def wait_idle(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._running == 0)
+
+
+__all__ = ["LANDED_KEPT", "Flight", "Flights", "Serving", "records"]

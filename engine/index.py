@@ -13,7 +13,7 @@ import bisect
 import heapq
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,27 +245,30 @@ class Index:
                 found[term] = found.get(term, 0) + count
         return list(found.items())
 
-    def prepare(self, background: bool = True) -> threading.Thread | None:
+    def prepare(
+        self, background: bool = True, pause: Callable[[], None] | None = None
+    ) -> threading.Thread | None:
         """Make what later requests on this index want and one-shot calls do not: its
         lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr). In
-        a daemon thread unless not `background` (the thread, once started, is returned);
-        answers are the same before, during and after."""
+        a daemon thread unless not `background` (the thread, once started, is returned),
+        calling `pause` before each block (Serving.wait_idle: it steps aside while the
+        engine serves a request); answers are the same before, during and after."""
         if self._lexicon is not None or len(self.blocks) < LEXICON_BLOCKS:
             return None
         if not background:
-            self._make_lexicon()
+            self._make_lexicon(pause)
             return None
         with self._lock:
             if self._preparing is None:
                 self._preparing = threading.Thread(
-                    target=self._make_lexicon, name="citeline-lexicon", daemon=True
+                    target=self._make_lexicon, args=(pause,), name="citeline-lexicon", daemon=True
                 )
                 self._preparing.start()
             return self._preparing
 
-    def _make_lexicon(self) -> None:
+    def _make_lexicon(self, pause: Callable[[], None] | None) -> None:
         if self._lexicon is None:
-            self._lexicon = Lexicon.of(self.blocks)
+            self._lexicon = Lexicon.of(self.blocks, pause)
 
     # -- sections ------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .blocks import Block
@@ -52,10 +52,14 @@ class Lexicon:
     new: tuple[str, ...]  # the words of `changes` the base does not hold, sorted
 
     @classmethod
-    def of(cls, blocks: Sequence[Block]) -> Lexicon:
+    def of(cls, blocks: Sequence[Block], pause: Callable[[], None] | None = None) -> Lexicon:
+        """`pause`: called before each block (a background make waits there while the
+        engine serves a request)."""
         found: dict[str, int] = {}
         get = found.get
         for block in blocks:
+            if pause is not None:
+                pause()
             # (one block's words at a time: all of them at once would be 2M strings; a
             # set difference and numpy sums in place of this loop cost 40% more here)
             words, counts = _words_and_counts(block)

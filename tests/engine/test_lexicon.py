@@ -15,6 +15,7 @@ import pytest
 from citeline.engine import Engine, Settings
 from citeline.engine import index as index_module
 from citeline.engine.blocks import Block
+from citeline.engine.flights import Serving
 from citeline.engine.index import Index
 from citeline.engine.lexicon import Lexicon
 from citeline.engine.options import AnalysisOptions
@@ -126,6 +127,24 @@ def test_an_index_made_ready_answers_from_its_lexicon_alike(
     few = Index(real_blocks)  # fewer blocks than that: never made
     assert few.prepare() is None and few.prepare(background=False) is None
     assert few._lexicon is None
+
+
+def test_a_background_make_waits_while_a_request_is_served(
+    real_blocks: tuple[Block, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lexicon is made between requests, never beside one (it would slow the answer
+    the user waits for: the first answer at ten times tldr)."""
+    monkeypatch.setattr(index_module, "LEXICON_BLOCKS", 2)
+    serving = Serving()
+    idx = Index(real_blocks)
+    with serving.request():
+        thread = idx.prepare(pause=serving.wait_idle)
+        assert thread is not None
+        thread.join(0.5)
+        assert thread.is_alive() and idx._lexicon is None  # waiting, not making
+    thread.join(60)
+    assert not thread.is_alive() and idx._lexicon is not None
+    assert dict(idx.prefixed("get")) == summed(real_blocks, "get")
 
 
 SETTINGS = Settings(skip_invalid=True)
