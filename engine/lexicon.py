@@ -34,12 +34,6 @@ from .codec import I64, StringTable, first_at_least, prefix_range, sample_of
 _CHANGES_SHARE = 8
 
 
-def _words_and_counts(block: Block) -> tuple[list[str], list[int]]:
-    offsets = block.offsets
-    n = len(block.vocab)
-    return block.vocab.between(0, n), [offsets[k + 1] - offsets[k] for k in range(n)]
-
-
 @dataclass(frozen=True, slots=True)
 class Lexicon:
     """The distinct words of some blocks and the sections holding each: a base table, and
@@ -62,8 +56,7 @@ class Lexicon:
                 pause()
             # (one block's words at a time: all of them at once would be 2M strings; a
             # set difference and numpy sums in place of this loop cost 40% more here)
-            words, counts = _words_and_counts(block)
-            for word, count in zip(words, counts, strict=True):
+            for word, count in block.prefixed(""):  # (every word starts with "")
                 found[word] = get(word, 0) + count
         order = sorted(found)
         table = StringTable.of(order)
@@ -75,8 +68,7 @@ class Lexicon:
         changes = dict(self.changes)
         for blocks, sign in ((removed, -1), (added, 1)):
             for block in blocks:
-                words, counts = _words_and_counts(block)
-                for word, count in zip(words, counts, strict=True):
+                for word, count in block.prefixed(""):
                     changes[word] = changes.get(word, 0) + sign * count
         changes = {w: c for w, c in changes.items() if c}  # a block swapped for its new self
         if len(changes) * _CHANGES_SHARE > len(self.words):
