@@ -21,6 +21,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
+from . import naming
 from .blocks import options_key
 from .call import Bundle, Call, CallKeywords, call_of
 from .cancel import CancelToken
@@ -70,8 +71,8 @@ class Engine:
     long-lived fronts, never a one-shot call. `embed_in_background`: after a semantic or
     hybrid answer, embed every section of its snapshot in a background thread (SPEC §15:
     the long-lived fronts; close() stops it). `prepare_in_background`: after an answer,
-    make in a background thread what later requests on its index want (Index.prepare: the
-    long-lived fronts).
+    make in background threads what later requests on its index want (Index.prepare, and
+    naming.prepare's held names: the long-lived fronts).
     """
 
     def __init__(
@@ -438,6 +439,7 @@ class Engine:
             answer = then(IndexedSnapshot(snap, idx, fetch))
             if self.prepare_in_background:
                 idx.prepare(pause=self.serving.wait_idle)
+                naming.prepare(idx, pause=self.serving.wait_idle)
             return answer
 
         try:

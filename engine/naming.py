@@ -11,7 +11,10 @@ and once a block has been asked for more than a share of its sections
 name words and, per section, the ids of its words (a few bytes a section). They are keyed
 by the block's content address and the tokenisation, so a later snapshot that keeps the
 block keeps them; a one-shot call never pays for a whole block, and a ranking holds a few
-thousand sections at most, so no keystroke pays for many blocks.
+thousand sections at most, so no keystroke pays for many blocks. A long-lived front also
+builds, between requests, the blocks its rankings read section by section (`prepare`): at
+ten times tldr a session reaches 177 blocks, and at a ranking's budget it took four rounds
+of typing to hold them.
 
 Either way the words are those of the same `Tokenizer.tokens` call on the same text:
 what is held is a cache of a pure function, and scores never depend on it.
@@ -21,9 +24,10 @@ from __future__ import annotations
 
 import bisect
 import threading
+import weakref
 from array import array
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +44,14 @@ _BUILD_MIN = 64
 # Sections one ranking may hold (a block is held whole, so one block at least): about
 # 20 ms of tokenising (3 µs a section), so that no keystroke pays for many blocks at once.
 _BUILD_PER_RANKING = 6_144
-# Held blocks, counted in sections, least recently used dropped first: about 110 bytes a
-# section with its share of the words (4.3 MiB for the 38,365 tldr pages), so at most ~45 MiB.
-_HELD_SECTIONS = 400_000
+# The builder steps aside for requests this often, in sections: about a millisecond.
+_PAUSE_EVERY = 256
+# Held blocks, counted in sections, least recently used dropped first: 30–35 bytes a section
+# with its share of the words (measured with tracemalloc on ten times tldr: 11.0 MiB for
+# 383,650 sections as typed, 12.8 MiB stemmed), so at most ~40 MiB; a `recall` session
+# holds two tokenisations, and this holds both of ten times tldr.
+_HELD_SECTIONS = 1_200_000
+
 
 _Key = tuple[str, str]  # the block's content address, the tokenisation's name
 
@@ -70,13 +79,18 @@ class HeldNames:
     name_ids: array
 
     @classmethod
-    def build(cls, block: Block, tokenizer: Tokenizer) -> HeldNames:
+    def build(
+        cls, block: Block, tokenizer: Tokenizer, pause: Callable[[], None] | None = None
+    ) -> HeldNames:
+        """`pause`: called every _PAUSE_EVERY sections (the builder steps aside so)."""
         tokens = tokenizer.tokens
         ids: dict[str, int] = {}
         path_at, path_ids = array("I", [0]), array("I")
         name_at, name_ids = array("I", [0]), array("I")
         doc, title = -1, []
         for s in range(block.sections):
+            if pause is not None and s % _PAUSE_EVERY == 0:
+                pause()
             if block.sec_doc[s] != doc:  # (each document's title is tokenised once)
                 doc = block.sec_doc[s]
                 title = tokens(block.title[doc])
@@ -104,7 +118,7 @@ class HeldNames:
         name_ids = array("I", [new[i] for i in name_ids])
         return cls(tuple(order), path_at, path_ids, name_at, name_ids)
 
-    def stemmed(self) -> HeldNames:
+    def stemmed(self, pause: Callable[[], None] | None = None) -> HeldNames:
         """These names (the words as typed) under English stemming. A stemming tokeniser's
         tokens are the stems of the unstemmed one's (engine/stems.py), so a section's stems
         are its words' stems in the order first met: no tokenising again, a third of the
@@ -115,14 +129,25 @@ class HeldNames:
         for at, old in ((self.path_at, self.path_ids), (self.name_at, self.name_ids)):
             new_at, new_ids = array("I", [0]), array("I")
             for s in range(len(at) - 1):
+                if pause is not None and s % _PAUSE_EVERY == 0:
+                    pause()
                 new_ids.extend(dict.fromkeys([to[i] for i in old[at[s] : at[s + 1]]]))
                 new_at.append(len(new_ids))
             fields += [new_at, new_ids]
         return HeldNames._sorted(ids, *fields)
 
-    def ids_of(self, words: frozenset[str]) -> frozenset[int]:
-        """The ids of those of `words` that name some section of the block."""
+    def ids_of(self, words: frozenset[str], span: tuple[str, str] | None = None) -> frozenset[int]:
+        """The ids of those of `words` that name some section of the block. `span`: the
+        least and greatest of `words`, which only the block's words between them can be
+        (a prefix's expansions are one run of the sorted words: scanning the block's run
+        costs less than a bisection per word once the words are many, at 177 blocks a
+        ranking)."""
         vocab = self.words
+        if span is not None:
+            lo = bisect.bisect_left(vocab, span[0])
+            hi = bisect.bisect_right(vocab, span[1], lo)
+            if hi - lo <= 4 * len(words):
+                return frozenset([i for i in range(lo, hi) if vocab[i] in words])
         out = []
         for word in words:
             i = bisect.bisect_left(vocab, word)
@@ -168,6 +193,13 @@ _lock = threading.Lock()
 _held: OrderedDict[_Key, HeldNames] = OrderedDict()
 _held_sections = 0
 _asked: dict[_Key, int] = {}  # sections read one at a time, per block not held
+# The tokenisations rankings read names under, per index, for `prepare`; and per index
+# those it has handed to the builder already.
+_used: weakref.WeakKeyDictionary[Index, set[Tokenizer]] = weakref.WeakKeyDictionary()
+_prepared: weakref.WeakKeyDictionary[Index, set[Tokenizer]] = weakref.WeakKeyDictionary()
+# Blocks waiting for the builder (it holds them until they are built), in building order.
+_pending: OrderedDict[_Key, tuple[Block, Tokenizer]] = OrderedDict()
+_builder: threading.Thread | None = None
 
 
 def _hold(key: _Key, names: HeldNames, sections: int) -> None:
@@ -199,8 +231,10 @@ class Names:
     __slots__ = (
         "_blocks",
         "_budget",
+        "_deferred",
         "_known",
         "_name",
+        "_spans",
         "asked",
         "groups",
         "index",
@@ -216,13 +250,18 @@ class Names:
         self.tokenizer = tokenizer
         self.groups = tuple(frozenset(group) for group in groups)
         self.asked = frozenset().union(*self.groups)
+        # (`asked` is the union of the groups, so its ids are the union of theirs)
+        self._spans = tuple((min(g), max(g)) if len(g) > 8 else None for g in self.groups)
         self._name = _tokenization(tokenizer)
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
         # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
+        self._deferred: set[int] = set()  # (by id) blocks the builder has yet to hold
         # per held block (by id): it, and the ids of `asked` and of each group's words
         # among its names
         self._known: dict[int, tuple[HeldNames, frozenset[int], tuple[frozenset[int], ...]]] = {}
+        with _lock:
+            _used.setdefault(index, set()).add(tokenizer)
 
     def read(self, g: int) -> tuple[int, int, float]:
         """What the bonuses ask of section g: the bits of the groups with a word in its
@@ -243,8 +282,11 @@ class Names:
                     frozenset(tokens(_path_text(block, s))),
                     frozenset(tokens(_name_text(block, s))),
                 )
-            ids = tuple(held.ids_of(group) for group in self.groups)
-            known = self._known[id(block)] = (held, held.ids_of(self.asked), ids)
+            ids = tuple(
+                held.ids_of(group, span)
+                for group, span in zip(self.groups, self._spans, strict=True)
+            )
+            known = self._known[id(block)] = (held, frozenset().union(*ids), ids)
         held, asked, groups = known
         # A section's ids are distinct (one per word), so they count its words.
         return _read(
@@ -259,12 +301,16 @@ class Names:
         b = id(block)  # the index holds its blocks as long as this ranking lasts
         if b in blocks:
             held = blocks[b]
-            if held is not None or self._budget <= 0:
+            if held is not None or self._budget <= 0 or b in self._deferred:
                 return held
         key = (block.key, self._name)
         held = _held_for(key)
         if held is None:
             with _lock:
+                if key in _pending:  # the builder will hold it between requests
+                    self._deferred.add(b)
+                    blocks[b] = None
+                    return None
                 asked = _asked[key] = _asked.get(key, 0) + 1
                 if len(_asked) > 4 * len(_held) + 4_096:  # blocks long gone: count anew
                     _asked.clear()
@@ -276,15 +322,68 @@ class Names:
         return held
 
 
-def _built(block: Block, tokenizer: Tokenizer) -> HeldNames:
+def _built(
+    block: Block, tokenizer: Tokenizer, pause: Callable[[], None] | None = None
+) -> HeldNames:
     """HeldNames.build, or a stemming tokenisation's from the block's words as typed when
     those are held (a `recall` search asks for both). They are not held for it otherwise:
     building both costs more than the stems alone, and held twice as many sections."""
     if tokenizer.stemming != "none":
         plain = _held_for((block.key, _tokenization(tokenizer.unstemmed)))
         if plain is not None:
-            return plain.stemmed()
-    return HeldNames.build(block, tokenizer)
+            return plain.stemmed(pause)
+    return HeldNames.build(block, tokenizer, pause)
+
+
+def prepare(index: Index, pause: Callable[[], None] | None = None) -> threading.Thread | None:
+    """Hold, from a daemon thread, the names of every block of `index` under each
+    tokenisation a ranking has read them under (once per index and tokenisation: a
+    later index of the workspace shares its unchanged blocks, already held), the blocks
+    asked about most first, calling `pause` before each (Serving.wait_idle: it steps aside
+    while the engine serves a request). Not when they would not all fit in what is held.
+    The thread, if one runs, is returned."""
+    global _builder
+    with _lock:
+        done = _prepared.setdefault(index, set())
+        new = [tok for tok in _used.get(index, ()) if tok not in done]
+        if new and index.n * (len(done) + len(new)) <= _HELD_SECTIONS:
+            done.update(new)
+            # The words as typed first: a block's stems are then derived from them (_built).
+            toks = sorted(new, key=lambda tok: tok.stemming != "none")
+            names = [_tokenization(tok) for tok in toks]
+
+            def asked(block: Block) -> int:
+                return max(_asked.get((block.key, name), 0) for name in names)
+
+            for block in sorted(index.blocks, key=asked, reverse=True):  # (stable)
+                for tok, name in zip(toks, names, strict=True):
+                    if (block.key, name) not in _held:
+                        _pending.setdefault((block.key, name), (block, tok))
+        if _builder is None and _pending:
+            _builder = threading.Thread(
+                target=_build_pending, args=(pause,), name="citeline-names", daemon=True
+            )
+            _builder.start()
+        return _builder
+
+
+def _build_pending(pause: Callable[[], None] | None) -> None:
+    global _builder
+    while True:
+        with _lock:
+            # A block stays pending until it is held: rankings meanwhile read it section
+            # by section rather than build it too.
+            while _pending:
+                key, (block, tokenizer) = next(iter(_pending.items()))
+                if key not in _held:
+                    break
+                del _pending[key]
+            else:
+                _builder = None
+                return
+        _hold(key, _built(block, tokenizer, pause), block.sections)
+        with _lock:
+            _pending.pop(key, None)
 
 
 def forget() -> None:
@@ -293,7 +392,10 @@ def forget() -> None:
     with _lock:
         _held.clear()
         _asked.clear()
+        _pending.clear()
+        _used.clear()
+        _prepared.clear()
         _held_sections = 0
 
 
-__all__ = ["HeldNames", "Names", "forget"]
+__all__ = ["HeldNames", "Names", "forget", "prepare"]

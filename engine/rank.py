@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from .scoring import (
     heading_bonus,
     plan,
     rescore_bounded,
+    rescore_sorted,
     stop_bits,
 )
 from .stems import Stemmed, stemmed
@@ -198,9 +199,19 @@ def rank(
         if limit is not None and 0 < limit < len(found):
             # Only the sections rescore_bounded keeps (score × ceiling ≥ the limit-th best
             # score) become entries: the limit-th best among them is that same score.
-            entries = found[scores[found] * ceiling >= _kth_largest(scores[found], limit)]
-        pairs = list(zip(scores[entries].tolist(), entries.tolist(), strict=True))
-        rescored = rescore_bounded(pairs, limit, ceiling, with_bonus)
+            at = scores[found]
+            keep = at * ceiling >= _kth_largest(at, limit)
+            entries = found[keep]
+        if limit is not None and len(entries) > limit:
+            # rescore_bounded's pool on arrays: the same entries in the same order (largest
+            # score first, a stable sort's), as pairs only as far as the rescoring reads.
+            kept = at[keep]
+            order = np.argsort(-kept, kind="stable")
+            pool = _pairs(kept[order], entries[order])
+            rescored = rescore_sorted(pool, limit, ceiling, with_bonus)
+        else:
+            pairs = list(zip(scores[entries].tolist(), entries.tolist(), strict=True))
+            rescored = rescore_bounded(pairs, limit, ceiling, with_bonus)
         chosen = [g for _, g in rescored]
         if chosen:  # one assignment rather than one numpy scalar write per section
             scores[np.array(chosen, np.int64)] = [score for score, _ in rescored]
@@ -312,7 +323,10 @@ def _add(
     if match_any:
         assert query is not None  # (match_any is only ever set with a query)
         held = masks[touched]
-        for mask in np.unique(held).tolist():  # the coordination factor by mask: few masks
+        # The coordination factor by mask: few masks, each below 1 << len(groups), so
+        # counting them is cheaper than np.unique's sort while they are few.
+        present = np.flatnonzero(np.bincount(held)) if len(groups) <= 12 else np.unique(held)
+        for mask in present.tolist():
             f = factor(mask, query)
             if f != 1.0:
                 at = touched[held == mask]
@@ -357,6 +371,12 @@ def _nonzero(dense: np.ndarray, spans: list[np.ndarray]) -> np.ndarray:
         np.not_equal(merged[1:], merged[:-1], out=keep[1:])
         return merged[keep]
     return np.flatnonzero(dense)
+
+
+def _pairs(scores: np.ndarray, sections: np.ndarray) -> Iterator[tuple[float, int]]:
+    """(score, section) pairs, converted from the arrays 256 at a time."""
+    for i in range(0, len(scores), 256):
+        yield from zip(scores[i : i + 256].tolist(), sections[i : i + 256].tolist(), strict=True)
 
 
 def _cut(found: list[int] | np.ndarray, scores: np.ndarray, limit: int) -> list[int]:

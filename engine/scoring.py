@@ -36,7 +36,7 @@ only those are rescored (`rescore_bounded`, exact).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -298,6 +298,14 @@ def rescore_bounded(
         return []
     lowest = heapq.nlargest(limit, (e[0] for e in found))[-1]
     pool = sorted((e for e in found if e[0] * ceiling >= lowest), key=_first, reverse=True)
+    return rescore_sorted(pool, limit, ceiling, rescore)
+
+
+def rescore_sorted(
+    pool: Iterable[Entry], limit: int, ceiling: float, rescore: Callable[[Entry], Entry]
+) -> list[Entry]:
+    """rescore_bounded's rescoring, given the entries it keeps in its order: by score,
+    largest first, equal scores in their first order (a stable sort's)."""
     best: list[float] = []  # the largest `limit` final scores so far (a min-heap)
     out: list[Entry] = []
     for e in pool:
@@ -333,6 +341,7 @@ __all__ = [
     "plan",
     "query_stops",
     "rescore_bounded",
+    "rescore_sorted",
     "stop_bits",
     "stop_terms",
 ]

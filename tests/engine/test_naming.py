@@ -174,18 +174,21 @@ def _kept_and_changed(index: Any, terms: Any) -> tuple[list[int], list[int]]:
 
     kept: list[int] = []
     changed: list[int] = []
-    real = scoring_module.rescore_bounded
 
-    def watching(found: Any, limit: Any, ceiling: Any, rescore: Any) -> Any:
-        def watched(e: Any) -> Any:
-            done = rescore(e)
-            (kept if done is e else changed).append(e[1])
-            return done
+    def watching(real: Any) -> Any:
+        def watch(found: Any, limit: Any, ceiling: Any, rescore: Any) -> Any:
+            def watched(e: Any) -> Any:
+                done = rescore(e)
+                (kept if done is e else changed).append(e[1])
+                return done
 
-        return real(found, limit, ceiling, watched)
+            return real(found, limit, ceiling, watched)
+
+        return watch
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rank_module, "rescore_bounded", watching)
+        for name in ("rescore_bounded", "rescore_sorted"):
+            patch.setattr(rank_module, name, watching(getattr(scoring_module, name)))
         rank(index, terms, match_any=True, limit=10)
     return kept, changed
 
@@ -207,3 +210,78 @@ def test_sections_no_query_word_names_keep_their_score(
         assert kept and changed
         assert all(names.read(g)[:2] == (0, 0) for g in kept)
         assert all(names.read(g)[:2] != (0, 0) for g in changed)
+
+
+def test_a_span_finds_the_same_ids_as_a_bisection_per_word(indexes: list[Any]) -> None:
+    """HeldNames.ids_of scans the block's words between a group's least and greatest when
+    the group is large (a prefix's expansions): the same ids as looking each word up."""
+    tokenizer = RECALL.tokenizer
+    scanned = 0
+    for index in indexes:
+        for block in index.blocks[:4]:
+            held = HeldNames.build(block, tokenizer)
+            words = held.words
+            for prefix in sorted({w[:1] for w in words} | {w[:2] for w in words[::7]}):
+                group = frozenset(
+                    [w for w in words if w.startswith(prefix)] + [prefix + "\uffff", "zzzz"]
+                )
+                span = (min(group), max(group))
+                assert held.ids_of(group, span) == held.ids_of(group)
+                assert held.ids_of(group) == frozenset(
+                    i for i, w in enumerate(words) if w.startswith(prefix)
+                )
+                scanned += len(group)
+    assert scanned > 1000
+
+
+def _held_keys(index: Any, tokenizer: Any) -> list[bool]:
+    name = naming._tokenization(tokenizer)
+    return [naming._held_for((b.key, name)) is not None for b in index.blocks]
+
+
+def test_prepare_holds_every_block_between_requests_and_rankings_stay(
+    indexes: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """naming.prepare builds, in a thread that waits while a request is served, every
+    block's names under each tokenisation a ranking read them under, the words as typed
+    before their stems; until then rankings read the pending blocks section by section
+    rather than build them; and rankings are the same before, during and after."""
+    from citeline.engine.flights import Serving
+
+    monkeypatch.setattr(naming, "_BUILD_MIN", 0)  # a ranking would build at once...
+    monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9)
+    monkeypatch.setattr(naming, "_BUILD_PER_RANKING", 1)  # one block each
+    index = indexes[0]
+    assert len(index.blocks) >= 3
+    unheld = _rankings(index)
+    naming.forget()
+    built: list[str] = []
+    real_build = HeldNames.build.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: Any, block: Any, tokenizer: Any, pause: Any = None) -> Any:
+        names = real_build(cls, block, tokenizer, pause)
+        built.append(tokenizer.stemming)
+        return names
+
+    monkeypatch.setattr(HeldNames, "build", classmethod(counting))
+    serving = Serving()
+    stems = RECALL.tokenizer
+    Names(index, stems.unstemmed, [["x"]])  # rankings read both tokenisations
+    with serving.request():
+        rank(index, query_terms("docker run", stems), match_any=True, limit=20)
+        first = len(built)
+        assert first == 2  # one block for each tokenisation (its budget)
+        thread = naming.prepare(index, pause=serving.wait_idle)
+        assert thread is not None
+        thread.join(0.5)
+        assert thread.is_alive() and len(built) == first  # waiting while serving
+        # ...but the blocks the builder will hold are read section by section meanwhile
+        assert _rankings(index) == unheld and len(built) == first
+    thread.join(120)
+    assert not thread.is_alive()
+    assert all(_held_keys(index, stems)) and all(_held_keys(index, stems.unstemmed))
+    # the words as typed were built, and the stems not built by the first ranking were
+    # derived from them
+    assert built.count("none") == len(index.blocks) and built.count("english") == 1
+    assert _rankings(index) == unheld
+    assert naming.prepare(index, pause=serving.wait_idle) is None  # once per index
