@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from .blocks import Block
 from .codec import I64, StringTable, first_at_least, prefix_range, sample_of
@@ -32,6 +32,9 @@ from .codec import I64, StringTable, first_at_least, prefix_range, sample_of
 # A derived lexicon whose changes hold more words than this share of its base is made
 # afresh from the blocks instead: each look-up reads a change per word it returns.
 _CHANGES_SHARE = 8
+# A background make steps aside for requests this often, in words: about a millisecond
+# (a block of ten times tldr has 11,000, some 6 ms).
+_PAUSE_EVERY = 2_048
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,23 +47,54 @@ class Lexicon:
     sample: list[str]  # every SAMPLE-th word, for first_at_least
     changes: Mapping[str, int]  # word → sections gained (or lost, < 0) since the base
     new: tuple[str, ...]  # the words of `changes` the base does not hold, sorted
+    # The blocks holding each base word, by key: keys[holders[k]] for k in at[i]:at[i + 1]
+    # (2 bytes a word and block: 3.9 MB at ten times tldr), so that a word's postings are
+    # looked for in those only; a derived lexicon leaves out the removed ones and adds
+    # every added block (Index.where asks each of those).
+    keys: tuple[str, ...] = ()
+    at: array = field(default_factory=lambda: array(I64, [0]))
+    holders: array = field(default_factory=lambda: array("H"))
+    removed: frozenset[str] = frozenset()  # keys of base blocks not in the index any more
+    added: tuple[str, ...] = ()  # keys of the blocks added since the base
 
     @classmethod
     def of(cls, blocks: Sequence[Block], pause: Callable[[], None] | None = None) -> Lexicon:
-        """`pause`: called before each block (a background make waits there while the
-        engine serves a request)."""
+        """`pause`: called before each block and every _PAUSE_EVERY words (a background
+        make waits there while the engine serves a request)."""
+        import numpy as np
+
         found: dict[str, int] = {}
         get = found.get
         for block in blocks:
-            if pause is not None:
-                pause()
             # (one block's words at a time: all of them at once would be 2M strings; a
             # set difference and numpy sums in place of this loop cost 40% more here)
-            for word, count in block.prefixed(""):  # (every word starts with "")
-                found[word] = get(word, 0) + count
+            words = block.prefixed("")  # (every word starts with "")
+            for at in range(0, len(words), _PAUSE_EVERY):
+                if pause is not None:
+                    pause()
+                for word, count in words[at : at + _PAUSE_EVERY]:
+                    found[word] = get(word, 0) + count
         order = sorted(found)
         table = StringTable.of(order)
-        return cls(table, array(I64, [found[w] for w in order]), sample_of(table), {}, ())
+        counts = array(I64, [found[w] for w in order])
+        # Each block's words by their place in `order`, then grouped by word (a stable
+        # sort keeps each word's blocks in block order).
+        place = {w: i for i, w in enumerate(order)}
+        del found
+        ids, owners = [], []
+        for b, block in enumerate(blocks):
+            if pause is not None:
+                pause()
+            ids.append(np.fromiter((place[w] for w in block.vocab), np.int64, len(block.vocab)))
+            owners.append(np.full(len(block.vocab), b, np.uint16))
+        del place
+        joined = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        by_word = np.argsort(joined, kind="stable")
+        holders = array("H", np.concatenate(owners)[by_word].tobytes() if ids else b"")
+        at = array(I64, [0])
+        at.extend(np.cumsum(np.bincount(joined, minlength=len(order))).tolist())
+        keys = tuple(block.key for block in blocks)
+        return cls(table, counts, sample_of(table), {}, (), keys, at, holders)
 
     def derive(self, removed: Sequence[Block], added: Sequence[Block]) -> Lexicon | None:
         """The lexicon of these blocks' index: this one's without `removed`'s words and
@@ -75,7 +109,26 @@ class Lexicon:
             return None
         known = set(self.new)
         new = sorted(w for w in changes if w in known or not self._holds(w))
-        return Lexicon(self.words, self.counts, self.sample, changes, tuple(new))
+        gone = {b.key for b in removed}
+        return replace(
+            self,
+            changes=changes,
+            new=tuple(new),
+            removed=self.removed | (gone - set(self.added)),
+            added=(*[k for k in self.added if k not in gone], *[b.key for b in added]),
+        )
+
+    def holding(self, word: str) -> list[str]:
+        """The keys of the blocks that may hold `word`: among the index's, every one that
+        does (the base's that do, then every added one)."""
+        i = first_at_least(self.words, self.sample, word)
+        out: list[str] = []
+        if i < len(self.words) and self.words[i] == word:
+            keys, removed = self.keys, self.removed
+            out = [keys[k] for k in self.holders[self.at[i] : self.at[i + 1]]]
+            if removed:
+                out = [k for k in out if k not in removed]
+        return [*out, *self.added] if self.added else out
 
     def _holds(self, word: str) -> bool:
         i = first_at_least(self.words, self.sample, word)

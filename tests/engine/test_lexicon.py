@@ -52,6 +52,21 @@ def probes(blocks: tuple[Block, ...] | list[Block]) -> list[str]:
     return [*out, "", "\U0010ffff", words[-1] + "z", "zzzzqq"]
 
 
+def assert_holding(lexicon: Lexicon, blocks: tuple[Block, ...] | list[Block]) -> None:
+    """Lexicon.holding names, for each word, blocks among `blocks` only, every one that
+    holds it among them (and for a lexicon made from `blocks`, exactly those)."""
+    keys = {b.key for b in blocks}
+    asked = 0
+    for word in [*sorted({w for b in blocks for w in b.vocab})[::5], "zzzzqq", ""]:
+        holding = lexicon.holding(word)
+        has = {b.key for b in blocks if b.find(word) is not None}
+        assert set(holding) <= keys and has <= set(holding), word
+        if not lexicon.changes and not lexicon.added:
+            assert holding == [b.key for b in blocks if b.key in has], word
+        asked += len(has)
+    assert asked > len(blocks)  # (words held by several blocks were asked about)
+
+
 @pytest.fixture(scope="module")
 def real_blocks() -> tuple[Block, ...]:
     root = corpus("powershell-docs")
@@ -100,6 +115,8 @@ def test_a_derived_lexicon_is_the_one_made_from_its_blocks(
     for word in only_first[:20]:
         assert word not in dict(without.prefixed(word))
         assert word in dict(with_first.prefixed(word))
+    for lex, blocks in ((with_first, real_blocks), (without, rest), (base, rest)):
+        assert_holding(lex, blocks)
     # derived from a derived one, back to where it started: no changes are left
     back = with_first.derive([first], [])
     assert back is not None and not back.changes and not back.new
@@ -123,6 +140,8 @@ def test_an_index_made_ready_answers_from_its_lexicon_alike(
     for prefix in ["g", "ge", "get-", "c", "ab", "zzz", "\u4e00", "set"]:
         assert made.expand(prefix) == unmade.expand(prefix)
         assert dict(made.prefixed(prefix)) == summed(real_blocks, prefix)
+    for word in probes(real_blocks):  # a word's postings, from the blocks holding it
+        assert made.where(word) == unmade.where(word), word
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", len(real_blocks) + 1)
     few = Index(real_blocks)  # fewer blocks than that: never made
     assert few.prepare() is None and few.prepare(background=False) is None
@@ -214,3 +233,8 @@ def test_an_edit_derives_the_lexicon_and_rankings_never_depend_on_it(
         for prefix in [*probes(idx.blocks)[:200], "zyzzyva", "zyz"]:
             assert dict(idx._lexicon.prefixed(prefix)) == dict(fresh.prefixed(prefix)), prefix
         assert dict(idx.prefixed("zyzz")) == {"zyzzyva": 1}
+        assert_holding(idx._lexicon, idx.blocks)
+        plain = Index(idx.blocks)  # no lexicon: every block is asked
+        for word in [*probes(idx.blocks)[::3], "zyzzyva"]:
+            assert idx.where(word) == plain.where(word), word
+        assert idx.where("zyzzyva") and len(idx.where("the")) > 1
