@@ -216,7 +216,10 @@ class Index:
                 if span is not None:
                     places.append((block, base, span[0], span[1]))
         else:  # (at ten times tldr, 63% of the blocks asked for a word hold none of it)
-            at = self._at_key()
+            at = self._blocks_at  # each block and its first section's number, by key
+            if at is None:
+                at = {b.key: (b, o) for b, o in zip(self.blocks, self.bases, strict=True)}
+                self._blocks_at = at
             for key in set(lexicon.holding(term)):
                 block, base = at[key]
                 span = block.find(term)
@@ -229,15 +232,6 @@ class Index:
             while len(self._where) > _REMEMBERED_TERMS:
                 self._where.popitem(last=False)
         return found
-
-    def _at_key(self) -> dict[str, tuple[Block, int]]:
-        """Each block and its first section's number, by the block's key."""
-        at = self._blocks_at
-        if at is None:
-            at = self._blocks_at = {
-                b.key: (b, base) for b, base in zip(self.blocks, self.bases, strict=True)
-            }
-        return at
 
     def postings(self, term: str) -> Postings:
         return gather(self, self.where(term))
