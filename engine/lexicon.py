@@ -91,10 +91,10 @@ class Lexicon:
         joined = np.concatenate(ids) if ids else np.zeros(0, np.int64)
         by_word = np.argsort(joined, kind="stable")
         holders = array("H", np.concatenate(owners)[by_word].tobytes() if ids else b"")
-        at = array(I64, [0])
-        at.extend(np.cumsum(np.bincount(joined, minlength=len(order))).tolist())
+        starts = array(I64, [0])
+        starts.extend(np.cumsum(np.bincount(joined, minlength=len(order))).tolist())
         keys = tuple(block.key for block in blocks)
-        return cls(table, counts, sample_of(table), {}, (), keys, at, holders)
+        return cls(table, counts, sample_of(table), {}, (), keys, starts, holders)
 
     def derive(self, removed: Sequence[Block], added: Sequence[Block]) -> Lexicon | None:
         """The lexicon of these blocks' index: this one's without `removed`'s words and
