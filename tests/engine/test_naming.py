@@ -253,6 +253,9 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     monkeypatch.setattr(naming, "_BUILD_PER_RANKING", 1)  # one block each
     index = indexes[0]
     assert len(index.blocks) >= 3
+    Names(index, RECALL.tokenizer, [["x"]])
+    assert naming.prepare(index) is None  # (an index of few blocks is left to the rankings)
+    monkeypatch.setattr(naming, "_PREPARE_BLOCKS", 3)
     unheld = _rankings(index)
     naming.forget()
     built: list[str] = []
