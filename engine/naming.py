@@ -12,9 +12,9 @@ name words and, per section, the ids of its words (a few bytes a section). They 
 by the block's content address and the tokenisation, so a later snapshot that keeps the
 block keeps them; a one-shot call never pays for a whole block, and a ranking holds a few
 thousand sections at most, so no keystroke pays for many blocks. A long-lived front also
-builds, between requests, the blocks its rankings read section by section (`prepare`): at
-ten times tldr a session reaches 177 blocks, and at a ranking's budget it took four rounds
-of typing to hold them.
+holds, built between requests, every block's names under each tokenisation its rankings
+read (`prepare`, for an index of 32 blocks or more): at ten times tldr a session reaches
+all 177 blocks, and at a ranking's budget it took four rounds of typing to hold them.
 
 Either way the words are those of the same `Tokenizer.tokens` call on the same text:
 what is held is a cache of a pure function, and scores never depend on it.
