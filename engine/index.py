@@ -13,7 +13,7 @@ import bisect
 import heapq
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,21 +211,17 @@ class Index:
         places = []
         lexicon = self._lexicon
         if lexicon is None:
-            for block, base in zip(self.blocks, self.bases, strict=True):
-                span = block.find(term)
-                if span is not None:
-                    places.append((block, base, span[0], span[1]))
+            asked: Iterable[tuple[Block, int]] = zip(self.blocks, self.bases, strict=True)
         else:  # (at ten times tldr, 63% of the blocks asked for a word hold none of it)
             at = self._blocks_at  # each block and its first section's number, by key
             if at is None:
                 at = {b.key: (b, o) for b, o in zip(self.blocks, self.bases, strict=True)}
                 self._blocks_at = at
-            for key in set(lexicon.holding(term)):
-                block, base = at[key]
-                span = block.find(term)
-                if span is not None:
-                    places.append((block, base, span[0], span[1]))
-            places.sort(key=lambda place: place[1])
+            asked = sorted((at[key] for key in set(lexicon.holding(term))), key=lambda a: a[1])
+        for block, base in asked:
+            span = block.find(term)
+            if span is not None:
+                places.append((block, base, span[0], span[1]))
         found = tuple(places)
         with self._lock:
             self._where[term] = found

@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .blocks import Block
 from .codec import I64, StringTable, first_at_least, prefix_range, sample_of
@@ -51,11 +51,11 @@ class Lexicon:
     # (2 bytes a word and block: 3.9 MB at ten times tldr), so that a word's postings are
     # looked for in those only; a derived lexicon leaves out the removed ones and adds
     # every added block (Index.where asks each of those).
-    keys: tuple[str, ...] = ()
-    at: array = field(default_factory=lambda: array(I64, [0]))
-    holders: array = field(default_factory=lambda: array("H"))
-    removed: frozenset[str] = frozenset()  # keys of base blocks not in the index any more
-    added: tuple[str, ...] = ()  # keys of the blocks added since the base
+    keys: tuple[str, ...]
+    at: array  # I64
+    holders: array  # H (I past 65,536 blocks)
+    removed: frozenset[str]  # keys of base blocks not in the index any more
+    added: tuple[str, ...]  # keys of the blocks added since the base
 
     @classmethod
     def of(cls, blocks: Sequence[Block], pause: Callable[[], None] | None = None) -> Lexicon:
@@ -100,7 +100,16 @@ class Lexicon:
         keys = tuple(block.key for block in blocks)
         runs = array(I64, starts.tobytes())
         return cls(
-            table, counts, sample_of(table), {}, (), keys, runs, array(code, holders.tobytes())
+            table,
+            counts,
+            sample_of(table),
+            {},
+            (),
+            keys,
+            runs,
+            array(code, holders.tobytes()),
+            frozenset(),
+            (),
         )
 
     def derive(self, removed: Sequence[Block], added: Sequence[Block]) -> Lexicon | None:

@@ -195,6 +195,7 @@ def rank(
                     score *= 1 + named * read[0][2]
                 return (float(score), g)
 
+        rescored = None
         entries = found
         if limit is not None and 0 < limit < len(found):
             # Only the sections rescore_bounded keeps (score × ceiling ≥ the limit-th best
@@ -202,14 +203,15 @@ def rank(
             at = scores[found]
             keep = at * ceiling >= _kth_largest(at, limit)
             entries = found[keep]
-        if limit is not None and len(entries) > limit:
-            # rescore_bounded's pool on arrays: the same entries in the same order (largest
-            # score first, a stable sort's), as pairs only as far as the rescoring reads.
-            kept = at[keep]
-            order = np.argsort(-kept, kind="stable")
-            pool = _pairs(kept[order], entries[order])
-            rescored = rescore_sorted(pool, limit, ceiling, with_bonus)
-        else:
+            if len(entries) > limit:
+                # rescore_bounded's pool on arrays: the same entries in the same order
+                # (largest score first, a stable sort's), as pairs only as far as the
+                # rescoring reads.
+                kept = at[keep]
+                order = np.argsort(-kept, kind="stable")
+                pool = _pairs(kept[order], entries[order])
+                rescored = rescore_sorted(pool, limit, ceiling, with_bonus)
+        if rescored is None:
             pairs = list(zip(scores[entries].tolist(), entries.tolist(), strict=True))
             rescored = rescore_bounded(pairs, limit, ceiling, with_bonus)
         chosen = [g for _, g in rescored]
