@@ -23,6 +23,10 @@ CORPORA = Path(
 )
 
 
+# Where a contributor without the corpora learns how to get them (the skip says it).
+HOW_TO_GET = "how to get the corpora: docs/testing.md, section 'The corpora'"
+
+
 def required() -> bool:
     return os.environ.get(REQUIRE) == "1"
 
@@ -31,7 +35,7 @@ def missing(what: str) -> None:
     """Skip the calling test because `what` is absent, or fail it when corpora are required."""
     if required():
         pytest.fail(f"{what} is absent and {REQUIRE}=1 (set CITELINE_CORPORA to their folder)")
-    pytest.skip(f"{what} is absent")
+    pytest.skip(f"{what} is absent: {HOW_TO_GET}")
 
 
 def corpus(name: str) -> Path:
