@@ -9,7 +9,8 @@ debug level and answers nothing: the client waits forever for its reply. `Lines`
 - a line is read in pieces of at most `max_line` bytes, so that a longer one (which no MCP
   request needs) costs no more than that, and is refused with -32600;
 - a line that is not JSON gets -32700, one that is JSON but not a valid JSON-RPC message (or
-  nests deeper than the SDK parses) gets -32600, as JSON-RPC 2.0 requires: with the request's
+  nests deeper than the SDK parses, or has an id that is no string or integer, which the SDK
+  would take for a notification) gets -32600, as JSON-RPC 2.0 requires: with the request's
   id when it can be read, else null. A notification or a response is never answered, only
   logged (JSON-RPC 2.0 §4.1);
 - a valid line is passed on for the SDK to validate (again: a few microseconds for what MCP
@@ -109,10 +110,11 @@ def check(text: str) -> tuple[str | int | None, int | None, str] | None:
     """None for a line the SDK takes; else (id, error code or None to stay silent, what is
     wrong). The SDK's own validation decides, so that nothing it would drop passes here."""
     try:
-        types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-        return None
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except Exception as exc:  # pydantic's ValidationError
         errors = exc.errors() if hasattr(exc, "errors") else []
+    else:
+        return _bad_id(text) if isinstance(message, types.JSONRPCNotification) else None
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -135,3 +137,18 @@ def check(text: str) -> tuple[str | int | None, int | None, str] | None:
     where = ".".join(str(part) for part in first.get("loc", ()))
     what = f"{where}: {first.get('msg')}" if where else str(first.get("msg", "invalid"))
     return msg_id, code, f"Invalid Request: not a JSON-RPC 2.0 message ({what})."
+
+
+def _bad_id(text: str) -> tuple[None, int, str] | None:
+    """A request whose id is no string or integer (an object, an array, a boolean, 1.5, 1.0,
+    null) validates as a notification, its id dropped as an unknown field, and the SDK
+    answered nothing: the client waited forever (issue 49). MCP allows neither null nor a
+    fraction. Only notifications are read again, and they are few."""
+    data = json.loads(text)
+    if "id" not in data:
+        return None
+    given = data["id"]
+    kind = (
+        "a number with a fraction or an exponent" if isinstance(given, float) else json_type(given)
+    )
+    return None, INVALID_REQUEST, f"Invalid Request: id must be an integer or a string, got {kind}."

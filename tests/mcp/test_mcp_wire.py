@@ -9,17 +9,13 @@ JSON-RPC 2.0 error (-32700 or -32600, with the id when it can be read), a line l
 
 from __future__ import annotations
 
-import json
-import queue
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bundles import write_bundle
+from mcp_pipe import Pipe
 
 pytest.importorskip("mcp")
 
@@ -27,87 +23,12 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
 
-class Pipe:
-    """`citeline mcp <bundle>` with raw lines in and the lines it answers out."""
-
-    def __init__(self, bundle: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "citeline.lsp.cli", "mcp", str(bundle)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        self.stderr = b""
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-
-    def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr += line
-
-    def write(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-
-    def answer(self, timeout: float = 30) -> dict[str, Any]:
-        try:
-            return json.loads(self.lines.get(timeout=timeout))
-        except queue.Empty:
-            state = self.proc.poll()
-            raise AssertionError(
-                f"no answer within {timeout} s (server {'running' if state is None else state};"
-                f" stderr {self.stderr[-500:]!r})"
-            ) from None
-
-    def serves(self, msg_id: int) -> None:
-        """A well-formed request is still answered, and it is the next answer."""
-        self.send({"id": msg_id, "method": "tools/list"})
-        answer = self.answer()
-        assert answer["id"] == msg_id and "result" in answer, answer
-        assert {t["name"] for t in answer["result"]["tools"]} >= {"search_sections"}
-
-    def peak_kib(self) -> int:
-        with open(f"/proc/{self.proc.pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-        raise AssertionError("no VmHWM")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def pipe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipe]:
     bundle = write_bundle(tmp_path_factory.mktemp("wire") / "b", {"a.md": "# Alpha\n\nalpha\n"})
     server = Pipe(bundle)
     try:
-        server.send(
-            {
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            }
-        )
-        assert "result" in server.answer(60)
-        server.send({"method": "notifications/initialized"})
+        server.initialize()
         yield server
     finally:
         server.close()
@@ -141,6 +62,34 @@ def test_every_bad_line_gets_its_error(pipe: Pipe, line: bytes, msg_id: Any, cod
     assert answer["error"]["message"]
     assert pipe.proc.poll() is None
     pipe.serves(7)
+
+
+# An id that is neither a string nor an integer (MCP: "MUST be a string or integer", and
+# never null): the SDK read such a request as a notification — the id ignored — and answered
+# nothing, so the client waited forever (issue 49 finding 8). Each is -32600 with id null,
+# since the id cannot be given back (JSON-RPC 2.0 §5).
+MALFORMED_IDS = ["{}", '{"a": 1}', "[]", "[1]", "true", "false", "1.5", "1.0", "null"]
+
+
+@pytest.mark.parametrize("raw_id", MALFORMED_IDS)
+def test_a_malformed_id_is_an_invalid_request(pipe: Pipe, raw_id: str) -> None:
+    for method in ("tools/list", "tools/call"):
+        pipe.write(
+            b'{"jsonrpc": "2.0", "id": %s, "method": "%s"}\n' % (raw_id.encode(), method.encode())
+        )
+        answer = pipe.answer(10)
+        assert answer["id"] is None and answer["error"]["code"] == INVALID_REQUEST, answer
+        assert "id" in answer["error"]["message"]
+        assert pipe.proc.poll() is None
+        pipe.serves(14)
+
+
+def test_a_notification_with_a_malformed_id_field_is_still_not_a_notification(pipe: Pipe) -> None:
+    """A message with "id" is a request whatever the id holds: answered, not obeyed silently."""
+    pipe.write(b'{"jsonrpc": "2.0", "id": {}, "method": "notifications/initialized"}\n')
+    answer = pipe.answer(10)
+    assert answer["id"] is None and answer["error"]["code"] == INVALID_REQUEST, answer
+    pipe.serves(15)
 
 
 def test_nesting_the_sdk_reads_is_served(pipe: Pipe) -> None:
