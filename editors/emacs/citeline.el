@@ -39,8 +39,12 @@
 ;;   (require 'citeline)
 ;;   (add-hook 'markdown-mode-hook #'eglot-ensure)
 ;;
-;; The project root is the version-control root, or the nearest folder
-;; holding one of `citeline-project-markers' (default ".citeline").
+;; The workspace of a Markdown file is, first match: a folder chosen with
+;; `citeline-set-workspace' or `citeline-workspace-roots'; the nearest
+;; folder holding one of `citeline-project-markers' (default ".citeline");
+;; the version-control root; the folder Emacs was started in, when it
+;; holds the file and is not ~ or above; a folder asked for when you type
+;; M-x eglot (`citeline-ask-workspace'); the file's folder.
 
 ;;; Code:
 
@@ -213,21 +217,128 @@ takes precedence and is left alone.  EXPLICIT: see `citeline-server-settings'."
 
 (citeline--register citeline-major-modes)
 
+;;;; The workspace root
+
+;; Eglot serves a buffer with the project `project-current' finds while
+;; `eglot-lsp-context' is bound, and falls back to the buffer's own folder
+;; when there is none.  citeline's rule for a Markdown buffer, first match:
+;; 1. a folder the user chose (`citeline-workspace-roots',
+;;    `citeline-set-workspace'), the deepest one holding the file;
+;; 2. the nearest folder holding one of `citeline-project-markers';
+;; 3. the version-control root (project.el's own `project-try-vc');
+;; 4. the folder Emacs was started in, when it holds the file and is neither
+;;    the home folder nor above it (a launcher starts Emacs in ~);
+;; 5. with `M-x eglot' typed: a folder asked for (`citeline-ask-workspace');
+;; 6. the file's folder (Eglot's own fallback).
+
+(defcustom citeline-workspace-roots nil
+  "Folders that are citeline workspaces, whatever version control says.
+A Markdown file under one of them is served with that folder as the
+workspace root (the deepest of them holding it), before
+`citeline-project-markers' and the version-control root.
+`citeline-set-workspace' adds one for the session only."
+  :type '(repeat directory))
+
+(defcustom citeline-ask-workspace t
+  "Whether \\[eglot] asks for the workspace of a Markdown file in no project.
+Asked when the file is in no version-controlled project, under no
+`citeline-project-markers' file and not under the folder Emacs was
+started in; the answer (the file's folder by default) is remembered for
+the session, as with `citeline-set-workspace'.  nil, or `eglot-ensure'
+starting the server: no question, the workspace is the file's folder."
+  :type 'boolean)
+
+(defvar citeline--session-roots nil
+  "Workspace folders chosen in this session, newest first.")
+
+(defun citeline--folder (dir)
+  "DIR as an absolute directory name."
+  (file-name-as-directory (expand-file-name dir)))
+
+(defun citeline--markdown-buffer-p ()
+  "Non-nil in a buffer of one of `citeline-major-modes'."
+  (cl-some (lambda (mode) (provided-mode-derived-p major-mode mode)) citeline-major-modes))
+
+(defun citeline--chosen-root (dir)
+  "The deepest chosen workspace folder holding DIR, or nil.
+Chosen: in `citeline-workspace-roots' or by `citeline-set-workspace'."
+  (let (best)
+    (dolist (root (append citeline--session-roots citeline-workspace-roots))
+      (let ((root (citeline--folder root)))
+        (when (and (file-in-directory-p dir root)
+                   (or (null best) (> (length root) (length best))))
+          (setq best root))))
+    best))
+
+(defun citeline--marker-root (dir)
+  "The nearest folder above DIR holding one of `citeline-project-markers'."
+  (let ((root (cl-some (lambda (marker) (locate-dominating-file dir marker))
+                       citeline-project-markers)))
+    (and root (citeline--folder root))))
+
+(defun citeline--started-in (dir)
+  "The folder Emacs was started in, when it holds DIR.
+Not when it is the home folder or above it: started from a launcher or
+a desktop session, Emacs is in ~, which is no one's workspace."
+  (let ((start (and command-line-default-directory
+                    (citeline--folder command-line-default-directory))))
+    (when (and start
+               (file-in-directory-p dir start)
+               (not (file-in-directory-p (citeline--folder "~") start)))
+      start)))
+
+(defun citeline--ask-root (dir)
+  "Ask for the workspace of the file in DIR when \\[eglot] was typed there.
+The answer must hold DIR; it is remembered for the session."
+  (when (and citeline-ask-workspace
+             (not noninteractive)
+             (eq this-command 'eglot)
+             buffer-file-name
+             ;; M-x eglot then looks for a server in every buffer: ask in the one
+             ;; it was typed in only.
+             (eq (current-buffer) (window-buffer (selected-window))))
+    (let ((root (citeline--folder
+                 (read-directory-name "citeline workspace (no project holds this file): "
+                                      dir dir t))))
+      (unless (file-in-directory-p dir root)
+        (user-error "citeline: the workspace must hold %s" buffer-file-name))
+      (push root citeline--session-roots)
+      root)))
+
 (defun citeline--project-find (dir)
-  "Find a citeline workspace root above DIR in an LSP context.
-For `project-find-functions': looks for `citeline-project-markers'."
-  (when (and citeline-project-markers
-             (bound-and-true-p eglot-lsp-context))
-    (let ((root (cl-some (lambda (marker) (locate-dominating-file dir marker))
-                         citeline-project-markers)))
-      (when root
-        (cons 'citeline (file-name-as-directory (expand-file-name root)))))))
+  "The citeline workspace of DIR chosen by the user, or under a marker.
+For `project-find-functions', in an LSP context (`eglot-lsp-context'):
+rules 1 and 2 of the workspace root, before the version-control root."
+  (when (bound-and-true-p eglot-lsp-context)
+    (let ((root (or (and (citeline--markdown-buffer-p) (citeline--chosen-root dir))
+                     (and citeline-project-markers (citeline--marker-root dir)))))
+      (when root (cons 'citeline root)))))
+
+(defun citeline--project-fallback (dir)
+  "The citeline workspace of a Markdown buffer in DIR that no project holds.
+For the end of `project-find-functions', in an LSP context: the folder
+Emacs was started in, or (\\[eglot] typed) one asked for; nil leaves
+Eglot's own fallback, the file's folder."
+  (when (and (bound-and-true-p eglot-lsp-context) (citeline--markdown-buffer-p))
+    (let ((root (or (citeline--started-in dir) (citeline--ask-root dir))))
+      (when root (cons 'citeline root)))))
 
 (cl-defmethod project-root ((project (head citeline)))
-  "The root of a citeline marker PROJECT."
+  "The root of a citeline PROJECT."
   (cdr project))
 
 (add-hook 'project-find-functions #'citeline--project-find)
+(add-hook 'project-find-functions #'citeline--project-fallback t)
+
+(defun citeline--say-workspace (server)
+  "Tell the user when SERVER's workspace is only the file's folder.
+That is Eglot's fallback when no rule of the workspace root applied."
+  (when (and (cl-typep server 'citeline-eglot-server)
+             (eq (car-safe (eglot--project server)) 'transient))
+    (message "citeline: no project holds this file; the workspace is %s %s"
+             (citeline--server-root server) "(M-x citeline-set-workspace to choose another)")))
+
+(add-hook 'eglot-connect-hook #'citeline--say-workspace t)
 
 ;;;; Talking to the server
 
@@ -506,6 +617,47 @@ Return the list of xref items."
          (result (citeline-execute "citeline.search" args server)))
     (citeline--present (citeline-search-xrefs result (citeline--server-root server))
                        result (format "%S" query))))
+
+;;;###autoload
+(defun citeline-set-workspace (folder)
+  "Make FOLDER the citeline workspace of the Markdown files under it.
+For this session, before `citeline-project-markers' and version control
+\(`citeline-workspace-roots' keeps folders across sessions).  When the
+current buffer is a file under FOLDER served by a citeline server of
+another root, that server is shut down and one for FOLDER started, as
+are servers of folders inside FOLDER; the buffers they served are served
+again by the server of their workspace.  Return FOLDER's name."
+  (interactive
+   (list (read-directory-name "citeline workspace: "
+                              (or (car citeline--session-roots) default-directory) nil t)))
+  (let ((root (citeline--folder folder)))
+    (unless (file-directory-p root)
+      (user-error "citeline: %s is not a folder" folder))
+    (setq citeline--session-roots (cons root (delete root citeline--session-roots)))
+    ;; The servers of folders inside FOLDER, and of the buffer when it is under FOLDER,
+    ;; serve files whose workspace has changed: stop them and serve their buffers again,
+    ;; each with the server of its workspace now.
+    (let ((here (and buffer-file-name (citeline--markdown-buffer-p)
+                     (file-in-directory-p buffer-file-name root)
+                     (ignore-errors (eglot-current-server))))
+          (lost nil))
+      (dolist (server (citeline--servers))
+        (let ((at (citeline--server-root server)))
+          (when (and (not (equal at root))
+                     (or (eq server here) (file-in-directory-p at root)))
+            (setq lost (append lost (eglot--managed-buffers server)))
+            (eglot-shutdown server))))
+      (dolist (buffer (if (memq (current-buffer) lost)
+                          (cons (current-buffer) (delq (current-buffer) lost))
+                        lost))
+        (when (buffer-live-p buffer)
+          (with-current-buffer buffer
+            (unless eglot--managed-mode
+              (if (eglot-current-server)
+                  (eglot--maybe-activate-editing-mode)
+                (apply #'eglot (eglot--guess-contact))))))))
+    (message "citeline: the workspace of the Markdown files under %s is that folder" root)
+    root))
 
 ;;;###autoload
 (defun citeline-lines (pattern &optional regex)

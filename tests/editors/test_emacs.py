@@ -21,8 +21,9 @@ pytestmark = pytest.mark.editor
 PACKAGE = REPO / "editors" / "emacs"
 
 
-def run_ert(env: dict[str, str], selector: str = "t") -> tuple[str, dict]:
-    """Run the ERT tests chosen by `selector` (an ERT selector, as Lisp)."""
+def run_ert(env: dict[str, str], selector: str = "t", cwd: Path | None = None) -> tuple[str, dict]:
+    """Run the ERT tests chosen by `selector` (an ERT selector, as Lisp), Emacs started in
+    `cwd` (the workspace by default)."""
     emacs = editor_or_skip("emacs")
     cmd = [
         "timeout",
@@ -36,7 +37,9 @@ def run_ert(env: dict[str, str], selector: str = "t") -> tuple[str, dict]:
         "--eval",
         f"(ert-run-tests-batch-and-exit '{selector})",
     ]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=env["CITELINE_WS"])
+    proc = subprocess.run(
+        cmd, env=env, capture_output=True, text=True, cwd=cwd or env["CITELINE_WS"]
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"emacs failed ({proc.returncode}):\n{output}"
     results = {}
@@ -49,7 +52,9 @@ def run_ert(env: dict[str, str], selector: str = "t") -> tuple[str, dict]:
 
 def test_ert_suite_against_real_server(workspace, editor_env):
     output, results = run_ert(
-        editor_env, '(not (or "citeline-e2e-unsaved-text" "citeline-e2e-semantic"))'
+        editor_env,
+        '(not (or "citeline-e2e-unsaved-text" "citeline-e2e-semantic"'
+        ' "citeline-e2e-workspace-root"))',
     )
     assert "0 unexpected" in output
     assert "skipped" not in output.split("Ran ", 1)[1], output  # e2e tests really ran
@@ -168,6 +173,78 @@ def test_semantic_and_hybrid_without_the_extra_name_it(editor_env, tmp_path):
         assert message.startswith("citeline: ") and hint in message, out
         assert "[schema_validation]" not in message
     assert out["rows"] == [] and out["hybrid_rows"] == [] and not out["opened"]
+
+
+# The workspace of a Markdown file in no git repository (issue 51): a few notes in sub-folders,
+# a word that only a file of another sub-folder holds.
+LOOSE = {
+    "notes/today.md": "# Today\n\nBought bread and coffee.\n",
+    "notes/later.md": "# Later\n\nCall the plumber about the tap.\n",
+    "recipes/soup.md": "# Soup\n\nSimmer the zucchini with garlic.\n",
+}
+LOOSE_QUERY = "zucchini"
+
+
+def loose_tree(root: Path) -> Path:
+    for rel, text in LOOSE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, "utf-8")
+    return root.resolve()
+
+
+def outside_version_control(folder: Path) -> Path:
+    """`folder`, after checking that no repository or citeline marker holds it."""
+    for up in [folder, *folder.parents]:
+        assert not (up / ".git").exists() and not (up / ".citeline").exists(), up
+    probe = subprocess.run(["git", "-C", str(folder), "rev-parse"], capture_output=True)
+    assert probe.returncode != 0, f"{folder} is inside a git repository"
+    return folder
+
+
+def root_case(editor_env: dict[str, str], started_in: Path, open_file: Path, **more: str) -> dict:
+    """Emacs started in `started_in` opens `open_file`, searches LOOSE_QUERY; what it saw."""
+    env = {k: v for k, v in editor_env.items() if k != "CITELINE_WS"}
+    env.update(CITELINE_ROOT_OPEN=str(open_file), CITELINE_ROOT_QUERY=LOOSE_QUERY, **more)
+    output, results = run_ert(env, '"citeline-e2e-workspace-root"', cwd=started_in)
+    assert "Ran 1 test" in output and "0 unexpected" in output, output
+    assert results["root"]["started_in"] == f"{started_in}/"
+    return results["root"]
+
+
+def test_outside_git_the_workspace_is_the_folder_emacs_started_in(tmp_path, editor_env):
+    ws = outside_version_control(loose_tree(tmp_path / "loose"))
+    seen = root_case(editor_env, ws, ws / "notes" / "today.md")
+    assert seen["first"]["root"] == f"{ws}/"
+    assert seen["first"]["hits"] == [[str(ws / "recipes" / "soup.md"), 1]]
+
+
+def test_outside_git_citeline_set_workspace_widens_the_workspace(tmp_path, editor_env):
+    ws = outside_version_control(loose_tree(tmp_path / "loose"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    seen = root_case(
+        editor_env,
+        elsewhere,
+        ws / "notes" / "today.md",
+        CITELINE_ROOT_SET=str(ws),
+        CITELINE_ROOT_ALSO=str(ws / "recipes" / "soup.md"),
+    )
+    # Started elsewhere, nothing chosen yet: the file's folder, which lacks the word.
+    assert seen["first"] == {"root": f"{ws}/notes/", "hits": []}
+    # M-x citeline-set-workspace: the server of the buffer now serves the folder chosen,
+    # the server of recipes/ is stopped and its buffer joins the new one.
+    assert seen["second"]["root"] == f"{ws}/"
+    assert seen["second"]["hits"] == [[str(ws / "recipes" / "soup.md"), 1]]
+    assert seen["servers"] == {"roots": [f"{ws}/"], "also_served_by_it": True}
+
+
+def test_in_a_git_repository_the_root_is_the_repository(tmp_path, editor_env):
+    # No .citeline marker; Emacs started in a sub-folder, which must not win over the repository.
+    repo = loose_tree(tmp_path / "repo")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    seen = root_case(editor_env, repo / "notes", repo / "notes" / "today.md")
+    assert seen["first"]["root"] == f"{repo}/"
+    assert seen["first"]["hits"] == [[str(repo / "recipes" / "soup.md"), 1]]
 
 
 def test_package_byte_compiles_cleanly(tmp_path, editor_env):

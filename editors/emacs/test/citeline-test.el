@@ -203,6 +203,124 @@
   (let ((citeline-settings '(:unsaved :json-false)) (citeline-unsaved t))
     (should (equal (citeline-server-settings) '(:unsaved :json-false)))))
 
+;;;; The workspace root (no server)
+
+(defvar eglot-lsp-context)              ; bound dynamically, as Eglot does
+
+(defmacro citeline-test--in-tree (files &rest body)
+  "Make a temporary folder holding FILES (relative names; \"x/\" a folder), run BODY.
+BODY sees the folder as `top' (a directory name); the folder is removed after."
+  (declare (indent 1))
+  `(let ((top (file-name-as-directory (file-truename (make-temp-file "citeline-ws" t)))))
+     (unwind-protect
+         (progn
+           (dolist (f ,files)
+             (let ((path (expand-file-name f top)))
+               (make-directory (file-name-directory path) t)
+               (unless (directory-name-p f) (write-region "# T\n" nil path nil 'silent))))
+           ,@body)
+       (delete-directory top t))))
+
+(defun citeline-test--root-of (file)
+  "The root of the project Eglot would serve FILE with, FILE visited in its mode."
+  (let ((buf (find-file-noselect file)))
+    (unwind-protect
+        (with-current-buffer buf
+          (let ((eglot-lsp-context t))
+            (let ((project (project-current)))
+              (and project (file-name-as-directory (project-root project))))))
+      (kill-buffer buf))))
+
+(ert-deftest citeline-test-root-started-in-holds-the-file ()
+  (citeline-test--in-tree '("notes/a.md" "recipes/b.md")
+    (let ((process-environment (cons "HOME=/nonexistent/home" process-environment))
+          (citeline-workspace-roots nil) (citeline--session-roots nil))
+      ;; Emacs started in the folder: it is the workspace of the files below.
+      (let ((command-line-default-directory top))
+        (should (equal (citeline-test--root-of (concat top "notes/a.md")) top)))
+      ;; Started in a folder that does not hold the file: none (Eglot then takes the
+      ;; file's folder).
+      (let ((command-line-default-directory (concat top "recipes/")))
+        (should (equal (citeline-test--root-of (concat top "notes/a.md")) nil)))
+      ;; Started in the home folder, or above it: not a workspace.
+      (let ((process-environment (cons (concat "HOME=" top "notes") process-environment)))
+        (dolist (start (list (concat top "notes/") top "/"))
+          (let ((command-line-default-directory start))
+            (should (equal (citeline-test--root-of (concat top "notes/a.md")) nil)))))
+      ;; Only for Markdown buffers, only when Eglot asks.
+      (let ((command-line-default-directory top))
+        (with-temp-buffer
+          (setq default-directory (concat top "notes/"))
+          (let ((eglot-lsp-context t)) (should-not (project-current))))
+        (let ((buf (find-file-noselect (concat top "notes/a.md"))))
+          (unwind-protect
+              (with-current-buffer buf (should-not (project-current)))
+            (kill-buffer buf)))))))
+
+(ert-deftest citeline-test-root-chosen-wins ()
+  ;; A git repository (as project.el sees one: a .git folder), a .citeline marker in it.
+  (citeline-test--in-tree '(".git/" "docs/.citeline" "docs/guide/a.md" "src/b.md")
+    (let ((command-line-default-directory (concat top "docs/guide/"))
+          (citeline-workspace-roots nil) (citeline--session-roots nil))
+      ;; The marker, then the repository; the folder Emacs started in comes after them.
+      (should (equal (citeline-test--root-of (concat top "docs/guide/a.md")) (concat top "docs/")))
+      (should (equal (citeline-test--root-of (concat top "src/b.md")) top))
+      ;; A folder chosen wins over both; the deepest chosen one holding the file.
+      (let ((citeline-workspace-roots (list top (concat top "docs/guide"))))
+        (should (equal (citeline-test--root-of (concat top "docs/guide/a.md"))
+                       (concat top "docs/guide/")))
+        (should (equal (citeline-test--root-of (concat top "src/b.md")) top)))
+      ;; citeline-set-workspace chooses for the session.
+      (should (equal (citeline-set-workspace (concat top "docs/guide")) (concat top "docs/guide/")))
+      (should (equal (citeline-test--root-of (concat top "docs/guide/a.md"))
+                     (concat top "docs/guide/")))
+      (should-error (citeline-set-workspace (concat top "none")) :type 'user-error))))
+
+(ert-deftest citeline-test-root-asked-once-on-m-x-eglot ()
+  (citeline-test--in-tree '("loose/notes/a.md" "loose/notes/c.md" "loose/other/b.md")
+    (let ((command-line-default-directory "/")
+          (citeline-workspace-roots nil) (citeline--session-roots nil)
+          (asked 0)
+          (answer (concat top "loose/")))
+      (cl-letf (((symbol-function 'read-directory-name)
+                 (lambda (_prompt dir &rest _)
+                   (should (equal dir (concat top "loose/notes/")))
+                   (cl-incf asked)
+                   answer)))
+        (let ((buf (find-file-noselect (concat top "loose/notes/a.md")))
+              (noninteractive nil))
+          (unwind-protect
+              (with-current-buffer buf
+                (set-window-buffer (selected-window) buf)
+                (let ((eglot-lsp-context t))
+                  ;; eglot-ensure (another command): no question, no project.
+                  (let ((this-command 'find-file)) (should-not (project-current)))
+                  (let ((citeline-ask-workspace nil) (this-command 'eglot))
+                    (should-not (project-current)))
+                  (should (= asked 0))
+                  ;; M-x eglot: asked, and the answer is kept.
+                  (let ((this-command 'eglot))
+                    (should (equal (project-root (project-current)) answer))
+                    (should (equal (project-root (project-current)) answer)))
+                  (should (= asked 1))
+                  (should (equal citeline--session-roots (list answer)))))
+            (kill-buffer buf)))
+        ;; The next file under the folder chosen asks nothing.
+        (should (equal (citeline-test--root-of (concat top "loose/other/b.md")) answer))
+        (should (= asked 1))
+        ;; An answer that does not hold the file is refused.
+        (setq answer (concat top "loose/other/"))
+        (let ((citeline--session-roots nil)
+              (buf (find-file-noselect (concat top "loose/notes/c.md")))
+              (noninteractive nil)
+              (this-command 'eglot))
+          (unwind-protect
+              (with-current-buffer buf
+                (set-window-buffer (selected-window) buf)
+                (let ((eglot-lsp-context t))
+                  (should-error (project-current) :type 'user-error)))
+            (kill-buffer buf)))))))
+
 ;;;; End-to-end: a real Eglot session against `citeline lsp'
 
 (defvar citeline-test--ws (getenv "CITELINE_WS"))
@@ -232,13 +350,12 @@
                  (json-encode (citeline-test--jsonable value)))))
 
 (defmacro citeline-test--with-session (file &rest body)
-  "Visit FILE of the workspace, start Eglot with citeline, run BODY, shut down."
+  "Visit FILE (absolute, or of the workspace), start Eglot with citeline, run BODY, shut down."
   (declare (indent 1))
-  `(let* ((ws (file-name-as-directory citeline-test--ws))
-          (citeline-server-command (citeline-test--command))
+  `(let* ((citeline-server-command (citeline-test--command))
           (eglot-sync-connect t)
           (eglot-connect-timeout 60)
-          (buf (find-file-noselect (expand-file-name ,file ws)))
+          (buf (find-file-noselect (expand-file-name ,file citeline-test--ws)))
           (server nil))
      (unwind-protect
          (with-current-buffer buf
@@ -443,6 +560,54 @@
                (cons 'hybrid_profile (plist-get (plist-get hybrid-result :options) :profile))
                (cons 'hybrid_model (plist-get (plist-get hybrid-result :options) :model))))
         (should (jsonrpc-running-p server))))))
+
+;;;; The workspace of a file in no project, or in a git repository
+
+(ert-deftest citeline-e2e-workspace-root ()
+  ;; tests/editors/test_emacs.py sets the scene: the folder Emacs starts in, the file
+  ;; CITELINE_ROOT_OPEN to open, the word CITELINE_ROOT_QUERY that only a file of another
+  ;; sub-folder holds, and maybe a folder CITELINE_ROOT_SET to give `citeline-set-workspace'
+  ;; afterwards.  What the server's root and the search's hits are is reported.
+  (skip-unless (getenv "CITELINE_ROOT_OPEN"))
+  (let ((query (getenv "CITELINE_ROOT_QUERY"))
+        (later (getenv "CITELINE_ROOT_SET"))
+        (observe (lambda (server query)
+                   (let ((hits (condition-case err (citeline-search query)
+                                 (user-error (list (cadr err))))))
+                     (list (cons 'root (citeline--server-root server))
+                           (cons 'hits (mapcar (lambda (x)
+                                                 (if (stringp x) x
+                                                   (let ((l (citeline-test--loc x)))
+                                                     (list (nth 0 l) (nth 1 l)))))
+                                               hits)))))))
+    (unwind-protect
+        (citeline-test--with-session (getenv "CITELINE_ROOT_OPEN")
+          (let ((first (funcall observe server query))
+                (second nil)
+                (also (and (getenv "CITELINE_ROOT_ALSO")
+                           (find-file-noselect (getenv "CITELINE_ROOT_ALSO"))))
+                (servers nil))
+            (when also
+              ;; Another file of the tree, with a server of its own.
+              (with-current-buffer also (apply #'eglot (eglot--guess-contact))))
+            (when later
+              (citeline-set-workspace later)
+              (should (eq (current-buffer) buf))
+              (let ((now (eglot-current-server)))
+                (should (cl-typep now 'citeline-eglot-server))
+                (should (jsonrpc-running-p now))
+                (setq second (funcall observe now query))
+                (setq servers
+                      (list (cons 'roots (mapcar #'citeline--server-root (citeline--servers)))
+                            (cons 'also_served_by_it
+                                  (and also (eq (buffer-local-value 'eglot--managed-mode also) t)
+                                       (eq (with-current-buffer also (eglot-current-server))
+                                           now)))))))
+            (when also (kill-buffer also))
+            (citeline-test--report
+             "root" (list (cons 'first first) (cons 'second second) (cons 'servers servers)
+                          (cons 'started_in command-line-default-directory)))))
+      (dolist (s (citeline--servers)) (ignore-errors (eglot-shutdown s))))))
 
 (provide 'citeline-test)
 ;;; citeline-test.el ends here
