@@ -13,21 +13,35 @@ the path leads to between the check and SQLite's open: the check holds for as lo
 files are used, not only at the moment it is made. The files are then looked at without
 following links (owner, mode, a regular file with one name) before SQLite opens them.
 
+The mode alone does not say who may write: with a POSIX ACL its group bits are the ACL's
+mask, so `setfacl -m u:other:rwx` on a folder of the user's private group shows a plain 0770.
+On Linux the ACLs are read too (the `system.posix_acl_*` extended attributes), and an entry
+that lets anyone else do what the mode may not let them (write a folder, reach a file) counts
+as the mode would; so does a folder's default ACL, which every file made in it inherits.
+A group is the user's own only when no other account has it as its primary group either.
+
 Only POSIX systems have owners and modes to check; elsewhere (Windows) the folder is made and
-used as it is, and docs/security.md says so.
+used as it is. macOS and the BSDs keep their ACLs elsewhere than extended attributes: there
+the modes alone are checked. docs/security.md says so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
+import struct
 import sys
+import time
 
 from ..platform import NATIVE
 
 CHECKED = hasattr(os, "geteuid")  # POSIX owners and modes
 MOST_LINKS = 40  # links followed on the way, as the kernel's own bound (ELOOP)
+READS_ACLS = hasattr(os, "getxattr")  # Linux: POSIX ACLs as extended attributes
+ACCESS_ACL, DEFAULT_ACL = "system.posix_acl_access", "system.posix_acl_default"
+WRITE, ANY = 0o2, 0o7  # an ACL entry's permissions (rwx), as a mode's bits for one class
 
 
 class NotPrivate(Exception):
@@ -46,7 +60,7 @@ def private_folder(path: str | os.PathLike[str], make: bool = True) -> str:
     me = os.geteuid()
     pending = _names(given)[::-1]  # a stack: the next name last
     real: list[str] = []
-    _check_folder("/", os.lstat("/"), me, last=not pending)
+    _check_folder("/", os.lstat("/"), me, not pending, "/")
     links = 0
     while pending:
         name = pending.pop()
@@ -77,7 +91,7 @@ def private_folder(path: str | os.PathLike[str], make: bool = True) -> str:
                 real.clear()
             pending.extend(_names(target)[::-1])
             continue
-        _check_folder(here, st, me, last)
+        _check_folder(here, st, me, last, here)
         real.append(name)
     return _join(real)
 
@@ -90,7 +104,8 @@ def _join(names: list[str]) -> str:
     return "/" + "/".join(names)
 
 
-def _check_folder(here: str, st: os.stat_result, me: int, last: bool) -> None:
+def _check_folder(here: str, st: os.stat_result, me: int, last: bool, where: str | int) -> None:
+    """`where`: the folder's path (not followed) or a descriptor of it, to read its ACLs."""
     if not stat.S_ISDIR(st.st_mode):
         raise NotPrivate(f"{here} is not a folder")
     if last:
@@ -98,14 +113,87 @@ def _check_folder(here: str, st: os.stat_result, me: int, last: bool) -> None:
             raise NotPrivate(f"{here} belongs to user {st.st_uid}")
         if _open_to_others(st, 0o022, me):
             raise NotPrivate(f"{here} is writable by others (mode {stat.S_IMODE(st.st_mode):o})")
+        _check_acls(here, where, st, me, ANY, "")  # (its files are to be the user's only)
         return
     if st.st_uid not in (0, me):
         raise NotPrivate(f"{here}, on the way to the folder, belongs to user {st.st_uid}")
-    if _open_to_others(st, 0o022, me) and not st.st_mode & stat.S_ISVTX:
+    if st.st_mode & stat.S_ISVTX:
+        return  # others may write it, not rename or remove what is not theirs (/tmp)
+    if _open_to_others(st, 0o022, me):
         raise NotPrivate(
             f"{here}, on the way to the folder, is writable by others "
             f"(mode {stat.S_IMODE(st.st_mode):o}, no sticky bit)"
         )
+    _check_acls(here, where, st, me, WRITE, ", on the way to the folder,")
+
+
+def _check_acls(
+    here: str, where: str | int, st: os.stat_result, me: int, inherited: int, way: str
+) -> None:
+    """A folder's ACLs. Its own may let no one else write it. Its default ACL, which what is
+    made in it inherits, may name no other account or group with the permissions `inherited`
+    (any, for the cache's own folder: what its files would get). The default's owner, group
+    and others entries are left alone: they give a new file no more than the mode it is made
+    with (0600, 0700 here; the umask has no say then)."""
+    if who := _acl_lets_others(here, where, ACCESS_ACL, WRITE, st.st_gid, me):
+        raise NotPrivate(f"{here}{way} is writable by others through its ACL ({who})")
+    if who := _acl_lets_others(here, where, DEFAULT_ACL, inherited, st.st_gid, me, named=True):
+        raise NotPrivate(
+            f"{here}{way} has a default ACL that gives what is made in it to others ({who})"
+        )
+
+
+_USER_OBJ, _USER, _GROUP_OBJ, _GROUP, _MASK, _OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+
+
+def _acl(here: str, where: str | int, name: str) -> list[tuple[int, int, int]]:
+    """The entries (tag, permissions, id) of the ACL `name` of `where`, [] without one. The
+    form is the kernel's (linux/posix_acl_xattr.h): a little-endian u32 version, 2, then
+    8-byte entries (u16 tag, u16 permissions, u32 id)."""
+    if not READS_ACLS:
+        return []
+    try:
+        if isinstance(where, int):
+            data = os.getxattr(where, name)
+        else:
+            data = os.getxattr(where, name, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            return []  # none, or a file system without POSIX ACLs
+        raise NotPrivate(f"{here}: its ACL cannot be read ({exc.strerror})") from exc
+    if len(data) < 4 or (len(data) - 4) % 8 or struct.unpack_from("<I", data)[0] != 2:
+        raise NotPrivate(f"{here}: its ACL is of an unknown form")
+    return list(struct.iter_unpack("<HHI", data[4:]))
+
+
+def _acl_lets_others(
+    here: str, where: str | int, name: str, bits: int, gid: int, me: int, named: bool = False
+) -> str | None:
+    """Whom else the ACL `name` lets have any of the permissions `bits` ("user 65534: rwx"),
+    as the kernel decides: the mask bounds the named entries and the owning group's (`gid`);
+    root, the user and the user's private group are the user. Only the named entries when
+    `named`. None when no one."""
+    entries = _acl(here, where, name)
+    mask = next((perms for tag, perms, _ in entries if tag == _MASK), ANY)
+    for tag, perms, ident in entries:
+        if tag in (_USER_OBJ, _MASK) or (named and tag not in (_USER, _GROUP)):
+            continue
+        granted = perms if tag == _OTHER else perms & mask  # (the mask leaves others be)
+        if not granted & bits:
+            continue
+        if tag == _USER:
+            if ident in (0, me):
+                continue
+            who = f"user {ident}"
+        elif tag == _OTHER:
+            who = "others"
+        else:
+            group = ident if tag == _GROUP else gid
+            if _private_group(group, me):
+                continue
+            who = f"group {group}"
+        return f"{who}: " + "".join("rwx"[i] if granted & 4 >> i else "-" for i in range(3))
+    return None
 
 
 def _open_to_others(st: os.stat_result, bits: int, me: int) -> bool:
@@ -116,26 +204,33 @@ def _open_to_others(st: os.stat_result, bits: int, me: int) -> bool:
     return bool(st.st_mode & bits & 0o070) and not _private_group(st.st_gid, me)
 
 
-_PRIVATE_GROUPS: dict[int, bool] = {}
+_PRIVATE_GROUPS: dict[int, tuple[float, bool]] = {}  # gid: (when read, private)
+GROUPS_FOR = 60.0  # seconds a group's answer is kept (a warm process asks at every call)
 
 
 def _private_group(gid: int, me: int) -> bool:
     """Whether group `gid` is the user's own: their primary group, named as they are, with
-    no other member."""
+    no other member, and no other account's primary group (whose members the group's list
+    does not name)."""
     if sys.platform == "win32" or gid != os.getegid():
         return False
-    found = _PRIVATE_GROUPS.get(gid)
-    if found is None:
-        try:
-            import grp
-            import pwd
+    now = time.monotonic()
+    known = _PRIVATE_GROUPS.get(gid)
+    if known is not None and now - known[0] < GROUPS_FOR:
+        return known[1]
+    try:
+        import grp
+        import pwd
 
-            group, user = grp.getgrgid(gid), pwd.getpwuid(me)
-        except (ImportError, KeyError):
-            found = False
-        else:
-            found = group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
-        _PRIVATE_GROUPS[gid] = found
+        group, user = grp.getgrgid(gid), pwd.getpwuid(me)
+        found = (
+            group.gr_name == user.pw_name
+            and set(group.gr_mem) <= {user.pw_name}
+            and not any(p.pw_gid == gid and p.pw_uid != me for p in pwd.getpwall())
+        )
+    except (ImportError, KeyError):
+        found = False
+    _PRIVATE_GROUPS[gid] = (now, found)
     return found
 
 
@@ -146,7 +241,7 @@ def open_folder(real: str) -> int:
         raise NotPrivate("folders cannot be opened as descriptors here")
     fd = os.open(real, os.O_RDONLY | NATIVE.directory | NATIVE.nofollow | NATIVE.cloexec)
     try:
-        _check_folder(real, os.fstat(fd), os.geteuid(), last=True)
+        _check_folder(real, os.fstat(fd), os.geteuid(), True, fd)
     except BaseException:
         os.close(fd)
         raise
@@ -179,6 +274,16 @@ def check_file(folder_fd: int, name: str, create: bool) -> None:
         raise NotPrivate(f"{name} in it is open to others (mode {stat.S_IMODE(st.st_mode):o})")
     if st.st_nlink != 1:
         raise NotPrivate(f"{name} in it has other names (hard links)")
+    if READS_ACLS:  # its ACL, read through a descriptor of what was just looked at
+        fd = os.open(name, NATIVE.read_flags, dir_fd=folder_fd)
+        try:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                raise NotPrivate(f"{name} in it changed while it was checked")
+            if who := _acl_lets_others(name, fd, ACCESS_ACL, ANY, now.st_gid, os.geteuid()):
+                raise NotPrivate(f"{name} in it is open to others through its ACL ({who})")
+        finally:
+            os.close(fd)
 
 
-__all__ = ["CHECKED", "NotPrivate", "check_file", "open_folder", "private_folder"]
+__all__ = ["CHECKED", "READS_ACLS", "NotPrivate", "check_file", "open_folder", "private_folder"]
