@@ -42,6 +42,7 @@ from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 from citeline.engine.relevance import OPTIONS
 
+from .escape import escaped
 from .mcp_stdio import Lines
 from .remedies import MCP, with_limit_advice, worded
 
@@ -88,12 +89,17 @@ NO_HIT_ANY = (
     "No section holds any word of the query under these options. Try other words, or "
     "search_lines for an exact string."
 )
+NAMES = (
+    "In the text, a path or id holding a space, a quote, a backslash, · or a control "
+    "character is a JSON string, and control characters in anything read from the files "
+    "but the snippets are shown escaped (\\n, \\x1b)."
+)
 TEXT_FORMAT = (
     "The text content is a compact rendering: a first line with the counts and the "
     "snapshot_revision, then per hit `[rank] <path> lines <line_start>-<line_end> · sha256 "
     "<content_sha256> · <heading>` and the snippet verbatim in a fenced block (with "
     "matched/missing query words when an option is not the default). structuredContent holds "
-    "the full result described below (match_spans, locator, score, matched_terms)."
+    "the full result described below (match_spans, locator, score, matched_terms). " + NAMES
 )
 
 
@@ -148,7 +154,7 @@ def _concepts_description(bundle: str, settings: Settings) -> str:
             "The text content lists one concept per line: `<path> · id <concept_id> · "
             '"<title>" · sha256 <content_sha256>`, the id only when it is not the path without '
             "its extension and the title only when there is one; structuredContent holds the "
-            "full result.",
+            "full result. " + NAMES,
             "Each concept: concept_id (front-matter id, or the path without its extension), "
             'path (relative to the folder), title (front-matter title, or ""), '
             "content_sha256 (SHA-256 hex of the whole file: hash the file and compare before "
@@ -171,7 +177,8 @@ def _lines_description(bundle: str, settings: Settings) -> str:
             "The text content is grep-like: a first line with the counts and the "
             "snapshot_revision, then for each file `file: <path>` and its lines as "
             "`<line>:<column>:<text>` for a match and `<line>-<text>` for a context line, "
-            "`--` between groups that do not touch. structuredContent holds the full result.",
+            "`--` between groups that do not touch. structuredContent holds the full result. "
+            + NAMES,
             "Each match: path (relative to the folder), line (1-based), column (1-based, in "
             "characters, first match on the line), text (the line, or a 256-character window "
             "around the match marked with … where cut), context.before / context.after (the "
@@ -350,8 +357,24 @@ def tool_list(bundle: str, settings: Settings | None = None) -> list[types.Tool]
 # -- the text content: compact, and enough to verify every citation -------------------------
 
 
+# Every value the workspace wrote (paths, ids, headings, titles, lines, the skipped files'
+# reasons) reaches the text through `_name`, `_quoted` or `escaped` (lsp/escape.py, shared
+# with the CLI): a newline in a file name printed a whole forged hit (issue 49). Snippets
+# alone stay verbatim (an agent checks them byte for byte), inside a fence they cannot close.
+
+_MISREAD = re.compile(r'[\s"\\·]')  # what could make a bare name read as the text's structure
+
+
 def _quoted(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    """`text` as a JSON string, its remaining controls (DEL, C1, U+2028) escaped too."""
+    return escaped(json.dumps(text, ensure_ascii=False))
+
+
+def _name(text: str) -> str:
+    """A path or concept id: bare, unless a space, a quote, a backslash, `·` or a control
+    character in it could be read as a field of its line (`x.md lines 1-3 · sha256 ffff…
+    y.md`): then quoted."""
+    return _quoted(text) if _MISREAD.search(text) or escaped(text) != text else text
 
 
 def fenced(text: str) -> str:
@@ -372,7 +395,7 @@ def _skipped(result: dict[str, Any]) -> list[str]:
     skipped = result.get("skipped") or []
     if not skipped:
         return []
-    listed = "; ".join(f"{s['path']}:{s['line']} ({s['reason']})" for s in skipped)
+    listed = "; ".join(f"{_name(s['path'])}:{s['line']} ({escaped(s['reason'])})" for s in skipped)
     return [f"skipped, cannot be parsed: {listed}"]
 
 
@@ -420,7 +443,7 @@ def search_text(result: dict[str, Any]) -> str:
     for rank, hit in enumerate(hits, 1):
         heading = _quoted(hit["heading"]) if hit["heading"] else "(text before the first heading)"
         line = (
-            f"[{rank}] {hit['path']} lines {hit['line_start']}-{hit['line_end']} · "
+            f"[{rank}] {_name(hit['path'])} lines {hit['line_start']}-{hit['line_end']} · "
             f"sha256 {hit['content_sha256']} · {heading}"
         )
         if hit.get("outline"):
@@ -430,7 +453,7 @@ def search_text(result: dict[str, Any]) -> str:
         if words:
             found, missing = matched_words(words, hit["matched_terms"])
             said = f"matched: {', '.join(found) or '(title or outline only)'}"
-            out.append(said + (f"; missing: {', '.join(missing)}" if missing else ""))
+            out.append(escaped(said + (f"; missing: {', '.join(missing)}" if missing else "")))
         out.append(fenced(hit["snippet"]))
     return "\n".join(out)
 
@@ -446,9 +469,9 @@ def concepts_text(result: dict[str, Any]) -> str:
         # The concept id is said only when it is not the path minus its extension.
         base, dot, _ = c["path"].rpartition(".")
         derived = base if dot else c["path"]
-        named = "" if c["concept_id"] == derived else f" · id {c['concept_id']}"
+        named = "" if c["concept_id"] == derived else f" · id {_name(c['concept_id'])}"
         title = f" · {_quoted(c['title'])}" if c["title"] else ""
-        out.append(f"{c['path']}{named}{title} · sha256 {c['content_sha256']}")
+        out.append(f"{_name(c['path'])}{named}{title} · sha256 {c['content_sha256']}")
     return "\n".join(out)
 
 
@@ -459,7 +482,7 @@ def semantic_text(result: dict[str, Any]) -> str:
     out = [
         f"{_count(len(matches), result['total'], 'section', 'sections')} at score ≥ "
         f"{result['threshold']:g} for semantic {_quoted(result['pattern'])} "
-        f"(model {result['model']}); snapshot_revision {result['snapshot_revision']}",
+        f"(model {escaped(result['model'])}); snapshot_revision {result['snapshot_revision']}",
         *_skipped(result),
     ]
     if not matches:
@@ -468,15 +491,15 @@ def semantic_text(result: dict[str, Any]) -> str:
         heading = _quoted(m["x-heading"]) if m["x-heading"] else "(text before the first heading)"
         out.append("")
         out.append(
-            f"[{rank}] {m['path']} lines {m['x-line_start']}-{m['x-line_end']} · "
+            f"[{rank}] {_name(m['path'])} lines {m['x-line_start']}-{m['x-line_end']} · "
             f"sha256 {m['x-content_sha256']} · score {m['score']:.3f} · {heading}"
         )
         before, after = m["context"]["before"], m["context"]["after"]
         for k, text in enumerate(before):
-            out.append(f"{m['line'] - len(before) + k}-{text}")
-        out.append(f"{m['line']}:{m['column']}:{m['text']}")
+            out.append(f"{m['line'] - len(before) + k}-{escaped(text)}")
+        out.append(f"{m['line']}:{m['column']}:{escaped(m['text'])}")
         for k, text in enumerate(after):
-            out.append(f"{m['line'] + 1 + k}-{text}")
+            out.append(f"{m['line'] + 1 + k}-{escaped(text)}")
     return "\n".join(out)
 
 
@@ -506,14 +529,15 @@ def lines_text(result: dict[str, Any]) -> str:
             lines.setdefault(m["line"] + 1 + k, (False, text, 0))
         lines[m["line"]] = (True, m["text"], m["column"])
     for path, lines in by_file.items():
-        out.append(f"file: {path}")
+        out.append(f"file: {_name(path)}")
         previous: int | None = None
         for number in sorted(lines):
             if previous is not None and number > previous + 1:
                 out.append("--")
             previous = number
             is_match, text, column = lines[number]
-            out.append(f"{number}:{column}:{text}" if is_match else f"{number}-{text}")
+            shown = escaped(text)
+            out.append(f"{number}:{column}:{shown}" if is_match else f"{number}-{shown}")
     return "\n".join(out)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from . import interrupt
+from .escape import escaped
 
 BOLD_RED = "\x1b[1;31m"
 MAGENTA = "\x1b[35m"
@@ -39,27 +40,11 @@ Spans = tuple[tuple[int, int], ...]  # code-point ranges of a displayed text
 
 # -- text for a terminal (SPEC §10) ---------------------------------------------------------
 #
-# Human output carries the workspace's bytes (file names, headings, lines) and messages that
-# quote them; a terminal would obey the control characters among them: ESC starts sequences
-# that set the window title, clear the screen or write the clipboard (OSC 52), a lone CR
-# overwrites the line, a newline in a file name prints a forged `fake.md:1:` line. Each
-# control character (C0 but tab, DEL, C1) is shown escaped instead, as ripgrep and ls do:
-# `\n`, `\r`, else `\xNN` of its code point. A backslash is left as it is (as ripgrep
-# does): Markdown is full of them, and the escapes only need to be harmless, not reversible.
-# `--json` never comes through here.
+# Every piece of the workspace's text (file names, headings, lines, messages quoting them)
+# goes through `terminal`: the one escaping of control characters, shared with MCP's text
+# content (lsp/escape.py says what it escapes and why). `--json` never comes through here.
 
-_ESCAPED = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), *range(0x7F, 0xA0)) if c != 0x09}
-_ESCAPED[0x0A] = "\\n"
-_ESCAPED[0x0D] = "\\r"
-
-
-def terminal(text: str) -> str:
-    r"""`text` with every control character but tab shown escaped (`\x1b`, `\n`, `\r`).
-
-    Idempotent: what it returns holds no control character, so text escaped twice (a
-    painted piece of a line already escaped) is shown the same.
-    """
-    return text.translate(_ESCAPED)
+terminal = escaped
 
 
 def use_color(choice: str, stream: IO[str]) -> bool:

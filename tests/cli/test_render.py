@@ -20,6 +20,34 @@ class Tty(io.StringIO):
         return True
 
 
+# -- escaping (SPEC §10) ---------------------------------------------------------------------
+
+
+def test_one_escaping_for_every_front() -> None:
+    """The CLI's human output and MCP's text content escape the workspace's text with one
+    function (issue 49), in a module that imports no front's renderer."""
+    import ast
+
+    from citeline.lsp import escape, mcp
+
+    assert render.terminal is escape.escaped
+    assert mcp.escaped is escape.escaped
+    imported = [
+        n
+        for n in ast.walk(ast.parse(Path(escape.__file__).read_text()))
+        if isinstance(n, ast.Import | ast.ImportFrom)
+    ]
+    assert [getattr(n, "module", None) for n in imported] == ["__future__"]
+
+
+def test_line_separators_are_escaped_too() -> None:
+    """U+2028 and U+2029 end a line in JavaScript and in some renderers: escaped as the C0
+    and C1 controls are, so no file name or line breaks the line it is shown on."""
+    assert render.terminal("a\u2028b\u2029c\x85d\ne\rf\x1bg\th") == (
+        "a\\u2028b\\u2029c\\x85d\\ne\\rf\\x1bg\th"
+    )
+
+
 # -- colour ----------------------------------------------------------------------------------------
 
 

@@ -255,7 +255,10 @@ async def test_search_sections_relevance_options(bundle: Path) -> None:
 
 # -- the text content ------------------------------------------------------------------------
 
-HIT_LINE = re.compile(r"^\[(\d+)\] (.+) lines (\d+)-(\d+) · sha256 ([0-9a-f]{64}) · ")
+# A path is bare, or a JSON string when it holds a space, a quote, `·`... (issue 49).
+HIT_LINE = re.compile(
+    r'^\[(\d+)\] ("(?:[^"\\]|\\.)*"|[^\s"]+) lines (\d+)-(\d+) · sha256 ([0-9a-f]{64}) · '
+)
 
 
 def cited_from_text(text: str) -> list[tuple[str, int, int, str, str]]:
@@ -273,7 +276,8 @@ def cited_from_text(text: str) -> list[tuple[str, int, int, str, str]]:
         fence = lines[i]
         end = lines.index(fence, i + 1)
         snippet = "\n".join(lines[i + 1 : end])
-        cited.append((m[2], int(m[3]), int(m[4]), m[5], snippet))
+        path = json.loads(m[2]) if m[2].startswith('"') else m[2]
+        cited.append((path, int(m[3]), int(m[4]), m[5], snippet))
         i = end + 1
     return cited
 

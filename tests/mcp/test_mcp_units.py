@@ -158,7 +158,7 @@ def test_concepts_description_paragraphs() -> None:
         'profile="recall" for a question in plain words).'
     )
     assert text.startswith("The text content lists one concept per line: `")
-    assert text.endswith("; structuredContent holds the full result.")
+    assert text.endswith("; structuredContent holds the full result. " + front_module.NAMES)
     assert each.startswith("Each concept: concept_id (")
     assert each.endswith("truncated (total > concepts returned).")
     concept, result = each.split(". Result: ")
@@ -205,7 +205,8 @@ def test_lines_description_paragraphs() -> None:
         "snapshot_revision, then for each file `file: <path>` and its lines as "
     )
     assert text.endswith(
-        "`--` between groups that do not touch. structuredContent holds the full result."
+        "`--` between groups that do not touch. structuredContent holds the full result. "
+        + front_module.NAMES
     )
     # The formats it names are those lines_text writes (with values filled in).
     assert re.findall(r"`([^`]+)`", text) == [
