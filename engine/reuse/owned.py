@@ -34,12 +34,16 @@ import stat
 import struct
 import sys
 import time
+from collections.abc import Callable
 
 from ..platform import NATIVE
 
 CHECKED = hasattr(os, "geteuid")  # POSIX owners and modes
 MOST_LINKS = 40  # links followed on the way, as the kernel's own bound (ELOOP)
-READS_ACLS = hasattr(os, "getxattr")  # Linux: POSIX ACLs as extended attributes
+# Linux: POSIX ACLs as extended attributes. Looked up, not named: Windows' and macOS's os
+# have no getxattr (and mypy checks this module as each platform sees it).
+_GETXATTR: Callable[..., bytes] | None = getattr(os, "getxattr", None)
+READS_ACLS = _GETXATTR is not None
 ACCESS_ACL, DEFAULT_ACL = "system.posix_acl_access", "system.posix_acl_default"
 WRITE, ANY = 0o2, 0o7  # an ACL entry's permissions (rwx), as a mode's bits for one class
 
@@ -150,13 +154,13 @@ def _acl(here: str, where: str | int, name: str) -> list[tuple[int, int, int]]:
     """The entries (tag, permissions, id) of the ACL `name` of `where`, [] without one. The
     form is the kernel's (linux/posix_acl_xattr.h): a little-endian u32 version, 2, then
     8-byte entries (u16 tag, u16 permissions, u32 id)."""
-    if not READS_ACLS:
+    if _GETXATTR is None:
         return []
     try:
         if isinstance(where, int):
-            data = os.getxattr(where, name)
+            data = _GETXATTR(where, name)
         else:
-            data = os.getxattr(where, name, follow_symlinks=False)
+            data = _GETXATTR(where, name, follow_symlinks=False)
     except OSError as exc:
         if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
             return []  # none, or a file system without POSIX ACLs
