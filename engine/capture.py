@@ -153,6 +153,12 @@ def capture(
         before = look.above
         assert isinstance(before, Walked)
         check = look.changed | marked | look.racy | before.linked
+        # A second name of a captured file may have been made, written through or removed
+        # (journal.Drained.restat): every file is stat'ed, and those that changed with no
+        # event naming them are kept stat'ed (journaled.list_changed).
+        named = look.changed | marked if look.restat else None
+        if named is not None:
+            check = check.union(previous)
         if (
             not check
             and not overlay
@@ -164,7 +170,7 @@ def capture(
             # bundle the same: the snapshot of the capture that made `known`.
             return Snapshot(str(Path(root)), known.captured.files, known.revision, known, 0, before)
         found = list_changed(
-            root, settings, cancel, reads, previous, check, marked, before, backend
+            root, settings, cancel, reads, previous, check, marked, before, backend, named
         )
     if found is None:
         journaled = look is not None and look.generation > 0

@@ -36,12 +36,21 @@ def list_changed(
     marked: frozenset[str],
     before: Walked,
     backend: Backend | None = None,
+    named: frozenset[str] | None = None,
 ) -> Listing | None:
     """What list_markdown would find, from the stat index and a change journal: the files
     of `known` as they are, except those in `check` (named by the journal, marked by an
     editor, racy, or with other links), each stat'ed again — and read when its fingerprint
     differs or it is new. None when this cannot stand in for the walk (the rules above the
     bundle changed, or the backend does not open relative to folders): walk then.
+
+    `named`, when every file is in `check` because the journal saw a name that may be a
+    second name of a captured file (journal.Drained.restat): the paths events or editor
+    marks named. A file that changed although nothing named it was written through another
+    name. It joins the files stat'ed on every request (`Walked.linked`), as does a file
+    seen with more than one link; neither leaves it while it is there (a descriptor opened
+    through a link may outlive the link), until a full walk lists the files with other
+    links afresh.
 
     Whether a new path is one the walk takes is decided as the walk decides it: no dot
     name, no link on the way, each folder and the file itself not ignored by the rules in
@@ -124,8 +133,6 @@ def list_changed(
                 continue  # a link, a folder, a FIFO now: the walk leaves it out
             elif st.st_nlink > 1:
                 linked.add(rel)
-            else:
-                linked.discard(rel)
             if st is not None and state is not None and state[3] is not None and rel not in marked:
                 fp = (
                     fingerprint(st)
@@ -135,6 +142,8 @@ def list_changed(
                 if fp == state[3]:
                     found.append((rel, state))
                     continue
+                if named is not None and rel not in named:
+                    linked.add(rel)  # changed through another name
             if not rel.isascii():
                 _check_utf8(rel, "/".join(dirs) + "/" if dirs else "")
             content: object = UNREAD

@@ -11,6 +11,29 @@ made the change returns. A change that finished before `drain()` began is in the
 file that may differ from what an earlier capture saw, provided that capture's walk began
 after the watches of its folders were set ("watch it, then walk it").
 
+A drain is bounded: it reads at most DRAIN_EVENTS events, for at most DRAIN_SECONDS (checked
+after each read of at most READ_BYTES). Past either it stops reading and does not vouch
+(BOUND): the events left are dropped with the inotify instance, every watch is set again
+(as after an overflow), and that request walks — the walk sees every change made before
+it began, so nothing is lost. Someone who keeps making events in a watched folder can make
+requests walk, never wait for the end of their flood.
+
+Which folders are watched: those the walk enters (reuse/watched.py) — no dot names, no
+links, none that git's ignore rules exclude under the settings the journal was made for
+(each set of settings that decides membership has its own journal, reuse/journals.py).
+An ignore file's change anywhere in the bundle makes the drain set every watch again (a
+folder no longer ignored is watched, then walked); the rules above the bundle are read
+again on every drain and compared.
+
+Hard links: a write is reported under the name it went through, a link count's change only
+to a watch of the file itself. Every non-folder name an event names is checked at the end
+of the drain (watched.suspect: made and gone again, made twice, written after a removal,
+or a regular file with other links now); one that may be or have been a second name of a
+captured file sets `Drained.restat`: the capture stats every captured file again (and reads
+those whose fingerprint changed). Watches leave out IN_EXCL_UNLINK, so that a write through
+a descriptor kept open after its link was removed is still reported (under the removed
+name).
+
 What the journal cannot vouch for, it says (`Drained.vouched` false, with the reason), and the
 capture falls back to the full stat walk:
 - the first drain (nothing is known from before the watches);
@@ -35,9 +58,10 @@ capture falls back to the full stat walk:
   `open_journal` says so and the capture keeps the stat walk.
 
 What inotify does not report at all, and a full stat walk would have seen: writes through a
-shared memory map (mmap(2), msync(2)), and writes through another hard link of a file, made in
-a folder outside the bundle. The capture keeps stating files with more than one link, and
-the fronts document the mmap case (no editor or version-control tool writes that way).
+shared memory map (mmap(2), msync(2)), and writes through another hard link of a file made
+in a folder that is not watched (outside the bundle, in a dot folder such as `.git`, in an
+ignored folder). The capture keeps stating files seen with more than one link, or changed
+without an event naming them; docs/security.md says what stays open.
 
 The binding is inotify_simple (docs/decisions.md says why): a thin, maintained wrapper of
 inotify_init1/inotify_add_watch/inotify_rm_watch over ctypes, read without blocking here.
@@ -50,9 +74,13 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ..ignore import Ignores
+from .watched import DIR_FLAGS, FolderRules, Seen, open_folder
 
 # inotify(7) masks (the kernel's ABI, the same on every architecture).
 IN_MODIFY = 0x00000002
@@ -82,8 +110,15 @@ WATCHED = (
     | IN_DELETE_SELF
     | IN_MOVE_SELF
     | IN_ONLYDIR
-    | IN_EXCL_UNLINK
 )
+# (not IN_EXCL_UNLINK: a write through a descriptor of a removed hard link must be reported)
+
+# A drain's bound (per request): events read, time spent, and one read's size. Reading and
+# weighing 8,192 events takes about the 50 ms here (5.8 µs each at a load of 3 on 2 cores);
+# a checkout bigger than that costs less walked than drained.
+DRAIN_EVENTS = 8192
+DRAIN_SECONDS = 0.05
+READ_BYTES = 64 * 1024  # ~2,000 events of a short name (an event is 16 bytes and its name)
 
 # statfs(2) f_type of file systems whose files may change without this kernel seeing it.
 NETWORK_FS = {
@@ -121,6 +156,7 @@ UNMOUNTED = "file system unmounted"
 NETWORK = "network file system"
 UNSUPPORTED = "no synchronous journal on this platform"
 FOLDER_ATTRIBUTES = "a folder's attributes changed"
+BOUND = "drain bound reached"
 MOUNTS = "mounts changed"
 MOUNTINFO = "/proc/self/mountinfo"
 
@@ -135,6 +171,9 @@ class Drained:
     paths: frozenset[str] = frozenset()
     reason: str = ""
     events: int = 0  # events read (for the fronts' logs and the benchmark)
+    # A name an event named may be (or have been) a second name of a captured file: every
+    # captured file must be stat'ed, not only `paths` (watched.suspect).
+    restat: bool = False
 
 
 class Binding(Protocol):
@@ -142,7 +181,7 @@ class Binding(Protocol):
 
     def add_watch(self, path: str | bytes, mask: int) -> int: ...
     def rm_watch(self, wd: int) -> None: ...
-    def read(self, timeout: int | None = None) -> Iterable[Any]: ...
+    def fileno(self) -> int: ...
     def close(self) -> None: ...
 
 
@@ -187,25 +226,19 @@ def unsupported_reason(platform: str | None = None) -> str | None:
     return None if platform.startswith("linux") else UNSUPPORTED
 
 
-_DIR_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_DIRECTORY", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
-
-
 class Journal:
     """The inotify watches of one bundle's folders, and what they saw since the last drain.
 
-    Thread-safe: one lock around the watches and the queue. `binding` and `max_watches`
-    are for tests (a fake inotify; a watch limit reached after so many watches)."""
+    `membership`: the settings that decide which folders the walk enters (use_ignore,
+    ignore_case, ignore_nfc). Thread-safe: one lock around the watches and the queue, held
+    for one bounded drain. `binding` and `max_watches` are for tests (a fake inotify; a
+    watch limit reached after so many watches)."""
 
     def __init__(
         self,
         root: str,
         *,
+        membership: Sequence[bool] = (True, False, False),
         binding: Callable[[], Binding] = _inotify,
         max_watches: int | None = None,
         fs_type: Callable[[int], int | None] = _fs_type,
@@ -222,6 +255,8 @@ class Journal:
         self._inotify: Binding | None = None
         self._wd: dict[int, bytes] = {}  # watch descriptor → folder (bundle-relative)
         self._folder: dict[bytes, int] = {}  # folder → watch descriptor
+        self._rules = FolderRules(root, membership)
+        self._ignores: dict[bytes, Ignores] = {}  # watched folder → the rules inside it
         self._devices: dict[int, bool] = {}  # st_dev → whether its file system is local
         self._identity: tuple[int, int] | None = None  # the bundle folder's (dev, ino)
         self.off: str = ""  # a reason the journal stays off (watch limit, network fs)
@@ -238,8 +273,9 @@ class Journal:
         """(Re)arm: every folder of the bundle watched, then the next drain does not vouch."""
         self._drop_all()
         self._pending = self._pending or ROOT
+        self._rules.refresh()  # the rules above the bundle the watches follow
         try:
-            fd = os.open(self.root, _DIR_FLAGS)
+            fd = os.open(self.root, DIR_FLAGS)
         except OSError:
             self._identity = None
             return  # the bundle is not there: the capture reports it; try again next drain
@@ -252,19 +288,22 @@ class Journal:
                 except OSError as exc:  # EMFILE: the user's inotify instances are used up
                     self._turn_off(f"inotify is not available ({os.strerror(exc.errno or 0)})")
                     return
-            self._watch_tree(b"", fd)
+            self._watch_tree(b"", fd, self._rules.top())
         finally:
             os.close(fd)
 
-    def _watch_tree(self, rel: bytes, fd: int) -> None:
-        """Watch the folder open as `fd` (bundle-relative `rel`), then its subfolders: each
-        watch is set before the folder is listed, so nothing made in it is missed."""
-        todo = [(rel, os.dup(fd))]
+    def _watch_tree(self, rel: bytes, fd: int, ignores: Ignores) -> None:
+        """Watch the folder open as `fd` (bundle-relative `rel`; `ignores`: the rules in
+        force where it is), then the subfolders the walk enters: each watch is set before
+        the folder's ignore file is read and the folder listed, so nothing made or changed
+        in it afterwards is missed."""
+        todo = [(rel, os.dup(fd), ignores)]
         while todo:
-            rel, fd = todo.pop()
+            rel, fd, ignores = todo.pop()
             try:
                 if not self._watch(rel, fd):
                     break
+                ignores = self._ignores[rel] = self._rules.inside(ignores, rel, fd)
                 with os.scandir(fd) as entries:
                     names = [
                         os.fsencode(e.name)
@@ -272,16 +311,19 @@ class Journal:
                         if e.is_dir(follow_symlinks=False) and not skipped(os.fsencode(e.name))
                     ]
                 for name in names:
+                    sub = rel + b"/" + name if rel else name
+                    if self._rules.skips(ignores, sub):
+                        continue  # the walk does not enter it: no watch (issue 49)
                     try:
-                        child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                        child = os.open(name, DIR_FLAGS, dir_fd=fd)
                     except OSError:
                         continue  # gone, or swapped for a link: not a folder the capture walks
-                    todo.append((rel + b"/" + name if rel else name, child))
+                    todo.append((sub, child, ignores))
             except OSError:
                 pass  # a folder removed while being watched: its events say so
             finally:
                 os.close(fd)
-        for _, fd in todo:
+        for _, fd, _ in todo:
             os.close(fd)
 
     def _watch(self, rel: bytes, fd: int) -> bool:
@@ -324,6 +366,7 @@ class Journal:
         """Drop the watches of a folder and of everything under it."""
         inside = rel + b"/"
         for folder in [f for f in self._folder if f == rel or f.startswith(inside)]:
+            self._ignores.pop(folder, None)
             wd = self._folder.pop(folder)
             self._wd.pop(wd, None)
             if self._inotify is not None:
@@ -336,6 +379,7 @@ class Journal:
             self._inotify = None
         self._wd.clear()
         self._folder.clear()
+        self._ignores.clear()
 
     def _turn_off(self, reason: str) -> None:
         self.off = reason
@@ -353,7 +397,8 @@ class Journal:
     # -- the queue -------------------------------------------------------------------------
 
     def drain(self) -> Drained:
-        """Everything queued until now: the files named, or why they cannot be trusted."""
+        """What was queued until now, within the drain's bound: the files named, or why
+        they cannot be trusted."""
         with self._lock:
             if self.off:
                 return Drained(False, reason=self.off)
@@ -361,36 +406,67 @@ class Journal:
                 self._not_vouched(ROOT)
                 self._start()
                 return self._result(frozenset(), 0)
+            deadline = time.monotonic() + DRAIN_SECONDS
             mounts = self._mount_table()
             if mounts != self._mounts:
                 self._mounts = mounts
                 self._not_vouched(MOUNTS)
+            if self._rules.changed_above():
+                self._not_vouched(RULES)  # a folder may be ignored, or no longer: watch anew
+                self._rearm = True
             paths: set[str] = set()
+            seen = Seen()  # what this drain saw of each non-folder name
             count = 0
-            for event in self._events():
-                count += 1
+            while batch := self._batch():
+                for event in batch:
+                    count += 1
+                    self._take(event, paths, seen)
+                    if self.off:
+                        return Drained(False, reason=self.off, events=count)
                 if self._max_events is not None and count > self._max_events:
-                    # What the kernel does past its limit: the rest dropped, one overflow.
-                    for _ in self._events():
-                        count += 1
+                    # (tests) what the kernel does past its limit: the rest dropped, one
+                    # overflow, and every watch set again
+                    while self._batch() and time.monotonic() < deadline:
+                        pass
                     self._not_vouched(OVERFLOW)
                     self._rearm = True
                     break
-                self._take(event, paths)
-                if self.off:
-                    return Drained(False, reason=self.off, events=count)
+                if count >= DRAIN_EVENTS or time.monotonic() >= deadline:
+                    # This request walks; what is left in the queue is dropped with the
+                    # instance and every watch set again before the walk (as after an
+                    # overflow), so that a backlog of slow events — folders made and
+                    # removed — holds no later request either. (The reason said, whatever
+                    # else this drain saw: it was not read to its end.)
+                    self._pending = BOUND
+                    self._rearm = True
+                    break
+            restat = not self._pending and seen.any_suspect(self.root, deadline)
             if self._rearm:
                 self._rearm = False
                 self._start()
-            return self._result(frozenset(paths), count)
+            return self._result(frozenset(paths), count, restat)
 
-    def _result(self, paths: frozenset[str], count: int) -> Drained:
+    def _batch(self) -> list[Any]:
+        """The next events queued (one read of at most READ_BYTES), [] once there are none."""
+        if self._inotify is None:
+            return []
+        try:
+            data = os.read(self._inotify.fileno(), READ_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except (OSError, ValueError):
+            return []  # (closed under us: the drain after says so)
+        from inotify_simple import parse_events
+
+        return parse_events(data)  # type: ignore[no-any-return]
+
+    def _result(self, paths: frozenset[str], count: int, restat: bool = False) -> Drained:
         if self.off:
             return Drained(False, reason=self.off, events=count)
         reason, self._pending = self._pending, ""
         if reason:
             return Drained(False, reason=reason, events=count)
-        return Drained(True, paths, events=count)
+        return Drained(True, paths, events=count, restat=restat)
 
     @staticmethod
     def _mount_table() -> bytes:
@@ -407,14 +483,7 @@ class Journal:
             return False
         return stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == self._identity
 
-    def _events(self) -> Iterator[Any]:
-        while self._inotify is not None:
-            batch = list(self._inotify.read(timeout=0))
-            if not batch:
-                return
-            yield from batch
-
-    def _take(self, event: Any, paths: set[str]) -> None:
+    def _take(self, event: Any, paths: set[str], seen: Seen) -> None:
         mask = event.mask
         if mask & IN_Q_OVERFLOW:
             # The events dropped may have been folders made: they would stay unwatched, so
@@ -428,6 +497,7 @@ class Journal:
         if mask & IN_IGNORED:  # the kernel dropped the watch: its folder went
             self._wd.pop(event.wd, None)
             self._folder.pop(folder, None)
+            self._ignores.pop(folder, None)
             self._not_vouched(FOLDER_GONE)
             return
         if mask & IN_UNMOUNT:
@@ -446,8 +516,14 @@ class Journal:
             # it, and so what it takes, may have too.
             self._not_vouched(FOLDER_ATTRIBUTES)
             return
+        if not mask & IN_ISDIR:
+            # Any name, taken or not: a second name of a captured file may be any of them.
+            seen.event(folder, name, mask, event.cookie)
         if name in RULE_NAMES:
             self._not_vouched(RULES)
+            # What is ignored may have changed: every watch set again under the new rules
+            # (a folder no longer ignored is watched before the capture walks it).
+            self._rearm = self._rearm or self._rules.use_ignore
             return
         if skipped(name):
             return  # never captured, and nothing under it is either
@@ -469,21 +545,17 @@ class Journal:
             paths.add(os.fsdecode(rel))
 
     def _watch_new(self, rel: bytes) -> None:
-        """A folder that appeared: its subtree watched now (the capture walks it after)."""
-        parent_fd = None
-        try:
-            fd = os.open(self.root, _DIR_FLAGS)
-            for part in rel.split(b"/"):
-                parent_fd, fd = fd, os.open(part, _DIR_FLAGS, dir_fd=fd)
-                os.close(parent_fd)
-                parent_fd = None
-        except OSError:
-            if parent_fd is not None:
-                os.close(parent_fd)
+        """A folder that appeared: its subtree watched now (the capture walks it after),
+        unless the walk leaves it out (ignored where it is)."""
+        ignores = self._ignores.get(rel.rpartition(b"/")[0])
+        if ignores is None or self._rules.skips(ignores, rel):
+            return  # its parent is not watched (gone meanwhile), or it is ignored
+        fd = open_folder(self.root, rel)
+        if fd is None:
             return  # gone again, or not a folder: the capture's walk will see
         try:
             self._forget(rel)  # a folder moved over another one's name
-            self._watch_tree(rel, fd)
+            self._watch_tree(rel, fd, ignores)
         finally:
             os.close(fd)
 

@@ -3,6 +3,11 @@ stat index follows, so that a request is told every path changed since the walk 
 the stat index it starts from, whatever other requests drained meanwhile.
 
 A long-lived front turns them on with `Engine(journal=True)`; a one-shot call has none.
+
+Locks: the engine-wide one guards only the map of bundles (never held over a drain, nor
+while watches are set); each bundle has its own, held over its one bounded drain and the
+bookkeeping of its drains, so that a flooded or freshly watched bundle holds no request of
+another (issue 49).
 """
 
 from __future__ import annotations
@@ -25,18 +30,21 @@ class Look:
     that index's walk knew (the rules above the bundle, the files with other links)."""
 
     generation: int
-    membership: tuple[object, ...]  # the settings that decide which files a walk takes
+    membership: tuple[bool, bool, bool]  # the settings that decide which files a walk takes
     changed: frozenset[str] | None = None
     above: object = None  # walk.Walked of the walk that made `known`
     racy: frozenset[str] = frozenset()  # files of `known` whose read was racy
     reason: str = ""  # why `changed` is None (for logs and tests)
+    # A drain since may have seen a second name of a captured file (journal.Drained.restat):
+    # every file of `known` is stat'ed again, not only `changed`.
+    restat: bool = False
 
 
 @dataclass(slots=True)
 class _Tag:
     known: Any  # stats.StatIndex, by identity
     generation: int
-    membership: tuple[object, ...]
+    membership: tuple[bool, bool, bool]
     walked: object  # walk.Walked
     racy: frozenset[str] | None = None
 
@@ -49,13 +57,21 @@ class _Tag:
 
 
 class _Bundle:
-    __slots__ = ("generation", "journal", "log", "tags")
+    __slots__ = ("generation", "journal", "lock", "log", "tags")
 
-    def __init__(self, journal: Journal | str) -> None:
-        self.journal = journal
+    def __init__(self) -> None:
+        self.journal: Journal | str | None = None  # made by the first look, under `lock`
+        self.lock = threading.Lock()
         self.generation = 0
-        self.log: list[tuple[int, frozenset[str] | None]] = []  # (generation, paths or None)
+        # (generation, paths or None when that drain did not vouch, whether it asked for a
+        # stat of every file)
+        self.log: list[tuple[int, frozenset[str] | None, bool]] = []
         self.tags: list[_Tag] = []
+
+    def close(self) -> None:
+        with self.lock:
+            if isinstance(self.journal, Journal):
+                self.journal.close()
 
 
 class Journals:
@@ -65,12 +81,19 @@ class Journals:
     A stat index made by a capture whose walk began after drain g is exact as of g: the
     changes since are those of the drains after g (their union), unless one of them could
     not vouch. Drains are numbered per bundle; the last LOG_KEPT are remembered, so that
-    requests under several settings, each with its own stat index, each see everything."""
+    requests under several settings, each with its own stat index, each see everything.
 
-    def __init__(self, make: Callable[[str], Journal | str] = open_journal, kept: int = 8) -> None:
-        self._make = make
+    A bundle has one journal per membership (the settings that decide which folders the
+    walk enters, hence which the journal watches); `make(root, membership)` makes one."""
+
+    def __init__(
+        self,
+        make: Callable[[str, tuple[bool, bool, bool]], Journal | str] | None = None,
+        kept: int = 8,
+    ) -> None:
+        self._make = make or (lambda root, membership: open_journal(root, membership=membership))
         self._kept = kept
-        self._bundles: dict[str, _Bundle] = {}
+        self._bundles: dict[tuple[str, tuple[bool, bool, bool]], _Bundle] = {}
         self._lock = threading.Lock()
 
     def look(self, key: str, root: str, known: object, settings: Any) -> Look:
@@ -79,14 +102,16 @@ class Journals:
         # What decides which files a walk takes; the other settings act on what it found.
         membership = (settings.use_ignore, settings.ignore_case, settings.ignore_nfc)
         with self._lock:
-            bundle = self._bundles.pop(key, None)
-            if bundle is None:
-                bundle = _Bundle(self._make(root))
-            self._bundles[key] = bundle  # the most recent last
+            bundle = self._bundles.pop((key, membership), None) or _Bundle()
+            self._bundles[(key, membership)] = bundle  # the most recent last
+            evicted = []
             while len(self._bundles) > self._kept:
-                old = self._bundles.pop(next(iter(self._bundles)))
-                if isinstance(old.journal, Journal):
-                    old.journal.close()
+                evicted.append(self._bundles.pop(next(iter(self._bundles))))
+        for old in evicted:
+            old.close()
+        with bundle.lock:
+            if bundle.journal is None:
+                bundle.journal = self._make(root, membership)
             # The engine keeps one stat index per bundle (`known`): a tag of another is stale
             # and would only keep that index's tens of thousands of states alive.
             bundle.tags = [t for t in bundle.tags if t.known is known]
@@ -96,7 +121,8 @@ class Journals:
             drained = journal.drain()
             bundle.generation += 1
             generation = bundle.generation
-            bundle.log.append((generation, drained.paths if drained.vouched else None))
+            paths = drained.paths if drained.vouched else None
+            bundle.log.append((generation, paths, drained.restat))
             del bundle.log[:-LOG_KEPT]
             if not drained.vouched:
                 return Look(generation, membership, reason=drained.reason)
@@ -106,25 +132,35 @@ class Journals:
             if tag.membership != membership:
                 return Look(generation, membership, reason="other settings")
             changed: set[str] = set()
+            restat = False
             first = bundle.log[0][0]
             if tag.generation < first - 1:
                 return Look(generation, membership, reason="stat index older than the log")
-            for gen, paths in bundle.log:
+            for gen, named, everything in bundle.log:
                 if gen <= tag.generation:
                     continue
-                if paths is None:
+                if named is None:
                     return Look(generation, membership, reason="a drain since did not vouch")
-                changed |= paths
-            return Look(generation, membership, frozenset(changed), tag.walked, tag.racy_paths())
+                changed |= named
+                restat = restat or everything
+            return Look(
+                generation,
+                membership,
+                frozenset(changed),
+                tag.walked,
+                tag.racy_paths(),
+                restat=restat,
+            )
 
     def made(self, key: str, look: Look, known: object, walked: object) -> None:
         """The capture after `look` made the stat index `known`; its walk: `walked`."""
         if not look.generation or known is None or walked is None:
             return
         with self._lock:
-            bundle = self._bundles.get(key)
-            if bundle is None:
-                return
+            bundle = self._bundles.get((key, look.membership))
+        if bundle is None:
+            return
+        with bundle.lock:
             for tag in bundle.tags:
                 if tag.known is known:
                     if look.generation > tag.generation and tag.membership == look.membership:
@@ -137,16 +173,15 @@ class Journals:
     def watches(self) -> int:
         """inotify watches held (the benchmark's memory figure)."""
         with self._lock:
-            return sum(
-                b.journal.watches for b in self._bundles.values() if isinstance(b.journal, Journal)
-            )
+            bundles = list(self._bundles.values())
+        return sum(b.journal.watches for b in bundles if isinstance(b.journal, Journal))
 
     def close(self) -> None:
         with self._lock:
-            for bundle in self._bundles.values():
-                if isinstance(bundle.journal, Journal):
-                    bundle.journal.close()
+            bundles = list(self._bundles.values())
             self._bundles.clear()
+        for bundle in bundles:
+            bundle.close()
 
 
 __all__ = ["Journals", "Look"]

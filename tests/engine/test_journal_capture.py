@@ -51,7 +51,7 @@ class Recorded(Journals):
     """Journals that keep every Look, to prove the journal was used and not walked around."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(make=lambda root: open_journal(root, **kwargs))
+        super().__init__(make=lambda root, membership: open_journal(root, **kwargs))
         self.looks: list[Look] = []
 
     def look(self, key: str, root: str, known: object, settings: Any) -> Look:
