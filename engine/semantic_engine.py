@@ -15,12 +15,11 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
-from .embedding import BackgroundEmbedder, Embedded, Status, embed
+from .embedding import BackgroundEmbedder, Embedded, Status, _Locked, embed, foreground
 from .errors import schema_error
 from .rank import rank
 from .requests import Relevance
@@ -65,7 +64,6 @@ def _default_loader() -> Backend:
     global _loaded
     with _loading:
         if _loaded is None:
-            from .embedding import _Locked
             from .semantic_backends import load
 
             _loaded = _Locked(load(), threading.Lock())
@@ -105,14 +103,16 @@ class Remembered(Vectors):
 
 
 class SemanticRuntime:
-    """The model of one Engine and what it needs: thread-safe; `background`: embed every
-    section of each answered snapshot in a background thread (long-lived fronts only)."""
+    """The model of one Engine and what it needs: thread-safe; `background`: the engine's
+    wish at its start to embed every section of each answered snapshot in a background
+    thread (long-lived fronts only). The worker is made by embed_the_rest, which the engine
+    calls only while its own `embed_in_background` is on (a front's setting turns it off)."""
 
     def __init__(self, *, background: bool = False, loader: Loader | None = None) -> None:
         self._lock = threading.Lock()
         self._loader = loader or _default_loader
         self._backend: Backend | None = None
-        self._background = background
+        self.background = background
         self._embedder: BackgroundEmbedder | None = None
         self._store: Store | None = None
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
@@ -129,19 +129,31 @@ class SemanticRuntime:
     # -- the model ------------------------------------------------------------------------
 
     def backend(self, store: Store) -> Backend:
-        """The model (loaded once; semantic.unavailable when the extra is missing), and
-        the background embedder over `store` when this runtime has one."""
+        """The model (loaded once; semantic.unavailable when the extra is missing), behind
+        a lock of this runtime's that its background worker takes too."""
         with self._lock:
             if self._backend is None:
-                self._backend = self._loader()
-            if self._background and (self._embedder is None or self._store is not store):
+                self._backend = _Locked(self._loader(), threading.Lock())
+            return self._backend
+
+    @property
+    def model_id(self) -> str | None:
+        """The loaded model's id (None before a semantic or hybrid request loaded it)."""
+        backend = self._backend
+        return None if backend is None else backend.model_id
+
+    def embedder(self, store: Store) -> BackgroundEmbedder:
+        """The background worker over `store`, made on first use (a worker over another
+        store, the engine's cache having changed, is closed)."""
+        backend = self.backend(store)
+        with self._lock:
+            if self._embedder is None or self._store is not store:
                 if self._embedder is not None:
                     self._embedder.close()
-                vectors = Vectors(store, self._backend.dim)
-                self._embedder = BackgroundEmbedder(self._backend, vectors)
+                self._embedder = BackgroundEmbedder(backend, Vectors(store, backend.dim))
                 self._store = store
                 self._submitted = None
-            return self._backend if self._embedder is None else self._embedder.backend
+            return self._embedder
 
     def calibration(self, backend: Backend) -> Calibration:
         """The model's calibration: a model without one has no calibrated score (§15)."""
@@ -156,10 +168,9 @@ class SemanticRuntime:
         return found
 
     def foreground(self) -> Any:
-        """Held by every request this engine serves: the background worker starts no
-        passage meanwhile (nothing when there is no worker)."""
-        embedder = self._embedder
-        return nullcontext() if embedder is None else embedder.foreground()
+        """Held by every request this engine serves: no background worker of the process
+        starts a passage meanwhile (they share the model, and the CPU)."""
+        return foreground()
 
     def status(self) -> Status | None:
         embedder = self._embedder
@@ -306,6 +317,7 @@ def embed_the_rest(
     section of the bundle to the background worker, from a thread of its own so that the
     answer does not wait for the decoding of every file."""
     backend = runtime.backend(engine.reuse.store)
+    runtime.embedder(engine.reuse.store)
     if not runtime.take_submit():
         return
     quiet = replace(call, progress=None, cancel=None, overlay=None, fresh_after=None)

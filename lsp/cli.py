@@ -1,4 +1,4 @@
-"""`citeline search|concepts|lines|lsp|mcp`: the command-line front over citeline.engine.
+"""`citeline search|concepts|lines|status|lsp|mcp`: the command-line front over citeline.engine.
 
 Start-up time is part of every call, so this module imports only the standard library; the
 engine, the renderer and the servers are imported inside the functions that need them.
@@ -270,7 +270,7 @@ def parser() -> argparse.ArgumentParser:
         dest="command",
         required=True,
         metavar="COMMAND",
-        help="search, concepts or lines (each has its own --help), lsp or mcp",
+        help="search, concepts or lines (each has its own --help), status, lsp or mcp",
     )
 
     s = sub.add_parser(
@@ -295,6 +295,7 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_common(s)
     _add_relevance(s)
+    _add_background(s)
 
     c = sub.add_parser(
         "concepts",
@@ -358,6 +359,8 @@ def parser() -> argparse.ArgumentParser:
         help="accepted for grep habits: line numbers are always shown",
     )
     _add_common(ln)
+    _add_background(ln)
+    _add_status(sub)
 
     sub.add_parser("lsp", help="run the language server on stdio", allow_abbrev=False)
     m = sub.add_parser(
@@ -368,6 +371,39 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("bundle", nargs="?", default=".", help="folder of Markdown files (default: .)")
     _add_capture(m)
     return top
+
+
+BACKGROUND_HELP = (
+    "with --profile hybrid or --semantic: embed only what this answer needs, and nothing "
+    "more for this folder afterwards (the warm process embeds the rest in the background "
+    "otherwise: citeline status shows it)"
+)
+
+
+def _add_background(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-background-embedding", action="store_true", help=BACKGROUND_HELP)
+
+
+def _add_status(sub: Any) -> None:
+    st = sub.add_parser(
+        "status",
+        help="what the warm process embeds in the background; --pause or --resume it",
+        description="Ask the warm process of this cache folder (the one that answers "
+        "scripts' calls) what it embeds in the background after hybrid and semantic "
+        "answers: sections embedded of all, per folder and model, its state and CPU time. "
+        "It starts no warm process.",
+        allow_abbrev=False,
+    )
+    st.add_argument("bundle", nargs="?", default=None, help="only this folder's embedding")
+    st.add_argument("--json", action="store_true", help="print the status as JSON")
+    steer = st.add_mutually_exclusive_group()
+    steer.add_argument(
+        "--pause",
+        action="store_true",
+        help="pause the background embedding (the passage in hand finishes; answers still "
+        "embed what they need) until --resume or the warm process leaves",
+    )
+    steer.add_argument("--resume", action="store_true", help="resume it")
 
 
 def bind_text_values(argv: Sequence[str]) -> list[str]:
@@ -576,6 +612,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
             settings = for_volume(settings_from(args), bundle)
             request = request_from(args)
             engine = engines.open(bundle, settings, args)
+            steer_background(engines, engine, args)
             interrupt.kill_with_process(engine.workers.kill)
             call = Call(bundle, settings, progress=progress)
             if args.command == "search" and not args.json:  # the hits' files, to draw them
@@ -628,6 +665,16 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     if notes and not interrupt.write_lines(sys.stderr, "\n".join(notes) + "\n"):
         return interrupted(args.json)
     return 0 if result["total"] else NO_MATCH
+
+
+def steer_background(engines: Engines, engine: Engine, args: argparse.Namespace) -> None:
+    """In the warm process (whose engines embed the rest of a bundle after a hybrid or
+    semantic answer): a call with --no-background-embedding stops that for its engine and
+    starts none, a call without it lets it run again. A process of its own never does."""
+    if hasattr(engines, "kept"):
+        engine.embed_in_background = not getattr(args, "no_background_embedding", False)
+        if not engine.embed_in_background:
+            engine.stop_background()
 
 
 def wants_recall(args: argparse.Namespace, result: dict[str, Any]) -> bool:
@@ -878,6 +925,8 @@ def _main(argv: list[str], engines: Engines | None = None) -> int:
         return serve() or 0
     if args.command == "mcp":
         return serve_mcp(args)
+    if args.command == "status":
+        return show_status(args)
     try:
         return run_query(args, engines)
     except OSError as exc:
@@ -886,6 +935,118 @@ def _main(argv: list[str], engines: Engines | None = None) -> int:
         # Output piped into `head`: stop quietly like other Unix tools.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+# -- citeline status ---------------------------------------------------------------------
+
+
+def show_status(args: argparse.Namespace) -> int:
+    """Ask the warm process (it answers `status` itself: status_reply); without one, say that
+    nothing runs in the background. Never starts one."""
+    from . import launch
+
+    words = ["status", *(["--json"] if args.json else [])]
+    words += ["--pause"] if args.pause else ["--resume"] if args.resume else []
+    words += [os.path.abspath(args.bundle)] if args.bundle else []  # its cwd is not ours
+    off = os.environ.get("CITELINE_DAEMON", "1").strip().lower() in launch.OFF
+    got = "off" if off or not launch.usable() else launch.ask(launch.cache_key(), words)
+    if isinstance(got, tuple):
+        code, out, err = got
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+        sys.stderr.buffer.write(err)
+        return code
+    if args.json:
+        from citeline.engine.present import encode
+
+        sys.stdout.write(encode({"warm_process": None, "paused": False, "bundles": []}) + "\n")
+    else:
+        why = {
+            "absent": "no warm process runs for this cache folder",
+            "off": "the warm process is off here (CITELINE_DAEMON=0, or Windows)",
+        }.get(got, f"the warm process did not answer ({got})")
+        sys.stdout.write(f"citeline: {why}: nothing is embedded in the background.\n")
+    return 0 if got in ("absent", "off") else 1
+
+
+def status_reply(words: list[str], engines: object) -> bytes:
+    """The warm process's answer to `citeline status` (lsp/daemon.py), as its reply bytes:
+    built from what its engines report, without the standard streams (other calls may be
+    using them meanwhile)."""
+    from citeline.engine import embedding
+
+    try:
+        args = parser().parse_args(words)
+    except (UsageError, SystemExit):
+        out, err, code = b"", b"citeline: status: arguments not understood\n", 2
+    else:
+        if args.pause:
+            embedding.pause_background()
+        elif args.resume:
+            embedding.resume_background()
+        report = {
+            "warm_process": {"pid": os.getpid()},
+            "paused": embedding.background_paused(),
+            "bundles": embedding_of(engines, args.bundle),
+        }
+        out, err, code = status_text(report, args.json).encode("utf-8"), b"", 0
+    return b"run %d %d %d\n" % (code, len(out), len(err)) + out + err
+
+
+def embedding_of(engines: object, bundle: str | None) -> list[dict[str, Any]]:
+    """What the background worker of each kept engine (of `bundle` only, if given) does."""
+    kept = getattr(engines, "kept", None)
+    if kept is None or "citeline.engine.semantic_engine" not in sys.modules:
+        return []  # no hybrid or semantic request yet: no worker
+    from citeline.engine.reuse import bundle_key
+
+    out = []
+    for path, engine in kept():
+        runtime = engine.semantic()
+        now = runtime.status()
+        if now is None or (bundle is not None and path != bundle_key(bundle)):
+            continue
+        out.append(
+            {
+                "bundle": path,
+                "model": runtime.model_id,
+                "state": now.state,
+                "done": now.done,
+                "total": now.total,
+                "busy": now.busy,
+                "embedded": now.embedded,
+                "cpu_seconds": now.cpu_seconds,
+                "threads": now.threads,
+                "nice": now.nice,
+                "error": now.error,
+            }
+        )
+    return out
+
+
+def status_text(report: dict[str, Any], as_json: bool) -> str:
+    if as_json:
+        from citeline.engine.present import encode
+
+        return encode(report) + "\n"
+    from .render import terminal
+
+    steer = "paused (--resume resumes it)" if report["paused"] else "on (--pause pauses it)"
+    lines = [
+        f"citeline: warm process {report['warm_process']['pid']}, background embedding {steer}"
+    ]
+    for b in report["bundles"]:
+        done, total = b["done"], b["total"]
+        share = f" ({done * 100 // total}%)" if total else ""
+        how = f"{b['threads'] or 'all'} thread(s)" + (f" at nice {b['nice']}" if b["nice"] else "")
+        lines.append(
+            f"{terminal(b['bundle'])}: {done:,} of {total:,} sections{share}, {b['state']}, "
+            f"{b['cpu_seconds']:.1f} s CPU, {how}, {b['model']}"
+            + (f", stopped: {terminal(b['error'])}" if b["error"] else "")
+        )
+    if not report["bundles"]:
+        lines.append("nothing is embedded in the background (a hybrid or semantic call starts it)")
+    return "\n".join(lines) + "\n"
 
 
 def console() -> NoReturn:

@@ -1,23 +1,20 @@
 """The warm process: answers command-line calls from scripts and agents with engines it keeps.
 
-A new process per call pays the interpreter's start-up and citeline's imports every time
-(on a small folder most of a call), and loads the index from the cache. One warm process
-per cache folder, started by the first call (lsp/launch.py), answers the next calls with
-the engines of the last bundles it searched: each call still captures its own snapshot
-(SPEC §2: it stats every file and reads what it cannot prove unchanged), so an answer is
-the one a new process would give, byte for byte (tests/cli/test_daemon.py).
+A new process per call pays the interpreter's start-up and citeline's imports every time,
+and loads the index from the cache. One warm process per cache folder, started by the first
+call (lsp/launch.py), answers the next calls with the engines of the last bundles it
+searched: each call still captures its own snapshot (SPEC §2), so an answer is the one a new
+process would give, byte for byte (tests/cli/test_daemon.py). After a hybrid or semantic
+answer it embeds the rest of that bundle in the background (`citeline status` shows it).
 
 It listens on a socket in a folder only its user may enter (launch.runtime_folder), bound
-through the folder's descriptor once it is checked, and answers only that user (the
-caller's peer credentials). Each connection has a thread of its own: its request must arrive
-whole within REQUEST_SECONDS and its answer be read within WRITE_SECONDS, so a caller that
-stalls holds only its own thread; the calls themselves run one at a time (a call sets the
+through the folder's descriptor once checked, and answers only that user (peer credentials).
+Each connection has a thread of its own: its request must arrive whole within REQUEST_SECONDS
+and its answer be read within WRITE_SECONDS; the calls run one at a time (a call sets the
 process's working folder, environment and standard streams), and one that would wait more
-than BUSY_SECONDS for the one before it is told so and answered in its own process. The
-cache folder is checked again at every call (engine/reuse/owned.py): one that is no longer
-the user's only ends the warm process. It leaves after ten idle minutes, when its socket
-or its cache folder is removed, or when a call comes from other code (an upgraded or edited
-citeline), taking its socket and lock with it.
+than BUSY_SECONDS is answered in its own process. A cache folder no longer the user's only
+(checked at every call: engine/reuse/owned.py) ends it; so do ten idle minutes, a removed
+socket or cache folder, and a call from other code (it takes its socket and lock with it).
 """
 
 from __future__ import annotations
@@ -91,7 +88,7 @@ class KeptEngines:
                 reread=args.reread,
                 hold_bytes=0,
                 journal=True,  # a warm process lives on: its watches pay
-                embed_in_background=True,  # and so do the vectors of the rest (SPEC §15)
+                embed_in_background=True,  # the rest's vectors (SPEC §15; cli.steer_background)
                 prepare_in_background=True,  # and an index's lexicon
             )
         self._engines[key] = engine
@@ -99,6 +96,10 @@ class KeptEngines:
             _, old = self._engines.popitem(last=False)
             old.close(wait=True)
         return engine
+
+    def kept(self) -> list[tuple[str, Engine]]:
+        """(bundle, engine) of each engine kept (for `citeline status`, from another thread)."""
+        return [(key[0], engine) for key, engine in list(self._engines.items())]
 
     def done(self, engine: Engine) -> None:
         # Worker processes are started again by the next cold build; idle, they only hold
@@ -112,8 +113,7 @@ class KeptEngines:
 
 
 def read_request(conn: socket.socket, deadline: float | None = None) -> bytes:
-    """The whole request (the caller shuts its side when it has sent it), by `deadline` (a
-    time.monotonic() reading; TimeoutError past it)."""
+    """The whole request (the caller then shuts its side), by `deadline` (monotonic)."""
     chunks = []
     size = 0
     while True:
@@ -139,8 +139,7 @@ def send(conn: socket.socket, data: bytes) -> None:
 
 
 def cache_refusal() -> str | None:
-    """Why the calls' cache folder is not the user's only any more (None: it is, or it is
-    not there yet)."""
+    """Why the calls' cache folder is not the user's only any more (None: it is, or absent)."""
     from citeline.engine.reuse.store import default_folder, refusal
 
     return refusal(default_folder())
@@ -231,8 +230,13 @@ def handle(
     pairs = (os.fsdecode(f).partition("=") for f in rest[: int(count)])
     env = {name: value for name, _, value in pairs if name in ENVIRONMENT}
     argv = [os.fsdecode(w) for w in rest[int(count) :]]
-    if not argv or argv[0] not in COMMANDS:
+    if not argv or argv[0] not in (*COMMANDS, "status"):
         send(conn, b"no command\n")  # `lsp` or `mcp` would serve this process's stdio
+        return True
+    if argv[0] == "status":  # only reads what the engines report: not in the calls' turn
+        from .cli import status_reply
+
+        send(conn, GO + status_reply(argv, engines))
         return True
     if cache_refusal() is not None:
         send(conn, b"no cache\n")  # answered there, with the warning; this process leaves
@@ -257,8 +261,7 @@ def handle(
 
 
 class Calls:
-    """The connections being served, each in a thread of its own (see the module's
-    docstring), and what they tell the process: when it was last used, whether to leave."""
+    """The connections served, each in a thread of its own: when last used, whether to leave."""
 
     def __init__(self, fingerprint: bytes, key: bytes, engines: KeptEngines) -> None:
         self.fingerprint = fingerprint
@@ -315,9 +318,8 @@ class Calls:
 
 
 def still_ours(path: str, inode: int, key: str, folder_fd: int | None = None) -> bool:
-    """Whether the socket is still the one this process made, and its cache folder (when
-    one was given) is still there: a removed folder (a test's, a benchmark's) ends it.
-    `path` is relative to the folder held as `folder_fd` when one is given."""
+    """Whether the socket is still the one this process made and its cache folder (if one
+    was given) is still there (a removed folder ends it); `path` relative to `folder_fd`."""
     try:
         if os.stat(path, dir_fd=folder_fd, follow_symlinks=False).st_ino != inode:
             return False
@@ -327,11 +329,10 @@ def still_ours(path: str, inode: int, key: str, folder_fd: int | None = None) ->
 
 
 def take_lock(path: str, folder_fd: int | None = None) -> int | None:
-    """The socket's lock, held while this process lives (so one process per cache folder);
-    None when another process keeps it. The process removes the file when it leaves, so a
-    lock taken on a file that is no longer the one at `path` is taken again on the new one
-    (otherwise two processes could each hold "the" lock). `path` is relative to the folder
-    held as `folder_fd` when one is given."""
+    """The socket's lock, held while this process lives (one per cache folder); None when
+    another keeps it. A leaving process removes the file, so a lock on a file no longer at
+    `path` is taken again on the new one (else two could each hold "the" lock). `path` is
+    relative to the folder `folder_fd` when one is given."""
     deadline = time.monotonic() + LOCK_WAIT
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     while True:
@@ -360,8 +361,8 @@ def idle_seconds() -> float:
 
 
 def make_private(folder: str) -> int | None:
-    """The sockets' folder, made if need be, as a descriptor once it is checked; None when
-    it is not this user's only (someone else's, open to others, a link)."""
+    """The sockets' folder, made if need be, as a descriptor once checked; None when not
+    this user's only (someone else's, open to others, a link)."""
     with contextlib.suppress(FileExistsError):
         os.mkdir(folder, 0o700)
     fd, _ = open_private(folder)

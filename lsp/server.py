@@ -407,6 +407,9 @@ class CitelineServer(LanguageServer):
         self.options = new
         self.engine.use_cache(new.cache)
         self.engine.reread = new.reread
+        self.engine.embed_in_background = new.background_embedding
+        if not new.background_embedding:
+            self.engine.stop_background()  # the worker, if one runs (after its passage)
         return True
 
     def client_has_progress(self) -> bool:

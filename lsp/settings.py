@@ -9,6 +9,8 @@ Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
      "cache": true,                             # the persistent cache (SPEC §2)
      "reread": false,                           # read every file on every request
      "unsaved": false,                          # search open documents' unsaved text
+     "background_embedding": true,              # after a hybrid or semantic answer, embed
+                                                # the rest of the folder in the background
      "symbols": {"cap": 100, "list_cap": 1000},
      "profile": "contract" | "recall",          # relevance defaults (SPEC §13) for
      "match": ..., "context": ..., "cjk": ..., "stemming": ...,   # symbols and commands
@@ -39,6 +41,7 @@ TOP_KEYS = (
     "reread",
     "unsaved",
     "symbols",
+    "background_embedding",
     *RELEVANCE_KEYS,
 )
 SYMBOL_KEYS = ("cap", "list_cap")
@@ -79,6 +82,7 @@ class ServerSettings:
     list_cap: int = DEFAULT_LIST_CAP
     # Relevance keys given in the settings (only those given), e.g. {"profile": "recall"}.
     relevance: Mapping[str, str] = field(default_factory=dict)
+    background_embedding: bool = True  # off: a request embeds only what it needs
 
     @property
     def relevance_options(self) -> Relevance:
@@ -145,6 +149,7 @@ def parse_settings(raw: Any) -> ServerSettings:
     cache = _bool(raw.get("cache", True), "cache")
     reread = _bool(raw.get("reread", False), "reread")
     unsaved = _bool(raw.get("unsaved", False), "unsaved")
+    background = _bool(raw.get("background_embedding", True), "background_embedding")
 
     symbols = raw.get("symbols")
     if symbols is None:
@@ -176,6 +181,7 @@ def parse_settings(raw: Any) -> ServerSettings:
         cap,
         list_cap,
         relevance,
+        background_embedding=background,
     )
 
 

@@ -117,6 +117,12 @@ RELEVANCE_HELP = {
     "--identifiers": "whole (default); split: CamelCase and letter-digit joins also match by "
     "their parts ('inline prediction' finds InlinePrediction)",
 }
+# docs/cli.md, "Background embedding": per call, search and lines
+BACKGROUND_HELP = {
+    "--no-background-embedding": "with --profile hybrid or --semantic: embed only what this "
+    "answer needs, and nothing more for this folder afterwards (the warm process embeds the "
+    "rest in the background otherwise: citeline status shows it)"
+}
 EXPECTED_HELP: dict[str, dict[str, str]] = {
     "search": {
         "--help": HELP,
@@ -127,6 +133,7 @@ EXPECTED_HELP: dict[str, dict[str, str]] = {
         **COMMON,
         **CAPTURE,
         **RELEVANCE_HELP,
+        **BACKGROUND_HELP,
     },
     "concepts": {
         "--help": HELP,
@@ -152,6 +159,15 @@ EXPECTED_HELP: dict[str, dict[str, str]] = {
         "--line-number": "accepted for grep habits: line numbers are always shown",
         **COMMON,
         **CAPTURE,
+        **BACKGROUND_HELP,
+    },
+    "status": {
+        "--help": HELP,
+        "bundle": "only this folder's embedding",
+        "--json": "print the status as JSON",
+        "--pause": "pause the background embedding (the passage in hand finishes; answers "
+        "still embed what they need) until --resume or the warm process leaves",
+        "--resume": "resume it",
     },
     "lsp": {"--help": HELP},
     "mcp": {"--help": HELP, "bundle": "folder of Markdown files (default: .)", **CAPTURE},
@@ -174,11 +190,14 @@ def test_the_top_parser_and_its_commands() -> None:
     )
     assert top.format_usage() == "usage: citeline [-h] [--version] COMMAND ...\n"
     (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
-    assert commands.help == "search, concepts or lines (each has its own --help), lsp or mcp"
+    assert (
+        commands.help == "search, concepts or lines (each has its own --help), status, lsp or mcp"
+    )
     assert {a.dest: a.help for a in commands._choices_actions} == {
         "search": "ranked sections (BM25) with cited snippets",
         "concepts": "files whose concept id or title contains the query",
         "lines": "grep-like line search (exact text or RE2 regex), or sections by meaning",
+        "status": "what the warm process embeds in the background; --pause or --resume it",
         "lsp": "run the language server on stdio",
         "mcp": "run the MCP server on stdio (needs: pip install 'citeline[mcp]')",
     }
