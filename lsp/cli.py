@@ -370,6 +370,12 @@ def parser() -> argparse.ArgumentParser:
     )
     m.add_argument("bundle", nargs="?", default=".", help="folder of Markdown files (default: .)")
     _add_capture(m)
+    m.add_argument(
+        "--no-background-embedding",
+        action="store_true",
+        help="hybrid and semantic answers embed only what they need: nothing more of the "
+        "folder in the background afterwards",
+    )
     return top
 
 
@@ -809,8 +815,9 @@ def serve_mcp(args: argparse.Namespace) -> int:
         settings = for_volume(settings_from(args), args.bundle)
     except CitelineError as err:
         return report(err, False)
+    bundle, background = os.path.abspath(args.bundle), not args.no_background_embedding
     return (
-        serve(os.path.abspath(args.bundle), settings, cache=not args.no_cache, reread=args.reread)
+        serve(bundle, settings, cache=not args.no_cache, reread=args.reread, background=background)
         or 0
     )
 

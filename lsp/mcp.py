@@ -595,6 +595,7 @@ class CitelineMCP:
         *,
         cache: bool = True,
         reread: bool = False,
+        background: bool = True,
     ) -> None:
         self.bundle = bundle
         self.engine = Engine(
@@ -603,7 +604,7 @@ class CitelineMCP:
             cache=cache,
             reread=reread,
             journal=True,
-            embed_in_background=True,  # a long-lived front: the rest of a corpus's vectors
+            embed_in_background=background,  # a long-lived front: the rest's vectors (opt out)
             prepare_in_background=True,  # and an index's lexicon
         )
         # Descriptions name the bundle as printable text: a path that is not valid UTF-8
@@ -747,7 +748,12 @@ def _version() -> str:
 
 
 def main(
-    bundle: str, settings: Settings | None = None, *, cache: bool = True, reread: bool = False
+    bundle: str,
+    settings: Settings | None = None,
+    *,
+    cache: bool = True,
+    reread: bool = False,
+    background: bool = True,
 ) -> int:
     """Serve MCP on stdio for `bundle` (an absolute path) until the client closes stdin."""
     try:
@@ -755,7 +761,7 @@ def main(
     except CitelineError as err:
         sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
         return reported(err.code).exit  # the command line's exit status
-    front = CitelineMCP(bundle, settings, cache=cache, reread=reread)
+    front = CitelineMCP(bundle, settings, cache=cache, reread=reread, background=background)
     try:
         anyio.run(front.serve)
     except KeyboardInterrupt:

@@ -98,7 +98,11 @@ def mcp_front(argv: Sequence[str]) -> Any:
     args = cli.parser().parse_args(cli.bind_text_values(["mcp", *argv]))
     settings = cli.settings_from(args)
     return CitelineMCP(
-        os.path.abspath(args.bundle), settings, cache=not args.no_cache, reread=args.reread
+        os.path.abspath(args.bundle),
+        settings,
+        cache=not args.no_cache,
+        reread=args.reread,
+        background=not args.no_background_embedding,
     )
 
 

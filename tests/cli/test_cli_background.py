@@ -7,9 +7,11 @@ warm process answers), the real model over eight sample pages (51 sections).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +148,41 @@ def test_no_background_embedding_after_a_call_that_says_so(cli: Warm, tmp_path: 
     # A later call without the flag turns it back on for its bundle.
     hybrid(cli, root)
     wait_for(lambda: vectors(cli) == BACKGROUND_SECTIONS)
+
+
+async def test_the_mcp_server_without_background_embedding(tmp_path: Path) -> None:
+    """`citeline mcp --no-background-embedding`: its hybrid answers embed what they need and
+    nothing more; without the flag the same server fills the rest (the control)."""
+    pytest.importorskip("mcp")
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root = copy_bundle(tmp_path / "docs", BACKGROUND_FILES)
+    hybrid = {"query": BACKGROUND_QUESTION, "profile": "hybrid"}
+
+    def count(cache: Path) -> int:
+        return vectors(Warm({"CITELINE_CACHE_DIR": str(cache)}, tmp_path))
+
+    for flags, cache in (
+        (["--no-background-embedding"], tmp_path / "off"),
+        ([], tmp_path / "on"),
+    ):
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "citeline.lsp.cli", "mcp", *flags, str(root)],
+            env={**os.environ, "CITELINE_CACHE_DIR": str(cache)},
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            answer = await session.call_tool("search_sections", hybrid)
+            assert not answer.is_error, answer.content
+            needed = count(cache)
+            assert 0 < needed < BACKGROUND_SECTIONS
+            if flags:
+                await asyncio.sleep(2.0)  # several passages' time (a bounded wait)
+                assert count(cache) == needed
+            else:
+                deadline = time.monotonic() + 120
+                while count(cache) < BACKGROUND_SECTIONS:
+                    assert time.monotonic() < deadline, count(cache)
+                    await asyncio.sleep(0.1)

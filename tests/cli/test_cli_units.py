@@ -170,7 +170,13 @@ EXPECTED_HELP: dict[str, dict[str, str]] = {
         "--resume": "resume it",
     },
     "lsp": {"--help": HELP},
-    "mcp": {"--help": HELP, "bundle": "folder of Markdown files (default: .)", **CAPTURE},
+    "mcp": {
+        "--help": HELP,
+        "bundle": "folder of Markdown files (default: .)",
+        **CAPTURE,
+        "--no-background-embedding": "hybrid and semantic answers embed only what they need: "
+        "nothing more of the folder in the background afterwards",
+    },
 }
 
 
@@ -895,21 +901,25 @@ def test_mcp_serves_the_bundle_with_the_settings_given(
 ) -> None:
     served: list[tuple[Any, ...]] = []
 
-    def serve(bundle: str, settings: Any, *, cache: bool, reread: bool) -> int | None:
-        served.append((bundle, settings, cache, reread))
+    def serve(
+        bundle: str, settings: Any, *, cache: bool, reread: bool, background: bool
+    ) -> int | None:
+        served.append((bundle, settings, cache, reread, background))
         return len(served) - 1 or None  # None first, then 1
 
     monkeypatch.setattr(importlib.import_module(sibling("mcp")), "main", serve)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["mcp"]) == 0
-    assert cli.main(["mcp", "sub", "--no-cache", "--reread", "--max-files", "5"]) == 1
+    args = ["sub", "--no-cache", "--reread", "--max-files", "5", "--no-background-embedding"]
+    assert cli.main(["mcp", *args]) == 1
     assert served == [
-        (str(tmp_path), cli.settings_from(parse(["mcp"])), True, False),
+        (str(tmp_path), cli.settings_from(parse(["mcp"])), True, False, True),
         (
             str(tmp_path / "sub"),
             cli.settings_from(parse(["mcp", "--max-files", "5"])),
             False,
             True,
+            False,
         ),
     ]
     # settings that fail validation: reported on stderr (never JSON: stdout is the protocol)
