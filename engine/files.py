@@ -10,11 +10,13 @@ seam (platform.py) picks one:
 - **path** (Windows, and Linux under CITELINE_PLATFORM=windows): Windows has neither
   `dir_fd` nor O_NOFOLLOW, and a directory junction is a folder to lstat. Links and every
   name-surrogate reparse point are skipped as the walk lists them; each file is opened by
-  its (extended-length) path in binary mode and its identity from fstat must be the one
-  lstat gave just before, and each folder's identity is checked again after it was listed
-  and after its files were read: a mismatch is a change during the walk (what is read from
-  that folder is dropped, as for a folder removed meanwhile). See docs/architecture.md for
-  what a path-based walk cannot rule out.
+  its (extended-length) path in binary mode, and its bytes are taken only if the file's
+  identity from fstat is the one lstat gave and the open file's final path is the
+  bundle's joined with the names walked (PathBackend). Each folder's identity is checked
+  after it was listed, after its files were read and before a folder in it is entered: a
+  mismatch is a change during the walk (what came from that folder is dropped, as for a
+  folder removed meanwhile). docs/security.md has what this rules out, and what not
+  where the system cannot tell an open file's path.
 
 A folder *handle* is a descriptor (int) for the first, a PathFolder for the second; code
 outside this module only passes handles back to the backend that gave them.
@@ -32,6 +34,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import CitelineError, printable, quoted
+from .final_paths import final_folder, final_path
 from .platform import (
     GONE_ERRNOS,
     NATIVE,
@@ -386,14 +389,16 @@ def _read_all(fd: int, limit: int) -> bytes:
 
 
 class PathFolder:
-    """A folder of the path backend: its path and its identity (st_dev, st_ino) when the
-    walk entered it."""
+    """A folder of the path backend: its path, its identity (st_dev, st_ino) when the walk
+    entered it, and its final path (final_paths.final_path; None where the system cannot tell
+    one)."""
 
-    __slots__ = ("ident", "path")
+    __slots__ = ("final", "ident", "path")
 
-    def __init__(self, path: str, ident: tuple[int, int]) -> None:
+    def __init__(self, path: str, ident: tuple[int, int], final: str | None = None) -> None:
         self.path = path
         self.ident = ident
+        self.final = final
 
     def __repr__(self) -> str:
         return f"PathFolder({self.path!r})"
@@ -418,7 +423,19 @@ class _Listed:
 
 
 class PathBackend:
-    """Opens by path, checking identities (Windows; see the module's docstring)."""
+    """Opens by path, proving where each open led (Windows; see the module's docstring).
+
+    With paths only, an open goes wherever the path leads at that instant: a folder on it
+    swapped for a link (a junction) and back leads it out of the bundle, and no look
+    before or after can tell, since each look is another instant (a loop that swaps
+    without pause beat every sequence of identity checks tried: docs/security.md). The
+    open file itself can: the path it has now (final_paths.final_path) must be the bundle's
+    own (its final path, taken from a handle on the folder lstat saw) joined with the
+    names walked. Where the system cannot tell a handle's path, identities are all there
+    is: the file's fstat must match the lstat taken before a check of its folder's path,
+    and the folder's path must still lead to the folder walked right after the open (its
+    path resolves through every folder above it, so a swap there shows as well), so no
+    single swap-and-back wins; a loop of them does now and then."""
 
     name = "path"
 
@@ -427,40 +444,79 @@ class PathBackend:
         self.flags = platform.read_flags
         self.reparse = platform.reparse_points
         self.entry_ids = platform.entry_ids
+        self.finals = platform.final_paths
+        self.folds_case = platform.folds_case
 
-    def _folder(self, path: str) -> PathFolder:
+    def _final(self, path: str, ident: tuple[int, int]) -> tuple[bool, str | None]:
+        """(whether the folder at `path` still is `ident`, its final path or None)."""
+        if not self.finals:
+            return True, None
+        got = final_folder(path)
+        if got is None:
+            return True, None  # this volume cannot tell: identities only
+        return got[1] == ident, got[0]
+
+    def _folder(
+        self, path: str, parent: PathFolder | None = None, final: str | None = None
+    ) -> PathFolder:
         st = os.lstat(path)
         if is_link(st):
             raise OSError(errno.ELOOP, "a link", path)
         if not S_ISDIR(st.st_mode):
             raise OSError(errno.ENOTDIR, "not a folder", path)
-        return PathFolder(path, (st.st_dev, st.st_ino))
+        ident = (st.st_dev, st.st_ino)
+        if parent is None:
+            same, final = self._final(path, ident)
+        else:
+            # (identities only) the parent's path led elsewhere after it was entered: that
+            # lstat may have seen a folder outside, whose identity no later check may trust
+            same = self.same(parent)
+        if not same:
+            raise FileNotFoundError(errno.ENOENT, "changed while entered", path)
+        return PathFolder(path, ident, final)
 
     def root(self, root: str) -> PathFolder:
         shown = strip_trailing_separators(root) or root
         path = long_path(shown)
-        try:
-            st = os.lstat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            raise bundle_error(shown, "missing") from None
-        except OSError as exc:
-            raise _unreadable("Folder", ".", exc) from None
-        if is_link(st):
-            raise bundle_error(shown, "symlink")
-        if not S_ISDIR(st.st_mode):
-            raise bundle_error(shown, "not_a_directory")
-        return PathFolder(path, (st.st_dev, st.st_ino))
+        for _ in range(IDENTITY_TRIES):
+            try:
+                st = os.lstat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                raise bundle_error(shown, "missing") from None
+            except OSError as exc:
+                raise _unreadable("Folder", ".", exc) from None
+            if is_link(st):
+                raise bundle_error(shown, "symlink")
+            if not S_ISDIR(st.st_mode):
+                raise bundle_error(shown, "not_a_directory")
+            ident = (st.st_dev, st.st_ino)
+            try:
+                same, final = self._final(path, ident)
+            except OSError as exc:
+                if exc.errno in GONE_ERRNOS:
+                    continue  # gone or swapped since the lstat: look again
+                raise _unreadable("Folder", ".", exc) from None
+            if same:
+                return PathFolder(path, ident, final)
+        raise CitelineError(
+            "bundle_invalid",
+            f"Bundle {shown!r} was replaced at every look while it was opened; try again.",
+            {"bundle": shown, "reason": "changed"},
+        )
 
     def open_path(self, path: str) -> PathFolder:
         return self._folder(long_path(path))
 
     def open_dir(self, parent: PathFolder, name: str) -> PathFolder:
-        return self._folder(os.path.join(parent.path, name))
+        final = None if parent.final is None else os.path.join(parent.final, name)
+        return self._folder(os.path.join(parent.path, name), parent, final)
 
     def close(self, folder: PathFolder) -> None:
         pass
 
     def same(self, folder: PathFolder) -> bool:
+        """Whether the folder's path leads to it now: the same identity, a folder, no link.
+        (The path resolves through every folder above it, so a swap above shows too.)"""
         try:
             st = os.lstat(folder.path)
         except (OSError, ValueError):
@@ -496,8 +552,12 @@ class PathBackend:
             except OSError:
                 continue  # vanished
 
-    def read(self, folder: PathFolder, name: str, rel: str, max_bytes: int) -> Read | None:
+    def _open(self, folder: PathFolder, name: str, rel: str) -> tuple[int, os.stat_result] | None:
+        """File `name` of `folder` open, with its fstat: the file lstat saw, proven to be
+        in the bundle (see the class's docstring); None when it is gone, a link, no regular
+        file, or the open led elsewhere (changed during the walk)."""
         path = os.path.join(folder.path, name)
+        final = None if folder.final is None else os.path.join(folder.final, name)
         for _ in range(IDENTITY_TRIES):
             try:
                 seen = os.lstat(path)
@@ -507,35 +567,55 @@ class PathBackend:
                 raise _unreadable("File", rel, exc) from None
             if is_link(seen) or not S_ISREG(seen.st_mode):
                 return None
+            if final is None and not self.same(folder):
+                return None
             fd = _open_by_path(path, self.flags, rel)
             if fd is None:
                 return None
             try:
-                info = os.fstat(fd)
-                if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
-                    continue  # another file than the one lstat saw: look again
-                if not S_ISREG(info.st_mode):
-                    return None
-                return _read_checked(fd, info, rel, max_bytes), fingerprint(info)
+                inside = self.same(folder) if final is None else self._inside(fd, final)
+                info = os.fstat(fd) if inside else None
             except OSError as exc:
-                raise _unreadable("File", rel, exc) from None
-            finally:
                 os.close(fd)
+                raise _unreadable("File", rel, exc) from None
+            if info is None:
+                os.close(fd)
+                return None
+            if (info.st_dev, info.st_ino) == (seen.st_dev, seen.st_ino):
+                return fd, info
+            os.close(fd)  # another file than the one lstat saw (an editor's save): again
         return None  # replaced at every look: changed during the walk
 
-    def read_small(self, folder: PathFolder, name: str, limit: int) -> bytes | None:
-        path = os.path.join(folder.path, name)
-        try:
-            seen = os.lstat(path)
-            if is_link(seen) or not S_ISREG(seen.st_mode):
-                return None
-            fd = os.open(path, self.flags)
-        except (OSError, ValueError):
+    def _inside(self, fd: int, expected: str) -> bool:
+        """Whether open file `fd` has the path `expected` now (the volume's case rule)."""
+        got = final_path(fd)
+        if got is None:
+            return False  # the folder's volume told its path: a file elsewhere did not
+        return got == expected or (self.folds_case and got.lower() == expected.lower())
+
+    def read(self, folder: PathFolder, name: str, rel: str, max_bytes: int) -> Read | None:
+        got = self._open(folder, name, rel)
+        if got is None:
             return None
+        fd, info = got
         try:
-            info = os.fstat(fd)
-            if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino):
+            if not S_ISREG(info.st_mode):
                 return None
+            return _read_checked(fd, info, rel, max_bytes), fingerprint(info)
+        except OSError as exc:
+            raise _unreadable("File", rel, exc) from None
+        finally:
+            os.close(fd)
+
+    def read_small(self, folder: PathFolder, name: str, limit: int) -> bytes | None:
+        try:
+            got = self._open(folder, name, name)
+        except (CitelineError, ValueError):
+            return None
+        if got is None:
+            return None
+        fd = got[0]
+        try:
             return _read_all(fd, limit)
         except OSError:
             return None

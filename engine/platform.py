@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 FORCE_VARIABLE = "CITELINE_PLATFORM"
 FORCED_NAMES = ("windows",)
+PROC_FDS = "/proc/self/fd"  # Linux: each open descriptor, a link to what it has open
 
 # A reparse point whose tag has this bit stands for another path (symbolic links,
 # directory junctions, mount points, WSL links); cloud-file placeholders do not have it.
@@ -64,6 +65,9 @@ class Platform(NamedTuple):
     # the fallback of volume_rules() where a folder's own names cannot tell
     folds_case: bool
     folds_normalisation: bool
+    # an open file tells its path (final_paths.py): the path backend's proof that what it
+    # opened lies in the bundle (Linux's /proc/self/fd stands in for Windows' call)
+    final_paths: bool
 
     @property
     def backend(self) -> str:
@@ -123,6 +127,7 @@ def detect(environ: Any = None) -> Platform:
         ctime_changes=system != "windows",
         folds_case=system in ("windows", "darwin"),
         folds_normalisation=system == "darwin",
+        final_paths=system == "windows" or (system == "linux" and os.path.isdir(PROC_FDS)),
     )
     forced = (env.get(FORCE_VARIABLE) or "").strip().lower()
     if not forced or forced == system:

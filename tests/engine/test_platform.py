@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from citeline.engine import platform
+from citeline.engine import final_paths, platform
 from citeline.engine.platform import (
     IO_REPARSE_TAG_CLOUD,
     IO_REPARSE_TAG_MOUNT_POINT,
@@ -369,3 +369,80 @@ def test_windows_pid_alive_by_process_handle() -> None:
 
 def test_peer_credentials_here() -> None:
     assert platform.peer_credentials() == "SO_PEERCRED"
+
+
+# -- an open file's final path (the path backend's proof, engine/files.py) ------------------
+
+
+def test_an_open_file_tells_the_path_it_has_now(tmp_path: Path) -> None:
+    base = Path(os.path.realpath(tmp_path))
+    (base / "real").mkdir()
+    (base / "real" / "a.md").write_text("a")
+    (base / "link").symlink_to(base / "real")
+    fd = os.open(base / "link" / "a.md", os.O_RDONLY)  # through a link to a folder
+    try:
+        assert final_paths.final_path(fd) == str(base / "real" / "a.md")  # the link resolved
+        os.rename(base / "real", base / "moved")
+        assert final_paths.final_path(fd) == str(base / "moved" / "a.md")  # as renamed since
+    finally:
+        os.close(fd)
+    r, w = os.pipe()
+    try:
+        assert final_paths.final_path(r) is None  # "pipe:[…]": no path
+    finally:
+        os.close(r)
+        os.close(w)
+    assert detect({}).final_paths and detect({"CITELINE_PLATFORM": "windows"}).final_paths
+
+
+def test_a_folders_final_path_and_identity(tmp_path: Path) -> None:
+    base = Path(os.path.realpath(tmp_path))
+    (base / "real").mkdir()
+    (base / "link").symlink_to(base / "real")
+    st = os.lstat(base / "real")
+    here = (str(base / "real"), (st.st_dev, st.st_ino))
+    assert final_paths.final_folder(str(base / "real")) == here
+    for refused in (base / "link", base / "gone"):  # a link at the end is not followed
+        with pytest.raises(OSError):
+            final_paths.final_folder(str(refused))
+    # Windows' way (by name) follows a junction at the end: the identity it gives is the
+    # target's, which the caller compares with its lstat of the link (another identity)
+    assert final_paths.final_folder_by_name(str(base / "real")) == here
+    assert final_paths.final_folder_by_name(str(base / "link")) == here
+    assert (os.lstat(base / "link").st_dev, os.lstat(base / "link").st_ino) != here[1]
+    assert final_paths.final_folder_by_name(str(base / "gone")) is None
+
+
+class FakeFinalPaths:
+    """kernel32's GetFinalPathNameByHandleW for a few handles."""
+
+    def __init__(self, paths: dict[int, str]) -> None:
+        self.paths = paths
+
+    def GetFinalPathNameByHandleW(self, handle: int, buffer: Any, size: int, flags: int) -> int:
+        assert flags == 0  # FILE_NAME_NORMALIZED | VOLUME_NAME_DOS, as os.path.realpath asks
+        path = self.paths.get(handle)
+        if path is None:
+            return 0  # failed (a volume that cannot tell, a handle that is no file)
+        if len(path) >= size:
+            return len(path) + 1  # the buffer it would need
+        buffer.value = path
+        return len(path)
+
+
+def test_windows_final_path_by_handle() -> None:
+    k = FakeFinalPaths({7: "\\\\?\\C:\\b\\a.md", 8: "\\\\?\\C:\\" + "x" * 40000})
+    assert final_paths._windows_final_path(7, k) == "\\\\?\\C:\\b\\a.md"
+    assert final_paths._windows_final_path(8, k) is None  # longer than any extended path
+    assert final_paths._windows_final_path(9, k) is None
+
+
+def test_windows_facts_tell_final_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    windows_os_facts(monkeypatch)
+    monkeypatch.setattr(os.path, "isdir", lambda _: False)  # no /proc there
+    assert detect({}).final_paths
+
+
+def test_without_proc_linux_cannot_tell_final_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os.path, "isdir", lambda _: False)
+    assert not detect({}).final_paths

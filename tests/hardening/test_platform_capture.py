@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from bundles import write_bundle as write
 
-from citeline.engine import Engine, Settings, files
+from citeline.engine import Engine, Settings, files, final_paths
 from citeline.engine.capture import capture, read_inside
 from citeline.engine.platform import IO_REPARSE_TAG_CLOUD, IO_REPARSE_TAG_MOUNT_POINT, detect
 from citeline.engine.reuse import stats
@@ -459,6 +459,7 @@ def test_a_128_bit_file_id_survives_a_new_process(
 
     monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
     monkeypatch.setattr(files, "os", Os())
+    monkeypatch.setattr(final_paths, "os", Os())  # (the bundle's final path: the same ids)
     cache = tmp_path / "cache"
     first = Engine(cache=cache).search(bundle, {"query": "alpha"})
     states = Engine(cache=cache).reuse.known(os.path.abspath(bundle))
