@@ -6,14 +6,16 @@ Run by hand (never by pytest)::
         [--base /path/to/a/checkout/of/main] [--rounds 5] [--out results.json]
 
 Each round runs, one after the other and each in a fresh process: the `--base` checkout's
-capture (when given), this checkout's capture on the descriptor backend, and on the path
-backend (`CITELINE_PLATFORM=windows`: what Windows runs, measured on Linux), in an order
-that rotates from round to round. Each process times three cold captures (every file
-walked, read and hashed: `capture.capture`, no analysis; the median), then warm captures
+capture (when given: on the descriptor backend and on the path backend), this checkout's
+capture on the descriptor backend, and on the path backend (`CITELINE_PLATFORM=windows`:
+what Windows runs, measured on Linux), in an order that rotates from round to round. Each
+process times three cold captures (every file walked, read and hashed: `capture.capture`,
+no analysis; the median), then warm captures
 with the stat index of a cold one (nothing read), and the stat-walk floor (`os.walk` +
 `os.lstat` of every captured file) right before each warm capture, so every ratio
-compares the same machine state. Medians over the rounds, and ratios to the
-base and to the floor, are printed as one JSON object.
+compares the same machine state; wall-clock and CPU times. Medians over the rounds, and
+ratios to the base (of the medians, and the median of each round's pair) and to the floor,
+are printed as one JSON object.
 """
 
 from __future__ import annotations
@@ -52,26 +54,31 @@ def floor():
                 n += 1
     return n
 
-colds = []
+colds, cold_cpus = [], []
 for _ in range(3):
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     snap = capture(bundle, settings)
     colds.append(time.perf_counter() - start)
+    cold_cpus.append(time.process_time() - cpu)
 cold = statistics.median(colds)
-warm, floors = [], []
+warm, warm_cpus, floors = [], [], []
 for _ in range(warm_runs):
     start = time.perf_counter()
     floor()
     floors.append(time.perf_counter() - start)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     again = capture(bundle, settings, known=snap.known)
     warm.append(time.perf_counter() - start)
+    warm_cpus.append(time.process_time() - cpu)
     assert again.read == 0 and again.revision == snap.revision
 print(json.dumps({
     "backend": files.BACKEND.name if hasattr(files, "BACKEND") else "descriptor",
     "files": len(snap.files),
     "revision": snap.revision,
     "cold_ms": cold * 1000,
+    # this process's CPU time: less moved than the wall clock by other work on the machine
+    "cold_cpu_ms": statistics.median(cold_cpus) * 1000,
+    "warm_cpu_ms": statistics.median(warm_cpus) * 1000,
     "warm_ms": statistics.median(warm) * 1000,
     "floor_ms": statistics.median(floors) * 1000,
 }))
@@ -120,6 +127,7 @@ def main() -> int:
     variants: list[tuple[str, Path, str | None]] = []
     if args.base is not None:
         variants.append(("base", args.base.resolve(), None))
+        variants.append(("base_path", args.base.resolve(), "windows"))
     variants += [("descriptor", REPO, None), ("path", REPO, "windows")]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     for i in range(args.rounds):
@@ -139,17 +147,22 @@ def main() -> int:
     for name, rs in runs.items():
         report["median_ms"][name] = {
             k: round(statistics.median(r[k] for r in rs), 1)
-            for k in ("cold_ms", "warm_ms", "floor_ms")
+            for k in ("cold_ms", "warm_ms", "floor_ms", "cold_cpu_ms", "warm_cpu_ms")
         }
         report["ratios"][f"{name}_warm_vs_floor"] = round(
             statistics.median(r["warm_ms"] / r["floor_ms"] for r in rs), 3
         )
     med = report["median_ms"]
     for name in runs:
-        if name != "base" and "base" in runs:
-            for k in ("cold_ms", "warm_ms"):
-                report["ratios"][f"{name}_{k[:-3]}_vs_base"] = round(
-                    med[name][k] / med["base"][k], 3
+        # each backend against the base on the same backend, by medians and pair by pair
+        # (the runs of one round follow each other, so a pair shares the machine's state)
+        base = "base_path" if name == "path" else "base"
+        if name not in ("base", "base_path") and base in runs:
+            for k in ("cold_ms", "warm_ms", "cold_cpu_ms", "warm_cpu_ms"):
+                report["ratios"][f"{name}_{k[:-3]}_vs_base"] = round(med[name][k] / med[base][k], 3)
+                pairs = zip(runs[name], runs[base], strict=True)
+                report["ratios"][f"{name}_{k[:-3]}_vs_base_paired"] = round(
+                    statistics.median(r[k] / b[k] for r, b in pairs), 3
                 )
     text = json.dumps(report, indent=1)
     print(text)
