@@ -14,7 +14,16 @@ Run by hand; JSON on stdout::
   the same files (workspace.py); a drain after N files were touched;
 - ``parse``: the same N events read by inotify_simple (``INotify.read``) and by a
   hand-written reader (``os.read`` + ``struct.unpack_from``) from two instances watching the
-  same folder: what the thin binding costs over doing it by hand.
+  same folder: what the thin binding costs over doing it by hand;
+- ``links`` (issue 49): a warm ``Engine(journal=True)`` capture with nothing changed, after
+  one file written in place (the same bytes), after a hard link of it made and removed
+  under a dot name, and after a dot file made and removed (each a name that may hide a
+  link: every file is stat'ed again), against a capture by the stat walk;
+- ``ignored`` (issue 49): the watches of the copy with ``--ignored`` git-ignored folders
+  added (``node_modules/pN/lib``);
+- ``flood`` (issue 49): requests (``Engine.capture``) timed while ``--flooders`` processes
+  make events in one folder of the copy for ``--flood-seconds`` (dot files written,
+  ``.txt`` files renamed, a folder made and removed, in a loop).
 """
 
 from __future__ import annotations
@@ -38,7 +47,31 @@ from bench import scaled_bundle
 from harness import median_ms, ms
 from workspace import stat_walk
 
+from citeline.engine import Engine
+from citeline.engine.limits import Limits, Settings
 from citeline.engine.reuse.journal import IN_ATTRIB, Journal, open_journal
+
+ROOMY = Settings(limits=Limits(max_files=1_000_000, max_total_bytes=2_000_000_000))
+
+FLOOD = """
+import os, sys, time
+folder, seconds = sys.argv[1], float(sys.argv[2])
+me = str(os.getpid())
+a, b = os.path.join(folder, me + "-one.txt"), os.path.join(folder, me + "-two.txt")
+open(a, "w").close()
+dots = [os.open(os.path.join(folder, f".{me}-dot{i}"), os.O_WRONLY | os.O_CREAT) for i in (0, 1)]
+sub = os.path.join(folder, me + "-folder")
+print("flooding", flush=True)
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for _ in range(100):
+        os.pwrite(dots[0], b"x", 0)
+        os.pwrite(dots[1], b"x", 0)
+        os.rename(a, b)
+        os.rename(b, a)
+        os.mkdir(sub)
+        os.rmdir(sub)
+"""
 
 
 def import_seconds(modules: str, runs: int = 15) -> float:
@@ -137,12 +170,143 @@ def private_copy(bundle: Path, k: int) -> Iterator[Path]:
         yield root
 
 
+def timed_captures(engine: Engine, root: Path, runs: int, before: Any = None) -> float:
+    """The median time of `runs` captures, `before()` run (untimed) ahead of each, then a
+    wait past the racy window (a file read within it of its change is read again by every
+    capture until one is not: an edit's request comes later than that)."""
+    from citeline.engine.reuse import stats
+
+    took = []
+    for _ in range(runs):
+        if before is not None:
+            before()
+            time.sleep(stats.RACY_NS / 1e9 + 0.05)
+        start = time.perf_counter()
+        engine.capture(str(root))
+        took.append(time.perf_counter() - start)
+    return median_ms(took)
+
+
+def link_cost(root: Path, runs: int) -> dict[str, Any]:
+    """What a capture costs through the journal, and after a name that may hide a link;
+    each case with an engine of its own, warmed (two captures, the racy window waited)."""
+    from citeline.engine.reuse import stats
+
+    target = next(p for p in sorted(root.rglob("*.md")))
+    text = target.read_bytes()
+
+    def in_place() -> None:
+        target.write_bytes(text)
+
+    def link() -> None:
+        os.link(target, root / ".citeline-link")
+        os.unlink(root / ".citeline-link")
+
+    def other() -> None:  # a name made and removed: it may have been a link (it was not)
+        (root / ".citeline-other").write_bytes(b"x")
+        os.unlink(root / ".citeline-other")
+
+    def case(journal: bool, before: Any) -> float:
+        engine = Engine(ROOMY, journal=journal, cache=False)
+        try:
+            engine.capture(str(root))
+            time.sleep(stats.RACY_NS / 1e9 + 0.05)
+            engine.capture(str(root))
+            return timed_captures(engine, root, runs, before)
+        finally:
+            engine.close()
+
+    return {
+        "files": sum(1 for _ in root.rglob("*.md")),
+        "nothing_changed_ms": case(True, None),
+        "one_file_written_ms": case(True, in_place),
+        "a_link_made_and_removed_ms": case(True, link),
+        "another_name_made_and_removed_ms": case(True, other),
+        "stat_walk_ms": case(False, None),
+        "stat_walk_one_file_written_ms": case(False, in_place),
+    }
+
+
+def ignored_watches(root: Path, folders: int) -> dict[str, Any]:
+    for i in range(folders):
+        (root / f"node_modules/p{i}/lib").mkdir(parents=True)
+    (root / ".gitignore").write_text("node_modules/\n")
+    start = time.perf_counter()
+    journal = open_journal(str(root))
+    armed = time.perf_counter() - start
+    assert isinstance(journal, Journal), journal
+    out = {"ignored_folders": 2 * folders + 1, "watches": journal.watches, "arm_ms": ms(armed)}
+    journal.close()
+    shutil.rmtree(root / "node_modules")
+    (root / ".gitignore").unlink()
+    return out
+
+
+def flood_cost(root: Path, flooders: int, seconds: float) -> dict[str, Any]:
+    """Captures timed during a flood of events in one folder of the bundle."""
+    folder = next(p for p in sorted(root.rglob("*")) if p.is_dir())
+    from citeline.engine.reuse import stats
+
+    engine = Engine(ROOMY, journal=True, cache=False)
+    engine.capture(str(root))
+    time.sleep(stats.RACY_NS / 1e9 + 0.05)  # (files just copied are read again until then)
+    engine.capture(str(root))
+    quiet = timed_captures(engine, root, 7)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", FLOOD, str(folder), str(seconds)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(flooders)
+    ]
+    took = []
+    try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "flooding"
+        while any(p.poll() is None for p in procs):
+            start = time.perf_counter()
+            engine.capture(str(root))
+            took.append(time.perf_counter() - start)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        engine.close()
+    took.sort()
+    return {
+        "flooders": flooders,
+        "seconds": seconds,
+        "folder": str(folder.relative_to(root)),
+        "quiet_capture_ms": quiet,
+        "requests": len(took),
+        "p50_ms": ms(took[len(took) // 2]) if took else None,
+        "max_ms": ms(took[-1]) if took else None,
+    }
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--bundle", type=Path, required=True)
     p.add_argument("--scale", type=int, default=1)
     p.add_argument("--touch", type=int, default=1000, help="files touched before a drain")
+    p.add_argument("--runs", type=int, default=7, help="captures timed for each case of links")
+    p.add_argument("--ignored", type=int, default=10_000, help="ignored packages added")
+    p.add_argument("--flooders", type=int, default=2)
+    p.add_argument("--flood-seconds", type=float, default=10.0)
+    p.add_argument("--only", choices=["links", "ignored", "flood"], help="this part only")
     args = p.parse_args()
+    if args.only:
+        with private_copy(args.bundle.resolve(), args.scale) as root:
+            if args.only == "links":
+                got = link_cost(root, args.runs)
+            elif args.only == "ignored":
+                got = ignored_watches(root, args.ignored)
+            else:
+                got = flood_cost(root, args.flooders, args.flood_seconds)
+        json.dump({"scale": args.scale, args.only: got}, sys.stdout, indent=1)
+        print()
+        return 0
     out: dict[str, Any] = {"scale": args.scale}
     out["import"] = {
         "inotify_simple_ms": ms(import_seconds("inotify_simple")),
@@ -205,6 +369,9 @@ def main() -> int:
             },
         }
         journal.close()
+        out["links"] = link_cost(root, args.runs)
+        out["ignored"] = ignored_watches(root, args.ignored)
+        out["flood"] = flood_cost(root, args.flooders, args.flood_seconds)
     out["parse"] = parse_cost(args.touch * 5)
     json.dump(out, sys.stdout, indent=1)
     print()
