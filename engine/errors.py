@@ -88,7 +88,7 @@ class CitelineError(Exception):
 
     Message and details are made printable (see printable()), so that every front can
     encode the envelope as UTF-8 whatever names the bundle holds. `remedy`: what the user
-    can change, which the front words and adds to the message (lsp/remedies.py); the
+    can change, which the front words and adds to the message (fronts/remedies.py); the
     engine's message says what was wrong.
     """
 

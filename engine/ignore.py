@@ -197,7 +197,7 @@ Fold = Callable[[str], str]
 def name_fold(case: bool, nfc: bool) -> Fold | None:
     """How names are folded for a volume that compares them without case (`case`: git's
     core.ignorecase) or with NFD and NFC as one (`nfc`: core.precomposeunicode); None when it
-    compares them exactly. Case by str.lower(), as lsp/names.py compares editor paths."""
+    compares them exactly. Case by str.lower(), as fronts/names.py compares editor paths."""
     if case and nfc:
         return _lower_nfc
     if case:

@@ -101,6 +101,6 @@ class Settings:
     # How .gitignore patterns compare names, as git does on the volume: without case
     # (core.ignorecase, which git sets where the volume folds case: macOS, Windows) and with
     # NFD and NFC as one (core.precomposeunicode, macOS). The fronts set them from the
-    # bundle's volume (lsp/names.py); the engine's default is exact, as on Linux.
+    # bundle's volume (fronts/names.py); the engine's default is exact, as on Linux.
     ignore_case: bool = False
     ignore_nfc: bool = False

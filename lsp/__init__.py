@@ -1,1 +1,2 @@
-"""citeline.lsp: the fronts (language server and command line) over citeline.engine."""
+"""citeline.lsp: the language server (SPEC §11) over citeline.engine, importing only the engine and
+citeline.fronts, never another front."""

@@ -4,7 +4,7 @@ ones as JSON-RPC 2.0 requires, and the ONE mapping of errors to JSON-RPC answers
 - Errors (SPEC §10): the engine's table of codes (engine/errors.py ERRORS) gives each code's
   JSON-RPC code — schema_validation → -32602, cancelled → -32800, everything else → -32803;
   ``data`` is the envelope's error object ``{code, message, details}``, its remedy worded for
-  an editor (lsp/remedies.py). A bug is -32603, its traceback in the log only.
+  an editor (fronts/remedies.py). A bug is -32603, its traceback in the log only.
 - Malformed messages (CitelineProtocol.handle_body): invalid JSON → -32700 and a message of
   the wrong shape → -32600 (id null when it cannot be read), params that do not fit the
   method → -32602 with the request's id; notifications are never answered, only logged.
@@ -47,8 +47,8 @@ from citeline.engine.errors import (
     reported,
 )
 from citeline.engine.operations import OPERATIONS
+from citeline.fronts.remedies import EDITOR, worded
 
-from .remedies import EDITOR, worded
 from .stdio import MAX_DEPTH, json_type, nested_too_deep
 
 log = logging.getLogger("citeline.lsp")

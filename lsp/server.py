@@ -49,8 +49,9 @@ from citeline.engine import (
 from citeline.engine.errors import ParseIssue
 from citeline.engine.limits import Settings
 from citeline.engine.parallel import default_workers
+from citeline.fronts import names
 
-from . import diagnostics, features, names, transport
+from . import diagnostics, features, transport
 from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
 from .jobs import PROGRESS_INTERVAL, Job, Jobs, ProgressFn, WorkDone
 from .rpc import (
@@ -154,7 +155,7 @@ class CitelineServer(LanguageServer):
 
     def engine_settings(self, folder: str) -> Settings:
         """The engine's settings for `folder`: the user's, with `.gitignore` comparing names
-        as the folder's volume does (lsp/names.py)."""
+        as the folder's volume does (fronts/names.py)."""
         return names.for_volume(self.options.engine, folder)
 
     def relative(self, folder: str, file_path: str) -> str | None:

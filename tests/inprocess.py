@@ -3,7 +3,7 @@ the same call in this process.
 
 Mutation testing (docs/testing.md) can only kill a mutant with a test that runs the mutated
 code in its own process: a subprocess imports the unmutated package. So under mutmut (and
-whenever CITELINE_TEST_IN_PROCESS=1) `run_cli` calls `citeline.lsp.cli.main(argv)` here,
+whenever CITELINE_TEST_IN_PROCESS=1) `run_cli` calls `citeline.cli.cli.main(argv)` here,
 with the working directory, the environment and the standard streams a subprocess would
 have had, and returns what a subprocess would have: exit code, stdout, stderr. The tests
 assert the same things either way.
@@ -46,7 +46,7 @@ def run_cli(
     for name in [k for k, v in changes.items() if v is None]:
         environ.pop(name, None)
     return subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *argv],
+        [sys.executable, "-m", "citeline.cli.cli", *argv],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -59,8 +59,8 @@ def run_cli(
 def _call(
     argv: list[str], cwd: Path | None, changes: Mapping[str, str | None]
 ) -> subprocess.CompletedProcess[str]:
-    from citeline.lsp import cli
-    from citeline.lsp.daemon import environment, exit_code
+    from citeline.cli import cli
+    from citeline.cli.daemon import environment, exit_code
 
     # Pipes, as a subprocess's are: not terminals, bytes decoded as the test decodes them.
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline="")
@@ -92,8 +92,8 @@ def _call(
 def mcp_front(argv: Sequence[str]) -> Any:
     """The MCP server `citeline mcp *argv` would serve, built in this process as
     cli.serve_mcp and mcp.main build it (stdio aside)."""
-    from citeline.lsp import cli
-    from citeline.lsp.mcp import CitelineMCP
+    from citeline.cli import cli
+    from citeline.mcp_server.server import CitelineMCP
 
     args = cli.parser().parse_args(cli.bind_text_values(["mcp", *argv]))
     settings = cli.settings_from(args)

@@ -19,7 +19,13 @@ import sys
 from types import ModuleType
 from typing import Any
 
-ALIASES = {"citeline.engine": "engine", "citeline.lsp": "lsp"}
+ALIASES = {
+    "citeline.engine": "engine",
+    "citeline.lsp": "lsp",
+    "citeline.cli": "cli",
+    "citeline.mcp_server": "mcp_server",
+    "citeline.fronts": "fronts",
+}
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -54,7 +60,9 @@ def install() -> None:
     if any(isinstance(finder, _Alias) for finder in sys.meta_path):
         return
     loaded = [
-        n for n in sys.modules if n.split(".")[:2] in (["citeline", "engine"], ["citeline", "lsp"])
+        n
+        for n in sys.modules
+        if n.split(".")[:2] in [["citeline", a.split(".")[1]] for a in ALIASES]
     ]
     assert not loaded, f"imported before the mutants could be routed: {loaded}"
     sys.meta_path.insert(0, _Alias())

@@ -124,7 +124,7 @@ SETTINGS = Settings(limits=GENEROUS, skip_invalid=True)
 # Worker processes for cold parses, as the fronts (CLI, LSP, MCP) use; --workers 0 for one core.
 WORKERS = 0
 # How the workspace measurements start `citeline` (set in main).
-LAUNCHER = workspace.Launcher((sys.executable, "-m", "citeline.lsp.cli"), sys.executable, "")
+LAUNCHER = workspace.Launcher((sys.executable, "-m", "citeline.cli.cli"), sys.executable, "")
 
 
 # -- small helpers ----------------------------------------------------------------------------
@@ -390,9 +390,9 @@ def lsp_bench(
     # time an editor's server does not spend.
     env = dict(os.environ, CITELINE_CACHE_DIR=cache)
     env.pop("CITELINE_LOG", None)
-    cmd = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
+    cmd = [sys.executable, "-m", "citeline.cli.cli", "lsp"]
     if use_repo:
-        launch = "import sys\nfrom citeline.lsp.cli import main\nsys.exit(main(['lsp']))\n"
+        launch = "import sys\nfrom citeline.cli.cli import main\nsys.exit(main(['lsp']))\n"
         cmd = [sys.executable, "-c", BOOTSTRAP + launch]
     options = {
         "limits": asdict(GENEROUS),

@@ -87,7 +87,16 @@ print(json.dumps({
 
 def bootstrap(repo: Path) -> str:
     """Python that maps citeline.engine and citeline.lsp onto `repo` (as bench.py does)."""
-    where = {"citeline.engine": str(repo / "engine"), "citeline.lsp": str(repo / "lsp")}
+    where = {
+        f"citeline.{p}": str(repo / f)
+        for p, f in (
+            ("engine", "engine"),
+            ("lsp", "lsp"),
+            ("cli", "cli"),
+            ("mcp_server", "mcp_server"),
+            ("fronts", "fronts"),
+        )
+    }
     return f"""
 import importlib.abc, importlib.util, sys
 class _Finder(importlib.abc.MetaPathFinder):

@@ -32,7 +32,10 @@ from rpc_frames import frame, read_frame  # noqa: E402
 BOOTSTRAP = f"""
 import importlib.abc, importlib.util, sys
 class _RepoFinder(importlib.abc.MetaPathFinder):
-    MAP = {{"citeline.engine": {str(REPO / "engine")!r}, "citeline.lsp": {str(REPO / "lsp")!r}}}
+    MAP = {{"citeline.engine": {str(REPO / "engine")!r}, "citeline.lsp": {str(REPO / "lsp")!r},
+    "citeline.cli": {str(REPO / "cli")!r},
+    "citeline.mcp_server": {str(REPO / "mcp_server")!r},
+    "citeline.fronts": {str(REPO / "fronts")!r}}}
     def find_spec(self, fullname, path, target=None):
         where = self.MAP.get(fullname)
         if where is None:

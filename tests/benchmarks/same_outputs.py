@@ -9,8 +9,8 @@ Run by hand, never by pytest::
     # with this checkout's
     python tests/benchmarks/same_outputs.py compare /tmp/before.json
 
-Each front runs as its users start it: `python -m citeline.lsp.cli ...` (and
-`python -m citeline.lsp.launch ...` for the warm process), `... lsp` and `... mcp BUNDLE`
+Each front runs as its users start it: `python -m citeline.cli.cli ...` (and
+`python -m citeline.cli.launch ...` for the warm process), `... lsp` and `... mcp BUNDLE`
 through `sys.executable`, so the citeline measured is the one that python imports (printed
 first). The corpora are read from CITELINE_CORPORA (default /work/shared/corpora); small
 bundles made here cover the errors, the reserved files, odd names and unparsable files. The
@@ -43,8 +43,8 @@ from rpc_frames import frame, read_frame  # noqa: E402
 
 CORPORA = Path(os.environ.get("CITELINE_CORPORA", "/work/shared/corpora"))
 PY = sys.executable
-CLI = [PY, "-m", "citeline.lsp.cli"]
-LAUNCH = [PY, "-m", "citeline.lsp.launch"]
+CLI = [PY, "-m", "citeline.cli.cli"]
+LAUNCH = [PY, "-m", "citeline.cli.launch"]
 
 
 # -- bundles ----------------------------------------------------------------------------------

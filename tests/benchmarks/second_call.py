@@ -30,7 +30,7 @@ base |= {
 cmd = [
     sys.executable,
     "-m",
-    "citeline.lsp.launch",
+    "citeline.cli.launch",
     "search",
     bundle,
     "--json",

@@ -236,14 +236,14 @@ def launcher(use_repo: bool) -> Launcher:
     if script.is_file() and (found == here or not use_repo):
         return Launcher((python, str(script)), python, f"{python} {script}")
     if use_repo:
-        code = BOOTSTRAP + "import sys\nfrom citeline.lsp.cli import main\nsys.exit(main())\n"
+        code = BOOTSTRAP + "import sys\nfrom citeline.cli.cli import main\nsys.exit(main())\n"
         return Launcher(
             (python, "-c", code),
             python,
-            f"{python} -c <citeline mapped onto {REPO}; citeline.lsp.cli.main()>",
+            f"{python} -c <citeline mapped onto {REPO}; citeline.cli.cli.main()>",
         )
     return Launcher(
-        (python, "-m", "citeline.lsp.launch"), python, f"{python} -m citeline.lsp.launch"
+        (python, "-m", "citeline.cli.launch"), python, f"{python} -m citeline.cli.launch"
     )
 
 
@@ -264,9 +264,9 @@ WARM_MARK = b"answered by the warm process"
 
 
 def warm_socket(cache: str) -> Path:
-    """Where the warm process of `cache` listens (lsp/launch.py)."""
-    from citeline.lsp import launch
-    from citeline.lsp.daemon import environment
+    """Where the warm process of `cache` listens (cli/launch.py)."""
+    from citeline.cli import launch
+    from citeline.cli.daemon import environment
 
     with environment({"CITELINE_CACHE_DIR": cache}):
         return Path(launch.runtime_folder()) / launch.socket_name(launch.cache_key())
@@ -490,7 +490,7 @@ def warm_process_vmhwm_mib(cache: str) -> float | None:
         if not entry.name.isdigit():
             continue
         try:
-            if b"citeline.lsp.daemon" not in (entry / "cmdline").read_bytes():
+            if b"citeline.cli.daemon" not in (entry / "cmdline").read_bytes():
                 continue
             if wanted not in (entry / "environ").read_bytes().split(b"\0"):
                 continue

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.lsp import daemon
+from citeline.cli import daemon
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from citeline.lsp import daemon, launch
+from citeline.cli import daemon, launch
 
 
 def socket_path() -> Path:

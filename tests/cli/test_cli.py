@@ -14,10 +14,10 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
+from citeline.cli import cli, render
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.contracts import validate
 from citeline.engine.present import encode
-from citeline.lsp import cli, render
 
 REPO = Path(__file__).resolve().parents[2]
 

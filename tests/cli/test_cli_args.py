@@ -1,4 +1,4 @@
-"""lsp/cli.py's argument handling, in process: the help that names each limit with its
+"""cli/cli.py's argument handling, in process: the help that names each limit with its
 default and --raise-limits value, how flags become settings and requests, and how engine
 errors are worded for the command line (docs/cli.md)."""
 
@@ -14,10 +14,10 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
+from citeline.cli import cli
 from citeline.engine import CitelineError, Engine, Limits
 from citeline.engine.present import encode
-from citeline.lsp import cli
-from citeline.lsp.remedies import with_limit_advice
+from citeline.fronts.remedies import with_limit_advice
 
 
 def option_help(command: str) -> str:

@@ -169,7 +169,7 @@ async def test_the_mcp_server_without_background_embedding(tmp_path: Path) -> No
     ):
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "citeline.lsp.cli", "mcp", *flags, str(root)],
+            args=["-m", "citeline.cli.cli", "mcp", *flags, str(root)],
             env={**os.environ, "CITELINE_CACHE_DIR": str(cache)},
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

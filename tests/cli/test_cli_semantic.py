@@ -19,16 +19,16 @@ from inprocess import run_cli
 from semantic_corpus import QUESTION, copy_bundle
 from test_cli_terminal import read_all
 
+from citeline.cli.cli import RELEVANCE, SEMANTIC_THRESHOLD
 from citeline.engine.contracts import validate
 from citeline.engine.relevance import profile_first
 from citeline.engine.semantic import DEFAULT_MODEL, DEFAULT_THRESHOLD
-from citeline.lsp.cli import RELEVANCE, SEMANTIC_THRESHOLD
 
 STOPPING = "ps/Managing-Services.md:116-174"  # "Stopping, starting, suspending, and restarting"
 
 
 def test_the_command_line_s_relevance_flags_are_the_declarations() -> None:
-    # Written out in lsp/cli.py (it imports nothing of the engine at start-up): the same.
+    # Written out in cli/cli.py (it imports nothing of the engine at start-up): the same.
     assert [(k, f, c, h) for k, f, c, h in RELEVANCE] == [
         (o.key, o.flag, o.values, o.help) for o in profile_first()
     ]
@@ -127,7 +127,7 @@ def test_the_first_semantic_call_at_a_terminal_shows_the_embedding(
     environ["TERM"] = "xterm-256color"
     master, slave = pty.openpty()  # stderr on a terminal: the progress bar shows the work
     proc = subprocess.Popen(
-        [sys.executable, "-m", "citeline.lsp.cli", "lines", "--semantic", QUESTION, str(bundle)],
+        [sys.executable, "-m", "citeline.cli.cli", "lines", "--semantic", QUESTION, str(bundle)],
         stdout=subprocess.PIPE,
         stderr=slave,
         stdin=subprocess.DEVNULL,

@@ -24,7 +24,7 @@ from bundles import write_bundle as write
 from citeline.engine import Engine
 from citeline.engine.contracts import validate
 
-CLI = [sys.executable, "-m", "citeline.lsp.cli"]
+CLI = [sys.executable, "-m", "citeline.cli.cli"]
 ESC = b"\x1b["
 FILES = {
     "guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n",

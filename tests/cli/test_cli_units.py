@@ -1,4 +1,4 @@
-"""lsp/cli.py function by function, in process (docs/testing.md, "Mutation testing"): the
+"""cli/cli.py function by function, in process (docs/testing.md, "Mutation testing"): the
 parser a user reads through --help, how arguments become settings and requests, the
 wording of errors, exit codes, Ctrl-C, the MCP extra, bugs, and the output streams.
 
@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import pytest
 from bundles import write_bundle as write
 
+from citeline.cli import cli
 from citeline.engine import Call, CitelineError, Engine, Limits, Settings
-from citeline.lsp import cli
-from citeline.lsp.remedies import with_limit_advice
+from citeline.fronts.remedies import with_limit_advice
 
 
 @pytest.fixture(autouse=True)
@@ -744,7 +744,7 @@ def test_a_limit_error_is_worded_for_the_command_line(
 
 
 # -- Ctrl-C -------------------------------------------------------------------------------------
-# A command-line process never sees a KeyboardInterrupt (lsp/interrupt.py, tests/cli/
+# A command-line process never sees a KeyboardInterrupt (cli/interrupt.py, tests/cli/
 # test_interrupt.py); a test's process, where that handling is not installed, may.
 
 
@@ -844,8 +844,10 @@ def test_json_after_a_double_dash_is_no_option(capsys: pytest.CaptureFixture[str
 
 
 def sibling(name: str) -> str:
-    """The module name cli.py's `from .name import main` imports (lsp.X under mutmut)."""
-    return cli.__name__.rpartition(".")[0] + "." + name
+    """The module cli.py imports `main` from for `citeline lsp`/`citeline mcp`, or a
+    module beside cli.py (cli.X under mutmut)."""
+    fronts = {"server": "citeline.lsp.server", "mcp": "citeline.mcp_server.server"}
+    return fronts.get(name) or cli.__name__.rpartition(".")[0] + "." + name
 
 
 class Hide(importlib.abc.MetaPathFinder):
@@ -857,14 +859,14 @@ class Hide(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname.endswith("lsp.mcp"):
+        if fullname.endswith("mcp_server.server"):
             raise ModuleNotFoundError(f"No module named {self.missing!r}", name=self.missing)
         return None
 
 
 @pytest.fixture()
 def no_mcp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hide]:
-    for name in ("citeline.lsp.mcp", sibling("mcp")):
+    for name in ("citeline.mcp_server.server", sibling("mcp")):
         monkeypatch.delitem(sys.modules, name, raising=False)
     hide = Hide("mcp")
     sys.meta_path.insert(0, hide)
@@ -1105,7 +1107,7 @@ def test_recall_is_wanted_only_for_a_human_search_that_needed_every_word() -> No
 def test_no_recall_search_for_concepts_or_lines(
     docs: Path, spy: type[Spy], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from citeline.lsp import render
+    from citeline.cli import render
 
     searched: list[dict[str, Any]] = []
     search = Engine.search

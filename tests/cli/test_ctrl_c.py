@@ -39,22 +39,22 @@ NOTHING = b"citeline: cancelled: Interrupted; nothing was returned.\r\n"
 CUT = b"citeline: cancelled: Interrupted; the output above may be incomplete.\r\n"
 MARK = "citeline-test: slow step\n"
 READY = "citeline-test: ready\n"
-# Python that runs the CLI as `python -m citeline.lsp.cli` does, once citeline's Ctrl-C
+# Python that runs the CLI as `python -m citeline.cli.cli` does, once citeline's Ctrl-C
 # handling is in place, and says so (before that, during the interpreter's own start-up of a
 # few tens of milliseconds, a Ctrl-C is Python's: docs/cli.md).
 READY_FIRST = (
     "import sys\n"
-    "from citeline.lsp import interrupt\n"
+    "from citeline.cli import interrupt\n"
     "interrupt.install(False)\n"
     f"sys.stderr.write({READY!r}); sys.stderr.flush()\n"
-    "from citeline.lsp.cli import console\n"
+    "from citeline.cli.cli import console\n"
     "console()\n"
 )
 
 
 def prelude(module: str, attribute: str) -> str:
     """Python that makes module.attribute (a function or method) say MARK on stderr and take
-    two seconds before it runs, then runs the CLI as `python -m citeline.lsp.cli` does."""
+    two seconds before it runs, then runs the CLI as `python -m citeline.cli.cli` does."""
     owner, _, name = attribute.rpartition(".")
     return (
         "import sys, time, importlib\n"
@@ -65,7 +65,7 @@ def prelude(module: str, attribute: str) -> str:
         f"    sys.stderr.write({MARK!r}); sys.stderr.flush(); time.sleep(2)\n"
         "    return real(*a, **k)\n"
         f"setattr(owner, {name!r}, slow)\n"
-        "from citeline.lsp.cli import console\n"
+        "from citeline.cli.cli import console\n"
         "console()\n"
     )
 
@@ -140,7 +140,7 @@ def start(args: list[str], env: dict[str, str], code: str | None = None) -> Sess
         # (`cmd &` in a script) ignores SIGINT, which citeline, like Python, then keeps.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-    command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "citeline.lsp.cli"]
+    command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "citeline.cli.cli"]
     proc = subprocess.Popen(
         [*command, *args],
         stdin=slave,
@@ -199,7 +199,7 @@ WORDY = ["lines", "-F", "needle", "--max-count", "1000", "-C", "0", "--color", "
 def uninterrupted(wordy: Path, env: dict[str, str]) -> bytes:
     """The whole answer of the WORDY search, from a call nobody interrupts."""
     return subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *WORDY, str(wordy)],
+        [sys.executable, "-m", "citeline.cli.cli", *WORDY, str(wordy)],
         capture_output=True,
         env=env,
         timeout=120,
@@ -259,7 +259,7 @@ def test_ctrl_c_while_the_answer_is_written(wordy: Path, tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("module", "attribute", "expected"),
     [
-        ("citeline.lsp.render", "Sources.lines", NOTHING),  # drawing the hits
+        ("citeline.cli.render", "Sources.lines", NOTHING),  # drawing the hits
         ("citeline.engine.core", "Engine.close", NOTHING),  # the engine winding down
     ],
     ids=["drawing", "closing"],

@@ -1,4 +1,4 @@
-"""The warm process (lsp/launch.py, lsp/daemon.py): a call from a script is answered by it
+"""The warm process (cli/launch.py, cli/daemon.py): a call from a script is answered by it
 with the bytes and exit code a new process gives, it sees every edit, it answers only its
 own code, cache and user, and it leaves when idle or when its cache folder goes.
 
@@ -23,9 +23,9 @@ import pytest
 from bundles import write_bundle as write
 from needs import corpus
 
-from citeline.lsp import launch
+from citeline.cli import launch
 
-CLIENT = [sys.executable, "-m", "citeline.lsp.launch"]
+CLIENT = [sys.executable, "-m", "citeline.cli.launch"]
 MARK = b"citeline: answered by the warm process (CITELINE_DAEMON=0 turns it off)\n"
 FILES = {
     "guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n",
@@ -131,7 +131,7 @@ def same(a: Answer, b: Answer) -> None:
 
 def test_the_command_is_the_launcher() -> None:
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "citeline"]
-    assert script.value == "citeline.lsp.launch:console"
+    assert script.value == "citeline.cli.launch:console"
 
 
 def test_answers_as_a_new_process_would(warm: Warm, tmp_path: Path) -> None:
@@ -296,7 +296,7 @@ def test_one_warm_process_per_cache(warm: Warm, tmp_path: Path) -> None:
     warm.start("search", str(bundle), "-q", "hashtable")
     env = {**warm.env, "CITELINE_CACHE_DIR": warm.env["CITELINE_CACHE_DIR"]}
     second = subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.daemon"], env=env, timeout=60, check=False
+        [sys.executable, "-m", "citeline.cli.daemon"], env=env, timeout=60, check=False
     )
     assert second.returncode == 0  # it found the first one there and left
     assert warm.alive() and warm.call("search", str(bundle), "-q", "hashtable").warm
@@ -352,6 +352,6 @@ def test_a_sockets_folder_open_to_others_is_never_used(warm: Warm, tmp_path: Pat
         got = warm.call("search", str(bundle), "-q", "hashtable", "--json")
         assert got.code == 0 and not got.warm
     started = subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.daemon"], env=warm.env, timeout=60, check=False
+        [sys.executable, "-m", "citeline.cli.daemon"], env=warm.env, timeout=60, check=False
     )
     assert started.returncode == 1 and not list(folder.iterdir())

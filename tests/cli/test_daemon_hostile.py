@@ -25,7 +25,7 @@ from daemon_support import serving, socket_path
 from other_user import NOBODY, needs_root, other_process, shared_folder
 from waiting import within
 
-from citeline.lsp import cli, daemon, launch
+from citeline.cli import cli, daemon, launch
 
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 FORGED = b"run 0 7 0\nforged\n"

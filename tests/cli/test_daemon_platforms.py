@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from bundles import write_bundle as write
 
-from citeline.lsp import launch
+from citeline.cli import launch
 
-CLIENT = [sys.executable, "-m", "citeline.lsp.launch"]
+CLIENT = [sys.executable, "-m", "citeline.cli.launch"]
 MARK = b"citeline: answered by the warm process (CITELINE_DAEMON=0 turns it off)\n"
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 LOCAL_PEERCRED = 0x001  # its value on macOS (<sys/un.h>), at level SOL_LOCAL (0)

@@ -16,7 +16,7 @@ import pytest
 from bundles import write_bundle as write
 from daemon_support import serving, socket_path
 
-from citeline.lsp import cli, daemon, launch
+from citeline.cli import cli, daemon, launch
 
 FILES = {
     "guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n",
@@ -235,7 +235,7 @@ def test_the_fingerprint_follows_citeline_s_files(monkeypatch: pytest.MonkeyPatc
     before = launch.code_fingerprint()
     names = before.decode().split("\n")
     assert names[:2] == [sys.executable, sys.version]
-    assert any(n.startswith("lsp/daemon.py:") for n in names)
+    assert any(n.startswith("cli/daemon.py:") for n in names)
     assert any(n.startswith("engine/reuse/store.py:") for n in names)
     assert any(n.startswith("engine/contracts/") and ".json:" in n for n in names)
     monkeypatch.setattr(sys, "executable", "/elsewhere/python")
@@ -735,7 +735,7 @@ def test_how_a_warm_process_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
     launch.start("dir:/abs/cache")
     launch.start("default:3:/hx")
     (argv, first), (_, second) = started
-    assert argv == [sys.executable, "-m", "citeline.lsp.daemon"]
+    assert argv == [sys.executable, "-m", "citeline.cli.daemon"]
     devnull = subprocess.DEVNULL
     assert {k: first[k] for k in ("stdin", "stdout", "stderr", "cwd", "start_new_session")} == {
         "stdin": devnull,

@@ -23,7 +23,7 @@ def test_worked_example_matches_real_output(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "citeline.lsp.cli",
+            "citeline.cli.cli",
             "search",
             "notes",
             "--query",

@@ -13,9 +13,9 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
+from citeline.cli import cli, render
 from citeline.engine import Engine
 from citeline.engine.contracts import validate
-from citeline.lsp import cli, render
 
 FILES = {
     "ps.md": "# Remote commands\n\nUse -ComputerName to reach a remote computer.\n\n"
@@ -261,9 +261,9 @@ def test_changed_file_falls_back_to_the_snippet(docs: Path) -> None:
 
 def test_cli_module_imports_no_engine() -> None:
     code = (
-        "import sys, citeline.lsp.cli as c; "
+        "import sys, citeline.cli.cli as c; "
         "print(sorted(m for m in sys.modules if m.startswith(('citeline.engine', 'mcp', "
-        "'citeline.lsp.render'))))"
+        "'citeline.cli.render'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
@@ -279,7 +279,7 @@ def test_mcp_without_the_sdk_says_what_to_install(tmp_path: Path) -> None:
         "        if name.split('.')[0] in ('mcp', 'mcp_types', 'anyio'):\n"
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, Hide())\n"
-        "from citeline.lsp.cli import main\n"
+        "from citeline.cli.cli import main\n"
         "sys.exit(main(['mcp', sys.argv[1]]))\n"
     )
     out = subprocess.run(

@@ -1,4 +1,4 @@
-"""lsp/interrupt.py, the command line's Ctrl-C, one rule at a time (the real thing, a ^C at
+"""cli/interrupt.py, the command line's Ctrl-C, one rule at a time (the real thing, a ^C at
 a real terminal, is tests/cli/test_ctrl_c.py). The handler is called as the signal would
 call it; os._exit and os.write are replaced so that the test process goes on."""
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from citeline.cli import interrupt
 from citeline.engine import CitelineError
 from citeline.engine.present import encode
-from citeline.lsp import interrupt
 
 
 class Left(BaseException):

@@ -1,6 +1,6 @@
 """`python -m citeline …` (issue 26): the `citeline` command where the console script is not on
 the PATH (Windows' Scripts folder) and for editors set to an interpreter (`python -m citeline
-lsp`). SPEC §1: `citeline` stays the namespace of citeline.engine and citeline.lsp (it holds
+lsp`). SPEC §1: `citeline` stays the namespace of citeline.engine and the fronts (it holds
 only __main__.py), and nothing generic lands at the top of site-packages — checked on the
 editable install the tests run and on a wheel built from this tree."""
 
@@ -21,7 +21,7 @@ import citeline.engine as engine_package
 import citeline.lsp as lsp_package
 
 REPO = Path(__file__).resolve().parents[2]
-LAUNCH = [sys.executable, "-m", "citeline.lsp.launch"]  # what the console script runs
+LAUNCH = [sys.executable, "-m", "citeline.cli.launch"]  # what the console script runs
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 
 
@@ -89,7 +89,7 @@ def source_copy(dest: Path) -> None:
 
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, dest / name)
-    for folder in ("engine", "lsp", "citeline"):
+    for folder in ("engine", "lsp", "cli", "mcp_server", "fronts", "citeline"):
         shutil.copytree(REPO / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
 
 
@@ -114,6 +114,9 @@ def test_a_wheel_holds_citeline_only_and_runs_as_python_m_citeline(tmp_path: Pat
         "__main__.py",
         "engine",
         "lsp",
+        "cli",
+        "mcp_server",
+        "fronts",
     }
     # the wheel's files, ahead of the editable install on the path
     unpacked = tmp_path / "site"

@@ -24,8 +24,8 @@ from bundles import write_bundle
 from inprocess import _call
 
 import citeline.engine.capture as cap
+from citeline.cli import render
 from citeline.engine import Engine
-from citeline.lsp import render
 
 T = TypeVar("T")
 TIMEOUT = 60.0

@@ -1,4 +1,4 @@
-"""lsp/render.py in process: the human output's pieces as docs/cli.md describes them
+"""cli/render.py in process: the human output's pieces as docs/cli.md describes them
 (colour, paths, the lines shown for a hit, line cutting, the lines format, the notes on
 stderr). The end-to-end command-line tests are test_cli.py, test_habits.py and
 tests/lines; these pin the rules those leave open."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.lsp import render
-from citeline.lsp.render import BOLD, BOLD_RED, DIM, GREEN, MAGENTA, RESET
+from citeline.cli import render
+from citeline.cli.render import BOLD, BOLD_RED, DIM, GREEN, MAGENTA, RESET
 
 
 class Tty(io.StringIO):
@@ -28,7 +28,8 @@ def test_one_escaping_for_every_front() -> None:
     function (issue 49), in a module that imports no front's renderer."""
     import ast
 
-    from citeline.lsp import escape, mcp
+    from citeline.fronts import escape
+    from citeline.mcp_server import server as mcp
 
     assert render.terminal is escape.escaped
     assert mcp.escaped is escape.escaped

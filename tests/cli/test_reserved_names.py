@@ -14,7 +14,7 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
-from citeline.lsp import render
+from citeline.cli import render
 
 
 def test_a_name_that_differs_by_case_is_searched_and_the_note_says_so(tmp_path: Path) -> None:

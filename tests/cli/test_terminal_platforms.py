@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from bundles import write_bundle as write
 
-from citeline.lsp import cli, render
+from citeline.cli import cli, render
 
 FILES = {"café/guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps order.\n"}
 

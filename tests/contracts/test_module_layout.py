@@ -14,7 +14,14 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = {"engine": "citeline.engine", "lsp": "citeline.lsp"}
+PACKAGES = {
+    "engine": "citeline.engine",
+    "lsp": "citeline.lsp",
+    "cli": "citeline.cli",
+    "mcp_server": "citeline.mcp_server",
+    "fronts": "citeline.fronts",
+}
+FRONTS = ("citeline.lsp", "citeline.cli", "citeline.mcp_server", "citeline.fronts")
 MAX_MODULE_LINES = 450
 MAX_CLASS_LINES = 250
 # Larger than the rule, each with its sentence in docs/architecture.md ("## Sizes").
@@ -23,10 +30,10 @@ LARGER = {
     "engine/files.py",
     "engine/ignore.py",
     "engine/reuse/journal.py",
-    "lsp/cli.py",
-    "lsp/launch.py",
-    "lsp/mcp.py",
-    "lsp/render.py",
+    "cli/cli.py",
+    "cli/launch.py",
+    "mcp_server/server.py",
+    "cli/render.py",
     "lsp/server.py",
     "engine/core.py:Engine",
     "engine/reuse/journal.py:Journal",
@@ -106,7 +113,7 @@ def test_the_engine_imports_no_front() -> None:
                 if isinstance(node, ast.ImportFrom)
                 else []
             )
-            assert not any(n.startswith("citeline.lsp") for n in names), path
+            assert not any(n.startswith(FRONTS) for n in names), path
 
 
 def test_no_import_circle() -> None:

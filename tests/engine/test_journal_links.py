@@ -196,7 +196,7 @@ def test_the_mcp_server_answers_the_new_snippet_and_sha256(
 ) -> None:
     """Through the MCP server's own engine: the hit's snippet and content_sha256 are the
     file's as it is, not as it was before the write through the link."""
-    from citeline.lsp.mcp import CitelineMCP
+    from citeline.mcp_server.server import CitelineMCP
 
     def attack(root: Path) -> None:
         if act == "other user":
@@ -288,9 +288,9 @@ def test_the_journal_asks_for_every_file_only_when_a_name_may_hide_a_link(
 def test_the_warm_process_reports_the_new_snapshot_revision(
     tmp_path: Path, no_racy: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through the warm CLI process's kept engine (lsp/daemon.py): the search after the
+    """Through the warm CLI process's kept engine (cli/daemon.py): the search after the
     write through the link finds the new words and reports the new snapshot_revision."""
-    from citeline.lsp import cli, daemon
+    from citeline.cli import cli, daemon
 
     monkeypatch.setenv("CITELINE_CACHE_DIR", str(tmp_path / "cache"))
     root = make_bundle(tmp_path / "bundle")

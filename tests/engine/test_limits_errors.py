@@ -9,7 +9,7 @@ import pytest
 from citeline.engine import CODES, CancelToken, CitelineError, Engine, Limits, Settings
 from citeline.engine.errors import LimitHit
 from citeline.engine.present import encode
-from citeline.lsp.remedies import COMMAND_LINE, worded
+from citeline.fronts.remedies import COMMAND_LINE, worded
 
 
 def run(bundle, request=None, concepts=False, **limits):

@@ -15,7 +15,7 @@ import pytest
 from bundles import write_bundle
 
 from citeline.engine import CitelineError, Engine, Limits, Settings
-from citeline.lsp.remedies import COMMAND_LINE, EDITOR, worded
+from citeline.fronts.remedies import COMMAND_LINE, EDITOR, worded
 
 FILES = {
     "a.md": "# Alpha\n\nhashtable " + "word " * 40 + "\n",

@@ -24,7 +24,9 @@ PLATFORMS = ("linux", "win32", "darwin")
 
 def sources() -> list[Path]:
     return sorted(
-        p.relative_to(REPO) for part in ("engine", "lsp") for p in (REPO / part).rglob("*.py")
+        p.relative_to(REPO)
+        for part in ("engine", "lsp", "cli", "mcp_server", "fronts")
+        for p in (REPO / part).rglob("*.py")
     )
 
 
@@ -63,7 +65,7 @@ def mypy_root() -> Path:
     with an import hook mypy cannot follow): links to engine/ and lsp/ under .cache/."""
     root = REPO / ".cache" / "mypy" / "root"
     (root / "citeline").mkdir(parents=True, exist_ok=True)
-    for part in ("engine", "lsp"):
+    for part in ("engine", "lsp", "cli", "mcp_server", "fronts"):
         link = root / "citeline" / part
         if not link.is_symlink():
             link.symlink_to(REPO / part, target_is_directory=True)
@@ -97,6 +99,12 @@ def mypy_errors(root: Path, platform: str) -> list[str]:
                 "citeline.engine",
                 "-p",
                 "citeline.lsp",
+                "-p",
+                "citeline.cli",
+                "-p",
+                "citeline.mcp_server",
+                "-p",
+                "citeline.fronts",
             ],
             cwd=root,
             capture_output=True,

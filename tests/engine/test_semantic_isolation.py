@@ -17,7 +17,7 @@ from citeline.engine import Engine
 engine = Engine()
 result = engine.search(sys.argv[1], {"query": "stop service", "profile": "recall"})
 hits = len(result["hits"])
-import citeline.lsp.cli, citeline.lsp.server, citeline.lsp.mcp, citeline.lsp.launch
+import citeline.cli.cli, citeline.lsp.server, citeline.mcp_server.server, citeline.cli.launch
 print(json.dumps({"hits": hits, "loaded": [m for m in sys.argv[2:] if m in sys.modules]}))
 """
 

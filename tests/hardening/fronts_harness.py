@@ -29,7 +29,7 @@ sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
 import faults
 faults.install()
 
-from citeline.lsp.cli import main
+from citeline.cli.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -51,7 +51,7 @@ class CliRun:
 def run_cli(argv: list[str], encoding: str = "ascii") -> CliRun:
     """`citeline argv` in this process, its stdout and stderr text streams of `encoding`
     (as a terminal or pipe of that locale would be); the bytes each received."""
-    from citeline.lsp.cli import main
+    from citeline.cli.cli import main
 
     out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
     out = io.TextIOWrapper(out_bytes, encoding=encoding, errors="strict", write_through=True)

@@ -20,7 +20,7 @@ from inprocess import LspServer, in_process
 from pygls.uris import from_fs_path
 from rpc_frames import Messages, read_frame
 
-SERVER = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
+SERVER = [sys.executable, "-m", "citeline.cli.cli", "lsp"]
 
 
 def uri_of(path: Path) -> str:

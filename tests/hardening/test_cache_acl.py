@@ -272,9 +272,9 @@ def test_the_cache_s_files_are_the_user_s_only_whatever_the_umask(
 
 
 def test_the_warm_process_s_socket_folder_with_an_acl_is_not_used(tmp_path: Path) -> None:
-    """The socket folder's rule (no permission for anyone else, lsp/launch.open_private)
+    """The socket folder's rule (no permission for anyone else, cli/launch.open_private)
     reads the mode through a descriptor: an ACL entry shows in its group bits (the mask)."""
-    from citeline.lsp.launch import open_private
+    from citeline.cli.launch import open_private
 
     folder = tmp_path / "citeline-0"
     folder.mkdir(mode=0o700)

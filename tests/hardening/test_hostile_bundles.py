@@ -29,13 +29,13 @@ from hypothesis import strategies as st
 from rpc import RawServer
 from yaml_surface import file_names, front_matter, names, titled_front_matter
 
+from citeline.cli.cli import EXIT
 from citeline.engine import CODES
 from citeline.engine.contracts import validate
 from citeline.engine.errors import ParseIssue
 from citeline.engine.frontmatter import FRONT_FIELDS
 from citeline.engine.layout import Layout, layout
 from citeline.engine.sections import Structure, structure
-from citeline.lsp.cli import EXIT
 
 BOUNDED = settings(
     deadline=None,
@@ -140,7 +140,7 @@ def fronts(workspace: Path) -> Iterator[tuple[RawServer, RawMCP]]:
         # The CLI's skip_invalid (editors skip unparsable files by default, SPEC §11), so
         # that every front must give the same answer.
         lsp.initialize(workspace, initializationOptions={"skip_invalid": False})
-        mcp = RawMCP([sys.executable, "-m", "citeline.lsp.cli", "mcp", str(workspace)])
+        mcp = RawMCP([sys.executable, "-m", "citeline.cli.cli", "mcp", str(workspace)])
         yield lsp, mcp
     finally:
         lsp.close()

@@ -60,7 +60,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *args],
+        [sys.executable, "-m", "citeline.cli.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -91,7 +91,7 @@ def test_cli_session_leaves_workspace_untouched(workspace: Path) -> None:
 async def test_lsp_session_leaves_workspace_untouched(workspace: Path) -> None:
     before = fingerprint(workspace)
     # Started from inside the workspace, so a relative cache or log would land in it.
-    in_workspace = "import os, sys; os.chdir(sys.argv.pop()); from citeline.lsp.cli import main; "
+    in_workspace = "import os, sys; os.chdir(sys.argv.pop()); from citeline.cli.cli import main; "
     command = [sys.executable, "-c", in_workspace + "sys.exit(main(['lsp']))", str(workspace)]
     client = await ClientServerConfig(server_command=command).start()
     assert isinstance(client, LanguageClient)
@@ -156,7 +156,7 @@ async def test_mcp_session_leaves_workspace_untouched(workspace: Path) -> None:
     before = fingerprint(workspace)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "citeline.lsp.cli", "mcp", "--skip-invalid", str(workspace)],
+        args=["-m", "citeline.cli.cli", "mcp", "--skip-invalid", str(workspace)],
         cwd=str(workspace),
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

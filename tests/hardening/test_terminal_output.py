@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from bundles import write_bundle
 
-from citeline.lsp import render
+from citeline.cli import render
 
 C0 = "".join(chr(c) for c in range(0x01, 0x20) if c not in (0x09, 0x0A))  # NUL: no name holds it
 C1 = "".join(chr(c) for c in range(0x80, 0xA0))
@@ -55,7 +55,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def citeline(*args: str | os.PathLike[str], cwd: Path | None = None) -> tuple[int, bytes, bytes]:
     """`citeline *args` as a subprocess: exit code, stdout and stderr as raw bytes."""
     done = subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", *map(os.fspath, args)],
+        [sys.executable, "-m", "citeline.cli.cli", *map(os.fspath, args)],
         capture_output=True,
         cwd=cwd,
         timeout=120,

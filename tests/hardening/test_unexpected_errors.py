@@ -119,7 +119,7 @@ def test_cli_bug_traceback_only_with_debug_log(
 def test_cli_bug_before_the_engine_is_reported_too(
     bundle: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citeline.lsp.cli as cli
+    import citeline.cli.cli as cli
 
     def broken(args: object) -> None:
         raise KeyError("settings")
@@ -142,7 +142,7 @@ def test_cli_usage_errors_are_not_bugs(bundle: Path) -> None:
 # -- CLI output whatever the locale ------------------------------------------------------------
 
 
-CLI = [sys.executable, "-m", "citeline.lsp.cli"]
+CLI = [sys.executable, "-m", "citeline.cli.cli"]
 
 
 def non_utf8_bundle(tmp_path: Path) -> bytes:

@@ -20,7 +20,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 INIT_RESULTS: weakref.WeakKeyDictionary[LanguageClient, types.InitializeResult] = (
     weakref.WeakKeyDictionary()
 )
-SERVER = [sys.executable, "-m", "citeline.lsp.cli", "lsp"]
+SERVER = [sys.executable, "-m", "citeline.cli.cli", "lsp"]
 
 # A small workspace: headings at several levels, a titled body-only file, an untitled one.
 DOCS: dict[str, str] = {

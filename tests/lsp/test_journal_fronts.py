@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from citeline.cli import cli, daemon
 from citeline.engine.reuse import journal as jmod
-from citeline.lsp import cli, daemon
-from citeline.lsp.mcp import CitelineMCP
 from citeline.lsp.server import CitelineServer
+from citeline.mcp_server.server import CitelineMCP
 
 pytestmark = pytest.mark.skipif(
     jmod.unsupported_reason() is not None, reason="no synchronous journal on this platform"

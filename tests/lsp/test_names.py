@@ -1,4 +1,4 @@
-"""Editor paths against workspace folders as the volume compares names (SPEC §16, lsp/names.py):
+"""Editor paths against workspace folders as the volume compares names (SPEC §16, fronts/names.py):
 case-insensitive on macOS and Windows, blind to Unicode normalisation on macOS. No such volume
 can be mounted here: the rules are forced (CITELINE_VOLUME_RULES, or a patched lstat for the
 detection), the names on disk are real (NFD files), and Windows paths go through ntpath."""
@@ -17,7 +17,7 @@ from lsp_support import command, eventually, serve, uri_of, write_files
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from citeline.lsp import names
+from citeline.fronts import names
 from citeline.lsp import server as srv
 
 MAC = names.VolumeRules(True, True)

@@ -20,7 +20,7 @@ class Pipe:
 
     def __init__(self, bundle: Path, *options: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "citeline.lsp.cli", "mcp", *options, str(bundle)],
+            [sys.executable, "-m", "citeline.cli.cli", "mcp", *options, str(bundle)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

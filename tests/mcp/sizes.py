@@ -16,7 +16,7 @@ from typing import Any
 
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.present import encode
-from citeline.lsp import mcp
+from citeline.mcp_server import server as mcp
 
 CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     # (label, corpus folder, tool, arguments)

@@ -30,7 +30,7 @@ from citeline.engine import Engine
 from citeline.engine.contracts import schema, validate
 from citeline.engine.operations import OPERATIONS
 from citeline.engine.present import encode
-from citeline.lsp.mcp import (
+from citeline.mcp_server.server import (
     NO_HIT_ANY,
     NO_HIT_HINT,
     PARAMETERS,
@@ -40,7 +40,7 @@ from citeline.lsp.mcp import (
     wire_schema,
 )
 
-CLI = [sys.executable, "-m", "citeline.lsp.cli"]
+CLI = [sys.executable, "-m", "citeline.cli.cli"]
 TOOLS = {
     "search_sections": "search",
     "search_concepts": "concepts",
@@ -84,7 +84,7 @@ async def mcp_session(bundle: Path, *flags: str) -> AsyncIterator[ClientSession]
         return
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "citeline.lsp.cli", "mcp", *flags, str(bundle)],
+        args=["-m", "citeline.cli.cli", "mcp", *flags, str(bundle)],
     )
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         await session.initialize()
@@ -112,7 +112,7 @@ def structured(result: types.CallToolResult, tool: str | None = None) -> dict[st
 
 def envelope(result: types.CallToolResult) -> dict[str, Any]:
     assert result.is_error
-    assert result.structured_content is None  # see lsp/mcp.py: failure()
+    assert result.structured_content is None  # see mcp_server/server.py: failure()
     data = json.loads(text_of(result))
     validate("error", data)
     assert text_of(result) == encode(data)
@@ -511,7 +511,7 @@ def test_server_refuses_to_start_without_a_bundle(tmp_path: Path) -> None:
             target.write_text("# not a folder\n", encoding="utf-8")
             code = "bundle_invalid"
         out = subprocess.run(
-            [sys.executable, "-m", "citeline.lsp.cli", "mcp", str(target)],
+            [sys.executable, "-m", "citeline.cli.cli", "mcp", str(target)],
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
@@ -521,7 +521,7 @@ def test_server_refuses_to_start_without_a_bundle(tmp_path: Path) -> None:
         assert out.stdout == ""
         assert out.stderr.startswith(f"citeline: {code}: ")
     bad = subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", "mcp", "--max-tokens", "0", str(tmp_path)],
+        [sys.executable, "-m", "citeline.cli.cli", "mcp", "--max-tokens", "0", str(tmp_path)],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
@@ -578,7 +578,7 @@ async def lsp_search(bundle: Path, requests: list[dict[str, Any]]) -> list[Any]:
     uri = from_fs_path(str(bundle))
     assert uri is not None
     config = pytest_lsp.ClientServerConfig(
-        server_command=[sys.executable, "-m", "citeline.lsp.cli", "lsp"]
+        server_command=[sys.executable, "-m", "citeline.cli.cli", "lsp"]
     )
     client = await config.start()
     results = []

@@ -24,7 +24,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from citeline.engine import Call, CancelToken, CitelineError, Engine
-from citeline.lsp.mcp import CitelineMCP
+from citeline.mcp_server.server import CitelineMCP
 
 FILES = {
     "guide.md": "# Installing\n\nRun the installer, then an ordered hashtable check.\n",
@@ -159,7 +159,7 @@ async def test_cancelled_call_leaves_the_server_serving(tmp_path: Path) -> None:
     answered no more, and the next call is answered correctly and soon."""
     bundle = slow_bundle(tmp_path / "slow", files=1200)  # over a second of work, cold
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "citeline.lsp.cli", "mcp", str(bundle)]
+        command=sys.executable, args=["-m", "citeline.cli.cli", "mcp", str(bundle)]
     )
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         await session.initialize()
@@ -186,7 +186,7 @@ def test_a_symbolic_link_bundle_stops_the_server(tmp_path: Path, target: str) ->
     link = tmp_path / "link"
     link.symlink_to(real if target == "folder" else tmp_path / "nowhere")
     out = subprocess.run(
-        [sys.executable, "-m", "citeline.lsp.cli", "mcp", str(link)],
+        [sys.executable, "-m", "citeline.cli.cli", "mcp", str(link)],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,

@@ -26,7 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from citeline.engine.contracts import schema, validate
 from citeline.engine.semantic import DEFAULT_MODEL
-from citeline.lsp.mcp import NO_SEMANTIC_MATCH, render_text
+from citeline.mcp_server.server import NO_SEMANTIC_MATCH, render_text
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def session_of(bundle: Path, cache: Path) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "citeline.lsp.cli", "mcp", str(bundle)],
+        args=["-m", "citeline.cli.cli", "mcp", str(bundle)],
         env={**os.environ, "CITELINE_CACHE_DIR": str(cache)},
     )
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:

@@ -1,4 +1,4 @@
-"""lsp/mcp.py's text content, in process (SPEC §14): what an agent reads beside the
+"""mcp_server/server.py's text content, in process (SPEC §14): what an agent reads beside the
 structured result — counts, the revision once, per hit enough to verify the citation,
 grep-like lines. The SDK round trips are test_mcp.py and test_mcp_calls.py."""
 
@@ -12,7 +12,7 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import inject_faults
 
-from citeline.lsp.mcp import CitelineMCP, render_text, tool_list
+from citeline.mcp_server.server import CitelineMCP, render_text, tool_list
 
 REV = "f" * 64
 

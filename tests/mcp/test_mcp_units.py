@@ -1,4 +1,4 @@
-"""lsp/mcp.py piece by piece, in process: the descriptions and schemas an agent is given,
+"""mcp_server/server.py piece by piece, in process: the descriptions and schemas an agent is given,
 the text renderings of hand-made results, progress sampling on a scripted clock, the
 cancellation of an engine call, the unknown-tool error, and `main` (over pipes, not the
 real stdio). The SDK round trips are test_mcp.py and test_mcp_calls.py; these pin what
@@ -36,8 +36,8 @@ from citeline.engine.contracts import NAMES, schema, validate
 from citeline.engine.operations import Operation
 from citeline.engine.parallel import default_workers
 from citeline.engine.reuse.store import default_folder
-from citeline.lsp import mcp as front_module
-from citeline.lsp.mcp import (
+from citeline.mcp_server import server as front_module
+from citeline.mcp_server.server import (
     TEXT_FORMAT,
     VERIFY,
     CitelineMCP,

@@ -7,14 +7,14 @@ from typing import Any
 import jsonschema
 import pytest
 
+from citeline.cli import cli
 from citeline.engine import CitelineError, Engine
 from citeline.engine.contracts import validate
 from citeline.engine.present import encode
 from citeline.engine.requests import CHOICES, RECALL, Relevance, SearchRequest
 from citeline.engine.terms import Tokenizer, identifier_parts, query_terms
-from citeline.lsp import cli
-from citeline.lsp.mcp import tool_list
 from citeline.lsp.settings import parse_settings
+from citeline.mcp_server.server import tool_list
 
 SPLIT = Tokenizer(identifiers="split")
 

@@ -114,7 +114,7 @@ class Warm:
         (self.top / "run").mkdir(mode=0o700, exist_ok=True)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "citeline.lsp.launch", *args],
+            [sys.executable, "-m", "citeline.cli.launch", *args],
             capture_output=True,
             env=self.env(),
             check=False,
@@ -137,7 +137,7 @@ class Warm:
                     env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                if b"citeline.lsp.daemon" in cmd and want in env:
+                if b"citeline.cli.daemon" in cmd and want in env:
                     return int(entry)
             time.sleep(0.1)
         raise RuntimeError("no warm process started")

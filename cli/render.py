@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from citeline.fronts.escape import escaped
+
 from . import interrupt
-from .escape import escaped
 
 BOLD_RED = "\x1b[1;31m"
 MAGENTA = "\x1b[35m"
@@ -42,7 +43,7 @@ Spans = tuple[tuple[int, int], ...]  # code-point ranges of a displayed text
 #
 # Every piece of the workspace's text (file names, headings, lines, messages quoting them)
 # goes through `terminal`: the one escaping of control characters, shared with MCP's text
-# content (lsp/escape.py says what it escapes and why). `--json` never comes through here.
+# content (fronts/escape.py says what it escapes and why). `--json` never comes through here.
 
 terminal = escaped
 

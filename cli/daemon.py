@@ -2,7 +2,7 @@
 
 A new process per call pays the interpreter's start-up and citeline's imports every time,
 and loads the index from the cache. One warm process per cache folder, started by the first
-call (lsp/launch.py), answers the next calls with the engines of the last bundles it
+call (cli/launch.py), answers the next calls with the engines of the last bundles it
 searched: each call still captures its own snapshot (SPEC §2), so an answer is the one a new
 process would give, byte for byte (tests/cli/test_daemon.py). After a hybrid or semantic
 answer it embeds the rest of that bundle in the background (`citeline status` shows it).
@@ -401,8 +401,8 @@ def _serve(folder_fd: int, fingerprint: bytes, key: str) -> int:
         return 0  # another warm process answers for this cache
     # What every call runs, imported before the first one holds the turn (calls that
     # arrive meanwhile would wait for it).
-    import citeline.engine.core
-    import citeline.lsp.cli  # noqa: F401
+    import citeline.cli.cli
+    import citeline.engine.core  # noqa: F401
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     engines = KeptEngines()

@@ -41,10 +41,10 @@ from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 from citeline.engine.relevance import OPTIONS
+from citeline.fronts.escape import escaped
+from citeline.fronts.remedies import MCP, with_limit_advice, worded
 
-from .escape import escaped
-from .mcp_stdio import Lines
-from .remedies import MCP, with_limit_advice, worded
+from .stdio import Lines
 
 log = logging.getLogger("citeline.mcp")
 
@@ -358,7 +358,7 @@ def tool_list(bundle: str, settings: Settings | None = None) -> list[types.Tool]
 
 
 # Every value the workspace wrote (paths, ids, headings, titles, lines, the skipped files'
-# reasons) reaches the text through `_name`, `_quoted` or `escaped` (lsp/escape.py, shared
+# reasons) reaches the text through `_name`, `_quoted` or `escaped` (fronts/escape.py, shared
 # with the CLI): a newline in a file name printed a whole forged hit (issue 49). Snippets
 # alone stay verbatim (an agent checks them byte for byte), inside a fence they cannot close.
 
@@ -424,7 +424,7 @@ def content_words(
 
 
 def search_text(result: dict[str, Any]) -> str:
-    from .render import matched_words, query_words
+    from citeline.cli.render import matched_words, query_words
 
     hits = result["hits"]
     out = [

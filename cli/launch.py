@@ -1,10 +1,10 @@
 """The `citeline` command: hand a script's call to the warm process, else answer it here.
 
 A call from a script or an agent (its output to a pipe or a file) is sent to the warm
-process of its cache folder (lsp/daemon.py), which keeps the engine of the last bundles it
+process of its cache folder (cli/daemon.py), which keeps the engine of the last bundles it
 searched in memory and answers with the same bytes and exit code this process would have
 given. Without one (or when it runs other code, or cannot answer) the call is answered here
-by lsp/cli.py, and a warm process is started for the next call. docs/cli.md, "The warm
+by cli/cli.py, and a warm process is started for the next call. docs/cli.md, "The warm
 process", says when it is used and how to turn it off (CITELINE_DAEMON=0).
 
 Whom it talks to: the sockets' folder must be this user's and closed to everyone else; it
@@ -54,7 +54,8 @@ KEPT = (
     "LC_ALL",
     "LC_CTYPE",
 )
-PACKAGES = ("lsp", "engine", "engine/reuse", "engine/contracts")  # folders beside this one
+# folders beside this one
+PACKAGES = ("engine", "engine/contracts", "engine/reuse", "lsp", "cli", "mcp_server", "fronts")
 FORCED_PLATFORM = "CITELINE_PLATFORM"  # "windows": Windows' portable paths (engine/platform.py)
 PROC_FD = "/proc/self/fd"
 # The sockets' folder: this user's, not a link, never inherited (used only where usable()
@@ -411,7 +412,7 @@ def start(key: str) -> None:
     # Failing, the next call is answered in its own process, as this one was.
     with contextlib.suppress(OSError):
         subprocess.Popen(
-            [sys.executable, "-m", "citeline.lsp.daemon"],
+            [sys.executable, "-m", "citeline.cli.daemon"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -477,7 +478,7 @@ def main() -> int:
 
 def console() -> None:
     """The `citeline` command: one call as this whole process, Ctrl-C handled at every
-    moment (lsp/interrupt.py). A server (`citeline lsp`, `citeline mcp`) ends itself."""
+    moment (cli/interrupt.py). A server (`citeline lsp`, `citeline mcp`) ends itself."""
     from . import interrupt
 
     def cancelled() -> object:

@@ -30,7 +30,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from .stdio import json_type
+from citeline.lsp.stdio import json_type
 
 log = logging.getLogger("citeline.mcp")
 

@@ -437,7 +437,7 @@ def bind_text_values(argv: Sequence[str]) -> list[str]:
 
 def for_volume(settings: Settings, bundle: str) -> Settings:
     """`settings` with `.gitignore` comparing names as the bundle's volume does."""
-    from .names import for_volume as of_volume
+    from citeline.fronts.names import for_volume as of_volume
 
     return of_volume(settings, bundle)
 
@@ -544,8 +544,7 @@ def worded_for_cli(err: CitelineError, args: argparse.Namespace | None) -> Citel
     """The engine's error with the command line's words: flags instead of request fields,
     and the one flag that raises every limit."""
     from citeline.engine import CitelineError
-
-    from .remedies import COMMAND_LINE, with_limit_advice, worded
+    from citeline.fronts.remedies import COMMAND_LINE, with_limit_advice, worded
 
     err = worded(err, COMMAND_LINE)
     message = err.message
@@ -631,7 +630,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
                 except CitelineError as err:
                     recall_error = err
         except KeyboardInterrupt:
-            # Only where lsp/interrupt.py is not installed (a test's process): a command-line
+            # Only where cli/interrupt.py is not installed (a test's process): a command-line
             # process never sees one, its Ctrl-C ends it at once.
             with interrupt.held():
                 progress.clear()
@@ -794,12 +793,12 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
     return exit_status("schema_validation")
 
 
-MCP_SDK = ("mcp", "mcp_types", "anyio")  # what lsp/mcp.py needs beyond citeline's own
+MCP_SDK = ("mcp", "mcp_types", "anyio")  # what mcp_server/server.py needs beyond citeline's own
 
 
 def serve_mcp(args: argparse.Namespace) -> int:
     try:
-        from .mcp import main as serve
+        from citeline.mcp_server.server import main as serve
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in MCP_SDK:
             raise
@@ -855,7 +854,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def answer(words: list[str], engines: Engines | None = None) -> int:
     """One call's output and exit code, a bug reported as in `main` (`engines`: see
-    run_query; the warm process, lsp/daemon.py, passes the ones it keeps)."""
+    run_query; the warm process, cli/daemon.py, passes the ones it keeps)."""
     from . import interrupt
 
     interrupt.begin_call()
@@ -927,7 +926,7 @@ def _main(argv: list[str], engines: Engines | None = None) -> int:
     else:
         interrupt.answer_as_json(args.json)
     if args.command == "lsp":
-        from .server import main as serve
+        from citeline.lsp.server import main as serve
 
         return serve() or 0
     if args.command == "mcp":
@@ -977,7 +976,7 @@ def show_status(args: argparse.Namespace) -> int:
 
 
 def status_reply(words: list[str], engines: object) -> bytes:
-    """The warm process's answer to `citeline status` (lsp/daemon.py), as its reply bytes:
+    """The warm process's answer to `citeline status` (cli/daemon.py), as its reply bytes:
     built from what its engines report, without the standard streams (other calls may be
     using them meanwhile)."""
     from citeline.engine import embedding
@@ -1057,7 +1056,7 @@ def status_text(report: dict[str, Any], as_json: bool) -> str:
 
 
 def console() -> NoReturn:
-    """`python -m citeline.lsp.cli`: one call as this whole process (lsp/interrupt.py)."""
+    """`python -m citeline.cli.cli`: one call as this whole process (cli/interrupt.py)."""
     from . import interrupt
 
     argv = sys.argv[1:]
