@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:  # (imported where they are used: start-up time)
     from citeline.engine import CitelineError, Engine
-    from citeline.engine.limits import Limits, Settings
+    from citeline.engine.base.limits import Limits, Settings
 
 NO_MATCH = 1  # like grep and ripgrep: success, but nothing matched
 NO_MCP = 1  # `citeline mcp` without the MCP SDK installed
@@ -37,7 +37,7 @@ TEXT_OPTIONS = {
 
 # The relevance options of a search: (request key, flag, choices, help). The request key is
 # the contract's; `context` is spelled --scope on the command line because -C/--context
-# means lines of context, as in grep. Written out rather than read from engine/relevance.py
+# means lines of context, as in grep. Written out rather than read from engine/base/relevance.py
 # so that this module imports nothing of the engine; tests/cli/test_cli_semantic.py holds
 # it equal to the declarations there.
 RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
@@ -162,7 +162,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def _add_capture(p: argparse.ArgumentParser) -> None:
     """What settings_from() reads: ignore handling, skipping, reserved files, limits."""
-    from citeline.engine.limits import LIMIT_NAMES, RESERVED, Limits
+    from citeline.engine.base.limits import LIMIT_NAMES, RESERVED, Limits
 
     p.add_argument(
         "--no-ignore",
@@ -445,7 +445,7 @@ def for_volume(settings: Settings, bundle: str) -> Settings:
 def settings_from(args: argparse.Namespace) -> Settings:
     from dataclasses import fields, replace
 
-    from citeline.engine.limits import RESERVED, Limits, Settings
+    from citeline.engine.base.limits import RESERVED, Limits, Settings
 
     raised = {
         f.name: getattr(args, f.name) for f in fields(Limits) if getattr(args, f.name) is not None
@@ -821,12 +821,12 @@ def serve_mcp(args: argparse.Namespace) -> int:
     )
 
 
-INTERNAL_EXIT = 70  # a bug in citeline (EX_SOFTWARE); = citeline.engine.errors.INTERNAL_EXIT
+INTERNAL_EXIT = 70  # a bug in citeline (EX_SOFTWARE); = citeline.engine.base.errors.INTERNAL_EXIT
 
 
 def exit_status(code: str) -> int:
     """The exit status of an error code (the engine's table of codes, SPEC §10)."""
-    from citeline.engine.errors import reported
+    from citeline.engine.base.errors import reported
 
     return reported(code).exit
 
@@ -835,7 +835,7 @@ def __getattr__(name: str) -> object:
     # EXIT (code -> exit status) for those who read the table from here: built on first use,
     # so that importing this module imports no engine module (start-up time).
     if name == "EXIT":
-        from citeline.engine.errors import ERRORS
+        from citeline.engine.base.errors import ERRORS
 
         return {code: how.exit for code, how in ERRORS.items()}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -866,7 +866,7 @@ def answer(words: list[str], engines: Engines | None = None) -> int:
 
 def report_bug(exc: BaseException, as_json: bool) -> int:
     with contextlib.suppress(Exception):  # nothing more can be done if this fails too
-        from citeline.engine.errors import INTERNAL, internal_error
+        from citeline.engine.base.errors import INTERNAL, internal_error
 
         envelope = internal_error(exc)
         if os.environ.get("CITELINE_LOG", "").lower() == "debug":

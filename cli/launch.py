@@ -55,8 +55,18 @@ KEPT = (
     "LC_CTYPE",
 )
 # folders beside this one
-PACKAGES = ("engine", "engine/contracts", "engine/reuse", "lsp", "cli", "mcp_server", "fronts")
-FORCED_PLATFORM = "CITELINE_PLATFORM"  # "windows": Windows' portable paths (engine/platform.py)
+PACKAGES = (
+    "engine",
+    "engine/base",
+    "engine/contracts",
+    "engine/reuse",
+    "lsp",
+    "cli",
+    "mcp_server",
+    "fronts",
+)
+# "windows": Windows' portable paths (engine/base/platform.py)
+FORCED_PLATFORM = "CITELINE_PLATFORM"
 PROC_FD = "/proc/self/fd"
 # The sockets' folder: this user's, not a link, never inherited (used only where usable()
 # holds; getattr lets Windows import this module).
@@ -257,7 +267,7 @@ def usable() -> bool:
     LOCAL_PEERCRED on macOS and the BSDs), and folders opened without following links.
     Windows has neither (Python has no AF_UNIX there), and so no warm process: every call is
     answered in its own process (docs/install.md says what that costs). Nor is there one
-    under CITELINE_PLATFORM=windows, the tests' Windows configuration (engine/platform.py)."""
+    under CITELINE_PLATFORM=windows, the tests' Windows configuration (engine/base/platform.py)."""
     if os.environ.get(FORCED_PLATFORM, "").strip().lower() == "windows":
         return False
     if sys.platform == "win32" or not all(hasattr(os, f) for f in ("O_NOFOLLOW", "O_DIRECTORY")):

@@ -227,7 +227,7 @@ class Sources:
 
         limit = self.max_bytes
         if limit is None:
-            from citeline.engine.limits import Limits
+            from citeline.engine.base.limits import Limits
 
             limit = Limits().max_file_bytes
         data = read_inside(self.root, path, limit, sha256)

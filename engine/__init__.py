@@ -10,18 +10,18 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _WHERE = {
-    "CODES": "errors",
-    "CitelineError": "errors",
+    "CODES": "base.errors",
+    "CitelineError": "base.errors",
     "Call": "call",
-    "CancelToken": "cancel",
+    "CancelToken": "base.cancel",
     "CapturedFile": "capture",
     "Snapshot": "capture",
     "Engine": "core",
     "SectionHit": "present",
     "Index": "index",
     "Problem": "index",
-    "Limits": "limits",
-    "Settings": "limits",
+    "Limits": "base.limits",
+    "Settings": "base.limits",
     "ConceptsRequest": "requests",
     "Relevance": "requests",
     "SearchRequest": "requests",
@@ -29,13 +29,13 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:
+    from .base.cancel import CancelToken
+    from .base.errors import CODES, CitelineError
+    from .base.limits import Limits, Settings
     from .call import Call
-    from .cancel import CancelToken
     from .capture import CapturedFile, Snapshot
     from .core import Engine
-    from .errors import CODES, CitelineError
     from .index import Index, Problem
-    from .limits import Limits, Settings
     from .present import SectionHit
     from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 

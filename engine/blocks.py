@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .codec import (
+from .base.codec import (
     I32,
     I64,
     Corrupt,

@@ -27,10 +27,10 @@ from .analysis import (
     decode_structure,
     encode_structure,
 )
+from .base.cancel import CancelToken
+from .base.codec import Corrupt
 from .blocks import Block, Input, build
-from .cancel import CancelToken
 from .capture import CapturedFile
-from .codec import Corrupt
 from .index import Index
 
 TARGET_BYTES = 1 << 20  # Markdown per block: an edit rebuilds about this much

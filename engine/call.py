@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
-from .cancel import CancelToken
+from .base.cancel import CancelToken
+from .base.limits import Settings
 from .capture import Progress
-from .limits import Settings
 
 Bundle = str | os.PathLike[str]
 

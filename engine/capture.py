@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import files as reading
-from .cancel import CancelToken
-from .errors import CitelineError
+from .base.cancel import CancelToken
+from .base.errors import CitelineError
+from .base.limits import Limits, Settings, limit_error
 from .files import (
     Changed,
     Fetcher,
@@ -34,7 +35,6 @@ from .files import (
     read_inside,
 )
 from .journaled import list_changed, rules_above
-from .limits import Limits, Settings, limit_error
 from .reuse.stats import Captured, FileState, StatIndex
 from .revision import snapshot_revision
 from .walk import (

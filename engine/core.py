@@ -22,13 +22,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from . import naming
+from .base.cancel import CancelToken
+from .base.limits import Settings
 from .blocks import options_key
 from .call import Bundle, Call, CallKeywords, call_of
-from .cancel import CancelToken
 from .capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
 from .flights import Flights, Serving
 from .index import Index, Problem
-from .limits import Settings
 from .options import AnalysisOptions
 from .parallel import Workers
 from .present import SectionHit, check_size

@@ -27,8 +27,8 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .cancel import CancelToken
-from .errors import cancelled
+from .base.cancel import CancelToken
+from .base.errors import cancelled
 from .reuse.store import Vectors
 from .semantic import Backend, Locked, Passage, decode_vector, encode_vector
 

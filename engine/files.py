@@ -33,9 +33,8 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import CitelineError, printable, quoted
-from .final_paths import final_folder, final_path
-from .platform import (
+from .base.errors import CitelineError, printable, quoted
+from .base.platform import (
     GONE_ERRNOS,
     NATIVE,
     PLATFORM,
@@ -45,6 +44,7 @@ from .platform import (
     long_path,
     strip_trailing_separators,
 )
+from .final_paths import final_folder, final_path
 from .reuse.stats import Fingerprint, fingerprint
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .cancel import CancelToken
+from .base.cancel import CancelToken
+from .base.limits import Settings
 from .capture import Snapshot
-from .limits import Settings
 
 LANDED_KEPT = 8  # finished captures kept to share (one per bundle and settings)
 WAIT_STEP = 0.05  # seconds between two looks at the cancel token while waiting for a flight

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .base.errors import CitelineError, parse_error
+from .base.limits import MAX_HEADING_BYTES, Settings, limit_error
 from .blocks import Block
-from .errors import CitelineError, parse_error
 from .lexicon import Lexicon
-from .limits import MAX_HEADING_BYTES, Settings, limit_error
 from .postings import Postings, gather
 
 K1 = 1.2

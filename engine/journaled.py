@@ -11,11 +11,11 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from . import files
-from .cancel import CancelToken
+from .base.cancel import CancelToken
+from .base.limits import Settings, limit_error
+from .base.platform import GONE_ERRNOS
 from .files import Backend, _unreadable
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
-from .limits import Settings, limit_error
-from .platform import GONE_ERRNOS
 from .reuse import stats
 from .reuse.stats import FileState, fingerprint
 from .walk import UNREAD, Listing, Prefetch, Walked, _check_utf8, _read, above_signature

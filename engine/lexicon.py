@@ -26,8 +26,8 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .base.codec import I64, StringTable, first_at_least, prefix_range, sample_of
 from .blocks import Block
-from .codec import I64, StringTable, first_at_least, prefix_range, sample_of
 
 # A derived lexicon whose changes hold more words than this share of its base is made
 # afresh from the blocks instead: each look-up reads a change per word it returns.

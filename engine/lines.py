@@ -28,9 +28,9 @@ from typing import Any
 
 import re2
 
-from .cancel import CancelToken
+from .base.cancel import CancelToken
+from .base.errors import CitelineError, ParseIssue, parse_error, schema_error
 from .capture import CapturedFile, Snapshot
-from .errors import CitelineError, ParseIssue, parse_error, schema_error
 from .layout import decode
 from .requests import bool_field, check_keys, check_text, int_field
 from .terms import check_query

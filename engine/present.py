@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .limits import Limits, limit_error
+from .base.limits import Limits, limit_error
 
 if TYPE_CHECKING:
     from .index import Problem, Section

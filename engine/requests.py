@@ -6,9 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import schema_error
-from .options import AnalysisOptions
-from .relevance import (
+from .base.errors import schema_error
+from .base.relevance import (
     OPTIONS,
     RECALL,
     RECALL_LIKE,
@@ -20,9 +19,10 @@ from .relevance import (
     Stemming,
     profile_first,
 )
+from .options import AnalysisOptions
 from .terms import Tokenizer, check_query, check_text
 
-# The values of each relevance option, the default first (engine/relevance.py).
+# The values of each relevance option, the default first (engine/base/relevance.py).
 CHOICES: dict[str, tuple[str, ...]] = {o.key: o.values for o in OPTIONS}
 
 

@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cancel import CancelToken
+from .base.cancel import CancelToken
+from .base.errors import CitelineError
 from .capture import CapturedFile, Snapshot
-from .errors import CitelineError
 from .index import Index, Section
 from .present import SectionHit, hit, search_result
 from .rank import rank

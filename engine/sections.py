@@ -9,7 +9,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from .errors import ParseIssue
+from .base.errors import ParseIssue
 from .layout import Layout, layout
 from .simple import atx_headings
 

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .cancel import CancelToken
-from .errors import CitelineError
+from .base.cancel import CancelToken
+from .base.errors import CitelineError
 
 INSTALL_HINT = "pip install 'citeline[semantic]'"
 

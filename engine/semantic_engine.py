@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .cancel import CancelToken
+from .base.cancel import CancelToken
+from .base.errors import schema_error
 from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
-from .errors import schema_error
 from .rank import rank
 from .requests import Relevance
 from .reuse.store import Store, Vectors

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .errors import schema_error
+from .base.errors import schema_error
 from .lines import clip, window
 from .semantic import (
     DEFAULT_FUSION,

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import files
-from .cancel import CancelToken
-from .errors import CitelineError, quoted
+from .base.cancel import CancelToken
+from .base.errors import CitelineError, quoted
+from .base.limits import Limits, Settings, limit_error
 from .files import Backend, _unreadable
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
-from .limits import Limits, Settings, limit_error
 from .reuse import stats
 from .reuse.stats import FileState, Fingerprint, fingerprint
 

@@ -25,7 +25,7 @@ CITELINE_VOLUME_RULES forces the rules (`case`, `normalisation`, both comma-sepa
 tests, so the tests force macOS's rules this way.
 
 This is the fronts' side of the platform seam: the rules' value and the test of a folder's
-own names are engine/platform.py's (`VolumeRules`, `folds_spelling`); the fronts add the
+own names are engine/base/platform.py's (`VolumeRules`, `folds_spelling`); the fronts add the
 forcing variable and the platform's default volumes as sys.platform names them.
 """
 
@@ -39,10 +39,10 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from citeline.engine.platform import VolumeRules, folds_spelling, other_normalisation
+from citeline.engine.base.platform import VolumeRules, folds_spelling, other_normalisation
 
 if TYPE_CHECKING:
-    from citeline.engine.limits import Settings
+    from citeline.engine.base.limits import Settings
 
 FORCE = "CITELINE_VOLUME_RULES"
 

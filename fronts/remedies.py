@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from citeline.engine.errors import CitelineError, LimitHit, Unparsable
+from citeline.engine.base.errors import CitelineError, LimitHit, Unparsable
 
 
 def limit_flag(name: str) -> str:
@@ -61,7 +61,7 @@ def with_limit_advice(err: CitelineError, advice: str) -> CitelineError:
     """A resource_limit error that the editor limits would lift, with `advice` (how to get
     them: --raise-limits) added to its message: the editor value of that limit is above the
     default, the limit in force is below it, and the value reached is within it."""
-    from citeline.engine.limits import Limits
+    from citeline.engine.base.limits import Limits
 
     details = err.details or {}
     name, value, maximum = details.get("limit"), details.get("value"), details.get("max")

@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from citeline.engine import CancelToken, CitelineError
-from citeline.engine.errors import INTERNAL
+from citeline.engine.base.errors import INTERNAL
 
 from .rpc import bug_error, rpc_error
 

@@ -1,7 +1,7 @@
 """The language server's JSON-RPC edge: reading each message body, answering malformed
 ones as JSON-RPC 2.0 requires, and the ONE mapping of errors to JSON-RPC answers.
 
-- Errors (SPEC §10): the engine's table of codes (engine/errors.py ERRORS) gives each code's
+- Errors (SPEC §10): the engine's table of codes (engine/base/errors.py ERRORS) gives each code's
   JSON-RPC code — schema_validation → -32602, cancelled → -32800, everything else → -32803;
   ``data`` is the envelope's error object ``{code, message, details}``, its remedy worded for
   an editor (fronts/remedies.py). A bug is -32603, its traceback in the log only.
@@ -39,7 +39,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, 
 from pygls.protocol.language_server import lsp_method
 
 from citeline.engine import CitelineError
-from citeline.engine.errors import (
+from citeline.engine.base.errors import (
     INVALID_PARAMS,
     REQUEST_CANCELLED,
     REQUEST_FAILED,
@@ -72,7 +72,7 @@ class JsonRpcRequestFailed(JsonRpcException):
     MESSAGE = "Request failed"
 
 
-# The JSON-RPC errors of the engine's table of codes (engine/errors.py ERRORS).
+# The JSON-RPC errors of the engine's table of codes (engine/base/errors.py ERRORS).
 RPC_ERRORS: dict[int, type[JsonRpcException]] = {
     INVALID_PARAMS: JsonRpcInvalidParams,
     REQUEST_CANCELLED: JsonRpcRequestCancelled,

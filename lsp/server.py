@@ -46,8 +46,8 @@ from citeline.engine import (
     Engine,
     Problem,
 )
-from citeline.engine.errors import ParseIssue
-from citeline.engine.limits import Settings
+from citeline.engine.base.errors import ParseIssue
+from citeline.engine.base.limits import Settings
 from citeline.engine.parallel import default_workers
 from citeline.fronts import names
 

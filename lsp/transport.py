@@ -16,7 +16,7 @@ from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from citeline.engine.platform import pid_alive
+from citeline.engine.base.platform import pid_alive
 
 from .stdio import FrameReader
 

@@ -34,13 +34,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
+from citeline.engine.base.errors import internal_error, printable, reported
+from citeline.engine.base.relevance import OPTIONS
 from citeline.engine.capture import check_bundle
 from citeline.engine.contracts import schema
-from citeline.engine.errors import internal_error, printable, reported
 from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
-from citeline.engine.relevance import OPTIONS
 from citeline.fronts.escape import escaped
 from citeline.fronts.remedies import MCP, with_limit_advice, worded
 
@@ -217,7 +217,7 @@ PARAMETERS: dict[str, dict[str, str]] = {
             "(its snippet is up to 512 characters). Ask for 3-5 when the best answer is "
             "enough; total tells how many sections matched."
         ),
-        # and one entry per relevance option, from its declaration (engine/relevance.py)
+        # and one entry per relevance option, from its declaration (engine/base/relevance.py)
         **{option.key: option.agent for option in OPTIONS},
     },
     "concepts": {

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..base.codec import I32, I64, Corrupt, Reader, Writer, expect
 from ..blocks import ANALYSIS_VERSION, Block
-from ..codec import I32, I64, Corrupt, Reader, Writer, expect
 from ..index import Checked, Index
 from .stats import Marks, StatIndex
 from .store import Store

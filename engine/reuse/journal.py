@@ -220,7 +220,7 @@ def skipped(name: bytes) -> bool:
 def unsupported_reason(platform: str | None = None) -> str | None:
     """Why this platform has no journal (the platform seam's capability), or None."""
     if platform is None:
-        from ..platform import PLATFORM
+        from ..base.platform import PLATFORM
 
         return None if PLATFORM.change_journal else UNSUPPORTED
     return None if platform.startswith("linux") else UNSUPPORTED

@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from ..platform import NATIVE
+from ..base.platform import NATIVE
 
 CHECKED = hasattr(os, "geteuid")  # POSIX owners and modes
 MOST_LINKS = 40  # links followed on the way, as the kernel's own bound (ELOOP)

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..codec import I64, Reader, Writer, expect
-from ..platform import PLATFORM
+from ..base.codec import I64, Reader, Writer, expect
+from ..base.platform import PLATFORM
 
 # A file modified less than this long before it was read is read again next time: the file
 # system's timestamps are coarser than the clock (kernel ticks of 1-10 ms on Linux, 2 s on

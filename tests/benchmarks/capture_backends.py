@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 MEASURE = """
 import json, os, statistics, sys, time
 from citeline.engine.capture import capture
-from citeline.engine.limits import Limits, Settings
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine import files
 
 bundle, warm_runs = sys.argv[1], int(sys.argv[2])

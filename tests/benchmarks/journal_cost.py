@@ -48,7 +48,7 @@ from harness import median_ms, ms
 from workspace import stat_walk
 
 from citeline.engine import Engine
-from citeline.engine.limits import Limits, Settings
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.reuse.journal import IN_ATTRIB, Journal, open_journal
 
 ROOMY = Settings(limits=Limits(max_files=1_000_000, max_total_bytes=2_000_000_000))

@@ -20,8 +20,8 @@ from semantic_corpus import QUESTION, copy_bundle
 from test_cli_terminal import read_all
 
 from citeline.cli.cli import RELEVANCE, SEMANTIC_THRESHOLD
+from citeline.engine.base.relevance import profile_first
 from citeline.engine.contracts import validate
-from citeline.engine.relevance import profile_first
 from citeline.engine.semantic import DEFAULT_MODEL, DEFAULT_THRESHOLD
 
 STOPPING = "ps/Managing-Services.md:116-174"  # "Stopping, starting, suspending, and restarting"

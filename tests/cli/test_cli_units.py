@@ -954,7 +954,7 @@ def boom(_argv: list[str], _engines: object = None) -> int:
 def test_a_bug_is_one_line_or_the_envelope(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from citeline.engine.errors import internal_error
+    from citeline.engine.base.errors import internal_error
 
     monkeypatch.delenv("CITELINE_LOG", raising=False)
     monkeypatch.setattr(cli, "_main", boom)
@@ -990,12 +990,12 @@ def test_a_bug_s_traceback_only_with_debug_logging(
 def test_a_failing_bug_report_still_exits_70(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import citeline.engine.errors
+    import citeline.engine.base.errors
 
     def broken(exc: BaseException) -> dict[str, Any]:
         raise ValueError("cannot describe it")
 
-    monkeypatch.setattr(citeline.engine.errors, "internal_error", broken)
+    monkeypatch.setattr(citeline.engine.base.errors, "internal_error", broken)
     assert cli.report_bug(RuntimeError("x"), True) == 70
     assert capsys.readouterr() == ("", "")
 

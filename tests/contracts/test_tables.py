@@ -1,6 +1,6 @@
 """The engine's tables of shared facts (issue 29) agree with the contract: each relevance
-option's declaration (engine/relevance.py) with the JSON Schemas of engine/contracts, and the
-table of error codes (engine/errors.py) with SPEC §10 and the error schema."""
+option's declaration (engine/base/relevance.py) with the JSON Schemas of engine/contracts, and the
+table of error codes (engine/base/errors.py) with SPEC §10 and the error schema."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import get_args
 
 import pytest
 
+from citeline.engine.base.errors import CODES, ERRORS, INTERNAL_EXIT, Code, reported
+from citeline.engine.base.relevance import BY_KEY, KEYS, OPTIONS, RECALL, profile_first
 from citeline.engine.contracts import schema
-from citeline.engine.errors import CODES, ERRORS, INTERNAL_EXIT, Code, reported
-from citeline.engine.relevance import BY_KEY, KEYS, OPTIONS, RECALL, profile_first
 from citeline.engine.requests import Relevance, SearchRequest
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import CitelineError, Engine, build
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.build import PARALLEL_MIN_BYTES, TARGET_BYTES, Ahead
 from citeline.engine.capture import CapturedFile
-from citeline.engine.limits import Limits, Settings
 from citeline.engine.options import AnalysisOptions
 from citeline.engine.requests import Relevance
 

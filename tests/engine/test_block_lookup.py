@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import Engine
+from citeline.engine.base.codec import I32, SAMPLE, StringTable
 from citeline.engine.blocks import Block
-from citeline.engine.codec import I32, SAMPLE, StringTable
 from citeline.engine.options import AnalysisOptions
 from citeline.engine.terms import Tokenizer
 from tests.needs import corpus

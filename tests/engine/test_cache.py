@@ -151,8 +151,8 @@ def test_an_altered_block_that_still_decodes_is_refused_by_its_checksum(
     """A block whose payload was altered in a way every length and reference check accepts
     (one posting's term frequency changed) is refused by its CRC alone: used, it would
     change the scores without any other check noticing (issue 29)."""
+    from citeline.engine.base.codec import Corrupt
     from citeline.engine.blocks import Block
-    from citeline.engine.codec import Corrupt
 
     cache = tmp_path / "cache"
     expected = _filled(bundle, cache)

@@ -425,7 +425,7 @@ def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
 
 def test_finished_captures_are_kept_per_bundle_and_settings(make_bundle, monkeypatch) -> None:
     from citeline.engine import core, flights
-    from citeline.engine.limits import Settings
+    from citeline.engine.base.limits import Settings
 
     one = make_bundle({"a.md": "alpha\n"}, name="one")
     two = make_bundle({"b.md": "alpha\n"}, name="two")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from citeline.engine import CitelineError, Engine
-from citeline.engine.limits import Limits, Settings
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.reuse import journal as jmod
 from citeline.engine.reuse import stats
 from citeline.engine.reuse.journal import open_journal
@@ -398,7 +398,7 @@ def test_a_one_shot_engine_holds_no_journal(tmp_path: Path) -> None:
 def test_the_forced_windows_platform_has_no_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citeline.engine import platform
+    from citeline.engine.base import platform
 
     assert platform.detect({}).change_journal
     forced = platform.detect({"CITELINE_PLATFORM": "windows"})

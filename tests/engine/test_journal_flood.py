@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import Engine
-from citeline.engine.limits import Settings
+from citeline.engine.base.limits import Settings
 from citeline.engine.reuse import journal as jmod
 from citeline.engine.reuse.journal import Journal, open_journal
 from citeline.engine.reuse.journals import Journals, Look

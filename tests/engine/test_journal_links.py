@@ -24,7 +24,7 @@ import pytest
 from other_user import NOBODY, chown_tree, needs_root, run_as_other, shared_folder
 
 from citeline.engine import Engine
-from citeline.engine.limits import Settings
+from citeline.engine.base.limits import Settings
 from citeline.engine.reuse import journal as jmod
 from citeline.engine.reuse import stats
 

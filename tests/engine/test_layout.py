@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from citeline.engine import CitelineError, Engine, Settings
-from citeline.engine.errors import ParseIssue
+from citeline.engine.base.errors import ParseIssue
 from citeline.engine.layout import Layout, layout
 
 

@@ -83,7 +83,7 @@ def feeding_threads() -> list[threading.Thread]:
 
 
 def test_workers_start_with_the_platforms_safe_method() -> None:
-    from citeline.engine.platform import PLATFORM
+    from citeline.engine.base.platform import PLATFORM
 
     # Linux; spawn where there is no forkserver, and under the forced Windows configuration
     assert start_method() == ("spawn" if PLATFORM.forced else "forkserver")

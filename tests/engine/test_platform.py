@@ -1,4 +1,4 @@
-"""The platform seam (SPEC §16, engine/platform.py): what it decides from the platform's
+"""The platform seam (SPEC §16, engine/base/platform.py): what it decides from the platform's
 facts, with Windows' and macOS's facts emulated on this Linux machine — os attributes
 removed or replaced, ntpath for Windows paths, a fake kernel32 for process handles."""
 
@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from citeline.engine import final_paths, platform
-from citeline.engine.platform import (
+from citeline.engine import final_paths
+from citeline.engine.base import platform
+from citeline.engine.base.platform import (
     IO_REPARSE_TAG_CLOUD,
     IO_REPARSE_TAG_MOUNT_POINT,
     IO_REPARSE_TAG_SYMLINK,

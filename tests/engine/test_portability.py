@@ -1,6 +1,6 @@
 """Portability of the source itself (SPEC §16): mypy as Windows and macOS see the code
 (typeshed's per-platform stubs know every attribute a platform lacks), and no raw platform
-fact outside the seam (engine/platform.py) — no bare `os.O_NOFOLLOW`-like flag, which is an
+fact outside the seam (engine/base/platform.py) — no bare `os.O_NOFOLLOW`-like flag, which is an
 AttributeError on Windows, and no `os.kill(pid, 0)`, which is Ctrl+C there."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SEAM = Path("engine/platform.py")
+SEAM = Path("engine/base/platform.py")
 RAW = re.compile(
     r"\bos\.(?:O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK|O_CLOEXEC|O_BINARY|O_NOINHERIT)\b"
     r"|\bos\.kill\([^()]*,\s*0\s*\)"

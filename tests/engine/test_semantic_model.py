@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.engine.cancel import CancelToken
-from citeline.engine.errors import CitelineError
+from citeline.engine.base.cancel import CancelToken
+from citeline.engine.base.errors import CitelineError
 from citeline.engine.semantic import (
     CALIBRATIONS,
     DEFAULT_MODEL,

@@ -22,10 +22,10 @@ import pytest
 from semantic_corpus import copy_bundle
 
 from citeline.engine import Engine
-from citeline.engine.cancel import CancelToken
+from citeline.engine.base.cancel import CancelToken
+from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import validate
 from citeline.engine.embedding import BackgroundEmbedder, embed
-from citeline.engine.errors import CitelineError
 from citeline.engine.index import Index, Section
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance

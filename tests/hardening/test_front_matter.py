@@ -15,8 +15,8 @@ import time
 import pytest
 
 from citeline.engine import CitelineError, Engine, Settings
+from citeline.engine.base.errors import ParseIssue
 from citeline.engine.build import PARALLEL_MIN_BYTES
-from citeline.engine.errors import ParseIssue
 from citeline.engine.frontmatter import MAX_YAML_DEPTH, MAX_YAML_MERGED
 from citeline.engine.layout import Layout, layout
 from citeline.engine.sections import Structure, structure

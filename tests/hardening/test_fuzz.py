@@ -32,8 +32,8 @@ from markdown_it import MarkdownIt
 
 from citeline.engine import CODES, CitelineError, Engine, Limits, Settings
 from citeline.engine.analysis import outline_tree
+from citeline.engine.base.errors import ParseIssue
 from citeline.engine.contracts import validate
-from citeline.engine.errors import ParseIssue
 from citeline.engine.present import encode
 from citeline.engine.requests import CHOICES, Relevance
 from citeline.lsp.symbols import EMPTY_HEADING, display, document_symbols

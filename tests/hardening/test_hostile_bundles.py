@@ -31,8 +31,8 @@ from yaml_surface import file_names, front_matter, names, titled_front_matter
 
 from citeline.cli.cli import EXIT
 from citeline.engine import CODES
+from citeline.engine.base.errors import ParseIssue
 from citeline.engine.contracts import validate
-from citeline.engine.errors import ParseIssue
 from citeline.engine.frontmatter import FRONT_FIELDS
 from citeline.engine.layout import Layout, layout
 from citeline.engine.sections import Structure, structure

@@ -26,7 +26,8 @@ import pytest
 from bundles import write_bundle as write
 from other_user import NOBODY, needs_root, other_process, shared_folder
 
-from citeline.engine import CitelineError, Settings, files, final_paths, platform
+from citeline.engine import CitelineError, Settings, files, final_paths
+from citeline.engine.base import platform
 from citeline.engine.capture import capture, read_inside
 
 OUTSIDE = b"privatesecretword"

@@ -22,8 +22,8 @@ import pytest
 from bundles import write_bundle as write
 
 from citeline.engine import Engine, Settings, files, final_paths
+from citeline.engine.base.platform import IO_REPARSE_TAG_CLOUD, IO_REPARSE_TAG_MOUNT_POINT, detect
 from citeline.engine.capture import capture, read_inside
-from citeline.engine.platform import IO_REPARSE_TAG_CLOUD, IO_REPARSE_TAG_MOUNT_POINT, detect
 from citeline.engine.reuse import stats
 from citeline.engine.reuse.stats import FileState, StatIndex
 
@@ -430,7 +430,7 @@ def test_an_inode_past_128_bits_is_never_vouched_for() -> None:
 
 
 def test_a_stat_index_of_the_64_bit_layout_is_ignored() -> None:
-    from citeline.engine.codec import I64, Corrupt, Writer
+    from citeline.engine.base.codec import I64, Corrupt, Writer
 
     old = Writer().strs([]).strs([]).ints([], I64).ints((-1, -1), I64).ints((-1, -1), I64)
     with pytest.raises(Corrupt):

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import CitelineError, Engine
-from citeline.engine.cancel import CancelToken
+from citeline.engine.base.cancel import CancelToken
 from citeline.engine.contracts import validate
 from citeline.engine.layout import decode, line_index
 from citeline.engine.lines import LinesRequest, clip, window

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from citeline.engine import platform
+from citeline.engine.base import platform
 from citeline.lsp import server as srv
 from citeline.lsp import transport
 

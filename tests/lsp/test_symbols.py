@@ -15,7 +15,7 @@ from pygls.uris import from_fs_path
 
 from citeline.engine import Problem, SectionHit
 from citeline.engine.analysis import outline_tree
-from citeline.engine.errors import ParseIssue
+from citeline.engine.base.errors import ParseIssue
 from citeline.lsp.symbols import (
     EMPTY_HEADING,
     diagnostic,

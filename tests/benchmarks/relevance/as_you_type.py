@@ -45,8 +45,8 @@ from typing import Any
 from locate import bundle_path
 
 from citeline.engine import Engine
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index import Index
-from citeline.engine.limits import Limits, Settings
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
 from citeline.engine.terms import normalise, query_terms, word_re

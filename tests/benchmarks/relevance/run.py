@@ -66,9 +66,9 @@ from typing import Any
 from locate import bundle_path
 
 from citeline.engine import Engine
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index import Index
 from citeline.engine.layout import decode
-from citeline.engine.limits import Limits, Settings
 from citeline.engine.options import AnalysisOptions
 from citeline.engine.rank import idf, rank
 from citeline.engine.requests import Relevance

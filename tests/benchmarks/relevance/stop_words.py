@@ -23,7 +23,7 @@ from typing import Any
 from run import RECALL, SETS, Texts, load  # the harness's sets and helpers
 
 from citeline.engine import Engine
-from citeline.engine.limits import Limits, Settings
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.rank import Ranking, rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import MATCH_ANY, stop_bits

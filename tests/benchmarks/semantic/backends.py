@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from citeline.engine.cancel import CancelToken
+from citeline.engine.base.cancel import CancelToken
 from citeline.engine.semantic import unavailable
 from citeline.engine.semantic_backends import MAX_TOKENS
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent / "relevance"))
 import run as relevance  # noqa: E402  (the relevance harness: sets, loading, the ranker)
 
 from citeline.engine import Engine  # noqa: E402
-from citeline.engine.limits import Limits, Settings  # noqa: E402
+from citeline.engine.base.limits import Limits, Settings  # noqa: E402
 from citeline.engine.rank import rank  # noqa: E402
 from citeline.engine.requests import Relevance  # noqa: E402
 from citeline.engine.semantic import (  # noqa: E402
