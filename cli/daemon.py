@@ -13,7 +13,7 @@ Each connection has a thread of its own: its request must arrive whole within RE
 and its answer be read within WRITE_SECONDS; the calls run one at a time (a call sets the
 process's working folder, environment and standard streams), and one that would wait more
 than BUSY_SECONDS is answered in its own process. A cache folder no longer the user's only
-(checked at every call: engine/reuse/owned.py) ends it; so do ten idle minutes, a removed
+(checked at every call: engine/store/owned.py) ends it; so do ten idle minutes, a removed
 socket or cache folder, and a call from other code (it takes its socket and lock with it).
 """
 
@@ -140,7 +140,7 @@ def send(conn: socket.socket, data: bytes) -> None:
 
 def cache_refusal() -> str | None:
     """Why the calls' cache folder is not the user's only any more (None: it is, or absent)."""
-    from citeline.engine.reuse.store import default_folder, refusal
+    from citeline.engine.store.store import default_folder, refusal
 
     return refusal(default_folder())
 

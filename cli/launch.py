@@ -60,6 +60,7 @@ PACKAGES = (
     "engine/base",
     "engine/contracts",
     "engine/reuse",
+    "engine/store",
     "lsp",
     "cli",
     "mcp_server",
@@ -83,7 +84,7 @@ XUCRED_SIZE = 76  # u_int cr_version, uid_t cr_uid, short cr_ngroups, gid_t cr_g
 
 
 def cache_key() -> str:
-    """What decides the cache folder of a call (engine/reuse/store.default_folder):
+    """What decides the cache folder of a call (engine/store/store.default_folder):
     CITELINE_CACHE_DIR made absolute, else the variables platformdirs reads for it."""
     folder = os.environ.get("CITELINE_CACHE_DIR")
     if folder:
@@ -436,7 +437,7 @@ def cache_refused(key: str) -> bool:
     """Whether the call just answered here found its cache folder not the user's only: a
     warm process would refuse it too (and leave at once), so none is started. (The store
     module is loaded when the call opened a cache; nothing is imported for this.)"""
-    store = sys.modules.get("citeline.engine.reuse.store")
+    store = sys.modules.get("citeline.engine.store.store")
     if store is None or not store.refused:
         return False
     return (given_folder(key) or store.default_folder()) in store.refused

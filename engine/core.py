@@ -34,8 +34,8 @@ from .parallel import Workers
 from .present import SectionHit, check_size
 from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
-from .reuse.store import Store, default_folder
 from .search import Rerank, search_sections, symbol_hits
+from .store.store import Store, default_folder
 from .terms import query_terms
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from .base.cancel import CancelToken
 from .base.errors import cancelled
-from .reuse.store import Vectors
 from .semantic import Backend, Locked, Passage, decode_vector, encode_vector
+from .store.store import Vectors
 
 log = logging.getLogger("citeline.semantic")
 

@@ -23,7 +23,6 @@ from .base.errors import schema_error
 from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
 from .rank import rank
 from .requests import Relevance
-from .reuse.store import Store, Vectors
 from .search import Rerank, _file, _text
 from .semantic import (
     CALIBRATIONS,
@@ -36,6 +35,7 @@ from .semantic import (
     encode_vector,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
+from .store.store import Store, Vectors
 from .terms import query_terms
 
 if TYPE_CHECKING:

