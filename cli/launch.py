@@ -61,6 +61,7 @@ PACKAGES = (
     "engine/contracts",
     "engine/reuse",
     "engine/store",
+    "engine/text",
     "lsp",
     "cli",
     "mcp_server",

@@ -151,7 +151,7 @@ def tokenizer_of(result: dict[str, Any]) -> Any:
     (through the engine's Relevance, so that every option that refines tokens is honoured)."""
     options = result.get("options")
     if not options:
-        from citeline.engine.terms import CONTRACT
+        from citeline.engine.text.terms import CONTRACT
 
         return CONTRACT
     from citeline.engine.requests import Relevance
@@ -165,7 +165,7 @@ def query_words(result: dict[str, Any]) -> list[tuple[str, frozenset[str]]]:
     Under stemming or CJK bigrams the terms (and so matched_terms) are stems or pairs
     (`remot`, `comput`); a word counts as matched when one of its terms did.
     """
-    from citeline.engine.terms import normalise, word_re
+    from citeline.engine.text.terms import normalise, word_re
 
     tokenizer = tokenizer_of(result)
     seen: dict[str, tuple[str, frozenset[str]]] = {}
@@ -253,7 +253,7 @@ def _word(c: str) -> bool:
 
 
 def _cjk(c: str) -> bool:
-    from citeline.engine.terms import CJK_RE
+    from citeline.engine.text.terms import CJK_RE
 
     return CJK_RE.match(c) is not None
 

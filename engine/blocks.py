@@ -32,10 +32,10 @@ from .base.codec import (
     prefix_range,
     sample_of,
 )
-from .options import AnalysisOptions
+from .text.options import AnalysisOptions
 
 if TYPE_CHECKING:
-    from .analysis import FileAnalysis
+    from .text.analysis import FileAnalysis
 
 # Bumped whenever what a block holds for the same bytes changes (tokenizer, sections, …):
 # cached blocks of another version are never used.

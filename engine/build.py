@@ -19,7 +19,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .analysis import (
+from .base.cancel import CancelToken
+from .base.codec import Corrupt
+from .blocks import Block, Input, build
+from .capture import CapturedFile
+from .index import Index
+from .text.analysis import (
     AnalysisOptions,
     FileAnalysis,
     analyse,
@@ -27,11 +32,6 @@ from .analysis import (
     decode_structure,
     encode_structure,
 )
-from .base.cancel import CancelToken
-from .base.codec import Corrupt
-from .blocks import Block, Input, build
-from .capture import CapturedFile
-from .index import Index
 
 TARGET_BYTES = 1 << 20  # Markdown per block: an edit rebuilds about this much
 REBUILD_SHARE = 0.5  # above this share of changed files, everything is analysed afresh

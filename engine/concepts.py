@@ -10,7 +10,7 @@ from typing import Any
 
 from .index import Index
 from .requests import ConceptsRequest
-from .terms import normalise
+from .text.terms import normalise
 
 
 def search_concepts(

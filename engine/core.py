@@ -29,14 +29,14 @@ from .call import Bundle, Call, CallKeywords, call_of
 from .capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
 from .flights import Flights, Serving
 from .index import Index, Problem
-from .options import AnalysisOptions
 from .parallel import Workers
 from .present import SectionHit, check_size
 from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
 from .search import Rerank, search_sections, symbol_hits
 from .store.store import Store, default_folder
-from .terms import query_terms
+from .text.options import AnalysisOptions
+from .text.terms import query_terms
 
 if TYPE_CHECKING:
     from .build import Ahead

@@ -31,9 +31,9 @@ import re2
 from .base.cancel import CancelToken
 from .base.errors import CitelineError, ParseIssue, parse_error, schema_error
 from .capture import CapturedFile, Snapshot
-from .layout import decode
 from .requests import bool_field, check_keys, check_text, int_field
-from .terms import check_query
+from .text.layout import decode
+from .text.terms import check_query
 
 MODES = ("exact", "regex")  # searched here; "semantic" is semantic_search's (SPEC §15)
 SEMANTIC = "semantic"

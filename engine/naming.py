@@ -34,7 +34,7 @@ from typing import Any
 from .blocks import Block
 from .index import Index
 from .stems import stem_of
-from .terms import Tokenizer
+from .text.terms import Tokenizer
 
 # A block is held once more than this share of its sections (and at least _BUILD_MIN) were
 # asked for one at a time: building it costs about as much as reading that many sections

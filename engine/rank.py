@@ -24,7 +24,7 @@ from .scoring import (
     stop_bits,
 )
 from .stems import Stemmed, stemmed
-from .terms import Tokenizer
+from .text.terms import Tokenizer
 
 if TYPE_CHECKING:  # numpy is imported by the first ranking (engine/postings.py: why)
     import numpy as np

@@ -19,7 +19,7 @@ from .present import SectionHit, hit, search_result
 from .rank import rank
 from .requests import SearchRequest, SymbolsRequest
 from .snippets import snippet
-from .terms import QueryTerms, normalise, query_terms, word_re
+from .text.terms import QueryTerms, normalise, query_terms, word_re
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,7 @@ def _file(snapshot: Snapshot, path: str) -> CapturedFile:
 
 
 def _text(data: bytes) -> str:
-    from .layout import decode
+    from .text.layout import decode
 
     text = decode(data)
     assert isinstance(text, str)  # only analysed, parseable files reach here

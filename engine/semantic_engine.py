@@ -36,7 +36,7 @@ from .semantic import (
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
 from .store.store import Store, Vectors
-from .terms import query_terms
+from .text.terms import query_terms
 
 if TYPE_CHECKING:
     from .call import Call
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .core import Engine, IndexedSnapshot, Result
     from .index import Index, Section
     from .lines import LinesRequest
-    from .options import AnalysisOptions
+    from .text.options import AnalysisOptions
 
 _log = logging.getLogger(__name__)
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)

@@ -34,7 +34,7 @@ from .semantic import (
     passage,
     query_script,
 )
-from .terms import Tokenizer, check_query
+from .text.terms import Tokenizer, check_query
 
 MODE = "semantic"
 MAX_LIMIT = 1000  # §8's limit: 1–1,000

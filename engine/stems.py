@@ -26,7 +26,7 @@ from collections import OrderedDict
 
 from .index import Index, most_frequent
 from .postings import Postings, gather, merge
-from .terms import _stem
+from .text.terms import _stem
 
 # Stems' postings a view keeps (its words' joined across the blocks and summed), counted in
 # postings (8 bytes each): a stem of a common word merges tens of thousands, and

@@ -137,7 +137,7 @@ async def document_symbols(
             data = None
         if data is None:
             return []
-        from citeline.engine import analysis  # the parser: when a document is outlined
+        from citeline.engine.text import analysis  # the parser: when a document is outlined
 
         found = analysis.outline_tree(data)
         if isinstance(found, ParseIssue):

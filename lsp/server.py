@@ -320,7 +320,7 @@ class CitelineServer(LanguageServer):
         for rel, text in open_docs.items():
             if not any(p.path == rel for p in found) and not self.captured(folder, rel):
                 continue
-            from citeline.engine import analysis
+            from citeline.engine.text import analysis
 
             outline = analysis.outline_tree(text.encode("utf-8", "surrogatepass"))
             if isinstance(outline, ParseIssue):

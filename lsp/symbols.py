@@ -18,8 +18,8 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from citeline.engine import Problem, SectionHit
-from citeline.engine.layout import Layout
-from citeline.engine.sections import Heading
+from citeline.engine.text.layout import Layout
+from citeline.engine.text.sections import Heading
 
 SOURCE = "citeline"
 EMPTY_HEADING = "(empty heading)"

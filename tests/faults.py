@@ -32,7 +32,7 @@ def install(set_attr: Callable[[Any, str, Any], None] = setattr) -> None:
 
         return call
 
-    import citeline.engine.analysis as analysis
+    import citeline.engine.text.analysis as analysis
 
     for name in ("search", "concepts", "lines", "symbols"):
         set_attr(core.Engine, name, faulty(getattr(core.Engine, name)))

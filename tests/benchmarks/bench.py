@@ -95,10 +95,10 @@ import workspace
 
 import citeline.engine as citeline_engine
 from citeline.engine import Engine, Limits, Settings, Snapshot
-from citeline.engine.layout import decode
 from citeline.engine.parallel import default_workers
 from citeline.engine.reuse.stats import RACY_NS
-from citeline.engine.terms import query_terms
+from citeline.engine.text.layout import decode
+from citeline.engine.text.terms import query_terms
 
 SUFFIXES = (".md", ".markdown")
 

@@ -48,7 +48,7 @@ from citeline.engine.index import Index
 from citeline.engine.rank import _add, _denominators, idf, idf_of, rank
 from citeline.engine.scoring import AS_YOU_TYPE, MATCH_ANY, factor
 from citeline.engine.stems import stemmed
-from citeline.engine.terms import query_terms
+from citeline.engine.text.terms import query_terms
 from citeline.lsp.settings import parse_settings
 
 QUERIES = ["git commit", "docker run", "tar", "ssh-keygen", "chmod", "ffmpeg"]

@@ -16,7 +16,7 @@ from citeline.engine import Engine
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import AS_YOU_TYPE
-from citeline.engine.terms import query_terms
+from citeline.engine.text.terms import query_terms
 
 PROFILES = ("contract", "recall")
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from citeline.engine import Engine
 from citeline.engine.base.codec import I32, SAMPLE, StringTable
 from citeline.engine.blocks import Block
-from citeline.engine.options import AnalysisOptions
-from citeline.engine.terms import Tokenizer
+from citeline.engine.text.options import AnalysisOptions
+from citeline.engine.text.terms import Tokenizer
 from tests.needs import corpus
 
 

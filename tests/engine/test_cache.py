@@ -211,7 +211,8 @@ def test_a_cache_of_the_strict_fence_rule_is_not_used(
     """A cache filled by the engine before fences could end in blanks (analysis version
     2026-11-30.5) holds a parse error for a page closed by "--- "; the engine now parses
     that page, and must not take the old answer from the cache."""
-    from citeline.engine import blocks, layout, reuse
+    from citeline.engine import blocks, reuse
+    from citeline.engine.text import layout
 
     page = "---\ntitle: Pods\n--- \n# Lifecycle\npending phase\n"
     bundle = make_bundle({"pods.md": page, "other.md": "# Other\npending work\n"})
@@ -252,7 +253,7 @@ PROBE = textwrap.dedent(
     import json, os, sys
     # everything imported first: after setuid, `nobody` cannot read this Python's files
     import citeline.engine.build, citeline.engine.core, citeline.engine.lines, sqlite3, numpy
-    import citeline.engine.frontmatter, pathspec
+    import citeline.engine.text.frontmatter, pathspec
     from citeline.engine import Engine, Settings
     os.setgid({uid}); os.setuid({uid})
     engine = Engine(Settings(skip_invalid=True), cache=sys.argv[2])

@@ -6,7 +6,7 @@ import pytest
 
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.base.errors import ParseIssue
-from citeline.engine.layout import Layout, layout
+from citeline.engine.text.layout import Layout, layout
 
 
 def ok(data: bytes) -> Layout:

@@ -18,8 +18,8 @@ from citeline.engine.blocks import Block
 from citeline.engine.flights import Serving
 from citeline.engine.index import Index
 from citeline.engine.lexicon import Lexicon
-from citeline.engine.options import AnalysisOptions
-from citeline.engine.terms import Tokenizer
+from citeline.engine.text.options import AnalysisOptions
+from citeline.engine.text.terms import Tokenizer
 from tests.needs import corpus
 
 _TOTALS: dict[tuple[int, ...], tuple[list[str], dict[str, int]]] = {}

@@ -18,7 +18,7 @@ from citeline.engine import scoring as scoring_module
 from citeline.engine.naming import HeldNames, Names
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
-from citeline.engine.terms import query_terms
+from citeline.engine.text.terms import query_terms
 
 RECALL = Relevance.from_mapping({"profile": "recall"})
 QUERIES = ["docker run", "git commit", "tar", "about remote", "Get-Item", "网关 插件", "路由"]

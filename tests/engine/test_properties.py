@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import Engine
-from citeline.engine.analysis import analyse
-from citeline.engine.layout import Layout, layout
-from citeline.engine.sections import headings
 from citeline.engine.snippets import MAX_SPANS, fold, snippet
-from citeline.engine.terms import Tokenizer, query_terms
+from citeline.engine.text.analysis import analyse
+from citeline.engine.text.layout import Layout, layout
+from citeline.engine.text.sections import headings
+from citeline.engine.text.terms import Tokenizer, query_terms
 
 TOK = Tokenizer()
 FAST = settings(max_examples=150, deadline=None)

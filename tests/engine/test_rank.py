@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from citeline.engine import Engine
-from citeline.engine.analysis import analyse
+from citeline.engine.text.analysis import analyse
 
 K1, B = 1.2, 0.75
 

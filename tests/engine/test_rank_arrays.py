@@ -13,12 +13,12 @@ import pytest
 
 from citeline.engine import Engine
 from citeline.engine.index import K1, B, Index
-from citeline.engine.options import AnalysisOptions
 from citeline.engine.postings import merge
 from citeline.engine.rank import _add, rank
 from citeline.engine.scoring import MATCH_ANY, AnyScoring, factor, plan
 from citeline.engine.stems import Stemmed, stemmed
-from citeline.engine.terms import Tokenizer, query_terms
+from citeline.engine.text.options import AnalysisOptions
+from citeline.engine.text.terms import Tokenizer, query_terms
 from tests.needs import corpus
 
 QUERIES = ["get-childitem", "execution policy", "how do I list files", "remote session", "the"]

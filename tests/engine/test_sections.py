@@ -7,9 +7,9 @@ from itertools import pairwise
 import pytest
 
 from citeline.engine import Engine
-from citeline.engine.analysis import analyse
-from citeline.engine.layout import Layout, layout
-from citeline.engine.sections import cut, headings
+from citeline.engine.text.analysis import analyse
+from citeline.engine.text.layout import Layout, layout
+from citeline.engine.text.sections import cut, headings
 
 
 def lay_of(text: str | bytes) -> Layout:
@@ -193,7 +193,7 @@ def test_parsers_rule_lists_are_built_before_any_thread_parses() -> None:
     """markdown-it builds a ruler's rule lists on first use, in place; two request threads
     parsing first at once could see a half-built list and skip rules. The engine's parsers
     have them built at import, so parsing only ever reads them."""
-    from citeline.engine import sections
+    from citeline.engine.text import sections
 
     for md in (sections._BLOCK, sections._INLINE):
         for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):

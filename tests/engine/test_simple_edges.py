@@ -1,4 +1,4 @@
-"""engine/simple.py answers for the simple files it exists for (found by mutation testing,
+"""engine/text/simple.py answers for the simple files it exists for (found by mutation testing,
 docs/testing.md): empty quote and list lines and text starting with a number are plain
 paragraph text, and a heading keeps every character of its text."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from test_simple_headings import markdown_it
 
-from citeline.engine.simple import atx_headings
+from citeline.engine.text.simple import atx_headings
 
 
 def test_empty_quote_and_list_lines_are_simple() -> None:

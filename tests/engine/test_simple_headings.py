@@ -1,4 +1,4 @@
-"""The block parser's shortcut for simple files (engine/simple.py) is exact: whenever it
+"""The block parser's shortcut for simple files (engine/text/simple.py) is exact: whenever it
 answers, markdown-it-py finds the same headings (line, level, inline content); otherwise it
 declines and markdown-it is asked."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.engine.sections import _BLOCK
-from citeline.engine.simple import atx_headings
+from citeline.engine.text.sections import _BLOCK
+from citeline.engine.text.simple import atx_headings
 
 
 def markdown_it(src: str) -> list[tuple[int, int, str]]:
@@ -148,7 +148,7 @@ def test_heading_content_is_cut_as_markdown_it_cuts_it() -> None:
 )
 def test_heading_text_without_inline_syntax_is_the_content(content: str) -> None:
     """headings() takes a heading's content as its text when no inline rule can act on it."""
-    from citeline.engine.sections import _INLINE_SYNTAX, plain_text
+    from citeline.engine.text.sections import _INLINE_SYNTAX, plain_text
 
     content = content.strip(" \t\n")
     if not _INLINE_SYNTAX.search(content):
@@ -158,7 +158,7 @@ def test_heading_text_without_inline_syntax_is_the_content(content: str) -> None
 def test_every_inline_syntax_character_is_needed() -> None:
     """Each of these changes under the inline parser, so its first character must be in
     _INLINE_SYNTAX (dropping one from the class makes this fail)."""
-    from citeline.engine.sections import _INLINE_SYNTAX, plain_text
+    from citeline.engine.text.sections import _INLINE_SYNTAX, plain_text
 
     for changed in ("a &amp; b", "\\*a", "`a`", "*a*", "_a_", "[a](b)", "![a](b)", "<b>x"):
         assert plain_text(changed) != changed, changed

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from citeline.engine import Engine, snippets
 from citeline.engine.snippets import fold, match_spans, snippet
-from citeline.engine.terms import CONTRACT, Tokenizer, query_terms
+from citeline.engine.text.terms import CONTRACT, Tokenizer, query_terms
 
 TOK = Tokenizer()
 

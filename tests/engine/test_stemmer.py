@@ -12,7 +12,7 @@ import threading
 
 from snowballstemmer import english_stemmer
 
-from citeline.engine import terms
+from citeline.engine.text import terms
 from tests.needs import corpus
 
 WORD = re.compile(r"\w+")

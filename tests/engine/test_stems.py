@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from citeline.engine import Engine
 from citeline.engine.index import Index
-from citeline.engine.options import AnalysisOptions
 from citeline.engine.rank import rank
 from citeline.engine.scoring import MATCH_ANY
 from citeline.engine.stems import Stemmed, stem_of, stem_prefix, stemmed
-from citeline.engine.terms import QueryTerms, Tokenizer, query_terms
+from citeline.engine.text.options import AnalysisOptions
+from citeline.engine.text.terms import QueryTerms, Tokenizer, query_terms
 from tests.bundles import write_bundle
 from tests.needs import corpus
 

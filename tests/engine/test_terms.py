@@ -6,8 +6,9 @@ import unicodedata
 
 import pytest
 
-from citeline.engine import CitelineError, Engine, terms
-from citeline.engine.terms import (
+from citeline.engine import CitelineError, Engine
+from citeline.engine.text import terms
+from citeline.engine.text.terms import (
     MAX_QUERY_TERMS,
     MAX_TERM_CODEPOINTS,
     Tokenizer,

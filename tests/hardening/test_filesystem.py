@@ -281,7 +281,7 @@ PROBE = textwrap.dedent(
     from citeline.engine import CitelineError, Engine
     # every lazy import before dropping privileges (the parser, PyYAML, pathspec, …)
     import citeline.engine.build, citeline.engine.core, citeline.engine.lines, pathspec, numpy
-    import citeline.engine.frontmatter
+    import citeline.engine.text.frontmatter
     os.setgid({uid}); os.setuid({uid})
     try:
         Engine().search(sys.argv[1], {{"query": "alpha"}})

@@ -17,9 +17,9 @@ import pytest
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.build import PARALLEL_MIN_BYTES
-from citeline.engine.frontmatter import MAX_YAML_DEPTH, MAX_YAML_MERGED
-from citeline.engine.layout import Layout, layout
-from citeline.engine.sections import Structure, structure
+from citeline.engine.text.frontmatter import MAX_YAML_DEPTH, MAX_YAML_MERGED
+from citeline.engine.text.layout import Layout, layout
+from citeline.engine.text.sections import Structure, structure
 
 
 def front(yaml_text: str, body: str = "# H\nalpha\n") -> bytes:
@@ -208,7 +208,7 @@ def test_self_merge_loads_like_pyyaml() -> None:
 
 def test_unexpected_loader_failure_is_still_a_parse_issue(monkeypatch) -> None:
     """The net under the loader: any other exception is a parse issue on the fence line."""
-    import citeline.engine.frontmatter as lay_mod
+    import citeline.engine.text.frontmatter as lay_mod
 
     def boom(*args: object, **kwargs: object) -> object:
         raise MemoryError("simulated")
@@ -243,7 +243,7 @@ def test_bad_front_matter_parsed_in_worker_processes(make_bundle) -> None:
 
 def test_front_matter_over_a_mebibyte_is_a_parse_issue() -> None:
     """Bounded time: the pure-Python loader reads about 1 MB/s."""
-    from citeline.engine.frontmatter import MAX_FRONT_MATTER_BYTES
+    from citeline.engine.text.frontmatter import MAX_FRONT_MATTER_BYTES
 
     big = "title: " + "x" * MAX_FRONT_MATTER_BYTES
     found = issue_of(front(big))

@@ -31,11 +31,11 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from citeline.engine import CODES, CitelineError, Engine, Limits, Settings
-from citeline.engine.analysis import outline_tree
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.contracts import validate
 from citeline.engine.present import encode
 from citeline.engine.requests import CHOICES, Relevance
+from citeline.engine.text.analysis import outline_tree
 from citeline.lsp.symbols import EMPTY_HEADING, display, document_symbols
 
 TRIED: Counter[str] = Counter()
@@ -342,7 +342,7 @@ def check_spans(
 def check_search(
     files: Mapping[str, bytes], request: dict[str, Any], result: dict[str, Any]
 ) -> None:
-    from citeline.engine.terms import query_terms
+    from citeline.engine.text.terms import query_terms
 
     files = captured(files)
     assert result["snapshot_revision"] == revision_of(files)

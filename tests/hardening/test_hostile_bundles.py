@@ -33,9 +33,9 @@ from citeline.cli.cli import EXIT
 from citeline.engine import CODES
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.contracts import validate
-from citeline.engine.frontmatter import FRONT_FIELDS
-from citeline.engine.layout import Layout, layout
-from citeline.engine.sections import Structure, structure
+from citeline.engine.text.frontmatter import FRONT_FIELDS
+from citeline.engine.text.layout import Layout, layout
+from citeline.engine.text.sections import Structure, structure
 
 BOUNDED = settings(
     deadline=None,

@@ -822,8 +822,8 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
     import threading
     from types import SimpleNamespace
 
-    from citeline.engine.options import AnalysisOptions
-    from citeline.engine.terms import Tokenizer
+    from citeline.engine.text.options import AnalysisOptions
+    from citeline.engine.text.terms import Tokenizer
 
     one, two = str(tmp_path / "one"), str(tmp_path / "two")
     ls = server_with([one, two])

@@ -14,8 +14,8 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from citeline.engine import Problem, SectionHit
-from citeline.engine.analysis import outline_tree
 from citeline.engine.base.errors import ParseIssue
+from citeline.engine.text.analysis import outline_tree
 from citeline.lsp.symbols import (
     EMPTY_HEADING,
     diagnostic,

@@ -12,7 +12,7 @@ from citeline.engine import CitelineError, Engine
 from citeline.engine.contracts import validate
 from citeline.engine.present import encode
 from citeline.engine.requests import CHOICES, RECALL, Relevance, SearchRequest
-from citeline.engine.terms import Tokenizer, identifier_parts, query_terms
+from citeline.engine.text.terms import Tokenizer, identifier_parts, query_terms
 from citeline.lsp.settings import parse_settings
 from citeline.mcp_server.server import tool_list
 

@@ -25,7 +25,7 @@ from citeline.engine.scoring import (
     rescore_bounded,
     stop_terms,
 )
-from citeline.engine.terms import QueryTerms, Tokenizer, query_terms
+from citeline.engine.text.terms import QueryTerms, Tokenizer, query_terms
 
 BIGRAMS = Tokenizer(cjk="bigrams")
 

@@ -12,7 +12,7 @@ from citeline.engine import Engine
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import MATCH_ANY, query_stops, stop_bits
-from citeline.engine.terms import Tokenizer, query_terms
+from citeline.engine.text.terms import Tokenizer, query_terms
 
 RECALL = {"profile": "recall"}
 RECALL_RELEVANCE = Relevance.from_mapping(RECALL)

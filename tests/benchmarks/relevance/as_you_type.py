@@ -49,7 +49,7 @@ from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index import Index
 from citeline.engine.rank import rank
 from citeline.engine.requests import Relevance
-from citeline.engine.terms import normalise, query_terms, word_re
+from citeline.engine.text.terms import normalise, query_terms, word_re
 
 try:  # the parameters exist from issue 32 on; without them, the code as it was
     from citeline.engine.scoring import AS_YOU_TYPE, AsYouType

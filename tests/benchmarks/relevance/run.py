@@ -68,8 +68,6 @@ from locate import bundle_path
 from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index import Index
-from citeline.engine.layout import decode
-from citeline.engine.options import AnalysisOptions
 from citeline.engine.rank import idf, rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import (
@@ -80,7 +78,9 @@ from citeline.engine.scoring import (
     stop_terms,
 )
 from citeline.engine.stems import stemmed
-from citeline.engine.terms import CJK_RE, CONTRACT, Tokenizer, query_terms, word_re
+from citeline.engine.text.layout import decode
+from citeline.engine.text.options import AnalysisOptions
+from citeline.engine.text.terms import CJK_RE, CONTRACT, Tokenizer, query_terms, word_re
 
 HERE = Path(__file__).resolve().parent
 K = 10  # results asked for; MRR is MRR@10

@@ -28,7 +28,7 @@ from citeline.engine.rank import Ranking, rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import MATCH_ANY, stop_bits
 from citeline.engine.snippets import snippet
-from citeline.engine.terms import query_terms
+from citeline.engine.text.terms import query_terms
 
 K = 10
 BEFORE = replace(MATCH_ANY, stop_filter=False)

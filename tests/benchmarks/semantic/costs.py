@@ -91,7 +91,7 @@ class Cache:
 
 
 def candidates(index: Index, texts: Any, query: str, k: int) -> tuple[list[int], list[float]]:
-    from citeline.engine.terms import query_terms
+    from citeline.engine.text.terms import query_terms
 
     ranked = rank(index, query_terms(query, RECALL.tokenizer), match_any=True, limit=k)
     return [s.section for s in ranked.best], [s.score for s in ranked.best]

@@ -44,7 +44,7 @@ from citeline.engine.semantic import (  # noqa: E402
     passage_key,
     passage_text,
 )
-from citeline.engine.terms import query_terms  # noqa: E402
+from citeline.engine.text.terms import query_terms  # noqa: E402
 
 POOL = 50
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .base.errors import ParseIssue
+from ..base.errors import ParseIssue
 
 _LF = re.compile("\n")
 # A front-matter fence may end in spaces or tabs (SPEC §3, as Jekyll and Hugo read it: real

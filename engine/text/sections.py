@@ -9,7 +9,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from .base.errors import ParseIssue
+from ..base.errors import ParseIssue
 from .layout import Layout, layout
 from .simple import atx_headings
 
@@ -92,7 +92,7 @@ def headings(lay: Layout) -> list[Heading]:
 
 def find_headings(lay: Layout) -> tuple[list[Heading], bool]:
     """The headings, and whether the block parser was needed for them (False when the file
-    was simple enough for engine/simple.py, or had no body)."""
+    was simple enough for engine/text/simple.py, or had no body)."""
     if lay.body_line >= lay.line_count:
         return [], False
     source = parser_input(lay)

@@ -9,8 +9,8 @@ from collections import Counter
 from dataclasses import dataclass
 from sys import intern
 
-from .base.errors import ParseIssue
-from .base.limits import MAX_HEADING_BYTES
+from ..base.errors import ParseIssue
+from ..base.limits import MAX_HEADING_BYTES
 from .layout import Layout, decode, layout, line_index
 from .options import AnalysisOptions
 from .sections import Heading, Structure, cut, find_headings, headings
@@ -200,7 +200,7 @@ def outline_tree(data: bytes) -> tuple[Layout, list[Heading]] | ParseIssue:
 
 def encode_structure(found: Structure | ParseIssue) -> bytes:
     """A structure (or parse issue) as a blob; only the front-matter fields used are kept."""
-    from .base.codec import Writer
+    from ..base.codec import Writer
 
     w = Writer()
     if isinstance(found, ParseIssue):
@@ -216,7 +216,7 @@ def encode_structure(found: Structure | ParseIssue) -> bytes:
 
 
 def decode_structure(blob: bytes) -> Structure | ParseIssue:
-    from .base.codec import Corrupt, Reader, expect
+    from ..base.codec import Corrupt, Reader, expect
 
     if blob[3:4] == b"P":
         r = Reader(blob, b"P")

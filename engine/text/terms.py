@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from itertools import pairwise
 
-from .base.errors import CitelineError, schema_error
-from .base.limits import MAX_QUERY_CODEPOINTS, MAX_QUERY_TERMS, MAX_TERM_CODEPOINTS
-from .base.relevance import Cjk, Identifiers, Stemming
+from ..base.errors import CitelineError, schema_error
+from ..base.limits import MAX_QUERY_CODEPOINTS, MAX_QUERY_TERMS, MAX_TERM_CODEPOINTS
+from ..base.relevance import Cjk, Identifiers, Stemming
 from .unicode_tables import CJK_RANGES, bmp_part, word_class
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")

@@ -15,7 +15,7 @@ from yaml.constructor import ConstructorError
 from yaml.events import MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from .base.errors import ParseIssue
+from ..base.errors import ParseIssue
 
 # Front matter is read with PyYAML's pure-Python safe loader, bounded so that no document
 # can exhaust the stack, time or memory (SPEC §3: every failure is a parse error):
