@@ -58,6 +58,7 @@ KEPT = (
 PACKAGES = (
     "engine",
     "engine/base",
+    "engine/capture",
     "engine/contracts",
     "engine/reuse",
     "engine/store",

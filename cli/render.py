@@ -223,7 +223,7 @@ class Sources:
         return self._lines[key]
 
     def _read(self, path: str, sha256: str) -> str | None:
-        from citeline.engine.capture import read_inside
+        from citeline.engine.capture.capture import read_inside
 
         limit = self.max_bytes
         if limit is None:

@@ -14,8 +14,8 @@ _WHERE = {
     "CitelineError": "base.errors",
     "Call": "call",
     "CancelToken": "base.cancel",
-    "CapturedFile": "capture",
-    "Snapshot": "capture",
+    "CapturedFile": "capture.capture",
+    "Snapshot": "capture.capture",
     "Engine": "core",
     "SectionHit": "present",
     "Index": "index",
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .base.errors import CODES, CitelineError
     from .base.limits import Limits, Settings
     from .call import Call
-    from .capture import CapturedFile, Snapshot
+    from .capture.capture import CapturedFile, Snapshot
     from .core import Engine
     from .index import Index, Problem
     from .present import SectionHit

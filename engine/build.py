@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from .base.cancel import CancelToken
 from .base.codec import Corrupt
 from .blocks import Block, Input, build
-from .capture import CapturedFile
+from .capture.capture import CapturedFile
 from .index import Index
 from .text.analysis import (
     AnalysisOptions,

@@ -2,7 +2,7 @@
 
 A `Call` names the bundle and the settings, and holds the per-call values every stage may
 need — the cancel token, the progress callback, the editor's unsaved text, and the moment
-the request arrived (`fresh_after`, which lets it share a capture: engine/flights.py).
+the request arrived (`fresh_after`, which lets it share a capture: engine/capture/flights.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TypedDict
 
 from .base.cancel import CancelToken
 from .base.limits import Settings
-from .capture import Progress
+from .capture.capture import Progress
 
 Bundle = str | os.PathLike[str]
 

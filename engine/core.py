@@ -26,8 +26,8 @@ from .base.cancel import CancelToken
 from .base.limits import Settings
 from .blocks import options_key
 from .call import Bundle, Call, CallKeywords, call_of
-from .capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
-from .flights import Flights, Serving
+from .capture.capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
+from .capture.flights import Flights, Serving
 from .index import Index, Problem
 from .parallel import Workers
 from .present import SectionHit, check_size
@@ -67,7 +67,7 @@ class Engine:
     (CITELINE_CACHE_DIR or the user cache folder), or None/False for none. `reread`: read
     every file on every request (no reuse by stat). `workers`: processes for big cold
     builds (parallel.default_workers()). `journal`: watch each bundle's folders (Linux
-    inotify, reuse/journal.py) so that a warm request stats only what changed: for the
+    inotify, capture/journal.py) so that a warm request stats only what changed: for the
     long-lived fronts, never a one-shot call. `embed_in_background`: after a semantic or
     hybrid answer, embed every section of its snapshot in a background thread (SPEC §15:
     the long-lived fronts; close() stops it). `prepare_in_background`: after an answer,
@@ -96,7 +96,7 @@ class Engine:
         self.workers = Workers(workers)
         self.reuse = Reuse(Store(None), hold_bytes)
         if journal:  # (a long-lived front: watching costs more than one walk saves)
-            from .reuse.journals import Journals
+            from .capture.journals import Journals
 
             self.reuse.journals = Journals()
         self.use_cache(cache, cache_bytes)
@@ -312,7 +312,7 @@ class Engine:
     ) -> Index:
         """Capture and index the bundle (a warm-up); the limits are checked. A warm-up that
         gives `fresh_after` leaves its capture to requests that arrived before it started
-        (engine/flights.py). Unsaved text is not indexed."""
+        (engine/capture/flights.py). Unsaved text is not indexed."""
         call = replace(call_of(call, self.settings, keywords), overlay=None)
         return self._on_index(call, options, lambda p: p.index)
 
@@ -326,7 +326,7 @@ class Engine:
         **keywords: Unpack[CallKeywords],
     ) -> Snapshot:
         """A fresh snapshot of the bundle (`on_read`: see capture.capture), or one that a
-        capture started since the call's `fresh_after` took (engine/flights.py); never a
+        capture started since the call's `fresh_after` took (engine/capture/flights.py); never a
         shared one for unsaved text."""
         call = call_of(call, self.settings, keywords)
         key = bundle_key(call.bundle)

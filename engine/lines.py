@@ -30,7 +30,7 @@ import re2
 
 from .base.cancel import CancelToken
 from .base.errors import CitelineError, ParseIssue, parse_error, schema_error
-from .capture import CapturedFile, Snapshot
+from .capture.capture import CapturedFile, Snapshot
 from .requests import bool_field, check_keys, check_text, int_field
 from .text.layout import decode
 from .text.terms import check_query

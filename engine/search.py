@@ -13,7 +13,7 @@ from typing import Any
 
 from .base.cancel import CancelToken
 from .base.errors import CitelineError
-from .capture import CapturedFile, Snapshot
+from .capture.capture import CapturedFile, Snapshot
 from .index import Index, Section
 from .present import SectionHit, hit, search_result
 from .rank import rank

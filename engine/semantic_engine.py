@@ -40,7 +40,7 @@ from .text.terms import query_terms
 
 if TYPE_CHECKING:
     from .call import Call
-    from .capture import Snapshot
+    from .capture.capture import Snapshot
     from .core import Engine, IndexedSnapshot, Result
     from .index import Index, Section
     from .lines import LinesRequest

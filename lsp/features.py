@@ -20,7 +20,7 @@ from pygls.exceptions import JsonRpcException
 
 from citeline.engine import Call, CancelToken, CitelineError, Problem, Relevance, SectionHit
 from citeline.engine.base.errors import ParseIssue
-from citeline.engine.capture import read_inside
+from citeline.engine.capture.capture import read_inside
 from citeline.engine.operations import OPERATIONS
 
 from . import symbols as conv

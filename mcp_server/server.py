@@ -36,7 +36,7 @@ from mcp.shared.exceptions import MCPError
 from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.engine.base.errors import internal_error, printable, reported
 from citeline.engine.base.relevance import OPTIONS
-from citeline.engine.capture import check_bundle
+from citeline.engine.capture.capture import check_bundle
 from citeline.engine.contracts import schema
 from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.engine.parallel import default_workers

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from citeline.engine import files
+from citeline.engine.capture import files
 
 
 def backend() -> files.Backend:

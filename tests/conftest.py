@@ -84,7 +84,7 @@ def make_bundle(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The bundle-relative paths of the files capture reads from now on, in order."""
-    from citeline.engine import files
+    from citeline.engine.capture import files
 
     reads: list[str] = []
     backend = files.BACKEND

@@ -88,7 +88,7 @@ class Platform(NamedTuple):
     @property
     def change_journal(self) -> bool:
         """Whether a synchronous change journal can stand in for the stat walk (engine/
-        reuse/journal.py): Linux's inotify queues an event before the change returns.
+        capture/journal.py): Linux's inotify queues an event before the change returns.
         macOS FSEvents and Windows' change notifications arrive later, with no point at
         which everything before now is known; the forced Windows configuration has none."""
         return self.system == "linux" and not self.forced

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 
 from ..base.codec import I32, I64, Corrupt, Reader, Writer, expect
 from ..blocks import ANALYSIS_VERSION, Block
+from ..capture.stats import Marks, StatIndex
 from ..index import Checked, Index
 from ..store.store import Store
-from .stats import Marks, StatIndex
 
 if TYPE_CHECKING:
-    from .journals import Journals
+    from ..capture.journals import Journals
 
 log = logging.getLogger("citeline.reuse")
 

@@ -33,9 +33,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 MEASURE = """
 import json, os, statistics, sys, time
-from citeline.engine.capture import capture
+from citeline.engine.capture.capture import capture
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine import files
+from citeline.engine.capture import files
 
 bundle, warm_runs = sys.argv[1], int(sys.argv[2])
 big = 1 << 40

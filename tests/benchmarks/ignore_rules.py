@@ -10,7 +10,8 @@ long-lived server pays per request) is timed with `top` a plain folder and with 
 repository whose root .gitignore is this project's own (so every folder and file of the
 bundle is matched against it). Also timed: matching every path of the bundle against that
 .gitignore with pathspec's GitIgnoreSpec (the matcher capture used before) and with
-engine/ignore.py's Rules (the one it uses now), and finding the rules above the bundle alone.
+engine/capture/ignore.py's Rules (the one it uses now), and finding the rules above the bundle
+alone.
 Prints ONE JSON object (medians in milliseconds, and their ratios).
 """
 
@@ -28,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from citeline.engine import Engine, Limits, Settings
-from citeline.engine.capture import capture
-from citeline.engine.ignore import compile_rules, repository_rules
+from citeline.engine.capture.capture import capture
+from citeline.engine.capture.ignore import compile_rules, repository_rules
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""What the change journal costs (engine/reuse/journal.py, issue 32), and the binding's share.
+"""What the change journal costs (engine/capture/journal.py, issue 32), and the binding's share.
 
 Run by hand; JSON on stdout::
 
@@ -49,7 +49,7 @@ from workspace import stat_walk
 
 from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine.reuse.journal import IN_ATTRIB, Journal, open_journal
+from citeline.engine.capture.journal import IN_ATTRIB, Journal, open_journal
 
 ROOMY = Settings(limits=Limits(max_files=1_000_000, max_total_bytes=2_000_000_000))
 
@@ -174,7 +174,7 @@ def timed_captures(engine: Engine, root: Path, runs: int, before: Any = None) ->
     """The median time of `runs` captures, `before()` run (untimed) ahead of each, then a
     wait past the racy window (a file read within it of its change is read again by every
     capture until one is not: an edit's request comes later than that)."""
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     took = []
     for _ in range(runs):
@@ -190,7 +190,7 @@ def timed_captures(engine: Engine, root: Path, runs: int, before: Any = None) ->
 def link_cost(root: Path, runs: int) -> dict[str, Any]:
     """What a capture costs through the journal, and after a name that may hide a link;
     each case with an engine of its own, warmed (two captures, the racy window waited)."""
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     target = next(p for p in sorted(root.rglob("*.md")))
     text = target.read_bytes()
@@ -245,7 +245,7 @@ def ignored_watches(root: Path, folders: int) -> dict[str, Any]:
 def flood_cost(root: Path, flooders: int, seconds: float) -> dict[str, Any]:
     """Captures timed during a flood of events in one folder of the bundle."""
     folder = next(p for p in sorted(root.rglob("*")) if p.is_dir())
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     engine = Engine(ROOMY, journal=True, cache=False)
     engine.capture(str(root))

@@ -111,7 +111,8 @@ SEARCH_LIMIT = 20  # VS Code's citeline.search.limit default
 
 
 def is_markdown(name: str) -> bool:
-    """SPEC §2: .md or .markdown, ASCII case-insensitively (as engine/capture.py decides)."""
+    """SPEC §2: .md or .markdown, ASCII case-insensitively (as engine/capture/capture.py
+    decides)."""
     short, long = name[-3:], name[-9:]
     return (short.isascii() and short.lower() == ".md") or (
         long.isascii() and long.lower() == ".markdown"

@@ -23,7 +23,7 @@ import waiting
 from bundles import write_bundle
 from inprocess import _call
 
-import citeline.engine.capture as cap
+import citeline.engine.capture.capture as cap
 from citeline.cli import render
 from citeline.engine import Engine
 

@@ -14,7 +14,7 @@ import pytest
 from citeline.engine import CitelineError, Engine, build
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.build import PARALLEL_MIN_BYTES, TARGET_BYTES, Ahead
-from citeline.engine.capture import CapturedFile
+from citeline.engine.capture.capture import CapturedFile
 from citeline.engine.requests import Relevance
 from citeline.engine.text.options import AnalysisOptions
 

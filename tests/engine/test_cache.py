@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import Engine, Settings
+from citeline.engine.capture import stats
 from citeline.engine.present import encode
-from citeline.engine.reuse import stats
 from citeline.engine.store.store import FILE_NAME, Store
 
 QUERIES = ({"query": "alpha"}, {"query": "beta gamma", "profile": "recall"}, {"query": "delta"})

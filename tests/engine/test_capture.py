@@ -11,7 +11,7 @@ import pytest
 from needs import tool
 
 from citeline.engine import CitelineError, Engine, Settings
-from citeline.engine.capture import capture
+from citeline.engine.capture.capture import capture
 
 
 def captured(bundle, **kw) -> list[str]:

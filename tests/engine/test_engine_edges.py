@@ -14,9 +14,10 @@ from typing import Any
 import backends
 import pytest
 
-import citeline.engine.capture as cap
-from citeline.engine import CitelineError, Engine, Limits, Settings, files
-from citeline.engine.capture import capture
+import citeline.engine.capture.capture as cap
+from citeline.engine import CitelineError, Engine, Limits, Settings
+from citeline.engine.capture import files
+from citeline.engine.capture.capture import capture
 from citeline.engine.index import MAX_EXPANSIONS
 from citeline.fronts.remedies import COMMAND_LINE, EDITOR, worded
 
@@ -329,7 +330,7 @@ def aged(monkeypatch: pytest.MonkeyPatch, make_bundle: Callable[..., Path]) -> P
     """NESTED, old enough for its stat fingerprints to be trusted (a short racy window)."""
     import time
 
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
     root = make_bundle(NESTED)
@@ -411,7 +412,7 @@ def test_a_late_read_opens_a_bundle_whose_name_ends_oddly(
     """The bundle's own name, trailing space or letter included, is where files are read."""
     import time
 
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
     root = make_bundle(NESTED, name=name)

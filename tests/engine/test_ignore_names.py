@@ -22,8 +22,8 @@ from inprocess import run_cli
 from needs import tool
 
 from citeline.engine import Settings
-from citeline.engine.capture import capture
-from citeline.engine.ignore import Ignores, compile_rules, name_fold
+from citeline.engine.capture.capture import capture
+from citeline.engine.capture.ignore import Ignores, compile_rules, name_fold
 
 NFD = unicodedata.normalize("NFD", "Résumé")
 NFC = unicodedata.normalize("NFC", "Résumé")

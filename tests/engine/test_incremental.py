@@ -25,7 +25,7 @@ def short_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """Files the tests make or age have a ctime of now: with the real 2 s racy window no read
     of them could be trusted within a test, so the window is 50 ms here (settle() waits it
     out). The tests of the window itself set their own."""
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
 
@@ -181,7 +181,7 @@ def test_random_edit_sequences_match_reading_everything(
 ) -> None:
     """Also on a file system whose timestamps tick every 20 ms (simulated): then a write
     right after a capture keeps size, times and inode, and only the racy rule sees it."""
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     monkeypatch.setattr(stats, "COARSE_NS", coarse)  # the racy window (50 ms) is above it
     rng = random.Random(seed)
@@ -211,7 +211,7 @@ def test_random_edit_sequences_match_reading_everything(
 
 @pytest.mark.parametrize("coarse", [0, 20_000_000], ids=["fs-times", "coarse-20ms"])
 def test_unchanged_files_are_not_read_again(make_bundle, file_reads, monkeypatch, coarse) -> None:
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     monkeypatch.setattr(stats, "COARSE_NS", coarse)  # fingerprints of whole 20 ms ticks
     bundle = make_bundle({"a.md": "# A\nalpha\n", "sub/b.md": "beta\n", "c.md": "gamma\n"})
@@ -234,7 +234,7 @@ def test_a_racy_read_is_read_again_even_with_the_same_stat(
 ) -> None:
     """git's racily-clean rule: bytes read less than RACY_NS after the file's last change may
     belong to a write in the same timestamp tick, so no stat can vouch for them."""
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     bundle = make_bundle({"fresh.md": "# Fresh\nalpha\n", "old.md": "# Old\nalpha\n"})
     age(Path(bundle) / "old.md")  # its ctime is now: wait out a short racy window
@@ -306,7 +306,7 @@ def test_a_file_changed_after_capture_is_never_cited_with_old_bytes(
     """A reused file's bytes, needed for a snippet, are read again and checked against the
     recorded SHA-256; when they differ (the file changed during the request) the request
     captures again, so the hit cites the bytes its records name."""
-    from citeline.engine import capture as cap
+    from citeline.engine.capture import capture as cap
 
     bundle = make_bundle({"a.md": "# A\nalpha one\n", "b.md": "# B\nbeta\n"})
     for f in Path(bundle).rglob("*.md"):
@@ -424,8 +424,9 @@ def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
 
 
 def test_finished_captures_are_kept_per_bundle_and_settings(make_bundle, monkeypatch) -> None:
-    from citeline.engine import core, flights
+    from citeline.engine import core
     from citeline.engine.base.limits import Settings
+    from citeline.engine.capture import flights
 
     one = make_bundle({"a.md": "alpha\n"}, name="one")
     two = make_bundle({"b.md": "alpha\n"}, name="two")
@@ -468,7 +469,7 @@ def test_a_shared_capture_reads_the_bytes_again_when_none_are_held(make_bundle) 
 def test_fingerprints_of_one_device_share_its_number(tmp_path: Path) -> None:
     """The stat index keeps a fingerprint per file: one int object for the device, not one
     per stat (1.2 MiB at 38k files)."""
-    from citeline.engine.reuse.stats import fingerprint
+    from citeline.engine.capture.stats import fingerprint
 
     (tmp_path / "a.md").write_text("a")
     (tmp_path / "b.md").write_text("b")

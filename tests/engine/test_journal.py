@@ -1,4 +1,4 @@
-"""The change journal (engine/reuse/journal.py): real inotify on this machine, every case it
+"""The change journal (engine/capture/journal.py): real inotify on this machine, every case it
 must name a file in, and every case where it must say it cannot vouch (issue 32)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from citeline.engine.reuse import journal as jmod
-from citeline.engine.reuse.journal import Drained, Journal, open_journal
+from citeline.engine.capture import journal as jmod
+from citeline.engine.capture.journal import Drained, Journal, open_journal
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd") or not hasattr(os, "O_NOFOLLOW"),

@@ -24,10 +24,10 @@ import pytest
 
 from citeline.engine import CitelineError, Engine
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine.reuse import journal as jmod
-from citeline.engine.reuse import stats
-from citeline.engine.reuse.journal import open_journal
-from citeline.engine.reuse.journals import Journals, Look
+from citeline.engine.capture import journal as jmod
+from citeline.engine.capture import stats
+from citeline.engine.capture.journal import open_journal
+from citeline.engine.capture.journals import Journals, Look
 
 pytestmark = pytest.mark.skipif(
     jmod.unsupported_reason() is not None, reason="no synchronous journal on this platform"

@@ -18,10 +18,10 @@ import pytest
 
 from citeline.engine import Engine
 from citeline.engine.base.limits import Settings
-from citeline.engine.reuse import journal as jmod
-from citeline.engine.reuse import stats
-from citeline.engine.reuse.journal import Journal, open_journal
-from citeline.engine.reuse.journals import Journals, Look
+from citeline.engine.capture import journal as jmod
+from citeline.engine.capture import stats
+from citeline.engine.capture.journal import Journal, open_journal
+from citeline.engine.capture.journals import Journals, Look
 
 pytestmark = pytest.mark.skipif(
     jmod.unsupported_reason() is not None, reason="no synchronous journal on this platform"

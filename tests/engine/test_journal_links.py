@@ -25,8 +25,8 @@ from other_user import NOBODY, chown_tree, needs_root, run_as_other, shared_fold
 
 from citeline.engine import Engine
 from citeline.engine.base.limits import Settings
-from citeline.engine.reuse import journal as jmod
-from citeline.engine.reuse import stats
+from citeline.engine.capture import journal as jmod
+from citeline.engine.capture import stats
 
 pytestmark = pytest.mark.skipif(
     jmod.unsupported_reason() is not None, reason="no synchronous journal on this platform"

@@ -15,7 +15,7 @@ import pytest
 from citeline.engine import Engine, Settings
 from citeline.engine import index as index_module
 from citeline.engine.blocks import Block
-from citeline.engine.flights import Serving
+from citeline.engine.capture.flights import Serving
 from citeline.engine.index import Index
 from citeline.engine.lexicon import Lexicon
 from citeline.engine.text.options import AnalysisOptions

@@ -91,7 +91,7 @@ def test_unreadable_file_is_reported_after_path_limits(make_bundle, monkeypatch)
     """Files are read during the walk, but a read error waits for its turn (SPEC §2 order)."""
     import errno
 
-    from citeline.engine import files
+    from citeline.engine.capture import files
 
     def denied(folder, name, rel, max_bytes):
         raise files._unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))

@@ -246,7 +246,7 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     block's names under each tokenisation a ranking read them under, the words as typed
     before their stems; until then rankings read the pending blocks section by section
     rather than build them; and rankings are the same before, during and after."""
-    from citeline.engine.flights import Serving
+    from citeline.engine.capture.flights import Serving
 
     monkeypatch.setattr(naming, "_BUILD_MIN", 0)  # a ranking would build at once...
     monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9)

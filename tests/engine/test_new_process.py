@@ -48,7 +48,7 @@ class Reads:
 
 def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
     """Counts the files capture reads, apart for the cache-less engine and the others."""
-    import citeline.engine.walk as walk
+    import citeline.engine.capture.walk as walk
 
     reads = Reads()
     real = walk._read
@@ -80,7 +80,7 @@ def outcome(engine: Engine, bundle: Path, limits: Limits, advice: str = "cli") -
 def test_limits_from_the_stat_index_answer_as_a_full_read(
     tmp_path: Path, name: str, advice: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     # A read is trusted when the file's ctime is older than the racy window: 50 ms here
     # (waited out below) instead of 2 s, as in test_incremental.py.
@@ -116,7 +116,7 @@ def test_limits_from_the_stat_index_answer_as_a_full_read(
 def test_a_new_process_answers_as_a_full_read_reading_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
     files = {
@@ -159,7 +159,7 @@ def test_files_added_since_the_stat_index_are_measured(
     """The stat index's maxima cover the files it held when it was made: a file added since
     is measured (by the same engine and by a new process), and the maxima written after it
     was seen cover it too, so a lower limit set later still finds it."""
-    from citeline.engine.reuse import stats
+    from citeline.engine.capture import stats
 
     monkeypatch.setattr(stats, "RACY_NS", 50_000_000)
     bundle = write_bundle(tmp_path / "docs", FILES)

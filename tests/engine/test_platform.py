@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from citeline.engine import final_paths
 from citeline.engine.base import platform
 from citeline.engine.base.platform import (
     IO_REPARSE_TAG_CLOUD,
@@ -31,6 +30,7 @@ from citeline.engine.base.platform import (
     long_path,
     strip_trailing_separators,
 )
+from citeline.engine.capture import final_paths
 
 IO_REPARSE_TAG_LX_SYMLINK = 0xA000001D  # a WSL symbolic link: a name surrogate too
 IO_REPARSE_TAG_DEDUP = 0x80000013  # a deduplicated file: data, not another path
@@ -110,7 +110,8 @@ PRELUDE = textwrap.dedent(
     os.kill = kill
     import multiprocessing
     multiprocessing.get_all_start_methods = lambda: ["spawn"]
-    from citeline.engine import Engine, files, parallel
+    from citeline.engine import Engine, parallel
+    from citeline.engine.capture import files
     from citeline.engine.store.store import Store
     print(files.BACKEND.name, parallel.start_method())
     res = Engine(cache=sys.argv[2]).search(sys.argv[1], {"query": "alpha"})
@@ -372,7 +373,8 @@ def test_peer_credentials_here() -> None:
     assert platform.peer_credentials() == "SO_PEERCRED"
 
 
-# -- an open file's final path (the path backend's proof, engine/files.py) ------------------
+# -- an open file's final path (the path backend's proof, engine/capture/files.py)
+# ------------------
 
 
 def test_an_open_file_tells_the_path_it_has_now(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ from inprocess import run_cli
 from needs import tool
 
 from citeline.engine import Engine, Settings
-from citeline.engine.capture import capture
-from citeline.engine.ignore import DIR_MARK, compile_rules, repository_rules
-from citeline.engine.reuse import stats
+from citeline.engine.capture import stats
+from citeline.engine.capture.capture import capture
+from citeline.engine.capture.ignore import DIR_MARK, compile_rules, repository_rules
 
 
 @pytest.fixture(autouse=True)
@@ -479,7 +479,7 @@ def test_two_command_line_calls_sharing_a_cache_see_an_edit_between_them(
 
 
 def test_pathspec_still_marks_a_match_through_a_folder() -> None:
-    """own_patterns relies on the form of pathspec's regexes (engine/ignore.py)."""
+    """own_patterns relies on the form of pathspec's regexes (engine/capture/ignore.py)."""
     from pathspec import GitIgnoreSpec
 
     (pattern,) = GitIgnoreSpec.from_lines(["docs/"]).patterns

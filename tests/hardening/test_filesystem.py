@@ -29,7 +29,7 @@ import waiting
 from bundles import section_text
 from bundles import write_bundle as write
 
-import citeline.engine.capture as cap
+import citeline.engine.capture.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings, Snapshot
 from citeline.engine.contracts import validate
 
@@ -430,7 +430,7 @@ def test_file_growing_past_max_file_bytes_is_resource_limit(
 
 def test_a_read_stops_one_byte_past_max_file_bytes(tmp_path: Path) -> None:
     """... while the read itself never takes more than one byte past the limit."""
-    from citeline.engine.capture import read_file
+    from citeline.engine.capture.capture import read_file
 
     (tmp_path / "big.md").write_bytes(b"alpha " * 1000)
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
@@ -453,7 +453,7 @@ def test_a_file_growing_after_its_stat_is_read_to_its_end(
 ) -> None:
     """The read asks for the size the file had at fstat (plus one byte); a file that grew
     after it is read on to its real end, or to one byte past max_file_bytes."""
-    from citeline.engine.capture import read_file
+    from citeline.engine.capture.capture import read_file
 
     target = tmp_path / "grows.md"
     target.write_bytes(b"# Grown\n")

@@ -26,9 +26,10 @@ import pytest
 from bundles import write_bundle as write
 from other_user import NOBODY, needs_root, other_process, shared_folder
 
-from citeline.engine import CitelineError, Settings, files, final_paths
+from citeline.engine import CitelineError, Settings
 from citeline.engine.base import platform
-from citeline.engine.capture import capture, read_inside
+from citeline.engine.capture import files, final_paths
+from citeline.engine.capture.capture import capture, read_inside
 
 OUTSIDE = b"privatesecretword"
 FORCED = platform.detect({"CITELINE_PLATFORM": "windows"})

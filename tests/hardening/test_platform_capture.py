@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 from bundles import write_bundle as write
 
-from citeline.engine import Engine, Settings, files, final_paths
+from citeline.engine import Engine, Settings
 from citeline.engine.base.platform import IO_REPARSE_TAG_CLOUD, IO_REPARSE_TAG_MOUNT_POINT, detect
-from citeline.engine.capture import capture, read_inside
-from citeline.engine.reuse import stats
-from citeline.engine.reuse.stats import FileState, StatIndex
+from citeline.engine.capture import files, final_paths, stats
+from citeline.engine.capture.capture import capture, read_inside
+from citeline.engine.capture.stats import FileState, StatIndex
 
 OUTSIDE = "outsidesecret"
 FORCED = detect({"CITELINE_PLATFORM": "windows"})
@@ -258,14 +258,14 @@ def test_a_folder_swapped_before_the_reads_after_the_walk(
     bare = replace(late, data=None)
     with files.Fetcher(disk) as fetch, pytest.raises(files.Changed):
         fetch(bare)
-    from citeline.engine import walk
+    from citeline.engine.capture import walk
 
     real = walk.list_markdown
 
     def no_prefetch(*args: Any) -> Any:
         return real(*args[:3], None, *args[4:])  # every file read in path order
 
-    import citeline.engine.capture as cap
+    import citeline.engine.capture.capture as cap
 
     monkeypatch.setattr(cap, "list_markdown", no_prefetch)
     snap = capture(bundle, Settings())

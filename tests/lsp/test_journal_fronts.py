@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from citeline.cli import cli, daemon
-from citeline.engine.reuse import journal as jmod
+from citeline.engine.capture import journal as jmod
 from citeline.lsp.server import CitelineServer
 from citeline.mcp_server.server import CitelineMCP
 

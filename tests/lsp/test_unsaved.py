@@ -12,8 +12,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from citeline.engine import Engine
+from citeline.engine.capture.revision import snapshot_revision
 from citeline.engine.contracts import validate
-from citeline.engine.revision import snapshot_revision
 from citeline.lsp.settings import editor_defaults
 
 DISK = "# Notes\n\nwritten and saved\n"

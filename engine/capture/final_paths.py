@@ -16,7 +16,7 @@ import sys
 from functools import cache
 from typing import Any
 
-from .base.platform import NATIVE, PROC_FDS, is_sharing_violation
+from ..base.platform import NATIVE, PROC_FDS, is_sharing_violation
 
 
 def final_path(fd: int) -> str | None:

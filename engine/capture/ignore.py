@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .base.platform import is_link
+from ..base.platform import is_link
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec, PathSpec

@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .base.errors import CitelineError, printable, quoted
-from .base.platform import (
+from ..base.errors import CitelineError, printable, quoted
+from ..base.platform import (
     GONE_ERRNOS,
     NATIVE,
     PLATFORM,
@@ -45,7 +45,7 @@ from .base.platform import (
     strip_trailing_separators,
 )
 from .final_paths import final_folder, final_path
-from .reuse.stats import Fingerprint, fingerprint
+from .stats import Fingerprint, fingerprint
 
 if TYPE_CHECKING:
     from .capture import CapturedFile, Snapshot

@@ -18,9 +18,9 @@ after each read of at most READ_BYTES). Past either it stops reading and does no
 it began, so nothing is lost. Someone who keeps making events in a watched folder can make
 requests walk, never wait for the end of their flood.
 
-Which folders are watched: those the walk enters (reuse/watched.py) — no dot names, no
+Which folders are watched: those the walk enters (capture/watched.py) — no dot names, no
 links, none that git's ignore rules exclude under the settings the journal was made for
-(each set of settings that decides membership has its own journal, reuse/journals.py).
+(each set of settings that decides membership has its own journal, capture/journals.py).
 An ignore file's change anywhere in the bundle makes the drain set every watch again (a
 folder no longer ignored is watched, then walked); the rules above the bundle are read
 again on every drain and compared.
@@ -79,7 +79,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..ignore import Ignores
+from .ignore import Ignores
 from .watched import DIR_FLAGS, FolderRules, Seen, open_folder
 
 # inotify(7) masks (the kernel's ABI, the same on every architecture).
@@ -139,7 +139,7 @@ NETWORK_FS = {
     0x6A656A63: "virtiofs",  # FUSE-based, but reported as its own magic on some kernels
 }
 
-# Names whose change alters what the capture takes (engine/ignore.py): the rules, and the
+# Names whose change alters what the capture takes (engine/capture/ignore.py): the rules, and the
 # entry that makes a folder a repository's root.
 RULE_NAMES = frozenset({b".gitignore", b".git"})
 MARKDOWN_SUFFIXES = (b".md", b".markdown")

@@ -15,14 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import files
-from .base.cancel import CancelToken
-from .base.errors import CitelineError, quoted
-from .base.limits import Limits, Settings, limit_error
+from ..base.cancel import CancelToken
+from ..base.errors import CitelineError, quoted
+from ..base.limits import Limits, Settings, limit_error
+from . import files, stats
 from .files import Backend, _unreadable
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
-from .reuse import stats
-from .reuse.stats import FileState, Fingerprint, fingerprint
+from .stats import FileState, Fingerprint, fingerprint
 
 OnRead = Callable[[str, str, bytes], None]  # (path, sha256, bytes) of a file just read
 

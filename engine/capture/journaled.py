@@ -1,7 +1,7 @@
 """The walk's answer without the walk (SPEC §2 "Reuse without reading again"): from the
 stat index and a change journal's drain, every file as the last walk found it, except the
 few that may have changed, each stat'ed again through descriptors and read if it differs
-(engine/reuse/journal.py says which; capture.py decides when this stands in for the walk).
+(engine/capture/journal.py says which; capture.py decides when this stands in for the walk).
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ import os
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from . import files
-from .base.cancel import CancelToken
-from .base.limits import Settings, limit_error
-from .base.platform import GONE_ERRNOS
+from ..base.cancel import CancelToken
+from ..base.limits import Settings, limit_error
+from ..base.platform import GONE_ERRNOS
+from . import files, stats
 from .files import Backend, _unreadable
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
-from .reuse import stats
-from .reuse.stats import FileState, fingerprint
+from .stats import FileState, fingerprint
 from .walk import UNREAD, Listing, Prefetch, Walked, _check_utf8, _read, above_signature
 
 

@@ -1,4 +1,4 @@
-"""What a change journal (reuse/journal.py) watches, and what its events may hide.
+"""What a change journal (capture/journal.py) watches, and what its events may hide.
 
 - **Which folders.** Those the walk enters (walk.py): no dot names, no links, none that
   git's ignore rules exclude under the request's settings — the rules above the bundle
@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
 
 # What one drain saw of a name (History's bits), in the order the events came.
 MADE = 1  # created or moved in (IN_CREATE, IN_MOVED_TO: a move may replace the name)
@@ -218,7 +218,7 @@ class FolderRules:
 
 def _descriptors() -> Any:
     """The capture's descriptor backend (a journal exists only where there is one)."""
-    from .. import files
+    from . import files
 
     bk = files.BACKEND
     return bk if getattr(bk, "name", "") == "descriptor" else files.DescriptorBackend()

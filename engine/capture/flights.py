@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .base.cancel import CancelToken
-from .base.limits import Settings
+from ..base.cancel import CancelToken
+from ..base.limits import Settings
 from .capture import Snapshot
 
 LANDED_KEPT = 8  # finished captures kept to share (one per bundle and settings)

@@ -20,10 +20,10 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..base.cancel import CancelToken
+from ..base.errors import CitelineError
+from ..base.limits import Limits, Settings, limit_error
 from . import files as reading
-from .base.cancel import CancelToken
-from .base.errors import CitelineError
-from .base.limits import Limits, Settings, limit_error
 from .files import (
     Changed,
     Fetcher,
@@ -35,8 +35,8 @@ from .files import (
     read_inside,
 )
 from .journaled import list_changed, rules_above
-from .reuse.stats import Captured, FileState, StatIndex
 from .revision import snapshot_revision
+from .stats import Captured, FileState, StatIndex
 from .walk import (
     UNREAD,
     FileRead,
@@ -49,7 +49,7 @@ from .walk import (
 )
 
 if TYPE_CHECKING:
-    from .reuse.journals import Look
+    from .journals import Look
 
 Progress = Callable[[str, int, int], None]
 _path = itemgetter(0)
@@ -137,7 +137,7 @@ def capture(
     `on_read(path, sha256, bytes)` hears of each file as the walk reads it (the analysis
     may start before the walk ends); what it hears is not yet checked against any limit.
 
-    `look` (a change journal's drain just before this capture, reuse/journal.py): when it
+    `look` (a change journal's drain just before this capture, capture/journal.py): when it
     names what may have changed since `known` was made, only those files, the `marked`
     ones, the racy ones and those with other links are stat'ed (and read if they differ),
     instead of every file; the snapshot is the one the full walk would make.

@@ -1,4 +1,4 @@
-"""The change journals of one engine (reuse/journal.py holds one bundle's): which drain each
+"""The change journals of one engine (capture/journal.py holds one bundle's): which drain each
 stat index follows, so that a request is told every path changed since the walk that made
 the stat index it starts from, whatever other requests drained meanwhile.
 
