@@ -577,7 +577,7 @@ class FreshEngine:
         import gc
 
         from citeline.engine import Engine
-        from citeline.engine.parallel import default_workers
+        from citeline.engine.index.parallel import default_workers
 
         # Reference counting frees what the request no longer needs, and the cyclic
         # collector would only walk the tens of thousands of records a big workspace loads

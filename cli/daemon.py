@@ -75,7 +75,7 @@ class KeptEngines:
 
     def open(self, bundle: str, settings: Settings, args: argparse.Namespace) -> Engine:
         from citeline.engine import Engine
-        from citeline.engine.parallel import default_workers
+        from citeline.engine.index.parallel import default_workers
         from citeline.engine.reuse import bundle_key
 
         key = (bundle_key(bundle), settings, bool(args.reread))

@@ -60,6 +60,7 @@ PACKAGES = (
     "engine/base",
     "engine/capture",
     "engine/contracts",
+    "engine/index",
     "engine/reuse",
     "engine/store",
     "engine/text",

@@ -18,8 +18,8 @@ _WHERE = {
     "Snapshot": "capture.capture",
     "Engine": "core",
     "SectionHit": "present",
-    "Index": "index",
-    "Problem": "index",
+    "Index": "index.index",
+    "Problem": "index.index",
     "Limits": "base.limits",
     "Settings": "base.limits",
     "ConceptsRequest": "requests",
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .call import Call
     from .capture.capture import CapturedFile, Snapshot
     from .core import Engine
-    from .index import Index, Problem
+    from .index.index import Index, Problem
     from .present import SectionHit
     from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 

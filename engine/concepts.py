@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .index import Index
+from .index.index import Index
 from .requests import ConceptsRequest
 from .text.terms import normalise
 

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from . import naming
 from .base.cancel import CancelToken
 from .base.limits import Settings
-from .blocks import options_key
 from .call import Bundle, Call, CallKeywords, call_of
 from .capture.capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
 from .capture.flights import Flights, Serving
-from .index import Index, Problem
-from .parallel import Workers
+from .index.blocks import options_key
+from .index.index import Index, Problem
+from .index.parallel import Workers
 from .present import SectionHit, check_size
 from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
@@ -39,7 +39,7 @@ from .text.options import AnalysisOptions
 from .text.terms import query_terms
 
 if TYPE_CHECKING:
-    from .build import Ahead
+    from .index.build import Ahead
     from .lines import LinesRequest
     from .semantic import Backend
     from .semantic_engine import SemanticRuntime
@@ -388,7 +388,7 @@ class Engine:
         live = self.reuse.index(key)
         if live is not None and live.revision == snapshot.revision:
             return live.index
-        from .build import update  # the parser and tokenizer: only when something changed
+        from .index.build import update  # the parser and tokenizer: only when something changed
 
         own = fetch is None
         fetch = fetch or Fetcher(snapshot, self.reuse.held.get)
@@ -458,7 +458,7 @@ class Engine:
             return None
         if self.reuse.index((key, options_key(options), settings.reserved)) is not None:
             return None
-        from .build import Ahead
+        from .index.build import Ahead
 
         return Ahead(options, self.workers, self.reuse.structures, frozenset(settings.reserved))
 

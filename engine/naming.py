@@ -31,8 +31,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .blocks import Block
-from .index import Index
+from .index.blocks import Block
+from .index.index import Index
 from .stems import stem_of
 from .text.terms import Tokenizer
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .base.limits import Limits, limit_error
 
 if TYPE_CHECKING:
-    from .index import Problem, Section
+    from .index.index import Problem, Section
     from .rank import Scored
     from .requests import SearchRequest
     from .snippets import Snippet

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .index import K1, B, Index
+from .index.index import K1, B, Index
 from .naming import Names
 from .scoring import (
     AS_YOU_TYPE,
@@ -26,7 +26,7 @@ from .scoring import (
 from .stems import Stemmed, stemmed
 from .text.terms import Tokenizer
 
-if TYPE_CHECKING:  # numpy is imported by the first ranking (engine/postings.py: why)
+if TYPE_CHECKING:  # numpy is imported by the first ranking (engine/index/postings.py: why)
     import numpy as np
 
 

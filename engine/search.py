@@ -14,7 +14,7 @@ from typing import Any
 from .base.cancel import CancelToken
 from .base.errors import CitelineError
 from .capture.capture import CapturedFile, Snapshot
-from .index import Index, Section
+from .index.index import Index, Section
 from .present import SectionHit, hit, search_result
 from .rank import rank
 from .requests import SearchRequest, SymbolsRequest

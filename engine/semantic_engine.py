@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .call import Call
     from .capture.capture import Snapshot
     from .core import Engine, IndexedSnapshot, Result
-    from .index import Index, Section
+    from .index.index import Index, Section
     from .lines import LinesRequest
     from .text.options import AnalysisOptions
 

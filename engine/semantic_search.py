@@ -80,7 +80,7 @@ def candidate(
     end: int,
     text: str,
 ) -> Candidate:
-    """The Candidate of an index section (engine/index.py's Section: `first`/`last` its
+    """The Candidate of an index section (engine/index/index.py's Section: `first`/`last` its
     0-based lines, `start`/`end` its code-point offsets in the decoded file `text`)."""
     if not 0 <= first <= last or not 0 <= start <= end <= len(text):
         raise ValueError("a section's lines and offsets must lie inside its file")

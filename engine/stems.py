@@ -24,8 +24,8 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from .index import Index, most_frequent
-from .postings import Postings, gather, merge
+from .index.index import Index, most_frequent
+from .index.postings import Postings, gather, merge
 from .text.terms import _stem
 
 # Stems' postings a view keeps (its words' joined across the blocks and summed), counted in

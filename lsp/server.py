@@ -48,7 +48,7 @@ from citeline.engine import (
 )
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.base.limits import Settings
-from citeline.engine.parallel import default_workers
+from citeline.engine.index.parallel import default_workers
 from citeline.fronts import names
 
 from . import diagnostics, features, transport

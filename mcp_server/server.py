@@ -38,8 +38,8 @@ from citeline.engine.base.errors import internal_error, printable, reported
 from citeline.engine.base.relevance import OPTIONS
 from citeline.engine.capture.capture import check_bundle
 from citeline.engine.contracts import schema
+from citeline.engine.index.parallel import default_workers
 from citeline.engine.operations import OPERATIONS, Name, Operation
-from citeline.engine.parallel import default_workers
 from citeline.engine.present import encode
 from citeline.fronts.escape import escaped
 from citeline.fronts.remedies import MCP, with_limit_advice, worded

@@ -101,7 +101,7 @@ def file_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 @pytest.fixture
 def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The SHA-256 of each file the engine analyses from now on (one entry per analysis)."""
-    from citeline.engine import build
+    from citeline.engine.index import build
 
     seen: list[str] = []
     real = build._analysis

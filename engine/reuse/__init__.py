@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..base.codec import I32, I64, Corrupt, Reader, Writer, expect
-from ..blocks import ANALYSIS_VERSION, Block
 from ..capture.stats import Marks, StatIndex
-from ..index import Checked, Index
+from ..index.blocks import ANALYSIS_VERSION, Block
+from ..index.index import Checked, Index
 from ..store.store import Store
 
 if TYPE_CHECKING:

@@ -96,7 +96,7 @@ import workspace
 import citeline.engine as citeline_engine
 from citeline.engine import Engine, Limits, Settings, Snapshot
 from citeline.engine.capture.stats import RACY_NS
-from citeline.engine.parallel import default_workers
+from citeline.engine.index.parallel import default_workers
 from citeline.engine.text.layout import decode
 from citeline.engine.text.terms import query_terms
 

@@ -44,7 +44,7 @@ from harness import say
 
 import citeline.engine.core as core
 from citeline.engine import Engine
-from citeline.engine.index import Index
+from citeline.engine.index.index import Index
 from citeline.engine.rank import _add, _denominators, idf, idf_of, rank
 from citeline.engine.scoring import AS_YOU_TYPE, MATCH_ANY, factor
 from citeline.engine.stems import stemmed
@@ -88,7 +88,7 @@ def the_index(root: Path) -> tuple[Index, Any]:
 
 
 def _by_block(index: Index, postings: Any) -> Iterator[tuple[int, list[tuple[int, int]]]]:
-    """A term's postings (engine/postings.py), block by block: (the block's first section,
+    """A term's postings (engine/index/postings.py), block by block: (the block's first section,
     [(section in the block, tf), ...])."""
     current, pairs = -1, []
     for g, tf in zip(postings.secs.tolist(), postings.tfs.tolist(), strict=True):

@@ -1,4 +1,4 @@
-"""What an index-wide lexicon costs and saves, at ×1 and ×K (issue 32; engine/lexicon.py).
+"""What an index-wide lexicon costs and saves, at ×1 and ×K (issue 32; engine/index/lexicon.py).
 
 Run by hand (pytest never collects it); JSON on stdout, progress on stderr::
 
@@ -34,8 +34,8 @@ def measure(root: Path, repeat: int) -> dict[str, Any]:
     from journal_scale import server_options
 
     from citeline.engine import Engine
-    from citeline.engine.index import LEXICON_BLOCKS
-    from citeline.engine.lexicon import Lexicon
+    from citeline.engine.index.index import LEXICON_BLOCKS
+    from citeline.engine.index.lexicon import Lexicon
 
     opts = server_options()
     with tempfile.TemporaryDirectory(prefix="citeline-lexicon-") as cache:

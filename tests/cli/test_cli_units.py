@@ -643,7 +643,7 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> type[Spy]:
 def test_one_engine_per_call_made_for_one_request(
     docs: Path, spy: type[Spy], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from citeline.engine.parallel import default_workers
+    from citeline.engine.index.parallel import default_workers
 
     assert cli.main(["search", str(docs), "-q", "remote", "--json"]) == 0
     # no bytes held for a next request, the other cores for cold parses, the cache used

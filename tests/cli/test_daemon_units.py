@@ -512,7 +512,7 @@ def test_a_sockets_folder_open_to_others_is_refused(places: Path) -> None:
 
 
 def test_kept_engines_are_made_as_a_call_s_own(places: Path) -> None:
-    from citeline.engine.parallel import default_workers
+    from citeline.engine.index.parallel import default_workers
 
     engines = daemon.KeptEngines()
     args = cli.parser().parse_args(["search", "x", "-q", "y", "--max-files", "7"])

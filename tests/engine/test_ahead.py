@@ -1,4 +1,4 @@
-"""Blocks built while the capture reads (engine/build.py Ahead): a cold build on several cores
+"""Blocks built while the capture reads (engine/index/build.py Ahead): a cold build on several cores
 hands each run of files to the workers as soon as the walk has read it. Whatever was built
 ahead, the index and every answer equal those of a build in this process; a run holding a
 file the snapshot does not hold with the same digest is dropped, never used."""
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from citeline.engine import CitelineError, Engine, build
+from citeline.engine import CitelineError, Engine
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine.build import PARALLEL_MIN_BYTES, TARGET_BYTES, Ahead
 from citeline.engine.capture.capture import CapturedFile
+from citeline.engine.index import build
+from citeline.engine.index.build import PARALLEL_MIN_BYTES, TARGET_BYTES, Ahead
 from citeline.engine.requests import Relevance
 from citeline.engine.text.options import AnalysisOptions
 

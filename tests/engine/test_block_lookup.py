@@ -1,4 +1,4 @@
-"""A block's term look-ups (engine/blocks.py `find`, `prefixed`): through the sampled
+"""A block's term look-ups (engine/index/blocks.py `find`, `prefixed`): through the sampled
 vocabulary they answer exactly what a plain binary search of the whole vocabulary does."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from citeline.engine import Engine
 from citeline.engine.base.codec import I32, SAMPLE, StringTable
-from citeline.engine.blocks import Block
+from citeline.engine.index.blocks import Block
 from citeline.engine.text.options import AnalysisOptions
 from citeline.engine.text.terms import Tokenizer
 from tests.needs import corpus

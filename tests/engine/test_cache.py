@@ -152,7 +152,7 @@ def test_an_altered_block_that_still_decodes_is_refused_by_its_checksum(
     (one posting's term frequency changed) is refused by its CRC alone: used, it would
     change the scores without any other check noticing (issue 29)."""
     from citeline.engine.base.codec import Corrupt
-    from citeline.engine.blocks import Block
+    from citeline.engine.index.blocks import Block
 
     cache = tmp_path / "cache"
     expected = _filled(bundle, cache)
@@ -194,7 +194,8 @@ def test_another_analysis_version_is_not_used(
     bundle: Path, tmp_path: Path, analysed: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Blocks and structures are keyed by the engine's analysis version."""
-    from citeline.engine import blocks, reuse
+    from citeline.engine import reuse
+    from citeline.engine.index import blocks
 
     cache = tmp_path / "cache"
     expected = _filled(bundle, cache)
@@ -211,7 +212,8 @@ def test_a_cache_of_the_strict_fence_rule_is_not_used(
     """A cache filled by the engine before fences could end in blanks (analysis version
     2026-11-30.5) holds a parse error for a page closed by "--- "; the engine now parses
     that page, and must not take the old answer from the cache."""
-    from citeline.engine import blocks, reuse
+    from citeline.engine import reuse
+    from citeline.engine.index import blocks
     from citeline.engine.text import layout
 
     page = "---\ntitle: Pods\n--- \n# Lifecycle\npending phase\n"
@@ -252,7 +254,7 @@ PROBE = textwrap.dedent(
     """
     import json, os, sys
     # everything imported first: after setuid, `nobody` cannot read this Python's files
-    import citeline.engine.build, citeline.engine.core, citeline.engine.lines, sqlite3, numpy
+    import citeline.engine.index.build, citeline.engine.core, citeline.engine.lines, sqlite3, numpy
     import citeline.engine.text.frontmatter, pathspec
     from citeline.engine import Engine, Settings
     os.setgid({uid}); os.setuid({uid})

@@ -18,7 +18,7 @@ import citeline.engine.capture.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings
 from citeline.engine.capture import files
 from citeline.engine.capture.capture import capture
-from citeline.engine.index import MAX_EXPANSIONS
+from citeline.engine.index.index import MAX_EXPANSIONS
 from citeline.fronts.remedies import COMMAND_LINE, EDITOR, worded
 
 # -- prefix expansion -------------------------------------------------------------------------
@@ -29,7 +29,7 @@ def test_expansions_count_a_term_over_every_block(
 ) -> None:
     """The 64 expansions kept are the most frequent over the whole index: a term spread
     over several blocks counts in all of them."""
-    import citeline.engine.build as build
+    import citeline.engine.index.build as build
 
     monkeypatch.setattr(build, "TARGET_BYTES", 1)  # one block per file
     files = {f"f{i:02}.md": f"# F\n\npz{i:02}\n" for i in range(MAX_EXPANSIONS + 6)}

@@ -1,4 +1,4 @@
-"""The index-wide lexicon (engine/lexicon.py): made from the blocks (in the background, after
+"""The index-wide lexicon (engine/index/lexicon.py): made from the blocks (in the background, after
 a long-lived engine's answer) or derived from another index's after an edit, it answers every
 prefix exactly as asking each block and summing does, and a ranking through it is the
 ranking without it."""
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import Engine, Settings
-from citeline.engine import index as index_module
-from citeline.engine.blocks import Block
 from citeline.engine.capture.flights import Serving
-from citeline.engine.index import Index
-from citeline.engine.lexicon import Lexicon
+from citeline.engine.index import index as index_module
+from citeline.engine.index.blocks import Block
+from citeline.engine.index.index import Index
+from citeline.engine.index.lexicon import Lexicon
 from citeline.engine.text.options import AnalysisOptions
 from citeline.engine.text.terms import Tokenizer
 from tests.needs import corpus
@@ -96,7 +96,7 @@ def test_a_derived_lexicon_is_the_one_made_from_its_blocks(
 ) -> None:
     """A whole block added or removed (an edit changes far fewer words: the changes are
     allowed to hold every word here)."""
-    from citeline.engine import lexicon
+    from citeline.engine.index import lexicon
 
     most = lexicon._CHANGES_SHARE
     monkeypatch.setattr(lexicon, "_CHANGES_SHARE", 1)
@@ -189,7 +189,7 @@ def test_an_edit_derives_the_lexicon_and_rankings_never_depend_on_it(
     """A workspace of many small blocks: after an edit the new index's lexicon is derived
     from the last one's and equals the one made from its blocks, and every as-you-type
     ranking is the one an engine without lexicons gives."""
-    from citeline.engine import build
+    from citeline.engine.index import build
 
     monkeypatch.setattr(build, "TARGET_BYTES", 4_000)
     source = corpus("powershell-docs")

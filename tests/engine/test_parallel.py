@@ -1,4 +1,4 @@
-"""The worker pool (engine/parallel.py): how it stops, and how it fails. A pool's failure is
+"""The worker pool (engine/index/parallel.py): how it stops, and how it fails. A pool's failure is
 never an error nor a line on the terminal: a job no worker answered is built in-process
 (docs/architecture.md, "A folder never seen"). Python 3.11's ProcessPoolExecutor, used
 before, printed an InvalidStateError traceback from its manager thread when a worker died
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.engine.parallel import Result, Workers, start_method
+from citeline.engine.index.parallel import Result, Workers, start_method
 
 
 def alive(pid: int) -> bool:
@@ -166,7 +166,7 @@ def test_workers_leave_when_their_owner_leaves_at_once(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import os, sys, time
-        from citeline.engine.parallel import Workers
+        from citeline.engine.index.parallel import Workers
         workers = Workers(2)
         pids = set()
         while len(pids) < 2:

@@ -110,7 +110,8 @@ PRELUDE = textwrap.dedent(
     os.kill = kill
     import multiprocessing
     multiprocessing.get_all_start_methods = lambda: ["spawn"]
-    from citeline.engine import Engine, parallel
+    from citeline.engine import Engine
+    from citeline.engine.index import parallel
     from citeline.engine.capture import files
     from citeline.engine.store.store import Store
     print(files.BACKEND.name, parallel.start_method())

@@ -177,7 +177,7 @@ def test_terms_remembered_per_index_are_bounded_and_change_nothing(
     """The index remembers where each looked-up term's postings are; the memory is bounded
     (least recently used dropped past _REMEMBERED_TERMS) and answers are the same with or
     without it."""
-    from citeline.engine import index as index_mod
+    from citeline.engine.index import index as index_mod
 
     bundle = make_bundle(BUNDLE)
     engine = Engine()

@@ -1,4 +1,4 @@
-"""The ranking's array arithmetic (engine/postings.py, engine/rank.py `_add`) gives exactly
+"""The ranking's array arithmetic (engine/index/postings.py, engine/rank.py `_add`) gives exactly
 the floats of SPEC §5's formula evaluated posting by posting, as a plain loop over the
 blocks' own arrays does: same sections, same scores to the last bit (scores are part of
 the output, and a different rounding could reorder equal ones), on real documentation."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from citeline.engine import Engine
-from citeline.engine.index import K1, B, Index
-from citeline.engine.postings import merge
+from citeline.engine.index.index import K1, B, Index
+from citeline.engine.index.postings import merge
 from citeline.engine.rank import _add, rank
 from citeline.engine.scoring import MATCH_ANY, AnyScoring, factor, plan
 from citeline.engine.stems import Stemmed, stemmed
@@ -201,9 +201,9 @@ def test_numpy_waits_for_the_first_ranking() -> None:
 
     probe = (
         "import sys\n"
-        "import citeline.engine.build, citeline.engine.core, citeline.lsp.server\n"
+        "import citeline.engine.index.build, citeline.engine.core, citeline.lsp.server\n"
         "assert 'numpy' not in sys.modules, 'imported with the modules'\n"
-        "from citeline.engine.postings import empty\n"
+        "from citeline.engine.index.postings import empty\n"
         "assert empty().df == 0 and 'numpy' in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

@@ -1,6 +1,6 @@
 """The lexical engine imports nothing of semantic mode (SPEC §15: without the extra nothing
 else changes, and the lexical paths import nothing of it). numpy is not semantic mode's own:
-the lexical ranking computes on it too (engine/postings.py)."""
+the lexical ranking computes on it too (engine/index/postings.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import Engine
-from citeline.engine.index import Index
+from citeline.engine.index.index import Index
 from citeline.engine.rank import rank
 from citeline.engine.scoring import MATCH_ANY
 from citeline.engine.stems import Stemmed, stem_of, stem_prefix, stemmed
@@ -292,7 +292,7 @@ def test_stem_postings_kept_grow_with_the_index(monkeypatch: pytest.MonkeyPatch)
 def test_stems_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """A large bundle is indexed in blocks; a stem gathers its words from every block,
     including blocks that come after one without them."""
-    import citeline.engine.build as build
+    import citeline.engine.index.build as build
 
     monkeypatch.setattr(build, "TARGET_BYTES", 16)  # about a file per block
     # blocks: a (none of its words), b + c (one of them), d + e (three)

@@ -16,7 +16,7 @@ import pytest
 
 from citeline.engine import CitelineError, Engine, Settings
 from citeline.engine.base.errors import ParseIssue
-from citeline.engine.build import PARALLEL_MIN_BYTES
+from citeline.engine.index.build import PARALLEL_MIN_BYTES
 from citeline.engine.text.frontmatter import MAX_YAML_DEPTH, MAX_YAML_MERGED
 from citeline.engine.text.layout import Layout, layout
 from citeline.engine.text.sections import Structure, structure
@@ -168,7 +168,7 @@ def test_billion_laughs_is_loaded_in_linear_time_and_not_kept() -> None:
 
 
 def test_structure_sent_to_workers_holds_only_title_and_id() -> None:
-    """engine/parallel.py pickles Structure objects: nothing large or recursive travels."""
+    """engine/index/parallel.py pickles Structure objects: nothing large or recursive travels."""
     data = front(laughs(12) + "\nid: lol\nrecursive: &r [*r]\nself: &s {me: *s}")
     found = structure(data)
     assert isinstance(found, Structure)

@@ -33,8 +33,8 @@ from mcp.shared.exceptions import MCPError
 
 from citeline.engine import Call, CancelToken, Engine, Settings
 from citeline.engine.contracts import NAMES, schema, validate
+from citeline.engine.index.parallel import default_workers
 from citeline.engine.operations import Operation
-from citeline.engine.parallel import default_workers
 from citeline.engine.store.store import default_folder
 from citeline.mcp_server import server as front_module
 from citeline.mcp_server.server import (

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from citeline.engine import Engine
-from citeline.engine.index import K1, B
+from citeline.engine.index.index import K1, B
 from citeline.engine.rank import idf, rank
 from citeline.engine.scoring import MATCH_ANY, bm25_part, chains, is_cjk_bigram, plan
 

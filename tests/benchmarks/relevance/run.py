@@ -67,7 +67,7 @@ from locate import bundle_path
 
 from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine.index import Index
+from citeline.engine.index.index import Index
 from citeline.engine.rank import idf, rank
 from citeline.engine.requests import Relevance
 from citeline.engine.scoring import (

@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 import pool as pools  # noqa: E402
 
 from citeline.engine import Engine  # noqa: E402
-from citeline.engine.index import Index  # noqa: E402
+from citeline.engine.index.index import Index  # noqa: E402
 from citeline.engine.rank import rank  # noqa: E402
 from citeline.engine.requests import Relevance  # noqa: E402
 from citeline.engine.semantic import (  # noqa: E402

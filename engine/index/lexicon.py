@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .base.codec import I64, StringTable, first_at_least, prefix_range, sample_of
+from ..base.codec import I64, StringTable, first_at_least, prefix_range, sample_of
 from .blocks import Block
 
 # A derived lexicon whose changes hold more words than this share of its base is made

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from .base import platform
-from .base.cancel import CancelToken
+from ..base import platform
+from ..base.cancel import CancelToken
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

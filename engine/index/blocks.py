@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .base.codec import (
+from ..base.codec import (
     I32,
     I64,
     Corrupt,
@@ -32,10 +32,10 @@ from .base.codec import (
     prefix_range,
     sample_of,
 )
-from .text.options import AnalysisOptions
+from ..text.options import AnalysisOptions
 
 if TYPE_CHECKING:
-    from .text.analysis import FileAnalysis
+    from ..text.analysis import FileAnalysis
 
 # Bumped whenever what a block holds for the same bytes changes (tokenizer, sections, …):
 # cached blocks of another version are never used.

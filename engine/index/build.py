@@ -19,12 +19,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .base.cancel import CancelToken
-from .base.codec import Corrupt
-from .blocks import Block, Input, build
-from .capture.capture import CapturedFile
-from .index import Index
-from .text.analysis import (
+from ..base.cancel import CancelToken
+from ..base.codec import Corrupt
+from ..capture.capture import CapturedFile
+from ..text.analysis import (
     AnalysisOptions,
     FileAnalysis,
     analyse,
@@ -32,6 +30,8 @@ from .text.analysis import (
     decode_structure,
     encode_structure,
 )
+from .blocks import Block, Input, build
+from .index import Index
 
 TARGET_BYTES = 1 << 20  # Markdown per block: an edit rebuilds about this much
 REBUILD_SHARE = 0.5  # above this share of changed files, everything is analysed afresh

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base.errors import CitelineError, parse_error
-from .base.limits import MAX_HEADING_BYTES, Settings, limit_error
+from ..base.errors import CitelineError, parse_error
+from ..base.limits import MAX_HEADING_BYTES, Settings, limit_error
 from .blocks import Block
 from .lexicon import Lexicon
 from .postings import Postings, gather
