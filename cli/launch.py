@@ -61,6 +61,7 @@ PACKAGES = (
     "engine/capture",
     "engine/contracts",
     "engine/index",
+    "engine/rank",
     "engine/reuse",
     "engine/store",
     "engine/text",

@@ -21,7 +21,6 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from . import naming
 from .base.cancel import CancelToken
 from .base.limits import Settings
 from .call import Bundle, Call, CallKeywords, call_of
@@ -31,6 +30,7 @@ from .index.blocks import options_key
 from .index.index import Index, Problem
 from .index.parallel import Workers
 from .present import SectionHit, check_size
+from .rank import naming
 from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
 from .search import Rerank, search_sections, symbol_hits

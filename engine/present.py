@@ -16,7 +16,7 @@ from .base.limits import Limits, limit_error
 
 if TYPE_CHECKING:
     from .index.index import Problem, Section
-    from .rank import Scored
+    from .rank.rank import Scored
     from .requests import SearchRequest
     from .snippets import Snippet
 

@@ -16,7 +16,7 @@ from .base.errors import CitelineError
 from .capture.capture import CapturedFile, Snapshot
 from .index.index import Index, Section
 from .present import SectionHit, hit, search_result
-from .rank import rank
+from .rank.rank import rank
 from .requests import SearchRequest, SymbolsRequest
 from .snippets import snippet
 from .text.terms import QueryTerms, normalise, query_terms, word_re

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .base.cancel import CancelToken
 from .base.errors import schema_error
 from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
-from .rank import rank
+from .rank.rank import rank
 from .requests import Relevance
 from .search import Rerank, _file, _text
 from .semantic import (

@@ -416,7 +416,7 @@ def content_words(
     """The query's words but its English stop words, unless it has no other: under
     match=any a stop word is never a matched term (SPEC §13), so it is neither matched nor
     missing."""
-    from citeline.engine.scoring import STOP_WORDS
+    from citeline.engine.rank.scoring import STOP_WORDS
     from citeline.engine.text.terms import normalise
 
     content = [w for w in words if normalise(w[0]) not in STOP_WORDS]

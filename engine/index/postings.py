@@ -4,7 +4,7 @@ A block keeps each term's postings as a range of its flat arrays (section in the
 weighted tf). The ranker wants them across every block, numbered by the index's global
 section number: `gather` joins a term's ranges into one pair of arrays (sections ascending,
 as the blocks are in order), and `merge` sums several terms' postings per section (a stem's
-words, engine/stems.py). With numpy, scoring a posting costs a few nanoseconds instead of a
+words, engine/rank/stems.py). With numpy, scoring a posting costs a few nanoseconds instead of a
 Python loop's step; the arithmetic is the same IEEE double operations in the same order, so
 every score is the same float the loop gave (tests/engine/test_rank_arrays.py).
 

@@ -14,7 +14,7 @@ from .terms import Tokenizer
 @dataclass(frozen=True, slots=True)
 class AnalysisOptions:
     """What an index is built with. `stemming` is not among it: an index keeps the words
-    as typed and a stemmed query reads them through engine/stems.py, so a tokenizer given
+    as typed and a stemmed query reads them through engine/rank/stems.py, so a tokenizer given
     with stemming is kept without it (one index serves both values)."""
 
     tokenizer: Tokenizer = Tokenizer()

@@ -158,7 +158,7 @@ class Tokenizer:
     @property
     def unstemmed(self) -> Tokenizer:
         """This tokenisation without stemming: the words as typed, which is what an index
-        keeps (engine/stems.py reads stems from them at query time)."""
+        keeps (engine/rank/stems.py reads stems from them at query time)."""
         return replace(self, stemming="none") if self.stemming != "none" else self
 
     @property
@@ -351,7 +351,7 @@ class QueryTerms(tuple[str, ...]):
 
     A chain is the run of overlapping bigrams one typed word's CJK stretch became
     (`负载均衡` → `负载` `载均` `均衡`: 3 each); `match=any` scoring lets a chain weigh as
-    one word (engine/scoring.py). Only the query's text tells where typed words end, which
+    one word (engine/rank/scoring.py). Only the query's text tells where typed words end, which
     is why the terms carry it, with the tokenizer that made them (scoring reads a
     section's heading with it).
     """

@@ -4,7 +4,7 @@ Run by hand (pytest never collects it); JSON on stdout, progress on stderr::
 
     python tests/benchmarks/early_stopping.py --bundle ../shared/corpora/tldr/docs --scale 10
 
-Today's as-you-type ranking (engine/rank.py) reads every posting of the query's terms and
+Today's as-you-type ranking (engine/rank/rank.py) reads every posting of the query's terms and
 the prefix's expansions, so a warm request at ten times the files reads ten times the
 postings. A ranking that stops early keeps, per term, a maximum for each run of R sections
 (block-max WAND, MaxScore), scores the runs whose bound reaches the best `cap` found so far
@@ -45,9 +45,9 @@ from harness import say
 import citeline.engine.core as core
 from citeline.engine import Engine
 from citeline.engine.index.index import Index
-from citeline.engine.rank import _add, _denominators, idf, idf_of, rank
-from citeline.engine.scoring import AS_YOU_TYPE, MATCH_ANY, factor
-from citeline.engine.stems import stemmed
+from citeline.engine.rank.rank import _add, _denominators, idf, idf_of, rank
+from citeline.engine.rank.scoring import AS_YOU_TYPE, MATCH_ANY, factor
+from citeline.engine.rank.stems import stemmed
 from citeline.engine.text.terms import query_terms
 from citeline.lsp.settings import parse_settings
 

@@ -1,4 +1,4 @@
-"""As-you-type ranking (SPEC §11 workspace/symbol; engine/scoring.py AsYouType): the last
+"""As-you-type ranking (SPEC §11 workspace/symbol; engine/rank/scoring.py AsYouType): the last
 term's prefix expansions count as one term in which the word itself weighs most, and among
 sections that score alike the one whose name says the query comes first (issue 32: on the
 tldr pages `run` expanded to `runner`, `runsv`… and each rare expansion brought its own high
@@ -13,9 +13,9 @@ from dataclasses import replace
 import pytest
 
 from citeline.engine import Engine
-from citeline.engine.rank import rank
+from citeline.engine.rank.rank import rank
+from citeline.engine.rank.scoring import AS_YOU_TYPE
 from citeline.engine.requests import Relevance
-from citeline.engine.scoring import AS_YOU_TYPE
 from citeline.engine.text.terms import query_terms
 
 PROFILES = ("contract", "recall")

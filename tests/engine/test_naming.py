@@ -1,4 +1,4 @@
-"""The name words held per block (engine/naming.py) are a cache of a pure function: the
+"""The name words held per block (engine/rank/naming.py) are a cache of a pure function: the
 rankings they serve are exactly those of reading each section's heading anew, on real
 corpora, and they do spare the ranking work (sections named by no query word are not
 rescored)."""
@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from needs import corpus
 
-from citeline.engine import Engine, Settings, naming
-from citeline.engine import scoring as scoring_module
-from citeline.engine.naming import HeldNames, Names
-from citeline.engine.rank import rank
+from citeline.engine import Engine, Settings
+from citeline.engine.rank import naming
+from citeline.engine.rank import scoring as scoring_module
+from citeline.engine.rank.naming import HeldNames, Names
+from citeline.engine.rank.rank import rank
 from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import query_terms
 
@@ -170,7 +171,7 @@ def test_rankings_are_the_same_held_or_not(
 
 def _kept_and_changed(index: Any, terms: Any) -> tuple[list[int], list[int]]:
     """The sections a ranking's rescoring gave back as they came, and the others."""
-    import citeline.engine.rank as rank_module
+    import citeline.engine.rank.rank as rank_module
 
     kept: list[int] = []
     changed: list[int] = []

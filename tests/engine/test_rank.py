@@ -206,7 +206,7 @@ def test_best_k_equals_the_first_k_of_the_full_order(make_bundle, match_any: boo
     """rank(limit=k) sorts only the sections that can be among the best k: with many equal
     scores (identical files under different names) and equal distinct-term counts, its
     answer must still be exactly the first k of the full order."""
-    from citeline.engine.rank import rank
+    from citeline.engine.rank.rank import rank
 
     files = {}
     for i in range(12):

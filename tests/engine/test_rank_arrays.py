@@ -1,4 +1,5 @@
-"""The ranking's array arithmetic (engine/index/postings.py, engine/rank.py `_add`) gives exactly
+"""The ranking's array arithmetic (engine/index/postings.py, engine/rank/rank.py `_add`) gives
+exactly
 the floats of SPEC §5's formula evaluated posting by posting, as a plain loop over the
 blocks' own arrays does: same sections, same scores to the last bit (scores are part of
 the output, and a different rounding could reorder equal ones), on real documentation."""
@@ -14,9 +15,9 @@ import pytest
 from citeline.engine import Engine
 from citeline.engine.index.index import K1, B, Index
 from citeline.engine.index.postings import merge
-from citeline.engine.rank import _add, rank
-from citeline.engine.scoring import MATCH_ANY, AnyScoring, factor, plan
-from citeline.engine.stems import Stemmed, stemmed
+from citeline.engine.rank.rank import _add, rank
+from citeline.engine.rank.scoring import MATCH_ANY, AnyScoring, factor, plan
+from citeline.engine.rank.stems import Stemmed, stemmed
 from citeline.engine.text.options import AnalysisOptions
 from citeline.engine.text.terms import Tokenizer, query_terms
 from tests.needs import corpus
@@ -178,7 +179,7 @@ def test_touched_sections_are_found_alike_from_the_postings_or_the_slots(
 ) -> None:
     """Few postings: the sections are taken from them; many: every slot is scanned. Both
     give the same sections, ascending."""
-    from citeline.engine.rank import _nonzero
+    from citeline.engine.rank.rank import _nonzero
 
     n = real_index.n
     for terms in (["chmod"], ["remote", "session"], ["the", "a", "of"]):

@@ -27,7 +27,7 @@ from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import validate
 from citeline.engine.embedding import BackgroundEmbedder, embed
 from citeline.engine.index.index import Index, Section
-from citeline.engine.rank import rank
+from citeline.engine.rank.rank import rank
 from citeline.engine.requests import Relevance
 from citeline.engine.semantic import (
     CALIBRATIONS,

@@ -1,5 +1,5 @@
-"""English stems read at query time from an index of the words as typed (engine/stems.py),
-and the words as typed adding their own score under match=any (engine/rank.py)."""
+"""English stems read at query time from an index of the words as typed (engine/rank/stems.py),
+and the words as typed adding their own score under match=any (engine/rank/rank.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from citeline.engine import Engine
 from citeline.engine.index.index import Index
-from citeline.engine.rank import rank
-from citeline.engine.scoring import MATCH_ANY
-from citeline.engine.stems import Stemmed, stem_of, stem_prefix, stemmed
+from citeline.engine.rank.rank import rank
+from citeline.engine.rank.scoring import MATCH_ANY
+from citeline.engine.rank.stems import Stemmed, stem_of, stem_prefix, stemmed
 from citeline.engine.text.options import AnalysisOptions
 from citeline.engine.text.terms import QueryTerms, Tokenizer, query_terms
 from tests.bundles import write_bundle
@@ -250,7 +250,7 @@ def test_search_reports_stems_and_spans_the_words(make_bundle: Any) -> None:
 
 
 def test_stem_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import citeline.engine.stems as stems
+    import citeline.engine.rank.stems as stems
 
     files = {f"{i}.md": "run runs stop stops hope hoped\n" for i in range(6)}
     view = stemmed(index_of(files))
@@ -276,7 +276,7 @@ def test_stem_postings_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None
 def test_stem_postings_kept_grow_with_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """The bound is a share of the index's postings when that is more: a large index's
     stems merge more, and a fixed bound would merge each of them again every keystroke."""
-    import citeline.engine.stems as stems
+    import citeline.engine.rank.stems as stems
 
     files = {f"{i}.md": "run runs stop stops hope hoped walk walked\n" for i in range(6)}
     view = stemmed(index_of(files))  # 48 postings: three quarters are 36

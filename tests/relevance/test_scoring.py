@@ -1,4 +1,4 @@
-"""SPEC §13 `match=any` ranking (engine/scoring.py): BM25 scaled by a coordination factor."""
+"""SPEC §13 `match=any` ranking (engine/rank/scoring.py): BM25 scaled by a coordination factor."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import Engine
-from citeline.engine.rank import rank
-from citeline.engine.requests import Relevance
-from citeline.engine.scoring import (
+from citeline.engine.rank.rank import rank
+from citeline.engine.rank.scoring import (
     LUCENE_CLASSIC,
     MATCH_ANY,
     STOP_WORDS,
@@ -25,6 +24,7 @@ from citeline.engine.scoring import (
     rescore_bounded,
     stop_terms,
 )
+from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import QueryTerms, Tokenizer, query_terms
 
 BIGRAMS = Tokenizer(cjk="bigrams")

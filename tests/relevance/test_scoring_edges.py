@@ -1,4 +1,4 @@
-"""Edges of engine/scoring.py that the ranking tests leave open (found by mutation testing,
+"""Edges of engine/rank/scoring.py that the ranking tests leave open (found by mutation testing,
 docs/testing.md): bm25_part is SPEC §5's formula exactly as rank.py computes it, and only
 CJK bigrams make a chain."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from citeline.engine import Engine
 from citeline.engine.index.index import K1, B
-from citeline.engine.rank import idf, rank
-from citeline.engine.scoring import MATCH_ANY, bm25_part, chains, is_cjk_bigram, plan
+from citeline.engine.rank.rank import idf, rank
+from citeline.engine.rank.scoring import MATCH_ANY, bm25_part, chains, is_cjk_bigram, plan
 
 FILES = {
     "a.md": "# Apple\n\napple apple apple pie\n",

@@ -47,12 +47,12 @@ from locate import bundle_path
 from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index.index import Index
-from citeline.engine.rank import rank
+from citeline.engine.rank.rank import rank
 from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import normalise, query_terms, word_re
 
 try:  # the parameters exist from issue 32 on; without them, the code as it was
-    from citeline.engine.scoring import AS_YOU_TYPE, AsYouType
+    from citeline.engine.rank.scoring import AS_YOU_TYPE, AsYouType
 except ImportError:  # pragma: no cover - measuring an older checkout
     AS_YOU_TYPE = None
     AsYouType = None  # type: ignore[assignment,misc]

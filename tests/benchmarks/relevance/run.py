@@ -12,11 +12,11 @@ when its (path, line_start) is one of the query's judged answers.
 Systems:
 - `contract`: the SPEC §4-§7 defaults;
 - `recall`: profile recall (match=any + context=outline + cjk=bigrams + stemming=english +
-  identifiers=split), ranked as engine/scoring.py says;
+  identifiers=split), ranked as engine/rank/scoring.py says;
 - `only OPTION=VALUE`: the contract with that one §13 option (ablation);
 - `recall OPTION=VALUE`: recall with one option back at its default (leave-one-out);
 - `recall scoring:…`: recall with one feature of the match=any ranking switched off
-  (engine/scoring.py AnyScoring), or with Lucene's classic coordination (matched ÷ terms
+  (engine/rank/scoring.py AnyScoring), or with Lucene's classic coordination (matched ÷ terms
   over §5's BM25, as SPEC §13 suggests starting from); `recall scoring:stop-word hits` is
   recall before SPEC §13's stop-word rule (a section holding only the query's stop words
   is a hit);
@@ -68,16 +68,16 @@ from locate import bundle_path
 from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index.index import Index
-from citeline.engine.rank import idf, rank
-from citeline.engine.requests import Relevance
-from citeline.engine.scoring import (
+from citeline.engine.rank.rank import idf, rank
+from citeline.engine.rank.scoring import (
     LUCENE_CLASSIC,
     MATCH_ANY,
     AnyScoring,
     rescore_bounded,
     stop_terms,
 )
-from citeline.engine.stems import stemmed
+from citeline.engine.rank.stems import stemmed
+from citeline.engine.requests import Relevance
 from citeline.engine.text.layout import decode
 from citeline.engine.text.options import AnalysisOptions
 from citeline.engine.text.terms import CJK_RE, CONTRACT, Tokenizer, query_terms, word_re
@@ -392,7 +392,7 @@ def feedback_search(index: Index, system: System, texts: Texts) -> Callable[[str
         weights: dict[str, float] = {}
         for score, g in top:
             sec = index.section(g)
-            # the words as indexed (an index keeps them as typed: engine/stems.py)
+            # the words as indexed (an index keeps them as typed: engine/rank/stems.py)
             tokens = words.tokens(f"{texts(sec.path)[sec.start : sec.end]}\n{sec.title}")
             kept = [t for t in tokens if t not in stops and t not in asked and len(t) > 1]
             for t in set(kept):

@@ -24,9 +24,9 @@ from run import RECALL, SETS, Texts, load  # the harness's sets and helpers
 
 from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine.rank import Ranking, rank
+from citeline.engine.rank.rank import Ranking, rank
+from citeline.engine.rank.scoring import MATCH_ANY, stop_bits
 from citeline.engine.requests import Relevance
-from citeline.engine.scoring import MATCH_ANY, stop_bits
 from citeline.engine.snippets import snippet
 from citeline.engine.text.terms import query_terms
 

@@ -44,7 +44,7 @@ import pool as pools  # noqa: E402
 
 from citeline.engine import Engine  # noqa: E402
 from citeline.engine.index.index import Index  # noqa: E402
-from citeline.engine.rank import rank  # noqa: E402
+from citeline.engine.rank.rank import rank  # noqa: E402
 from citeline.engine.requests import Relevance  # noqa: E402
 from citeline.engine.semantic import (  # noqa: E402
     CALIBRATIONS,

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from .text.terms import cjk_re
+from ..text.terms import cjk_re
 
 # The Snowball project's English stop word list (snowballstem.org, BSD licence), without
 # the contractions: the tokenizer splits those at the apostrophe.

@@ -8,7 +8,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .index.index import K1, B, Index
+from ..index.index import K1, B, Index
+from ..text.terms import Tokenizer
 from .naming import Names
 from .scoring import (
     AS_YOU_TYPE,
@@ -24,7 +25,6 @@ from .scoring import (
     stop_bits,
 )
 from .stems import Stemmed, stemmed
-from .text.terms import Tokenizer
 
 if TYPE_CHECKING:  # numpy is imported by the first ranking (engine/index/postings.py: why)
     import numpy as np
@@ -91,12 +91,12 @@ def rank(
     there are, and the first `limit` of them.
 
     With `prefix_last`, the last term matches any indexed term it is a prefix of
-    (as-you-type symbol search), scored as `as_you_type` says (engine/scoring.py
+    (as-you-type symbol search), scored as `as_you_type` says (engine/rank/scoring.py
     AsYouType: the expansions as one term, the word itself weighing most; a bonus for the
     sections whose name holds the query). With `match_any`, the
-    score is engine/scoring.py's (SPEC §13); otherwise it is SPEC §5's BM25. Terms that are
+    score is engine/rank/scoring.py's (SPEC §13); otherwise it is SPEC §5's BM25. Terms that are
     English stems (terms.QueryTerms under `stemming=english`) are read through
-    engine/stems.py; under `match_any` the words as typed then add their own score.
+    engine/rank/stems.py; under `match_any` the words as typed then add their own score.
     """
     import numpy as np
 

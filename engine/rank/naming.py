@@ -1,5 +1,5 @@
 """The words that name a section, as the ranking's two name bonuses read them
-(engine/rank.py): the heading path (document title, heading, outline) for the heading
+(engine/rank/rank.py): the heading path (document title, heading, outline) for the heading
 bonus, and the name (the heading; before the first heading, the document's title) for
 as-you-type symbol search.
 
@@ -31,10 +31,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .index.blocks import Block
-from .index.index import Index
+from ..index.blocks import Block
+from ..index.index import Index
+from ..text.terms import Tokenizer
 from .stems import stem_of
-from .text.terms import Tokenizer
 
 # A block is held once more than this share of its sections (and at least _BUILD_MIN) were
 # asked for one at a time: building it costs about as much as reading that many sections
@@ -124,7 +124,7 @@ class HeldNames:
 
     def stemmed(self, pause: Callable[[], None] | None = None) -> HeldNames:
         """These names (the words as typed) under English stemming. A stemming tokeniser's
-        tokens are the stems of the unstemmed one's (engine/stems.py), so a section's stems
+        tokens are the stems of the unstemmed one's (engine/rank/stems.py), so a section's stems
         are its words' stems in the order first met: no tokenising again, a third of the
         time of building them from the text."""
         ids: dict[str, int] = {}

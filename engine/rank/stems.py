@@ -7,7 +7,7 @@ that stem to it (`run` → `run`, `runs`, `running`): its tf in a section is the
 and its df the number of sections holding any of them. These are exactly the tf, df and
 section lengths an index of stems would hold, since stemming maps each token to one token;
 so a ranking over stems is the same as before, and the words as typed stay in the index for
-`match=any` to rank by too (engine/scoring.py, `typed`). One index then serves every
+`match=any` to rank by too (engine/rank/scoring.py, `typed`). One index then serves every
 `stemming` value, in about the memory an index of stems took.
 
 Finding a stem's words: Snowball's English stemmer only ever rewrites the last two
@@ -24,9 +24,9 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from .index.index import Index, most_frequent
-from .index.postings import Postings, gather, merge
-from .text.terms import _stem
+from ..index.index import Index, most_frequent
+from ..index.postings import Postings, gather, merge
+from ..text.terms import _stem
 
 # Stems' postings a view keeps (its words' joined across the blocks and summed), counted in
 # postings (8 bytes each): a stem of a common word merges tens of thousands, and
