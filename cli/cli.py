@@ -648,7 +648,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     if interrupt.pressed():
         return interrupted(args.json)
     if args.json:
-        from citeline.engine.present import encode
+        from citeline.engine.answer.present import encode
 
         interrupt.write_lines(sys.stdout, encode(result) + "\n")
         return 0 if result["total"] else NO_MATCH
@@ -731,7 +731,7 @@ def report(err: CitelineError, as_json: bool) -> int:
 
     with interrupt.held():
         if as_json:
-            from citeline.engine.present import encode
+            from citeline.engine.answer.present import encode
 
             sys.stdout.write(encode(err.to_json()) + "\n")
             sys.stdout.flush()
@@ -874,7 +874,7 @@ def report_bug(exc: BaseException, as_json: bool) -> int:
 
             traceback.print_exception(exc, file=sys.stderr)
         if as_json:
-            from citeline.engine.present import encode
+            from citeline.engine.answer.present import encode
 
             sys.stdout.write(encode(envelope) + "\n")
             sys.stdout.flush()
@@ -963,7 +963,7 @@ def show_status(args: argparse.Namespace) -> int:
         sys.stderr.buffer.write(err)
         return code
     if args.json:
-        from citeline.engine.present import encode
+        from citeline.engine.answer.present import encode
 
         sys.stdout.write(encode({"warm_process": None, "paused": False, "bundles": []}) + "\n")
     else:
@@ -1032,7 +1032,7 @@ def embedding_of(engines: object, bundle: str | None) -> list[dict[str, Any]]:
 
 def status_text(report: dict[str, Any], as_json: bool) -> str:
     if as_json:
-        from citeline.engine.present import encode
+        from citeline.engine.answer.present import encode
 
         return encode(report) + "\n"
     from .render import terminal

@@ -57,6 +57,7 @@ KEPT = (
 # folders beside this one
 PACKAGES = (
     "engine",
+    "engine/answer",
     "engine/base",
     "engine/capture",
     "engine/contracts",

@@ -154,7 +154,7 @@ def tokenizer_of(result: dict[str, Any]) -> Any:
         from citeline.engine.text.terms import CONTRACT
 
         return CONTRACT
-    from citeline.engine.requests import Relevance
+    from citeline.engine.answer.requests import Relevance
 
     return Relevance.from_mapping(options).tokenizer
 

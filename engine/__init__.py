@@ -17,18 +17,20 @@ _WHERE = {
     "CapturedFile": "capture.capture",
     "Snapshot": "capture.capture",
     "Engine": "core",
-    "SectionHit": "present",
+    "SectionHit": "answer.present",
     "Index": "index.index",
     "Problem": "index.index",
     "Limits": "base.limits",
     "Settings": "base.limits",
-    "ConceptsRequest": "requests",
-    "Relevance": "requests",
-    "SearchRequest": "requests",
-    "SymbolsRequest": "requests",
+    "ConceptsRequest": "answer.requests",
+    "Relevance": "answer.requests",
+    "SearchRequest": "answer.requests",
+    "SymbolsRequest": "answer.requests",
 }
 
 if TYPE_CHECKING:
+    from .answer.present import SectionHit
+    from .answer.requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
     from .base.cancel import CancelToken
     from .base.errors import CODES, CitelineError
     from .base.limits import Limits, Settings
@@ -36,8 +38,6 @@ if TYPE_CHECKING:
     from .capture.capture import CapturedFile, Snapshot
     from .core import Engine
     from .index.index import Index, Problem
-    from .present import SectionHit
-    from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 
 
 def __getattr__(name: str) -> Any:

@@ -21,6 +21,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
+from .answer.present import SectionHit, check_size
+from .answer.requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
+from .answer.search import Rerank, search_sections, symbol_hits
 from .base.cancel import CancelToken
 from .base.limits import Settings
 from .call import Bundle, Call, CallKeywords, call_of
@@ -29,18 +32,15 @@ from .capture.flights import Flights, Serving
 from .index.blocks import options_key
 from .index.index import Index, Problem
 from .index.parallel import Workers
-from .present import SectionHit, check_size
 from .rank import naming
-from .requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .reuse import Reuse, bundle_key
-from .search import Rerank, search_sections, symbol_hits
 from .store.store import Store, default_folder
 from .text.options import AnalysisOptions
 from .text.terms import query_terms
 
 if TYPE_CHECKING:
+    from .answer.lines import LinesRequest
     from .index.build import Ahead
-    from .lines import LinesRequest
     from .semantic import Backend
     from .semantic_engine import SemanticRuntime
 
@@ -243,9 +243,9 @@ class Engine:
         request: ConceptsRequest | Mapping[str, object],
         **keywords: Unpack[CallKeywords],
     ) -> Result:
-        """Concept search (SPEC §9; engine/concepts.py). Unsaved text is not searched: a
+        """Concept search (SPEC §9; engine/answer/concepts.py). Unsaved text is not searched: a
         concept is a file's front matter, as saved."""
-        from .concepts import search_concepts
+        from .answer.concepts import search_concepts
 
         req = (
             request if isinstance(request, ConceptsRequest) else ConceptsRequest.from_json(request)
@@ -266,8 +266,8 @@ class Engine:
         request: LinesRequest | Mapping[str, object],
         **keywords: Unpack[CallKeywords],
     ) -> Result:
-        """Line search (SPEC §8; engine/lines.py)."""
-        from .lines import LinesRequest, search_lines
+        """Line search (SPEC §8; engine/answer/lines.py)."""
+        from .answer.lines import LinesRequest, search_lines
 
         req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
         call = call_of(call, self.settings, keywords)

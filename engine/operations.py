@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
-from .requests import ConceptsRequest, SearchRequest
+from .answer.requests import ConceptsRequest, SearchRequest
 
 if TYPE_CHECKING:
+    from .answer.lines import LinesRequest
     from .call import Call
     from .core import Engine, Result
-    from .lines import LinesRequest
 
 Name = Literal["search", "concepts", "lines"]
 R = TypeVar("R")
@@ -46,7 +46,7 @@ class Operation(Generic[R]):
 
 
 def _lines_request(request: object) -> LinesRequest:
-    from .lines import LinesRequest  # RE2: only when lines are searched
+    from .answer.lines import LinesRequest  # RE2: only when lines are searched
 
     return LinesRequest.from_json(request)
 

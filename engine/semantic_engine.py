@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .answer.requests import Relevance
+from .answer.search import Rerank, _file, _text
 from .base.cancel import CancelToken
 from .base.errors import schema_error
 from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
 from .rank.rank import rank
-from .requests import Relevance
-from .search import Rerank, _file, _text
 from .semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
@@ -39,11 +39,11 @@ from .store.store import Store, Vectors
 from .text.terms import query_terms
 
 if TYPE_CHECKING:
+    from .answer.lines import LinesRequest
     from .call import Call
     from .capture.capture import Snapshot
     from .core import Engine, IndexedSnapshot, Result
     from .index.index import Index, Section
-    from .lines import LinesRequest
     from .text.options import AnalysisOptions
 
 _log = logging.getLogger(__name__)

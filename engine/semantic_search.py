@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from .answer.lines import clip, window
 from .base.errors import schema_error
-from .lines import clip, window
 from .semantic import (
     DEFAULT_FUSION,
     DEFAULT_THRESHOLD,

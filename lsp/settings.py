@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from citeline.engine import CitelineError, Limits, Relevance, Settings
+from citeline.engine.answer.requests import CHOICES
 from citeline.engine.base.limits import RESERVED
-from citeline.engine.requests import CHOICES
 
 RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
 TOP_KEYS = (

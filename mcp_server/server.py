@@ -34,13 +34,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
+from citeline.engine.answer.present import encode
 from citeline.engine.base.errors import internal_error, printable, reported
 from citeline.engine.base.relevance import OPTIONS
 from citeline.engine.capture.capture import check_bundle
 from citeline.engine.contracts import schema
 from citeline.engine.index.parallel import default_workers
 from citeline.engine.operations import OPERATIONS, Name, Operation
-from citeline.engine.present import encode
 from citeline.fronts.escape import escaped
 from citeline.fronts.remedies import MCP, with_limit_advice, worded
 
@@ -104,7 +104,7 @@ TEXT_FORMAT = (
 
 
 def _recall_options() -> str:
-    from citeline.engine.requests import RECALL
+    from citeline.engine.answer.requests import RECALL
 
     return ", ".join(f"{k}={v}" for k, v in RECALL.items())
 
@@ -403,7 +403,7 @@ def _options(result: dict[str, Any]) -> list[str]:
     options = result.get("options")
     if not options:
         return []
-    from citeline.engine.requests import Relevance
+    from citeline.engine.answer.requests import Relevance
 
     default = Relevance().to_json()
     changed = [f"{k}={v}" for k, v in options.items() if default.get(k) != v]

@@ -1,7 +1,7 @@
 """Mutation testing support (docs/testing.md): make `citeline.engine` and `citeline.lsp` the
 mutated copies mutmut writes to mutants/engine and mutants/lsp.
 
-mutmut names a module by its file path (engine/snippets.py is `engine.snippets`) and only
+mutmut names a module by its file path (engine/answer/snippets.py is `engine.snippets`) and only
 switches a mutant on when the function's `__module__` is that name, while the package is
 installed as `citeline.engine` (pyproject.toml maps the folders). This finder makes
 `citeline.engine.X` the very module object `engine.X`, imported from mutants/ (first on

@@ -16,8 +16,8 @@ from inprocess import run_cli
 
 from citeline.cli import cli, render
 from citeline.engine import Engine, Limits, Settings
+from citeline.engine.answer.present import encode
 from citeline.engine.contracts import validate
-from citeline.engine.present import encode
 
 REPO = Path(__file__).resolve().parents[2]
 

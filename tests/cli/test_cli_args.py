@@ -16,7 +16,7 @@ from inprocess import run_cli
 
 from citeline.cli import cli
 from citeline.engine import CitelineError, Engine, Limits
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 from citeline.fronts.remedies import with_limit_advice
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from citeline.cli import interrupt
 from citeline.engine import CitelineError
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 
 
 class Left(BaseException):

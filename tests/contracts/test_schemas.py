@@ -11,8 +11,8 @@ import pytest
 from needs import corpus
 
 from citeline.engine import CitelineError, Engine
+from citeline.engine.answer.requests import ConceptsRequest, SearchRequest
 from citeline.engine.contracts import NAMES, schema, validate
-from citeline.engine.requests import ConceptsRequest, SearchRequest
 
 
 def test_every_schema_is_a_valid_draft_2020_12_schema() -> None:

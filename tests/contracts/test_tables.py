@@ -9,10 +9,10 @@ from typing import get_args
 
 import pytest
 
+from citeline.engine.answer.requests import Relevance, SearchRequest
 from citeline.engine.base.errors import CODES, ERRORS, INTERNAL_EXIT, Code, reported
 from citeline.engine.base.relevance import BY_KEY, KEYS, OPTIONS, RECALL, profile_first
 from citeline.engine.contracts import schema
-from citeline.engine.requests import Relevance, SearchRequest
 
 
 def test_each_relevance_option_is_the_search_schemas() -> None:

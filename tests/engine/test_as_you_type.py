@@ -13,9 +13,9 @@ from dataclasses import replace
 import pytest
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import Relevance
 from citeline.engine.rank.rank import rank
 from citeline.engine.rank.scoring import AS_YOU_TYPE
-from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import query_terms
 
 PROFILES = ("contract", "recall")

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import Engine, Settings
+from citeline.engine.answer.present import encode
 from citeline.engine.capture import stats
-from citeline.engine.present import encode
 from citeline.engine.store.store import FILE_NAME, Store
 
 QUERIES = ({"query": "alpha"}, {"query": "beta gamma", "profile": "recall"}, {"query": "delta"})
@@ -254,7 +254,8 @@ PROBE = textwrap.dedent(
     """
     import json, os, sys
     # everything imported first: after setuid, `nobody` cannot read this Python's files
-    import citeline.engine.index.build, citeline.engine.core, citeline.engine.lines, sqlite3, numpy
+    import citeline.engine.index.build, citeline.engine.core, citeline.engine.answer.lines
+    import sqlite3, numpy
     import citeline.engine.text.frontmatter, pathspec
     from citeline.engine import Engine, Settings
     os.setgid({uid}); os.setuid({uid})
@@ -298,7 +299,7 @@ WRITER = textwrap.dedent(
     """
     import json, sys
     from citeline.engine import Engine, Settings
-    from citeline.engine.present import encode
+    from citeline.engine.answer.present import encode
     bundle, cache, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     out = []
     for round in range(4):

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import Call, Engine, Settings, SymbolsRequest
-from citeline.engine.lines import LinesRequest
+from citeline.engine.answer.lines import LinesRequest
+from citeline.engine.answer.present import encode
+from citeline.engine.answer.requests import ConceptsRequest, Relevance, SearchRequest
 from citeline.engine.operations import OPERATIONS
-from citeline.engine.present import encode
-from citeline.engine.requests import ConceptsRequest, Relevance, SearchRequest
 
 FILES = {
     "a.md": "---\ntitle: Alpha guide\n---\n# Alpha\nalpha beta\n\n## Gamma\ngamma alpha\n",

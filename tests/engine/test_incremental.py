@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import Engine, Settings
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 
 WORDS = ["alpha", "beta", "gamma", "delta", "kappa", "sigma", "omega", "zeta", "eta", "iota"]
 SETTINGS = Settings(skip_invalid=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import CODES, CancelToken, CitelineError, Engine, Limits, Settings
+from citeline.engine.answer.present import encode
 from citeline.engine.base.errors import LimitHit
-from citeline.engine.present import encode
 from citeline.fronts.remedies import COMMAND_LINE, worded
 
 

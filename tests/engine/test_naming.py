@@ -14,11 +14,11 @@ import pytest
 from needs import corpus
 
 from citeline.engine import Engine, Settings
+from citeline.engine.answer.requests import Relevance
 from citeline.engine.rank import naming
 from citeline.engine.rank import scoring as scoring_module
 from citeline.engine.rank.naming import HeldNames, Names
 from citeline.engine.rank.rank import rank
-from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import query_terms
 
 RECALL = Relevance.from_mapping({"profile": "recall"})

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import Engine
+from citeline.engine.answer.present import escape_path, locator
 from citeline.engine.capture.revision import records_json, snapshot_revision
-from citeline.engine.present import escape_path, locator
 
 
 def go_escaped_path(path: str) -> str:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import Engine
-from citeline.engine.snippets import MAX_SPANS, fold, snippet
+from citeline.engine.answer.snippets import MAX_SPANS, fold, snippet
 from citeline.engine.text.analysis import analyse
 from citeline.engine.text.layout import Layout, layout
 from citeline.engine.text.sections import headings

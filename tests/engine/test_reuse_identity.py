@@ -26,7 +26,7 @@ import pytest
 from needs import CORPORA, missing
 
 from citeline.engine import Engine, Settings
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 
 pytestmark = pytest.mark.corpus
 

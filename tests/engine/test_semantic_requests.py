@@ -9,9 +9,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from citeline.engine.answer.lines import SEMANTIC_THRESHOLD, LinesRequest
 from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import schema
-from citeline.engine.lines import SEMANTIC_THRESHOLD, LinesRequest
 from citeline.engine.semantic import DEFAULT_THRESHOLD
 
 

@@ -22,13 +22,13 @@ import pytest
 from semantic_corpus import copy_bundle
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import Relevance
 from citeline.engine.base.cancel import CancelToken
 from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import validate
 from citeline.engine.embedding import BackgroundEmbedder, embed
 from citeline.engine.index.index import Index, Section
 from citeline.engine.rank.rank import rank
-from citeline.engine.requests import Relevance
 from citeline.engine.semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,

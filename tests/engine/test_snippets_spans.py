@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.engine import Engine, snippets
-from citeline.engine.snippets import fold, match_spans, snippet
+from citeline.engine import Engine
+from citeline.engine.answer import snippets
+from citeline.engine.answer.snippets import fold, match_spans, snippet
 from citeline.engine.text.terms import CONTRACT, Tokenizer, query_terms
 
 TOK = Tokenizer()

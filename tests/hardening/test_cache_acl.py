@@ -31,7 +31,7 @@ from other_user import NOBODY, needs_root, other_process, run_as_other, shared_f
 from test_private_cache import FILES, QUERY, refused, through, used
 
 from citeline.engine import Engine
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 from citeline.engine.store.store import FILE_NAME, refusal
 
 NOGROUP = 65534
@@ -288,7 +288,7 @@ def test_the_warm_process_s_socket_folder_with_an_acl_is_not_used(tmp_path: Path
 AS_USER = """
 import grp, json, logging, os, pwd, sys  # grp: from lib-dynload, which the account cannot read
 from citeline.engine import Engine
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 
 bundle, cache, warm, uid, gid = sys.argv[1:6]
 query = json.loads(sys.argv[6])

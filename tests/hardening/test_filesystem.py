@@ -280,7 +280,8 @@ PROBE = textwrap.dedent(
     import json, os, sys
     from citeline.engine import CitelineError, Engine
     # every lazy import before dropping privileges (the parser, PyYAML, pathspec, …)
-    import citeline.engine.index.build, citeline.engine.core, citeline.engine.lines, pathspec, numpy
+    import citeline.engine.index.build, citeline.engine.core, citeline.engine.answer.lines
+    import pathspec, numpy
     import citeline.engine.text.frontmatter
     os.setgid({uid}); os.setuid({uid})
     try:

@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from citeline.engine import CODES, CitelineError, Engine, Limits, Settings
+from citeline.engine.answer.present import encode
+from citeline.engine.answer.requests import CHOICES, Relevance
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.contracts import validate
-from citeline.engine.present import encode
-from citeline.engine.requests import CHOICES, Relevance
 from citeline.engine.text.analysis import outline_tree
 from citeline.lsp.symbols import EMPTY_HEADING, display, document_symbols
 

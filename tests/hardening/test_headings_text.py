@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lsprotocol import types
 
 from citeline.engine import Engine, SectionHit
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 from citeline.engine.text.layout import Layout, layout
 from citeline.engine.text.sections import headings
 from citeline.lsp.symbols import display, document_symbols, symbol_name, workspace_symbol

@@ -23,7 +23,7 @@ import pytest
 from other_user import NOBODY, needs_root, run_as_other, shared_folder
 
 from citeline.engine import Engine
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 from citeline.engine.store.store import FILE_NAME
 
 QUERY = {"query": "alpha"}

@@ -26,9 +26,9 @@ from inprocess import in_process
 from rpc import RawServer, uri_of
 
 from citeline.engine import CODES, Engine
+from citeline.engine.answer.present import encode
 from citeline.engine.base.errors import INTERNAL, INTERNAL_EXIT, internal_error, printable, quoted
 from citeline.engine.contracts import validate
-from citeline.engine.present import encode
 
 FILES = {
     "a.md": "# Alpha\nalpha words\n",

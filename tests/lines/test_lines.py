@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import CitelineError, Engine
+from citeline.engine.answer.lines import LinesRequest, clip, window
 from citeline.engine.base.cancel import CancelToken
 from citeline.engine.contracts import validate
-from citeline.engine.lines import LinesRequest, clip, window
 from citeline.engine.text.layout import decode, line_index
 
 ENGINE = Engine(reread=True, hold_bytes=0)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from citeline.engine import Engine, Limits, Settings
-from citeline.engine.present import encode
+from citeline.engine.answer.present import encode
 from citeline.mcp_server import server as mcp
 
 CASES: list[tuple[str, str, str, dict[str, Any]]] = [

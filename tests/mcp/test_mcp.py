@@ -27,9 +27,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from citeline.engine import Engine
+from citeline.engine.answer.present import encode
 from citeline.engine.contracts import schema, validate
 from citeline.engine.operations import OPERATIONS
-from citeline.engine.present import encode
 from citeline.mcp_server.server import (
     NO_HIT_ANY,
     NO_HIT_HINT,
@@ -393,7 +393,7 @@ async def test_search_concepts(bundle: Path) -> None:
 
 
 async def test_search_lines(bundle: Path) -> None:
-    pytest.importorskip("citeline.engine.lines")
+    pytest.importorskip("citeline.engine.answer.lines")
     async with mcp_session(bundle) as session:
         exact = structured(
             await session.call_tool("search_lines", {"pattern": "hashtable", "context": 0}),

@@ -242,7 +242,7 @@ def test_lines_description_paragraphs() -> None:
 
 
 def test_recall_profile_is_spelled_out_in_the_profile_parameter() -> None:
-    from citeline.engine.requests import RECALL
+    from citeline.engine.answer.requests import RECALL
 
     served = wire_schema("search.request")["properties"]["profile"]["description"]
     listed = ", ".join(f"{k}={v}" for k, v in RECALL.items())

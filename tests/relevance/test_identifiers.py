@@ -9,9 +9,9 @@ import pytest
 
 from citeline.cli import cli
 from citeline.engine import CitelineError, Engine
+from citeline.engine.answer.present import encode
+from citeline.engine.answer.requests import CHOICES, RECALL, Relevance, SearchRequest
 from citeline.engine.contracts import validate
-from citeline.engine.present import encode
-from citeline.engine.requests import CHOICES, RECALL, Relevance, SearchRequest
 from citeline.engine.text.terms import Tokenizer, identifier_parts, query_terms
 from citeline.lsp.settings import parse_settings
 from citeline.mcp_server.server import tool_list

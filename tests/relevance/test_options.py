@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from needs import corpus
 
 from citeline.engine import Engine
-from citeline.engine.present import encode
-from citeline.engine.snippets import MAX_SPANS, fold, snippet
+from citeline.engine.answer.present import encode
+from citeline.engine.answer.snippets import MAX_SPANS, fold, snippet
 from citeline.engine.text.analysis import AnalysisOptions, analyse
 from citeline.engine.text.terms import Tokenizer, query_terms
 from citeline.engine.text.unicode_tables import CJK_RANGES

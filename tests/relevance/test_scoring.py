@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import Relevance
 from citeline.engine.rank.rank import rank
 from citeline.engine.rank.scoring import (
     LUCENE_CLASSIC,
@@ -24,7 +25,6 @@ from citeline.engine.rank.scoring import (
     rescore_bounded,
     stop_terms,
 )
-from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import QueryTerms, Tokenizer, query_terms
 
 BIGRAMS = Tokenizer(cjk="bigrams")

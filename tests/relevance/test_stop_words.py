@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import Relevance
 from citeline.engine.rank.rank import rank
 from citeline.engine.rank.scoring import MATCH_ANY, query_stops, stop_bits
-from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import Tokenizer, query_terms
 
 RECALL = {"profile": "recall"}

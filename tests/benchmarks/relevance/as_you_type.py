@@ -45,10 +45,10 @@ from typing import Any
 from locate import bundle_path
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import Relevance
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index.index import Index
 from citeline.engine.rank.rank import rank
-from citeline.engine.requests import Relevance
 from citeline.engine.text.terms import normalise, query_terms, word_re
 
 try:  # the parameters exist from issue 32 on; without them, the code as it was

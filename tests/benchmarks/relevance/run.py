@@ -66,6 +66,7 @@ from typing import Any
 from locate import bundle_path
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import Relevance
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.index.index import Index
 from citeline.engine.rank.rank import idf, rank
@@ -77,7 +78,6 @@ from citeline.engine.rank.scoring import (
     stop_terms,
 )
 from citeline.engine.rank.stems import stemmed
-from citeline.engine.requests import Relevance
 from citeline.engine.text.layout import decode
 from citeline.engine.text.options import AnalysisOptions
 from citeline.engine.text.terms import CJK_RE, CONTRACT, Tokenizer, query_terms, word_re

@@ -23,11 +23,11 @@ from typing import Any
 from run import RECALL, SETS, Texts, load  # the harness's sets and helpers
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import Relevance
+from citeline.engine.answer.snippets import snippet
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.rank.rank import Ranking, rank
 from citeline.engine.rank.scoring import MATCH_ANY, stop_bits
-from citeline.engine.requests import Relevance
-from citeline.engine.snippets import snippet
 from citeline.engine.text.terms import query_terms
 
 K = 10

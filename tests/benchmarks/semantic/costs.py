@@ -43,9 +43,9 @@ sys.path.insert(0, str(HERE))
 import pool as pools  # noqa: E402
 
 from citeline.engine import Engine  # noqa: E402
+from citeline.engine.answer.requests import Relevance  # noqa: E402
 from citeline.engine.index.index import Index  # noqa: E402
 from citeline.engine.rank.rank import rank  # noqa: E402
-from citeline.engine.requests import Relevance  # noqa: E402
 from citeline.engine.semantic import (  # noqa: E402
     CALIBRATIONS,
     DEFAULT_FUSION,

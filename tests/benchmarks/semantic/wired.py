@@ -368,8 +368,8 @@ def idle_embedding(cache: str, seconds: float) -> dict[str, Any]:
 def sections_of(root: Path, flags: Sequence[str]) -> int:
     """The corpus's sections (what the background embedder has to embed), in process."""
     from citeline.engine import Engine
+    from citeline.engine.answer.requests import Relevance
     from citeline.engine.base.limits import Limits, Settings
-    from citeline.engine.requests import Relevance
 
     engine = Engine(Settings(limits=Limits.editor(), skip_invalid=True))
     snapshot = engine.capture(root)

@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .text.terms import Tokenizer
+from ..text.terms import Tokenizer
 
 LEAD = 80  # code points shown before the first matching token
 WIDTH = 512  # code points at most

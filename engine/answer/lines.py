@@ -28,12 +28,12 @@ from typing import Any
 
 import re2
 
-from .base.cancel import CancelToken
-from .base.errors import CitelineError, ParseIssue, parse_error, schema_error
-from .capture.capture import CapturedFile, Snapshot
+from ..base.cancel import CancelToken
+from ..base.errors import CitelineError, ParseIssue, parse_error, schema_error
+from ..capture.capture import CapturedFile, Snapshot
+from ..text.layout import decode
+from ..text.terms import check_query
 from .requests import bool_field, check_keys, check_text, int_field
-from .text.layout import decode
-from .text.terms import check_query
 
 MODES = ("exact", "regex")  # searched here; "semantic" is semantic_search's (SPEC §15)
 SEMANTIC = "semantic"
@@ -108,7 +108,7 @@ class LinesRequest:
                 )
         if "query" not in req:
             raise schema_error("mode 'semantic' needs a query.", field="query")
-        from .semantic_search import check_threshold  # standard library only
+        from ..semantic_search import check_threshold  # standard library only
 
         query = check_query(req["query"], need_word=False)
         threshold = check_threshold(req["threshold"]) if "threshold" in req else SEMANTIC_THRESHOLD

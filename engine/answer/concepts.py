@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .index.index import Index
+from ..index.index import Index
+from ..text.terms import normalise
 from .requests import ConceptsRequest
-from .text.terms import normalise
 
 
 def search_concepts(

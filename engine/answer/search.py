@@ -11,15 +11,15 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base.cancel import CancelToken
-from .base.errors import CitelineError
-from .capture.capture import CapturedFile, Snapshot
-from .index.index import Index, Section
+from ..base.cancel import CancelToken
+from ..base.errors import CitelineError
+from ..capture.capture import CapturedFile, Snapshot
+from ..index.index import Index, Section
+from ..rank.rank import rank
+from ..text.terms import QueryTerms, normalise, query_terms, word_re
 from .present import SectionHit, hit, search_result
-from .rank.rank import rank
 from .requests import SearchRequest, SymbolsRequest
 from .snippets import snippet
-from .text.terms import QueryTerms, normalise, query_terms, word_re
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,7 @@ def _file(snapshot: Snapshot, path: str) -> CapturedFile:
 
 
 def _text(data: bytes) -> str:
-    from .text.layout import decode
+    from ..text.layout import decode
 
     text = decode(data)
     assert isinstance(text, str)  # only analysed, parseable files reach here

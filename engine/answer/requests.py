@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .base.errors import schema_error
-from .base.relevance import (
+from ..base.errors import schema_error
+from ..base.relevance import (
     OPTIONS,
     RECALL,
     RECALL_LIKE,
@@ -19,8 +19,8 @@ from .base.relevance import (
     Stemming,
     profile_first,
 )
-from .text.options import AnalysisOptions
-from .text.terms import Tokenizer, check_query, check_text
+from ..text.options import AnalysisOptions
+from ..text.terms import Tokenizer, check_query, check_text
 
 # The values of each relevance option, the default first (engine/base/relevance.py).
 CHOICES: dict[str, tuple[str, ...]] = {o.key: o.values for o in OPTIONS}

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .base.limits import Limits, limit_error
+from ..base.limits import Limits, limit_error
 
 if TYPE_CHECKING:
-    from .index.index import Problem, Section
-    from .rank.rank import Scored
+    from ..index.index import Problem, Section
+    from ..rank.rank import Scored
     from .requests import SearchRequest
     from .snippets import Snippet
 
