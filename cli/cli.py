@@ -86,7 +86,8 @@ RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 )
 
 CONTEXT_MAX = 10
-SEMANTIC_THRESHOLD = 0.5  # engine/semantic.py's DEFAULT_THRESHOLD (a test holds them equal)
+# engine/semantic/semantic.py's DEFAULT_THRESHOLD (a test holds them equal)
+SEMANTIC_THRESHOLD = 0.5
 
 
 class UsageError(Exception):
@@ -979,7 +980,7 @@ def status_reply(words: list[str], engines: object) -> bytes:
     """The warm process's answer to `citeline status` (cli/daemon.py), as its reply bytes:
     built from what its engines report, without the standard streams (other calls may be
     using them meanwhile)."""
-    from citeline.engine import embedding
+    from citeline.engine.semantic import embedding
 
     try:
         args = parser().parse_args(words)
@@ -1002,7 +1003,7 @@ def status_reply(words: list[str], engines: object) -> bytes:
 def embedding_of(engines: object, bundle: str | None) -> list[dict[str, Any]]:
     """What the background worker of each kept engine (of `bundle` only, if given) does."""
     kept = getattr(engines, "kept", None)
-    if kept is None or "citeline.engine.semantic_engine" not in sys.modules:
+    if kept is None or "citeline.engine.semantic.semantic_engine" not in sys.modules:
         return []  # no hybrid or semantic request yet: no worker
     from citeline.engine.reuse import bundle_key
 

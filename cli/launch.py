@@ -64,6 +64,7 @@ PACKAGES = (
     "engine/index",
     "engine/rank",
     "engine/reuse",
+    "engine/semantic",
     "engine/store",
     "engine/text",
     "lsp",

@@ -41,8 +41,8 @@ from .text.terms import query_terms
 if TYPE_CHECKING:
     from .answer.lines import LinesRequest
     from .index.build import Ahead
-    from .semantic import Backend
-    from .semantic_engine import SemanticRuntime
+    from .semantic.semantic import Backend
+    from .semantic.semantic_engine import SemanticRuntime
 
 T = TypeVar("T")
 Result = dict[str, Any]  # a contract result (SPEC §6, §8, §9), JSON-ready
@@ -180,14 +180,14 @@ class Engine:
             self._embed_the_rest(call, req.relevance.analysis)
         return check_size(result, call.settings.limits)
 
-    # -- semantic mode and profile: hybrid (SPEC §15; engine/semantic_engine.py) ----------
+    # -- semantic mode and profile: hybrid (SPEC §15; engine/semantic/semantic_engine.py) ----------
 
     def semantic(self) -> SemanticRuntime:
         """The engine's semantic runtime (nothing of the model is loaded until a semantic
         or hybrid request asks for it)."""
         with self._semantic_lock:
             if self._semantic is None:
-                from .semantic_engine import SemanticRuntime
+                from .semantic.semantic_engine import SemanticRuntime
 
                 self._semantic = SemanticRuntime(background=self.embed_in_background)
             return self._semantic
@@ -200,13 +200,13 @@ class Engine:
         return backend
 
     def _hybrid(self, call: Call, backend: Backend, query: str, p: IndexedSnapshot) -> Rerank:
-        from .semantic_engine import hybrid_rerank
+        from .semantic.semantic_engine import hybrid_rerank
 
         return hybrid_rerank(self.semantic(), self.reuse.store, call, backend, query, p)
 
     def _embed_the_rest(self, call: Call, options: AnalysisOptions) -> None:
         if self._semantic is not None and self.embed_in_background:
-            from .semantic_engine import embed_the_rest
+            from .semantic.semantic_engine import embed_the_rest
 
             embed_the_rest(self, self._semantic, call, options)
 
@@ -281,8 +281,8 @@ class Engine:
         return check_size(self._on_snapshot(call, answer), call.settings.limits)
 
     def _semantic_lines(self, call: Call, req: LinesRequest) -> Result:
-        """Semantic mode (SPEC §15; engine/semantic_engine.py)."""
-        from .semantic_engine import RECALL_ANALYSIS, semantic_answer
+        """Semantic mode (SPEC §15; engine/semantic/semantic_engine.py)."""
+        from .semantic.semantic_engine import RECALL_ANALYSIS, semantic_answer
 
         backend = self.semantic_backend()
         answer = semantic_answer(self.semantic(), self.reuse.store, call, backend, req)

@@ -108,7 +108,7 @@ class LinesRequest:
                 )
         if "query" not in req:
             raise schema_error("mode 'semantic' needs a query.", field="query")
-        from ..semantic_search import check_threshold  # standard library only
+        from ..semantic.semantic_search import check_threshold  # standard library only
 
         query = check_query(req["query"], need_word=False)
         threshold = check_threshold(req["threshold"]) if "threshold" in req else SEMANTIC_THRESHOLD

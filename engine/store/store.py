@@ -325,7 +325,7 @@ class Vectors:
 
     def get_many(self, keys: Sequence[str]) -> dict[str, list[float]]:
         """The vectors found and intact for `keys` (the others left out)."""
-        from ..semantic import decode_vector
+        from ..semantic.semantic import decode_vector
 
         found: dict[str, list[float]] = {}
         for key, blob in self.store.get_many(VECTOR, list(dict.fromkeys(keys))).items():
@@ -337,7 +337,7 @@ class Vectors:
 
     def put_many(self, items: Iterable[tuple[str, Sequence[float]]]) -> bool:
         """Store (key, vector) pairs in one transaction; False when the cache could not."""
-        from ..semantic import encode_vector
+        from ..semantic.semantic import encode_vector
 
         rows = []
         for key, vector in items:

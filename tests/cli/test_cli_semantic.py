@@ -22,7 +22,7 @@ from test_cli_terminal import read_all
 from citeline.cli.cli import RELEVANCE, SEMANTIC_THRESHOLD
 from citeline.engine.base.relevance import profile_first
 from citeline.engine.contracts import validate
-from citeline.engine.semantic import DEFAULT_MODEL, DEFAULT_THRESHOLD
+from citeline.engine.semantic.semantic import DEFAULT_MODEL, DEFAULT_THRESHOLD
 
 STOPPING = "ps/Managing-Services.md:116-174"  # "Stopping, starting, suspending, and restarting"
 

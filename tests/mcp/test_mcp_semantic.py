@@ -25,7 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from citeline.engine.contracts import schema, validate
-from citeline.engine.semantic import DEFAULT_MODEL
+from citeline.engine.semantic.semantic import DEFAULT_MODEL
 from citeline.mcp_server.server import NO_SEMANTIC_MATCH, render_text
 
 

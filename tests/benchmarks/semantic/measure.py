@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 
 import pool as pools  # noqa: E402
 
-from citeline.engine.semantic import DEFAULT_FUSION, Fusion, fuse, passage_key  # noqa: E402
+from citeline.engine.semantic.semantic import DEFAULT_FUSION, Fusion, fuse, passage_key  # noqa: E402
 
 K = 10
 KS = (20, 30, 50)
@@ -138,7 +138,7 @@ def dense(k: int) -> Rule:
 
 def rrf(k: int, c: float = 60.0) -> Rule:
     """Reciprocal-rank fusion of recall's order and the cosine's over recall's top k: the
-    engine's own function (engine/semantic.py fuse), so what is measured is what runs."""
+    engine's own function (engine/semantic/semantic.py fuse), so what is measured is what runs."""
     fusion = Fusion(k=k, c=c)
 
     def rule(q: Q) -> list[int]:

