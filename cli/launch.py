@@ -63,7 +63,6 @@ PACKAGES = (
     "engine/contracts",
     "engine/index",
     "engine/rank",
-    "engine/reuse",
     "engine/semantic",
     "engine/store",
     "engine/text",

@@ -24,14 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..base.codec import I32, I64, Corrupt, Reader, Writer, expect
-from ..capture.stats import Marks, StatIndex
-from ..index.blocks import ANALYSIS_VERSION, Block
-from ..index.index import Checked, Index
-from ..store.store import Store
+from .base.codec import I32, I64, Corrupt, Reader, Writer, expect
+from .capture.stats import Marks, StatIndex
+from .index.blocks import ANALYSIS_VERSION, Block
+from .index.index import Checked, Index
+from .store.store import Store
 
 if TYPE_CHECKING:
-    from ..capture.journals import Journals
+    from .capture.journals import Journals
 
 log = logging.getLogger("citeline.reuse")
 
