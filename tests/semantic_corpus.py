@@ -24,6 +24,7 @@ def copy_bundle(root: Path, files: dict[str, tuple[str, str]] = FILES) -> Path:
         shutil.copyfile(corpus(name) / folder / Path(rel).name, root / rel)
     return root
 
+
 # Eight sample pages (51 sections) for the background embedder's tests: a request over
 # BACKGROUND_QUESTION needs 10 of them, which leaves 41 for the worker (several seconds of
 # one thread, long enough to watch it advance, pause and resume).
