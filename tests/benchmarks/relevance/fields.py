@@ -5,6 +5,7 @@ Run by hand from the repository root:
     python tests/benchmarks/relevance/fields.py > fields.json        # every set; tables on stderr
     python tests/benchmarks/relevance/fields.py nuxt til              # some sets
     python tests/benchmarks/relevance/fields.py --save   # also saved under results/
+    python tests/benchmarks/relevance/fields.py --markdown tests/benchmarks/results/<file>.json
 
 For each judged set it asks today's engine, through its public face only (`citeline.engine`
 Engine.search, profile `recall`, limit 100), for a candidate pool per question, and measures
@@ -47,7 +48,7 @@ import snowballstemmer
 from locate import bundle_path
 from markdown_it import MarkdownIt
 
-from citeline.engine import Engine
+from citeline.engine import Engine, Limits, Settings
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE.parent / "results"
@@ -387,6 +388,34 @@ class Feat:
     code_share: float
     table_share: float
     page_sections: int
+    script: str  # the section's language by script: ko, ja, zh or latin
+
+
+KANA = re.compile("[\u3040-\u30ff]")
+HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def script_of(words: Counter[str], share: float) -> str:
+    """ko when Hangul, ja when kana, zh when Han, each only when that share of the words
+    holds CJK characters (a bigram counts as a word); else latin."""
+    total = sum(words.values())
+    cjk = Counter({w: n for w, n in words.items() if CJK.search(w)})
+    n = sum(cjk.values())
+    if not n or n < share * total:
+        return "latin"
+    if sum(k for w, k in cjk.items() if HANGUL.search(w)) * 2 >= n:
+        return "ko"
+    if sum(k for w, k in cjk.items() if KANA.search(w)) * 10 >= n:
+        return "ja"
+    return "zh" if any(HAN.search(w) for w in cjk) else "latin"
+
+
+NATURAL = ("heading", "prose", "list", "table", "label")  # what a reader reads as the language
+
+
+def same_language(query: str, section: str) -> bool:
+    """A Han-only query may be Japanese as well as Chinese."""
+    return query == section or (query == "zh" and section == "ja")
 
 
 BODY = ("prose", "list", "table", "label", "dest", "code", "inline", "html", "directive")
@@ -445,6 +474,7 @@ def features(corpus: Corpus, sec: Section, rank: int, terms: list[Term]) -> Feat
         (lens.get("code", 0) + lens.get("inline", 0)) / body,
         lens.get("table", 0) / body,
         len(corpus.page.get(sec.path, ())),
+        script_of(sum((sec.tf.get(k, Counter()) for k in NATURAL), Counter()), 0.2),
     )
 
 
@@ -499,6 +529,14 @@ CODE_Q = re.compile(
 )
 
 
+NAV_Q = re.compile(r"(?i)\b(list|lists|index|overview) of\b|\bwhat\b.*\bare there\b")
+
+
+def asks_for_list(query: str) -> bool:
+    """`list of the folders …`, `what TILs are there …`: a navigation section is wanted."""
+    return NAV_Q.search(query) is not None
+
+
 def looks_like_code(query: str) -> bool:
     return any(CODE_Q.search(w) for w in query.split())
 
@@ -522,6 +560,8 @@ class Variant:
     ko: bool = False
     ja: bool = False
     bm25f: bool = False  # per-field length normalisation instead of one over weighted length
+    nav_q: bool = False  # no navigation demotion (a ×(1 + nav) lift) when a list is asked for
+    lang: float = 0.0  # demotion ×(1 − lang) of a section in another script than the query's
 
     def w(self) -> dict[str, float]:
         return dict(self.weights)
@@ -533,7 +573,15 @@ def with_weights(name: str, base: Variant, **changes: float) -> Variant:
     return replace(base, name=name, weights=tuple(w.items()))
 
 
-def score(v: Variant, corpus: Corpus, f: Feat, terms: list[Term], codeish: bool) -> float:
+def score(
+    v: Variant,
+    corpus: Corpus,
+    f: Feat,
+    terms: list[Term],
+    codeish: bool,
+    script: str = "latin",
+    listq: bool = False,
+) -> float:
     w = v.w()
     if codeish and v.code_query:
         w["code"] = w["inline"] = v.code_query
@@ -580,13 +628,15 @@ def score(v: Variant, corpus: Corpus, f: Feat, terms: list[Term], codeish: bool)
         named = head / want if want > 0 else 0.0
         total += num * coord * (1 + v.heading_bonus * named)
     if v.nav and f.nav >= 0.6:
-        total *= 1 - v.nav
+        total *= (1 + v.nav) if v.nav_q and listq else 1 - v.nav
     if v.table and f.table_share >= 0.5:
         total *= 1 - v.table
     if v.prox and f.matched_words >= 2 and math.isfinite(f.span):
         total *= 1 + v.prox * f.matched_words / f.span
     if v.adj:
         total *= 1 + v.adj * f.adjacent
+    if v.lang and not same_language(script, f.script):
+        total *= 1 - v.lang
     return total
 
 
@@ -607,8 +657,11 @@ def variants() -> list[Variant]:
         with_weights("code 0.5", BASE, code=0.5, inline=0.75),
         with_weights("heading 6", BASE, heading=6.0),
         with_weights("table 0.5", BASE, table=0.5),
+        replace(BASE, name="language prior 0.3", lang=0.3),
+        replace(BASE, name="language prior 0.5", lang=0.5),
         replace(BASE, name="nav prior 0.3", nav=0.3),
         replace(BASE, name="nav prior 0.5", nav=0.5),
+        replace(BASE, name="nav prior 0.3, lift for list questions", nav=0.3, nav_q=True),
         replace(BASE, name="length floor 0.25", min_len=0.25),
         replace(BASE, name="length floor 0.5", min_len=0.5),
         replace(BASE, name="reference prior 0.2", table=0.2),
@@ -663,6 +716,28 @@ def variants() -> list[Variant]:
             ja=True,
             decomp=0.25,
         ),
+        with_weights("D: dest 0", BASE, dest=0.0),
+    ]
+    d = combos[-1]
+    combos += [
+        replace(d, name="D + language 0.5", lang=0.5),
+        replace(d, name="D + language 0.5 + nav 0.3", lang=0.5, nav=0.3),
+        replace(d, name="D + language 0.3 + nav 0.3 lift", lang=0.3, nav=0.3, nav_q=True),
+        replace(d, name="D + nav 0.3 lift", nav=0.3, nav_q=True),
+        replace(d, name="D + nav 0.3 lift + ko", nav=0.3, nav_q=True, ko=True),
+        replace(
+            d, name="D + language 0.3 + nav 0.3 lift + ko", lang=0.3, nav=0.3, nav_q=True, ko=True
+        ),
+        replace(d, name="D + language 0.5 + ko", lang=0.5, ko=True),
+        replace(d, name="D + language 0.5 + nav 0.3 + ko", lang=0.5, nav=0.3, ko=True),
+        replace(
+            d,
+            name="D + language 0.5 + nav 0.3 + ko + prox 0.1",
+            lang=0.5,
+            nav=0.3,
+            ko=True,
+            prox=0.1,
+        ),
     ]
     return one + combos
 
@@ -711,10 +786,13 @@ def first(order: Sequence[Hit], answers: frozenset[Hit]) -> int | None:
     return None
 
 
+CORPORA: dict[Path, Corpus] = {}  # cmd and tldr share a bundle: parsed once per process
+
+
 def run_set(engine: Engine, name: str, vs: list[Variant]) -> dict[str, Any]:
     bundle, queries = load_set(name)
     t0 = time.perf_counter()
-    corpus = load_corpus(bundle)
+    corpus = CORPORA.get(bundle) or CORPORA.setdefault(bundle, load_corpus(bundle))
     t1 = time.perf_counter()
     pools: dict[str, list[Hit]] = {}
     for q in queries:
@@ -744,8 +822,15 @@ def run_set(engine: Engine, name: str, vs: list[Variant]) -> dict[str, Any]:
         for q in queries:
             terms, fs = feats(q, v.ko, v.ja)
             codeish = looks_like_code(q.text)
-            scored = sorted(fs, key=lambda f: (-score(v, corpus, f, terms, codeish), f.engine_rank))
-            got[q.id] = first([f.hit for f in scored], q.answers)
+            script = script_of(Counter(tokens(q.text)), 0.0)
+            listq = asks_for_list(q.text)
+
+            keyed = [
+                (-score(v, corpus, f, terms, codeish, script, listq), f.engine_rank, f.hit)
+                for f in fs
+            ]
+            scored = [hit for _, _, hit in sorted(keyed)]
+            got[q.id] = first(scored, q.answers)
         ranks[v.name] = got
     t3 = time.perf_counter()
     out: dict[str, Any] = {
@@ -771,6 +856,18 @@ def run_set(engine: Engine, name: str, vs: list[Variant]) -> dict[str, Any]:
             out["systems"].setdefault(sys_name, {})[split] = metrics([got[q.id] for q in qs])
     for sys_name, got in ranks.items():
         out["dev_ranks"][sys_name] = {q.id: got[q.id] for q in queries if q.split == "dev"}
+    if name == "fastapi":  # aggregates by the language asked in (the answer path's second part)
+        lang = {q.id: sorted(q.answers)[0][0].split("/")[1] for q in queries}
+        out["by_language"] = {
+            f"{la} {split}": {
+                sys_name: metrics(
+                    [got[q.id] for q in queries if q.split == split and lang[q.id] == la]
+                )
+                for sys_name, got in ranks.items()
+            }
+            for la in sorted(set(lang.values()))
+            for split in ("dev", "heldout")
+        }
     return out
 
 
@@ -790,10 +887,35 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def markdown(report: dict[str, Any]) -> str:
+    """Every set × every change, H@1 / H@5 per cell, one table per split."""
+    sets = list(report["sets"])
+    names = list(next(iter(report["sets"].values()))["systems"])
+    out: list[str] = []
+    for split in ("dev", "heldout"):
+        cols = [s for s in sets if split in report["sets"][s]["pool_recall"]]
+        out.append(f"\n{split} (H@1 / H@5)\n")
+        out.append("| change | " + " | ".join(cols) + " |")
+        out.append("|---" * (len(cols) + 1) + "|")
+        for n in names:
+            cells = []
+            for s in cols:
+                m = report["sets"][s]["systems"][n][split]
+                cells.append(f"{m['hit@1']:.2f} / {m['hit@5']:.2f}")
+            out.append(f"| {n} | " + " | ".join(cells) + " |")
+        pool = " | ".join(f"{report['sets'][s]['pool_recall'][split]:.2f}" for s in cols)
+        out.append(f"| *pool recall@{report['pool']}* | {pool} |")
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str]) -> int:
+    if "--markdown" in argv:  # from a saved report: fields.py --markdown results/….json
+        path = next(a for a in argv if a.endswith(".json"))
+        print(markdown(json.loads(Path(path).read_text(encoding="utf-8"))))
+        return 0
     save = "--save" in argv
     names = [a for a in argv if not a.startswith("--")] or list(ALL_SETS)
-    engine = Engine()
+    engine = Engine(Settings(limits=Limits.editor(), skip_invalid=True))  # as run.py
     vs = variants()
     report: dict[str, Any] = {
         "pool": POOL,
