@@ -52,9 +52,16 @@ def check_size(result: dict[str, Any], limits: Limits) -> dict[str, Any]:
 
 
 def hit(
-    sec: Section, scored: Scored, shown: Snippet, *, outline: bool, unsaved: bool
+    sec: Section,
+    scored: Scored,
+    shown: Snippet,
+    *,
+    outline: bool,
+    unsaved: bool,
+    section_sha256: str,
 ) -> dict[str, Any]:
-    """One hit of a section search: the section, its score and its snippet."""
+    """One hit of a section search: the section, its score and its snippet
+    (`section_sha256`: of the section's text, engine/index/hashes.py)."""
     found: dict[str, Any] = {
         "concept_id": sec.concept_id,
         "path": sec.path,
@@ -63,6 +70,7 @@ def hit(
         "line_start": sec.first + 1,
         "line_end": sec.last + 1,
         "content_sha256": sec.sha256,
+        "section_sha256": section_sha256,
         "snippet": shown.text,
         "score": scored.score,
         "matched_terms": list(scored.matched),

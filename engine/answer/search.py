@@ -14,6 +14,7 @@ from typing import Any
 from ..base.cancel import CancelToken
 from ..base.errors import CitelineError
 from ..capture.capture import CapturedFile, Snapshot
+from ..index.hashes import section_sha256
 from ..index.index import Index, Section
 from ..rank.rank import rank
 from ..text.terms import QueryTerms, normalise, query_terms, word_re
@@ -65,7 +66,10 @@ def search_sections(
         if text is None:
             text = shown[sec.path] = _text(fetch(file))
         cut = snippet(text[sec.start : sec.end], scored.matched, rel.tokenizer)
-        hits.append(hit(sec, scored, cut, outline=outline, unsaved=file.unsaved))
+        digest = section_sha256(text, sec.start, sec.end)
+        hits.append(
+            hit(sec, scored, cut, outline=outline, unsaved=file.unsaved, section_sha256=digest)
+        )
     if rerank is not None:
         hits = rerank.order(sections[: rerank.k], hits[: rerank.k])[: req.limit]
     skipped = index.problems if skip_invalid else None

@@ -20,6 +20,7 @@ from typing import Any
 from ..base.errors import CitelineError, parse_error
 from ..base.limits import MAX_HEADING_BYTES, Settings, limit_error
 from .blocks import Block
+from .hashes import SectionHashes
 from .lexicon import Lexicon
 from .postings import Postings, gather
 
@@ -122,6 +123,10 @@ class Index:
         self._preparing: threading.Thread | None = None
         if previous is not None and previous._lexicon is not None:
             self._lexicon = _derived(previous, self.blocks)
+        # Section hashes for verify's look-up by hash (hashes.py): made on first use.
+        self.hashes = SectionHashes(previous.hashes if previous is not None else None)
+        if previous is not None:
+            self.hashes.keep(self.blocks)
 
     # -- the checks of SPEC §2, in order, after capture ----------------------------------
 

@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from ..answer.lines import clip, window
 from ..base.errors import schema_error
+from ..index.hashes import section_sha256
 from ..text.terms import Tokenizer, check_query
 from .semantic import (
     DEFAULT_FUSION,
@@ -60,6 +61,7 @@ class Candidate:
     line_end: int
     content_sha256: str  # of the whole file, as §6
     passage: Passage
+    section_sha256: str  # of the section's text, as §6
     lines: tuple[str, ...]  # the section's lines, without line endings
     body_from: int  # index in `lines` of the first line after the heading's own lines
     before: tuple[str, ...]  # up to MAX_CONTEXT lines of the file before the section
@@ -103,6 +105,7 @@ def candidate(
         line_end=last + 1,
         content_sha256=content_sha256,
         passage=passage(model_id, title, outline, heading, text[start:end]),
+        section_sha256=section_sha256(text, start, end),
         lines=lines,
         body_from=body_from,
         before=tuple(file_lines[max(0, first - MAX_CONTEXT) : first]),
@@ -167,6 +170,7 @@ class SemanticMatch:
     line_end: int
     heading: str
     content_sha256: str
+    section_sha256: str
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -180,6 +184,7 @@ class SemanticMatch:
             "x-line_end": self.line_end,
             "x-heading": self.heading,
             "x-content_sha256": self.content_sha256,
+            "x-section_sha256": self.section_sha256,
         }
 
 
@@ -291,6 +296,7 @@ def semantic_search(
                 line_end=cand.line_end,
                 heading=cand.heading,
                 content_sha256=cand.content_sha256,
+                section_sha256=cand.section_sha256,
             )
         )
     return SemanticResult(query, threshold, calibration.model_id, len(kept), tuple(matches))

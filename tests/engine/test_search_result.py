@@ -14,6 +14,7 @@ HIT_KEYS = {
     "line_start",
     "line_end",
     "content_sha256",
+    "section_sha256",
     "snippet",
     "score",
     "matched_terms",
@@ -37,6 +38,9 @@ def test_envelope_and_hit_fields(make_bundle) -> None:
     assert (hit["line_start"], hit["line_end"]) == (2, 4)
     assert hit["locator"] == "docs/setup.md#L2-L4"
     assert hit["content_sha256"] == hashlib.sha256(data.encode()).hexdigest()
+    # The section's text: its lines as in the file, without the final line ending.
+    text = "# Setup Guide\nInstall the *tool*.\n"
+    assert hit["section_sha256"] == hashlib.sha256(text.encode()).hexdigest()
     assert hit["snippet"] == "# Setup Guide\nInstall the *tool*.\n"
     assert isinstance(hit["score"], float) and hit["score"] > 0
     assert hit["matched_terms"] == ["install", "tool"]
@@ -88,3 +92,12 @@ def test_same_bytes_same_result_across_engines(make_bundle) -> None:
     one = Engine().search(bundle, {"query": "alpha"})
     two = Engine(reread=True, hold_bytes=0).search(bundle, {"query": "alpha"})
     assert one == two
+
+
+def test_section_sha256_keeps_crlf_inside_and_drops_the_final_line_ending(make_bundle) -> None:
+    data = "# A\r\nalpha\r\n\r\n## B\r\nbeta gamma\r\n"
+    bundle = make_bundle({"docs/crlf.md": data})
+    (hit,) = Engine().search(bundle, {"query": "gamma"})["hits"]
+    assert (hit["line_start"], hit["line_end"]) == (4, 5)
+    want = hashlib.sha256(b"## B\r\nbeta gamma").hexdigest()
+    assert hit["section_sha256"] == want
