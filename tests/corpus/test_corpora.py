@@ -11,7 +11,7 @@ from bundles import section_text
 from needs import CORPORA, corpus
 
 from citeline.engine import Engine, Limits, Settings
-from citeline.engine.terms import Tokenizer
+from citeline.engine.text.terms import Tokenizer
 
 APISIX = CORPORA / "apisix-zh" / "docs"
 POWERSHELL = CORPORA / "powershell-docs" / "docs"

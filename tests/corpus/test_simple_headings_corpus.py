@@ -1,4 +1,4 @@
-"""engine/simple.py on real files: on every file of the corpora where it answers, it finds
+"""engine/text/simple.py on real files: on every file of the corpora where it answers, it finds
 exactly markdown-it-py's headings, and it answers for most of the tldr pages."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from needs import corpus
 
-from citeline.engine.errors import ParseIssue
-from citeline.engine.layout import layout
-from citeline.engine.sections import _BLOCK, parser_input
-from citeline.engine.simple import atx_headings
+from citeline.engine.base.errors import ParseIssue
+from citeline.engine.text.layout import layout
+from citeline.engine.text.sections import _BLOCK, parser_input
+from citeline.engine.text.simple import atx_headings
 
 pytestmark = pytest.mark.corpus
 
