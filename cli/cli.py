@@ -33,6 +33,8 @@ TEXT_OPTIONS = {
     "-e": "--regex",
     "--regex": "--regex",
     "--semantic": "--semantic",
+    "-g": "--glob",  # a glob may start with '-' too
+    "--glob": "--glob",
 }
 
 # The relevance options of a search: (request key, flag, choices, help). The request key is
@@ -165,6 +167,17 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
     """What settings_from() reads: ignore handling, skipping, reserved files, limits."""
     from citeline.engine.base.limits import LIMIT_NAMES, RESERVED, Limits
 
+    p.add_argument(
+        "-g",
+        "--glob",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="include or, with a leading '!', exclude the files whose bundle-relative path "
+        "matches GLOB (ripgrep's -g: gitignore wildcards and {a,b}; repeatable, the last "
+        "matching glob wins; with any including glob, only files matching one are searched); "
+        "excluded files are not read, and excluded folders not walked",
+    )
     p.add_argument(
         "--no-ignore",
         action="store_true",
@@ -458,12 +471,24 @@ def settings_from(args: argparse.Namespace) -> Settings:
         reserved = ()
     if args.reserved:
         reserved = tuple(args.reserved)
-    return Settings(
+    settings = Settings(
         limits=replace(base, **{name: getattr(checked, name) for name in raised}),
         reserved=reserved,
         use_ignore=not args.no_ignore,
         skip_invalid=args.skip_invalid,
     )
+    return with_globs(settings, getattr(args, "glob", None))
+
+
+def with_globs(settings: Settings, globs: Sequence[str] | None) -> Settings:
+    """`settings` capturing only what the user's globs take (validated: schema_validation)."""
+    if not globs:
+        return settings
+    from dataclasses import replace
+
+    from citeline.engine.capture.globs import check_globs
+
+    return replace(settings, globs=check_globs(list(globs), "--glob"))
 
 
 def request_from(args: argparse.Namespace) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from .base.limits import Settings
 from .call import Bundle, Call, CallKeywords, call_of
 from .capture.capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
 from .capture.flights import Flights, Serving
+from .capture.globs import echo as echo_globs
 from .index.blocks import options_key
 from .index.index import Index, Problem
 from .index.parallel import Workers
@@ -163,7 +164,7 @@ class Engine:
 
         def answer(p: IndexedSnapshot) -> Result:
             rerank = None if backend is None else self._hybrid(call, backend, req.query, p)
-            return search_sections(
+            found = search_sections(
                 p.snapshot,
                 p.index,
                 p.fetch,
@@ -174,6 +175,7 @@ class Engine:
                 texts=texts,
                 rerank=rerank,
             )
+            return echo_globs(found, call.settings.globs)
 
         result = self._on_index(call, req.relevance.analysis, answer)
         if backend is not None:
@@ -254,7 +256,8 @@ class Engine:
         skip_invalid = call.settings.skip_invalid
 
         def answer(p: IndexedSnapshot) -> Result:
-            return search_concepts(p.index, p.snapshot.revision, req, skip_invalid=skip_invalid)
+            found = search_concepts(p.index, p.snapshot.revision, req, skip_invalid=skip_invalid)
+            return echo_globs(found, call.settings.globs)
 
         return check_size(self._on_index(call, AnalysisOptions(), answer), call.settings.limits)
 
@@ -276,7 +279,8 @@ class Engine:
             return check_size(self._semantic_lines(call, req), call.settings.limits)
 
         def answer(snap: Snapshot, fetch: Fetcher) -> Result:
-            return search_lines(snap, req, fetch, cancel=call.cancel, skip_invalid=skip_invalid)
+            found = search_lines(snap, req, fetch, cancel=call.cancel, skip_invalid=skip_invalid)
+            return echo_globs(found, call.settings.globs)
 
         return check_size(self._on_snapshot(call, answer), call.settings.limits)
 
@@ -286,7 +290,7 @@ class Engine:
 
         backend = self.semantic_backend()
         answer = semantic_answer(self.semantic(), self.reuse.store, call, backend, req)
-        result = self._on_index(call, RECALL_ANALYSIS, answer)
+        result = echo_globs(self._on_index(call, RECALL_ANALYSIS, answer), call.settings.globs)
         self._embed_the_rest(call, RECALL_ANALYSIS)
         return result
 

@@ -104,3 +104,6 @@ class Settings:
     # bundle's volume (fronts/names.py); the engine's default is exact, as on Linux.
     ignore_case: bool = False
     ignore_nfc: bool = False
+    # The user's globs (ripgrep's -g, engine/capture/globs.py): which files are captured at
+    # all. Part of every key the walk's reuse depends on (capture/journals.py, capture.py).
+    globs: tuple[str, ...] = ()

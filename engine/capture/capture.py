@@ -163,7 +163,7 @@ def capture(
             not check
             and not overlay
             and known.captured is not None
-            and known.captured.settings == (settings.reserved, settings.limits)
+            and known.captured.settings == (settings.reserved, settings.limits, settings.globs)
             and above_signature(rules_above(root, settings, backend)) == before.above
         ):
             # Nothing changed that the journal saw, none racy or linked, the rules above the
@@ -181,7 +181,7 @@ def capture(
         and not overlay
         and len(found) == len(previous)
         and known.captured is not None
-        and known.captured.settings == (settings.reserved, settings.limits)
+        and known.captured.settings == (settings.reserved, settings.limits, settings.globs)
         and not found.unread
     ):
         # Nothing read, nothing added, nothing removed (every path found was in `known`, and
@@ -203,7 +203,7 @@ def capture(
         # in its order, and the limits are checked against the maxima it keeps.
         _check_known(known, limits, found)
         records = Records(list(previous), list(previous.values()), frozenset(settings.reserved))
-        made = Captured(records, (settings.reserved, settings.limits))
+        made = Captured(records, (settings.reserved, settings.limits, settings.globs))
         after = StatIndex(previous, known.revision, made, known.paths_max, known.sizes)
         return Snapshot(str(Path(root)), records, known.revision, after, 0, found.walked)
     found.sort(key=_path)
@@ -282,7 +282,7 @@ def capture(
             f if f.data is None else CapturedFile(f.path, f.size, f.sha256, f.reserved)
             for f in files
         )
-        captured = Captured(bare, (settings.reserved, settings.limits))
+        captured = Captured(bare, (settings.reserved, settings.limits, settings.globs))
     # (with unsaved text the sizes read are the editor's: kept only for the disk's)
     sizes = None if overlay else (total, max((f.size for f in files), default=0))
     after = StatIndex(states, disk, captured, paths_max, sizes)

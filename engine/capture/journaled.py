@@ -15,6 +15,7 @@ from ..base.limits import Settings, limit_error
 from ..base.platform import GONE_ERRNOS
 from . import files, stats
 from .files import Backend, _unreadable
+from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
 from .stats import FileState, fingerprint
 from .walk import UNREAD, Listing, Prefetch, Walked, _check_utf8, _read, above_signature
@@ -68,6 +69,7 @@ def list_changed(
     linked = set(before.linked)
     budget = prefetch.budget
     fold = name_fold(settings.ignore_case, settings.ignore_nfc)
+    globs = globs_of(settings.globs)
     rules: dict[str, Ignores] = {}  # folder "a/b/" → the rules in force inside it
     coarse = stats.COARSE_NS
     with files.Folders(root, bk) as folders:
@@ -84,6 +86,8 @@ def list_changed(
                         return None
                     rel_dir += name + "/"
                     if ignores.active and ignores.ignored(rel_dir):
+                        return None
+                    if globs is not None and globs.prunes(rel_dir):
                         return None
                 if settings.use_ignore:
                     got = rules.get(rel_dir)
@@ -110,6 +114,8 @@ def list_changed(
                     continue
                 ignores = ignores_in(dirs)
                 if ignores is None or (ignores.active and ignores.ignored(rel)):
+                    continue
+                if globs is not None and not globs.takes(rel):
                     continue
             try:
                 folder = folders.folder(dirs)

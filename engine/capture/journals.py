@@ -38,6 +38,7 @@ class Look:
     # A drain since may have seen a second name of a captured file (journal.Drained.restat):
     # every file of `known` is stat'ed again, not only `changed`.
     restat: bool = False
+    globs: tuple[str, ...] = ()  # the user's globs of the capture (which journal slot)
 
 
 @dataclass(slots=True)
@@ -93,7 +94,7 @@ class Journals:
     ) -> None:
         self._make = make or (lambda root, membership: open_journal(root, membership=membership))
         self._kept = kept
-        self._bundles: dict[tuple[str, tuple[bool, bool, bool]], _Bundle] = {}
+        self._bundles: dict[tuple[str, tuple[bool, bool, bool], tuple[str, ...]], _Bundle] = {}
         self._lock = threading.Lock()
 
     def look(self, key: str, root: str, known: object, settings: Any) -> Look:
@@ -102,8 +103,12 @@ class Journals:
         # What decides which files a walk takes; the other settings act on what it found.
         membership = (settings.use_ignore, settings.ignore_case, settings.ignore_nfc)
         with self._lock:
-            bundle = self._bundles.pop((key, membership), None) or _Bundle()
-            self._bundles[(key, membership)] = bundle  # the most recent last
+            # The user's globs decide membership too, but not which folders are watched
+            # (watching more only costs events): a changed glob list has its own drains and
+            # tags, so its first capture walks afresh.
+            slot = (key, membership, settings.globs)
+            bundle = self._bundles.pop(slot, None) or _Bundle()
+            self._bundles[slot] = bundle  # the most recent last
             evicted = []
             while len(self._bundles) > self._kept:
                 evicted.append(self._bundles.pop(next(iter(self._bundles))))
@@ -117,7 +122,7 @@ class Journals:
             bundle.tags = [t for t in bundle.tags if t.known is known]
             journal = bundle.journal
             if isinstance(journal, str):
-                return Look(0, membership, reason=journal)
+                return Look(0, membership, reason=journal, globs=settings.globs)
             drained = journal.drain()
             bundle.generation += 1
             generation = bundle.generation
@@ -125,22 +130,37 @@ class Journals:
             bundle.log.append((generation, paths, drained.restat))
             del bundle.log[:-LOG_KEPT]
             if not drained.vouched:
-                return Look(generation, membership, reason=drained.reason)
+                return Look(generation, membership, reason=drained.reason, globs=settings.globs)
             tag = bundle.tags[0] if bundle.tags else None
             if known is None or tag is None:
-                return Look(generation, membership, reason="no stat index from a watched walk")
+                return Look(
+                    generation,
+                    membership,
+                    reason="no stat index from a watched walk",
+                    globs=settings.globs,
+                )
             if tag.membership != membership:
-                return Look(generation, membership, reason="other settings")
+                return Look(generation, membership, reason="other settings", globs=settings.globs)
             changed: set[str] = set()
             restat = False
             first = bundle.log[0][0]
             if tag.generation < first - 1:
-                return Look(generation, membership, reason="stat index older than the log")
+                return Look(
+                    generation,
+                    membership,
+                    reason="stat index older than the log",
+                    globs=settings.globs,
+                )
             for gen, named, everything in bundle.log:
                 if gen <= tag.generation:
                     continue
                 if named is None:
-                    return Look(generation, membership, reason="a drain since did not vouch")
+                    return Look(
+                        generation,
+                        membership,
+                        reason="a drain since did not vouch",
+                        globs=settings.globs,
+                    )
                 changed |= named
                 restat = restat or everything
             return Look(
@@ -150,6 +170,7 @@ class Journals:
                 tag.walked,
                 tag.racy_paths(),
                 restat=restat,
+                globs=settings.globs,
             )
 
     def made(self, key: str, look: Look, known: object, walked: object) -> None:
@@ -157,7 +178,7 @@ class Journals:
         if not look.generation or known is None or walked is None:
             return
         with self._lock:
-            bundle = self._bundles.get((key, look.membership))
+            bundle = self._bundles.get((key, look.membership, look.globs))
         if bundle is None:
             return
         with bundle.lock:

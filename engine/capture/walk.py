@@ -20,6 +20,7 @@ from ..base.errors import CitelineError, quoted
 from ..base.limits import Limits, Settings, limit_error
 from . import files, stats
 from .files import Backend, _unreadable
+from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
 from .stats import FileState, Fingerprint, fingerprint
 
@@ -128,6 +129,8 @@ def list_markdown(
     # one of them is an input of this capture like the bundle's own files.
     above = repository_rules(root, bk) if settings.use_ignore else ()
     ignores = Ignores(above, fold=name_fold(settings.ignore_case, settings.ignore_nfc))
+    # The user's globs leave files out as ignored ones are: before any stat, read or limit.
+    globs = globs_of(settings.globs)
     # With a journal on, the files with other links (stat'ed on every journaled request).
     linked: set[str] | None = set() if journaled else None
     previous = known or {}
@@ -147,6 +150,8 @@ def list_markdown(
                 continue
             rel = rel_dir + name
             if ignoring and ignores.ignored(rel):
+                continue
+            if globs is not None and not globs.takes(rel):
                 continue
             # The stat index (SPEC §2): reused when the fingerprint is the one recorded at a
             # read that was not racy, and no editor marked the file since. (Equal fingerprints
@@ -239,7 +244,9 @@ def list_markdown(
                 continue
             name = folders.pop()
             rel = rel_dir + name + "/"
-            if not ignores.active or not ignores.ignored(rel):
+            if (not ignores.active or not ignores.ignored(rel)) and (
+                globs is None or not globs.prunes(rel)
+            ):
                 enter(name, folder, rel)
     finally:
         for folder, *_ in stack:
