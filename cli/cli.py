@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -376,6 +377,20 @@ def parser() -> argparse.ArgumentParser:
     _add_background(ln)
     _add_status(sub)
 
+    v = sub.add_parser(
+        "verify",
+        help="check citations (search hits, line matches) against the files as they are now",
+        allow_abbrev=False,
+    )
+    v.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help='JSON citations ({"citations": [...]}) or a whole search, lines or semantic '
+        "result (as --json prints it); default: standard input",
+    )
+    _add_common(v)
+
     sub.add_parser("lsp", help="run the language server on stdio", allow_abbrev=False)
     m = sub.add_parser(
         "mcp",
@@ -492,6 +507,8 @@ def with_globs(settings: Settings, globs: Sequence[str] | None) -> Settings:
 
 
 def request_from(args: argparse.Namespace) -> dict[str, Any]:
+    if args.command == "verify":
+        return verify_request(args)
     req: dict[str, Any] = {}
     if args.command == "lines" and args.semantic is not None:
         req = {"mode": "semantic", "query": args.semantic}
@@ -677,7 +694,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
         from citeline.engine.answer.present import encode
 
         interrupt.write_lines(sys.stdout, encode(result) + "\n")
-        return 0 if result["total"] else NO_MATCH
+        return answer_status(args, result)
     with interrupt.held():  # no half-drawn answer
         shown = draw(args, result, recall, color, texts)
     if not interrupt.write_lines(sys.stdout, shown):
@@ -695,6 +712,13 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
         notes.append(summary + (f" · {reserved}" if reserved else ""))
     if notes and not interrupt.write_lines(sys.stderr, "\n".join(notes) + "\n"):
         return interrupted(args.json)
+    return answer_status(args, result)
+
+
+def answer_status(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    """0 when something matched (verify: when every citation is valid), 1 otherwise."""
+    if args.command == "verify":
+        return 0 if all(r["status"] == "valid" for r in result["results"]) else NO_MATCH
     return 0 if result["total"] else NO_MATCH
 
 
@@ -706,6 +730,31 @@ def steer_background(engines: Engines, engine: Engine, args: argparse.Namespace)
         engine.embed_in_background = not getattr(args, "no_background_embedding", False)
         if not engine.embed_in_background:
             engine.stop_background()
+
+
+def verify_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The citations to verify, from --from FILE or standard input (SPEC §18)."""
+    from citeline.engine import CitelineError
+    from citeline.engine.answer.verify import request_of
+
+    try:
+        if args.from_file is not None:
+            with open(args.from_file, "rb") as f:
+                data = f.read()
+        else:
+            data = sys.stdin.buffer.read()
+        value = json.loads(data)
+    except OSError as err:
+        raise CitelineError(
+            "schema_validation", f"Cannot read {args.from_file!r}: {err.strerror}.", {}
+        ) from None
+    except ValueError as err:
+        raise CitelineError(
+            "schema_validation",
+            f"The citations are not JSON ({err}); pipe `citeline search --json` into verify.",
+            {},
+        ) from None
+    return request_of(value)
 
 
 def wants_recall(args: argparse.Namespace, result: dict[str, Any]) -> bool:
@@ -725,6 +774,8 @@ def draw(
     from . import render
 
     bundle = args.bundle if args.bundle is not None else "."
+    if args.command == "verify":
+        return render.render_verify(result)
     if args.command == "concepts":
         body = render.render_concepts(result, color, bundle=args.bundle)
     elif args.command == "lines" and result.get("mode") == "semantic":

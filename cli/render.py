@@ -623,10 +623,47 @@ def lines_summary(result: dict[str, Any]) -> str:
 
 
 # The one-line summary of each operation's result (engine/operations.py: one per operation).
+# -- verify ---------------------------------------------------------------------------------------
+
+
+def _place(path: str | None, a: int | None, b: int | None) -> str:
+    where = escaped(path or "")
+    return f"{where}:{a}" if b is None or a == b else f"{where}:{a}-{b}"
+
+
+def render_verify(result: dict[str, Any]) -> str:
+    """One line per citation: its status, the cited `path:a-b` and, when the text moved or
+    changed, `→ path:c-d` (where it is now)."""
+    out = []
+    for r in result["results"]:
+        c = r["citation"]
+        if "line" in c:
+            cited, now = _place(c["path"], c["line"], None), _place(r["path"], r["line"], None)
+        else:
+            cited = _place(c["path"], c["line_start"], c["line_end"])
+            now = _place(r["path"], r.get("line_start"), r.get("line_end"))
+        line = f"{r['status']}  {cited}"
+        if r["status"] in ("moved", "changed"):
+            line += f" → {now}"
+        if r["status"] == "changed" and r.get("similarity") is not None:
+            line += f" (similarity {r['similarity']:.2f})"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def verify_summary(result: dict[str, Any]) -> str:
+    counts: dict[str, int] = {}
+    for r in result["results"]:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return f"{result['total']} citations: {shown} · snapshot {short(result['snapshot_revision'])}"
+
+
 SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "search": search_summary,
     "lines": lines_summary,
     "concepts": concepts_summary,
+    "verify": verify_summary,
 }
 
 

@@ -41,6 +41,7 @@ from .text.terms import query_terms
 
 if TYPE_CHECKING:
     from .answer.lines import LinesRequest
+    from .answer.verify import VerifyRequest
     from .index.build import Ahead
     from .semantic.semantic import Backend
     from .semantic.semantic_engine import SemanticRuntime
@@ -293,6 +294,30 @@ class Engine:
         result = echo_globs(self._on_index(call, RECALL_ANALYSIS, answer), call.settings.globs)
         self._embed_the_rest(call, RECALL_ANALYSIS)
         return result
+
+    # -- verifying citations (SPEC §18; engine/answer/verify.py) --------------------------
+
+    def verify(
+        self,
+        call: Call | Bundle,
+        request: VerifyRequest | Mapping[str, object],
+        **keywords: Unpack[CallKeywords],
+    ) -> Result:
+        """Check each citation against the files as they are now (with the call's unsaved
+        text, as search sees it). On the index a search of the same profile uses, so a warm
+        engine reads at most the cited files."""
+        from .answer.verify import VerifyRequest, verify_citations
+
+        req = request if isinstance(request, VerifyRequest) else VerifyRequest.from_json(request)
+        call = call_of(call, self.settings, keywords)
+        profile = "contract" if req.strict else "recall"  # the index the fronts search
+        options = Relevance.from_mapping({"profile": profile}).analysis
+
+        def answer(p: IndexedSnapshot) -> Result:
+            return verify_citations(p.snapshot, p.index, p.fetch, req)
+
+        result = self._on_index(call, options, answer, check=False)
+        return check_size(result, call.settings.limits)
 
     # -- editor helpers -------------------------------------------------------------------
 

@@ -17,10 +17,11 @@ from .answer.requests import ConceptsRequest, SearchRequest
 
 if TYPE_CHECKING:
     from .answer.lines import LinesRequest
+    from .answer.verify import VerifyRequest
     from .call import Call
     from .core import Engine, Result
 
-Name = Literal["search", "concepts", "lines"]
+Name = Literal["search", "concepts", "lines", "verify"]
 R = TypeVar("R")
 
 
@@ -51,6 +52,12 @@ def _lines_request(request: object) -> LinesRequest:
     return LinesRequest.from_json(request)
 
 
+def _verify_request(request: object) -> VerifyRequest:
+    from .answer.verify import VerifyRequest
+
+    return VerifyRequest.from_json(request)
+
+
 # Through the instance, so that a method replaced on the class (a test's fault) is the one run.
 SEARCH: Operation[SearchRequest] = Operation(
     "search", SearchRequest.from_json, lambda e, c, r: e.search(c, r), unsaved=True
@@ -66,8 +73,12 @@ LINES: Operation[LinesRequest] = Operation(
     results=("lines.result", "lines.semantic.result"),
 )
 
+VERIFY: Operation[VerifyRequest] = Operation(
+    "verify", _verify_request, lambda e, c, r: e.verify(c, r), unsaved=True
+)
+
 # In the order the fronts list them (the language server advertises its commands so).
-OPERATIONS: dict[str, Operation[Any]] = {op.name: op for op in (SEARCH, LINES, CONCEPTS)}
+OPERATIONS: dict[str, Operation[Any]] = {op.name: op for op in (SEARCH, LINES, CONCEPTS, VERIFY)}
 
 
-__all__ = ["CONCEPTS", "LINES", "OPERATIONS", "SEARCH", "Name", "Operation"]
+__all__ = ["CONCEPTS", "LINES", "OPERATIONS", "SEARCH", "VERIFY", "Name", "Operation"]

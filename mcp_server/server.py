@@ -166,6 +166,32 @@ def _concepts_description(bundle: str, settings: Settings) -> str:
     )
 
 
+def _verify_description(bundle: str, settings: Settings) -> str:
+    return "\n\n".join(
+        [
+            f"Check citations into the Markdown folder {bundle} against its files as they are "
+            "now. Call it before acting on a citation you got earlier (a hit of search_sections "
+            "or a match of search_lines, possibly from an earlier turn), and after you edited "
+            "files you had cited. It reads only the cited files (plus a look-up by section "
+            "hash when a text left its file): much cheaper than searching again. To find new "
+            'passages use search_sections (profile="recall" for a question in plain words).',
+            "citations: 1-100 items; pass hits of search_sections or matches of search_lines "
+            "exactly as you got them (or path, line_start, line_end with section_sha256 "
+            "and/or content_sha256, optionally heading; or path, line, text).",
+            "The text content has one line per citation, in order: `<status> <path>:<a>-<b>`, "
+            "and `→ <path>:<c>-<d>` when the text moved or changed. Statuses: valid (cite as "
+            "is); moved (the same text is now at the new place: cite that, `others` counts "
+            "further copies); changed (the text changed but its section, by heading, is at "
+            "the new place: read it again, similarity is the share of your cited words it "
+            "keeps); stale (only content_sha256 was given and the file changed: search again); "
+            "missing (gone: search again; file_exists says whether the file is still there). "
+            "structuredContent holds the full result. " + NAMES,
+            REVISION,
+            ERRORS,
+        ]
+    )
+
+
 def _lines_description(bundle: str, settings: Settings) -> str:
     return "\n\n".join(
         [
@@ -269,7 +295,26 @@ PARAMETERS: dict[str, dict[str, str]] = {
             "Lines before and after each match, 0-10 (default 2). Use 0 when the matching "
             "line is enough: it roughly halves the cost of each match."
         ),
+        "strict": (
+            "true: okf's contract exactly (profile contract: every word; a file that cannot be "
+            "parsed fails the call; the contract's lower limits). Default (false): a question "
+            "in plain words works (profile recall), unparsable files are skipped and listed "
+            "under skipped, the workspace limits. An explicit option still wins."
+        ),
     },
+}
+
+PARAMETERS["verify"] = {
+    "citations": (
+        "1-100 citations, each a hit of search_sections or a match of search_lines as you got "
+        "it; or objects of path, line_start, line_end, section_sha256 and/or content_sha256 "
+        "(heading optional); or of path, line, text (a text clipped with … matches by its "
+        "visible part)."
+    ),
+    "strict": (
+        "true: verify on okf's contract's index and limits (as a strict search does). Default "
+        "(false): the workspace's, as the other tools use by default."
+    ),
 }
 
 # Bytes per hit or match, measured by tests/mcp/sizes.py on the PowerShell docs (docs/mcp.md).
@@ -293,6 +338,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("search_sections", "Search sections (cited)", "search", _search_description),
     ToolSpec("search_concepts", "Search concepts", "concepts", _concepts_description),
     ToolSpec("search_lines", "Search lines (grep)", "lines", _lines_description),
+    ToolSpec("verify_citations", "Verify citations", "verify", _verify_description),
 )
 TOOL_BY_NAME = {t.name: t for t in TOOLS}
 
@@ -541,10 +587,40 @@ def lines_text(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _place(path: str | None, a: int | None, b: int | None) -> str:
+    where = _name(path or "")
+    return f"{where}:{a}" if b is None or a == b else f"{where}:{a}-{b}"
+
+
+def verify_text(result: dict[str, Any]) -> str:
+    """One line per citation: status, the cited place and, when moved or changed, where the
+    text is now (every path through `_name`: escaped and quoted when it needs to be)."""
+    out = [f"{result['total']} citations; snapshot_revision {result['snapshot_revision']}"]
+    for r in result["results"]:
+        c = r["citation"]
+        if "line" in c:
+            cited, now = _place(c["path"], c["line"], None), _place(r["path"], r["line"], None)
+        else:
+            cited = _place(c["path"], c["line_start"], c["line_end"])
+            now = _place(r["path"], r.get("line_start"), r.get("line_end"))
+        line = f"{r['status']} {cited}"
+        if r["status"] in ("moved", "changed"):
+            line += f" → {now}"
+            if r.get("others"):
+                line += f" (+{r['others']} more copies)"
+            if r.get("similarity") is not None:
+                line += f" · similarity {r['similarity']:.2f}"
+        elif r["status"] == "missing":
+            line += " · file exists" if r.get("file_exists") else " · file gone"
+        out.append(line)
+    return "\n".join(out)
+
+
 TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
     "search_sections": search_text,
     "search_concepts": concepts_text,
     "search_lines": lines_text,
+    "verify_citations": verify_text,
 }
 
 

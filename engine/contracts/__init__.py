@@ -15,6 +15,8 @@ NAMES = (
     "lines.request",
     "lines.result",
     "lines.semantic.result",
+    "verify.request",
+    "verify.result",
     "error",
 )
 

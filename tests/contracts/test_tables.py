@@ -97,7 +97,7 @@ def test_each_operation_is_a_contract() -> None:
         with pytest.raises(CitelineError) as err:  # its request is read as its schema says
             operation.parse({"bogus": 1})
         assert err.value.code == "schema_validation"
-    assert [n for n, op in OPERATIONS.items() if op.unsaved] == ["search", "lines"]
+    assert [n for n, op in OPERATIONS.items() if op.unsaved] == ["search", "lines", "verify"]
 
 
 def test_every_front_offers_each_operation_once() -> None:

@@ -37,6 +37,7 @@ async def test_initialize_advertises_features(client: LanguageClient) -> None:
         "citeline.search",
         "citeline.lines",
         "citeline.concepts",
+        "citeline.verify",
     }
 
 

@@ -45,9 +45,15 @@ TOOLS = {
     "search_sections": "search",
     "search_concepts": "concepts",
     "search_lines": "lines",
+    "verify_citations": "verify",
 }
 
-RESULT_KEYS = {"hits": "search_sections", "concepts": "search_concepts", "matches": "search_lines"}
+RESULT_KEYS = {
+    "hits": "search_sections",
+    "concepts": "search_concepts",
+    "matches": "search_lines",
+    "results": "verify_citations",
+}
 
 FILES: dict[str, str | bytes] = {
     "guide.md": (
