@@ -467,7 +467,7 @@ def render_search(
             jump, shown = snippet_lines(hit, context)
             changed = ", changed since the search" if sources else ""
         where = paint(display_path(bundle, hit["path"]), MAGENTA, color)
-        heading = paint(one_line(hit["heading"]) or "(no heading)", BOLD, color)
+        heading = paint(one_line(hit_label(hit, file_lines)), BOLD, color)
         about = f"lines {hit['line_start']}-{hit['line_end']}, score {hit['score']:.3f}{changed}"
         if words:
             found, missing = matched_words(words, hit["matched_terms"])
@@ -483,6 +483,17 @@ def render_search(
 # CR stays a CR, and a YAML title can hold line breaks. Each is shown as a space so that a
 # hit's header stays one line (and a CR cannot overwrite it on a terminal).
 _ONE_LINE = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def hit_label(hit: dict[str, Any], file_lines: list[str] | None) -> str:
+    """A hit's heading; for the text before a file's first heading, the file's title (the
+    engine's rule, from the lines the search read), else its path."""
+    if hit["heading"] or file_lines is None:
+        return hit["heading"] or hit["path"]
+    from citeline.engine.text.sections import label_in
+
+    data = "\n".join(file_lines).encode("utf-8", "surrogatepass")
+    return label_in(hit["path"], data, hit["line_start"], "")
 
 
 def one_line(text: str) -> str:

@@ -41,12 +41,11 @@ def file_uri(folder: str, rel_path: str) -> str:
 
 
 def symbol_name(hit: SectionHit) -> str:
-    """The heading; for a preamble/body section the concept title, else the path."""
-    if hit.heading:
-        return display(hit.heading)
-    if hit.level > 0:  # a heading whose text is empty (`#` alone)
-        return EMPTY_HEADING
-    return display(hit.title) if hit.title else hit.path
+    """The heading; for a preamble/body section the file's title (front matter, else its
+    first H1), else the path: the engine's one rule (text/sections.py section_label), as the
+    command line and MCP name it."""
+    name = hit.label
+    return name if name == hit.path else display(name)
 
 
 def workspace_symbol(folder: str, hit: SectionHit) -> types.SymbolInformation:

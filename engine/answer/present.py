@@ -124,6 +124,14 @@ class SectionHit:
     line_end: int
     score: float
     matched: tuple[str, ...]
+    h1: str = ""  # the file's first H1, for a preamble/body section (section_label)
+
+    @property
+    def label(self) -> str:
+        """Its name for people (engine/text/sections.py section_label)."""
+        from ..text.sections import section_label
+
+        return section_label(self.path, self.heading, self.level, self.title, self.h1)
 
     @classmethod
     def of(cls, sec: Section, score: float, matched: tuple[str, ...]) -> SectionHit:
@@ -137,4 +145,5 @@ class SectionHit:
             sec.last + 1,
             score,
             matched,
+            sec.h1,
         )

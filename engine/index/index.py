@@ -60,6 +60,7 @@ class Section:
     start: int  # code-point offsets of its text in the decoded file
     end: int
     outline: str
+    h1: str = ""  # for the preamble/body section: the file's first H1 (section_label)
 
 
 # (the first duplicate concept id, the first heading or title over the length limit)
@@ -312,6 +313,7 @@ class Index:
             block.sec_start[s],
             block.sec_end[s],
             block.outline[s],
+            _first_h1(block, s, doc) if not block.sec_level[s] else "",
         )
 
     def listing(self, cap: int) -> list[int]:
@@ -327,6 +329,17 @@ class Index:
             if level
         )
         return [g for _, _, g in heapq.nsmallest(cap, keys)]
+
+
+def _first_h1(block: Block, s: int, doc: int) -> str:
+    """The first H1 with text among the sections of `doc` after section `s` (a preamble
+    comes before all of its file's headings)."""
+    for t in range(s + 1, len(block.sec_doc)):
+        if block.sec_doc[t] != doc:
+            break
+        if block.sec_level[t] == 1 and block.heading[t]:
+            return block.heading[t]
+    return ""
 
 
 def _derived(previous: Index, blocks: Sequence[Block]) -> Lexicon | None:

@@ -232,3 +232,40 @@ def structure(data: bytes) -> Structure | ParseIssue:
     if isinstance(lay, ParseIssue):
         return lay
     return Structure(lay.front, lay.body_line, tuple(headings(lay)))
+
+
+# -- what fronts call a section (one rule for the CLI, MCP and the language server) ----------
+
+EMPTY_HEADING = "(empty heading)"
+
+
+def section_label(path: str, heading: str, level: int, title: str, h1: str) -> str:
+    """A section's name for people: its heading; for the text before a file's first heading
+    (and a file without headings) the file's title — front matter `title`, else the file's
+    first H1 — else its path. `level` > 0 with no text is a heading written empty (`#`)."""
+    if heading:
+        return heading
+    if level > 0:
+        return EMPTY_HEADING
+    return title or h1 or path
+
+
+def label_in(path: str, data: bytes, line_start: int, heading: str) -> str:
+    """section_label for a hit known by its file's bytes and its first line (1-based): for a
+    front that has a result and the bytes it came from, not the index."""
+    if heading:
+        return heading
+    found = structure(data)
+    if isinstance(found, ParseIssue):
+        return path
+    if any(h.line == line_start - 1 for h in found.headings):
+        return EMPTY_HEADING
+    title = found.front.get("title")
+    return section_label(
+        path, "", 0, title if isinstance(title, str) else "", first_h1(found.headings)
+    )
+
+
+def first_h1(heads: Any) -> str:
+    """The text of the file's first level-1 heading that has text ("" when none)."""
+    return next((h.text for h in heads if h.level == 1 and h.text), "")

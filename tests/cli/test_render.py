@@ -521,7 +521,7 @@ def test_render_search_without_colour() -> None:
         "  …\n"
         "  3: alpha here\n"
         "\n"
-        "b.md:5: (no heading)  (lines 5-6, score 0.250; missing: alpha, beta, gamma)\n"
+        "b.md:5: b.md  (lines 5-6, score 0.250; missing: alpha, beta, gamma)\n"
         "  5- intro text"
     )
 
