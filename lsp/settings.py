@@ -5,6 +5,7 @@ Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
     {"limits": {"max_files": N, ...},          # any field of citeline.engine.Limits
      "reserved": ["index.md", "log.md"],
      "use_ignore": true,
+     "globs": ["!old/**", "*.md"],              # ripgrep's -g globs: files left out/taken
      "skip_invalid": true,                      # editors skip unparsable files (SPEC §11)
      "cache": true,                             # the persistent cache (SPEC §2)
      "reread": false,                           # read every file on every request
@@ -30,6 +31,7 @@ from typing import Any
 from citeline.engine import CitelineError, Limits, Relevance, Settings
 from citeline.engine.answer.requests import CHOICES
 from citeline.engine.base.limits import RESERVED
+from citeline.engine.capture.globs import check_globs
 
 RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
 TOP_KEYS = (
@@ -42,6 +44,7 @@ TOP_KEYS = (
     "unsaved",
     "symbols",
     "background_embedding",
+    "globs",
     *RELEVANCE_KEYS,
 )
 SYMBOL_KEYS = ("cap", "list_cap")
@@ -145,6 +148,10 @@ def parse_settings(raw: Any) -> ServerSettings:
         reserved = tuple(value)
 
     use_ignore = _bool(raw.get("use_ignore", True), "use_ignore")
+    try:
+        globs = check_globs(raw.get("globs"))
+    except CitelineError as err:
+        raise _bad(err.message, "globs") from None
     skip_invalid = _bool(raw.get("skip_invalid", True), "skip_invalid")
     cache = _bool(raw.get("cache", True), "cache")
     reread = _bool(raw.get("reread", False), "reread")
@@ -174,6 +181,7 @@ def parse_settings(raw: Any) -> ServerSettings:
             reserved=reserved,
             use_ignore=use_ignore,
             skip_invalid=skip_invalid,
+            globs=globs,
         ),
         cache,
         reread,
