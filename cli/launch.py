@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-COMMANDS = ("search", "concepts", "lines")
+COMMANDS = ("search", "concepts", "lines", "verify")
 OFF = ("0", "off", "no", "false")
 MAGIC = b"citeline-daemon-1"
 GIVEN = "dir:"  # a cache key's prefix when CITELINE_CACHE_DIR names the folder
@@ -260,11 +260,19 @@ def eligible(argv: list[str]) -> bool:
         os.environ.get("CITELINE_DAEMON", "1").strip().lower() not in OFF
         and bool(argv)
         and argv[0] in COMMANDS
+        and (argv[0] != "verify" or reads_a_file(argv))
         and "--no-cache" not in argv
         and not os.isatty(1)
         and not os.isatty(2)
         and usable()
     )
+
+
+def reads_a_file(argv: list[str]) -> bool:
+    """Whether a verify call names its citations' file (--from): the warm process is handed
+    the arguments and the working folder, not standard input, so a verify reading standard
+    input is answered in its own process."""
+    return any(a == "--from" or a.startswith("--from=") for a in argv[1:])
 
 
 def usable() -> bool:

@@ -71,3 +71,33 @@ def test_lines_result_is_accepted_and_bad_input_is_schema_validation(bundle: Pat
         done = run("verify", "--json", cwd=bundle, stdin=bad)
         assert done.returncode == 2
         assert json.loads(done.stdout)["error"]["code"] == "schema_validation"
+
+
+def test_warm_process_answers_verify_from_a_file(tmp_path: Path) -> None:
+    from test_daemon import Warm, same
+
+    runtime = tmp_path / "run"
+    runtime.mkdir()
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITELINE_")}
+    env |= {"CITELINE_CACHE_DIR": str(tmp_path / "cache"), "XDG_RUNTIME_DIR": str(runtime)}
+    env["NO_COLOR"] = "1"
+    warm = Warm(env, runtime)
+    docs = write(tmp_path / "docs", {"a.md": DOC})
+    try:
+        hits = warm.start("search", str(docs), "-q", "installer", "--json")
+        (tmp_path / "hits.json").write_bytes(hits.out)
+        (docs / "a.md").write_text("x\n" + DOC)
+        args = ("verify", str(docs), "--from", str(tmp_path / "hits.json"))
+        got = warm.call(*args)
+        assert got.warm, got.err
+        assert (got.code, got.out) == (1, "moved  a.md:4-5 → a.md:5-6\n".encode())
+        same(got, warm.here(*args))
+        piped = warm.call("verify", str(docs), "--json")  # standard input: its own process
+        assert not piped.warm
+    finally:
+        sock = warm.socket()
+        if sock.exists():
+            sock.unlink()
+            warm.wait_gone()
