@@ -83,6 +83,10 @@ def test_semantic_lines_cite_the_section_in_the_envelope_of_15(
     assert first["x-line_start"] <= first["line"] <= first["x-line_end"]
     data = (bundle / first["path"]).read_bytes()
     assert first["x-content_sha256"] == hashlib.sha256(data).hexdigest()
+    # The section's text: its lines as in the file, without the final line ending.
+    lines = data.decode("utf-8").split("\n")[first["x-line_start"] - 1 : first["x-line_end"]]
+    section = "\n".join(lines).encode()
+    assert first["x-section_sha256"] == hashlib.sha256(section).hexdigest()
     assert first["text"] in data.decode("utf-8").splitlines()[first["line"] - 1]
     scores = [m["score"] for m in got["matches"]]
     assert scores == sorted(scores, reverse=True) and min(scores) >= 0.5
