@@ -22,6 +22,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from citeline.cli.render import Sources
 from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.base.errors import internal_error, printable, reported
@@ -469,6 +471,12 @@ def content_words(
     return content or words
 
 
+# The bundle's files for the text of the call being answered (set just before success()):
+# to name the text before a file's first heading by the file's title, as the command line
+# and the language server do (engine/text/sections.py section_label).
+_SOURCES: ContextVar[Sources | None] = ContextVar("citeline_mcp_sources", default=None)
+
+
 def search_text(result: dict[str, Any]) -> str:
     from citeline.cli.render import matched_words, query_words
 
@@ -487,7 +495,7 @@ def search_text(result: dict[str, Any]) -> str:
     if (result.get("options") or {}).get("match") == "any":
         words = content_words(words)
     for rank, hit in enumerate(hits, 1):
-        heading = _quoted(hit["heading"]) if hit["heading"] else "(text before the first heading)"
+        heading = _quoted(hit["heading"]) if hit["heading"] else _preamble(hit)
         line = (
             f"[{rank}] {_name(hit['path'])} lines {hit['line_start']}-{hit['line_end']} · "
             f"sha256 {hit['content_sha256']} · {heading}"
@@ -624,6 +632,16 @@ TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
+def _preamble(hit: dict[str, Any]) -> str:
+    """The name of the text before a file's first heading: the file's title, else its path."""
+    sources = _SOURCES.get()
+    if sources is None:  # (a result rendered without its files)
+        return "(text before the first heading)"
+    from citeline.cli.render import hit_label
+
+    return _quoted(hit_label(hit, sources.lines(hit["path"], hit["content_sha256"])))
+
+
 def render_text(tool: str, result: dict[str, Any]) -> str:
     return TEXT[tool](result)
 
@@ -721,6 +739,7 @@ class CitelineMCP:
         token = _progress_token(ctx)
         try:
             result = await self._run(OPERATIONS[spec.contract], request, ctx, token)
+            _SOURCES.set(Sources(self.bundle))
             return success(spec.name, result)
         except CitelineError as err:
             return failure(with_limit_advice(worded(err, MCP), RESTART_ADVICE))

@@ -26,6 +26,7 @@ export interface ServerSettings {
   limits: Partial<Record<LimitName, number>>;
   reserved?: string[];
   use_ignore: boolean;
+  globs?: string[];
   skip_invalid: boolean;
   symbols: { cap: number; list_cap: number };
   /** `hybrid` needs the server's semantic extra; without it a search fails with an error naming it. */
@@ -114,6 +115,10 @@ export function readSettings(get: Getter): ClientSettings {
     profile,
   };
   if (bool("unsaved", false)) server.unsaved = true;
+  const rawGlobs = get("globs");
+  if (Array.isArray(rawGlobs) && rawGlobs.every((g) => typeof g === "string")) {
+    if (rawGlobs.length > 0) server.globs = rawGlobs as string[];
+  } else if (rawGlobs !== undefined && rawGlobs !== null) problems.push(`citeline.globs must be an array of globs; ignored.`);
   const rawReserved = get("reserved");
   if (Array.isArray(rawReserved) && rawReserved.every((r) => typeof r === "string")) server.reserved = rawReserved as string[];
   else if (rawReserved !== undefined && rawReserved !== null) problems.push(`citeline.reserved must be an array of paths; ignored.`);

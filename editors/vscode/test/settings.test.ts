@@ -83,6 +83,17 @@ describe("readSettings", () => {
     assert.deepEqual(bad.problems, ["citeline.unsaved must be true or false; using false."]);
   });
 
+  test("globs: sent as the server setting `globs` when any are given", () => {
+    const on = readSettings(getter({ ...DEFAULTS, globs: ["!old/**", "*.md"] }));
+    assert.deepEqual(on.server.globs, ["!old/**", "*.md"]);
+    assert.equal("globs" in readSettings(getter({ ...DEFAULTS, globs: [] })).server, false);
+    assert.equal("globs" in readSettings(getter(DEFAULTS)).server, false);
+    assert.equal(serverSettingsChanged(readSettings(getter(DEFAULTS)), on), true);
+    const bad = readSettings(getter({ ...DEFAULTS, globs: "!old/**" }));
+    assert.equal("globs" in bad.server, false);
+    assert.deepEqual(bad.problems, ["citeline.globs must be an array of globs; ignored."]);
+  });
+
   test("bad values are ignored and reported", () => {
     const s = readSettings(
       getter({
