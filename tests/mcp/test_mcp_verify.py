@@ -15,8 +15,10 @@ from citeline.engine.contracts import validate
 
 async def test_verify_citations_after_edits(bundle: Path) -> None:
     async with mcp_session(bundle) as session:
-        found = structured(await session.call_tool("search_sections", {"query": "installer"}))
-        hit = found["hits"][0]
+        searched = await session.call_tool("search_sections", {"query": "installer"})
+        found = searched.structured_content
+        assert isinstance(found, dict)
+        (hit,) = [h for h in found["hits"] if h["heading"] == "Installing citeline"]
         assert hit["path"] == "guide.md"
         res = await session.call_tool("verify_citations", {"citations": [hit]})
         data = structured(res, "verify_citations")
