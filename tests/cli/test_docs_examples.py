@@ -101,10 +101,10 @@ def test_cli_strict_fallback(tmp_path: Path) -> None:
 
 
 def test_cli_lines() -> None:
-    # Exact: the only heading of docs/ that names a limit is limits.md's title.
+    # Exact: limits.md's only heading that names a limit is its title.
     block, before = shown(DOCS / "cli.md", "test_cli_lines")
-    asked(before, "citeline lines docs -e '^#+ .*[Ll]imit' -i -C 1")
-    out, _ = citeline("lines", "docs", "-e", "^#+ .*[Ll]imit", "-i", "-C", "1")
+    asked(before, "citeline lines docs -g limits.md -e '^#+ .*limit' -i -C 1")
+    out, _ = citeline("lines", "docs", "-g", "limits.md", "-e", "^#+ .*limit", "-i", "-C", "1")
     assert out.rstrip("\n") == block
 
 
