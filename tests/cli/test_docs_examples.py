@@ -121,6 +121,18 @@ def test_cli_semantic(tmp_path: Path) -> None:
     assert calibrated.sub(r"\1 … ", out.rstrip("\n")) == calibrated.sub(r"\1 … ", block)
 
 
+def test_cli_verify(tmp_path: Path) -> None:
+    # Exact: the first hit of the search is limits.md's title section (as in
+    # test_cli_section_search), valid since nothing changed in between.
+    block, before = shown(DOCS / "cli.md", "test_cli_verify")
+    asked(before, 'citeline search docs -q "raise a limit" --json > hits.json')
+    asked(before, "citeline verify docs < hits.json")
+    hits, _ = citeline("search", "docs", "-q", "raise a limit", "--json")
+    (tmp_path / "hits.json").write_text(hits, encoding="utf-8")
+    out, _ = citeline("verify", "docs", "--from", str(tmp_path / "hits.json"))
+    assert out.split("\n", 1)[0] == block
+
+
 def test_limits_error() -> None:
     # Volatile: the count of indexed tokens reached (the size of docs/ as it is today).
     block, before = shown(DOCS / "limits.md", "test_limits_error")
@@ -180,6 +192,32 @@ async def test_mcp_no_hit_text(tmp_path: Path) -> None:
     )
     cut = re.compile(r"(snapshot_revision [0-9a-f]{8})[0-9a-f]{56}")
     assert not error and cut.sub(r"\1…", text) == block
+
+
+async def test_mcp_verify_text(tmp_path: Path) -> None:
+    # Exact but for the snapshot_revision, which the doc cuts after 8 digits.
+    block, before = shown(DOCS / "mcp.md", "test_mcp_verify_text")
+    search, _ = shown(DOCS / "mcp.md", "test_mcp_search_text")
+    asked(before, "after a line is added at the top of its file")
+    folder = hash_tables(tmp_path, search)
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "citeline.cli.cli", "mcp", str(folder)],
+        env=isolated(),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        found = await session.call_tool("search_sections", {"query": "ordered hashtable"})
+        page = folder / "notes" / "hash tables.md"
+        page.write_text("Kept here since 2024.\n\n" + page.read_text(encoding="utf-8"))
+        hits = found.structured_content["hits"]
+        result = await session.call_tool("verify_citations", {"citations": hits})
+    (text,) = result.content
+    cut = re.compile(r"(snapshot_revision [0-9a-f]{8})[0-9a-f]{56}")
+    assert not result.is_error and cut.sub(r"\1…", text.text) == block
 
 
 async def test_mcp_error(tmp_path: Path) -> None:
