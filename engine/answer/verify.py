@@ -229,6 +229,8 @@ def _verify_section(c: Mapping[str, Any], index: Index, files: _Files) -> dict[s
         found = _occurrences(want, path, a, index, files)
         if found:
             return _section_result("moved", c, index, files, found[0], others=len(found) - 1)
+    if f is not None and want is None:  # no hash of the text: where it went is unknown
+        return _nothing("stale", c) | {"path": path, "content_sha256": f.sha256}
     heading = c.get("heading")
     if f is not None and heading is not None:
         named = [g for g in _sections_of(index, path) if index.section(g).heading == heading]
@@ -239,8 +241,6 @@ def _verify_section(c: Mapping[str, Any], index: Index, files: _Files) -> dict[s
             cited = c.get("text") if isinstance(c.get("text"), str) else c.get("snippet")
             score = similarity(cited if isinstance(cited, str) else None, now)
             return _section_result("changed", c, index, files, g, similarity=score)
-    if f is not None and want is None:
-        return _nothing("stale", c) | {"path": path, "content_sha256": f.sha256}
     return _nothing("missing", c, file_exists=f is not None)
 
 

@@ -162,6 +162,10 @@ def test_content_sha_only_is_stale_after_a_change(make_bundle) -> None:
     (r,) = verify(engine, bundle, only)
     assert r["status"] == "stale"
     assert r["path"] == "docs/a.md" and r["content_sha256"] != hit["content_sha256"]
+    # A hit without its section_sha256 (as earlier versions gave) is stale too, heading or not.
+    old = {k: v for k, v in hit.items() if k != "section_sha256"}
+    (r,) = verify(engine, bundle, old)
+    assert r["status"] == "stale"
 
 
 def test_line_citations_with_clipped_text(make_bundle) -> None:
