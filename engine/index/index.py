@@ -125,7 +125,8 @@ class Index:
         if previous is not None and previous._lexicon is not None:
             self._lexicon = _derived(previous, self.blocks)
         # Section hashes for verify's look-up by hash (hashes.py): made on first use.
-        self.hashes = SectionHashes(previous.hashes if previous is not None else None)
+        earlier = previous.hashes if previous is not None else None
+        self.hashes: SectionHashes = SectionHashes(earlier)
         if previous is not None:
             self.hashes.keep(self.blocks)
 
