@@ -257,7 +257,15 @@ class Engine:
         skip_invalid = call.settings.skip_invalid
 
         def answer(p: IndexedSnapshot) -> Result:
-            found = search_concepts(p.index, p.snapshot.revision, req, skip_invalid=skip_invalid)
+            found = search_concepts(
+                p.index,
+                p.snapshot.revision,
+                req,
+                skip_invalid=skip_invalid,
+                # the concept title rule: a file's first H1 where front matter has no title;
+                # strict keeps okf's (front matter only)
+                h1_titles=not getattr(req, "strict", False),
+            )
             return echo_globs(found, call.settings.globs)
 
         return check_size(self._on_index(call, AnalysisOptions(), answer), call.settings.limits)

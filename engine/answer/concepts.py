@@ -14,13 +14,27 @@ from .requests import ConceptsRequest
 
 
 def search_concepts(
-    index: Index, revision: str, req: ConceptsRequest, *, skip_invalid: bool = False
+    index: Index,
+    revision: str,
+    req: ConceptsRequest,
+    *,
+    skip_invalid: bool = False,
+    h1_titles: bool = True,
 ) -> dict[str, Any]:
-    """The SPEC §9 result for `req` over a checked index of the snapshot `revision`."""
+    """The SPEC §9 result for `req` over a checked index of the snapshot `revision`.
+
+    The concept title rule: a file's front matter `title`, else (`h1_titles`, every front's
+    default) its first level-1 heading, so that notes without front matter are found by
+    their titles; `strict` asks for okf's rule, front matter only (h1_titles False)."""
     needle = normalise(req.query)
     found = []
     for block in index.blocks:
-        for cid, title, i in zip(block.concept, block.title, block.doc_input, strict=True):
+        h1 = _first_h1s(block) if h1_titles else {}
+        for doc, (cid, title, i) in enumerate(
+            zip(block.concept, block.title, block.doc_input, strict=True)
+        ):
+            if not title:
+                title = h1.get(doc, "")
             if needle in normalise(cid) or needle in normalise(title):
                 found.append(
                     {
@@ -41,6 +55,18 @@ def search_concepts(
     if skip_invalid:
         result["skipped"] = [x.to_json() for x in index.problems]
     return result
+
+
+def _first_h1s(block: Any) -> dict[int, str]:
+    """Each document's first level-1 heading that has text, for those without a title."""
+    out: dict[int, str] = {}
+    titles, headings, docs = block.title, block.heading, block.sec_doc
+    for s, level in enumerate(block.sec_level):
+        if level == 1:
+            doc = docs[s]
+            if doc not in out and not titles[doc] and headings[s]:
+                out[doc] = headings[s]
+    return out
 
 
 __all__ = ["search_concepts"]
