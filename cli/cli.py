@@ -48,11 +48,11 @@ RELEVANCE: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "profile",
         "--profile",
         ("contract", "recall", "hybrid"),
-        "contract (default): every word, whole words, as typed. recall: any word counts and "
-        "sections holding more of them rank first, English stemming, the headings above a "
-        "section count, CJK text matched by character pairs, identifiers split into their "
-        "parts. hybrid: recall's best 20 reordered by meaning too (needs "
-        "pip install 'citeline[semantic]'); explicit options override it",
+        "recall (default): any word counts and sections holding more of them rank first, "
+        "English stemming, the headings above a section count, CJK text matched by character "
+        "pairs, identifiers split into their parts. contract (the default with --strict): "
+        "every word, whole words, as typed. hybrid: recall's best 20 reordered by meaning too "
+        "(needs pip install 'citeline[semantic]'); explicit options override it",
     ),
     (
         "match",
@@ -186,10 +186,18 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
         "info/exclude and the .gitignore files above the bundle)",
     )
     p.add_argument(
+        "--strict",
+        action="store_true",
+        help="okf's contract exactly: profile contract, an unparsable file fails the request "
+        "(exit 5), the contract's limits (the lower defaults below); an explicit option or "
+        "limit still wins. Default: profile recall, unparsable files skipped (named once on "
+        "stderr, under 'skipped' with --json), the workspace limits",
+    )
+    p.add_argument(
         "--skip-invalid",
         action="store_true",
-        help="leave unparsable files out of the search (each is named on stderr, and under "
-        "'skipped' with --json)",
+        help="leave unparsable files out of the search, also under --strict (the default "
+        "without --strict)",
     )
     p.add_argument(
         "--reserved",
@@ -221,13 +229,13 @@ def _add_capture(p: argparse.ArgumentParser) -> None:
     group.add_argument(
         RAISE_LIMITS,
         action="store_true",
-        help="raise every limit at once to the editor limits (those marked below); a limit "
-        "flag given with it still wins",
+        help="with --strict, the workspace limits (the default without --strict) instead of "
+        "the contract's; a limit flag given with it still wins",
     )
-    for name, default in _limit_defaults(Limits()):
+    for name, default in _limit_defaults(editor):
         what = LIMIT_NAMES.get(name, name.replace("_", " "))
-        raised = getattr(editor, name)
-        more = f"; {RAISE_LIMITS}: {_amount(name, raised)}" if raised != default else ""
+        contract = getattr(Limits(), name)
+        more = f"; --strict: {_amount(name, contract)}" if contract != default else ""
         group.add_argument(
             "--" + name.replace("_", "-"),
             type=int,
@@ -252,7 +260,8 @@ def _limit_defaults(limits: Limits) -> list[tuple[str, int]]:
 def _add_relevance(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "relevance",
-        "looser matching for questions in plain words; the defaults are the strict contract. "
+        "how a query matches: profile recall by default, contract with --strict; each option "
+        "below overrides what the profile sets (the values marked default are the contract's). "
         "See docs/relevance.md",
     )
     for key, flag, choices, text in RELEVANCE:
@@ -471,26 +480,30 @@ def for_volume(settings: Settings, bundle: str) -> Settings:
     return of_volume(settings, bundle)
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    from dataclasses import fields, replace
+def settings_from(args: argparse.Namespace, strict: bool | None = None) -> Settings:
+    """The Settings of the engine's one place for the fronts' defaults (front_settings), given
+    what the user set explicitly; `strict` (default: --strict) picks okf's contract."""
+    from dataclasses import asdict, fields
 
-    from citeline.engine.base.limits import RESERVED, Limits, Settings
+    from citeline.engine.base.limits import RESERVED, Limits, front_settings
 
-    raised = {
+    strict = bool(getattr(args, "strict", False)) if strict is None else strict
+    given = {
         f.name: getattr(args, f.name) for f in fields(Limits) if getattr(args, f.name) is not None
     }
-    checked = Limits.from_mapping(raised)  # every value validated
-    base = Limits.editor() if args.raise_limits else Limits()
+    Limits.from_mapping(given)  # every value validated before anything else
+    limits = {**asdict(Limits.editor()), **given} if args.raise_limits else given
     reserved = RESERVED
     if args.no_reserved:
         reserved = ()
     if args.reserved:
         reserved = tuple(args.reserved)
-    settings = Settings(
-        limits=replace(base, **{name: getattr(checked, name) for name in raised}),
+    settings = front_settings(
+        strict,
+        limits=limits,
+        skip_invalid=True if args.skip_invalid else None,
         reserved=reserved,
         use_ignore=not args.no_ignore,
-        skip_invalid=args.skip_invalid,
     )
     return with_globs(settings, getattr(args, "glob", None))
 
@@ -542,6 +555,12 @@ def request_from(args: argparse.Namespace) -> dict[str, Any]:
             value = getattr(args, f"rel_{key}")
             if value is not None:
                 req[key] = value
+    if getattr(args, "strict", False):
+        req["strict"] = True
+    if args.command == "search":
+        from citeline.engine.answer.requests import front_request
+
+        req = dict(front_request("search", req))  # the fronts' one default (recall)
         if not 0 <= args.context_lines <= CONTEXT_MAX:
             from citeline.engine import CitelineError
 
@@ -600,8 +619,8 @@ def worded_for_cli(err: CitelineError, args: argparse.Namespace | None) -> Citel
         message = message.replace("search with mode 'exact'", "search the literal text with -F")
     if message != err.message:
         err = CitelineError(err.code, message, details)
-    if args is not None and args.raise_limits:
-        return err
+    if args is not None and (args.raise_limits or not getattr(args, "strict", False)):
+        return err  # without --strict the limits are the workspace's already
     return with_limit_advice(err, f"Or raise every limit at once with {RAISE_LIMITS}.")
 
 
@@ -889,11 +908,20 @@ def serve_mcp(args: argparse.Namespace) -> int:
 
     try:
         settings = for_volume(settings_from(args), args.bundle)
+        strict_settings = for_volume(settings_from(args, strict=True), args.bundle)
     except CitelineError as err:
         return report(err, False)
     bundle, background = os.path.abspath(args.bundle), not args.no_background_embedding
     return (
-        serve(bundle, settings, cache=not args.no_cache, reread=args.reread, background=background)
+        serve(
+            bundle,
+            settings,
+            cache=not args.no_cache,
+            reread=args.reread,
+            background=background,
+            strict_settings=strict_settings,
+            strict=args.strict,
+        )
         or 0
     )
 
@@ -1039,6 +1067,8 @@ def show_status(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         sys.stderr.buffer.write(err)
         return code
+    # "stale": it runs other code (citeline was upgraded or edited) and is leaving.
+    quiet = got in ("absent", "off", "stale")
     if args.json:
         from citeline.engine.answer.present import encode
 
@@ -1047,9 +1077,13 @@ def show_status(args: argparse.Namespace) -> int:
         why = {
             "absent": "no warm process runs for this cache folder",
             "off": "the warm process is off here (CITELINE_DAEMON=0, or Windows)",
-        }.get(got, f"the warm process did not answer ({got})")
-        sys.stdout.write(f"citeline: {why}: nothing is embedded in the background.\n")
-    return 0 if got in ("absent", "off") else 1
+            "stale": "the warm process runs other code and is leaving",
+        }.get(got, "")
+        if why:
+            sys.stdout.write(f"citeline: {why}: nothing is embedded in the background.\n")
+    if not quiet:
+        sys.stderr.write(f"citeline: the warm process did not answer ({got}); ask again.\n")
+    return 0 if quiet else 1
 
 
 def status_reply(words: list[str], engines: object) -> bytes:

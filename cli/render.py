@@ -681,12 +681,23 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
 # -- notes on stderr ----------------------------------------------------------------------------
 
 
+SKIPPED_SHOWN = 3  # files named in the summary; --json lists every one
+
+
 def skipped_notes(result: dict[str, Any], bundle: str | None = None) -> list[str]:
-    """One line per file left out by --skip-invalid (every command)."""
-    return [
-        terminal(f"citeline: skipped {display_path(bundle, s['path'])}:{s['line']}: {s['reason']}")
-        for s in result.get("skipped") or []
-    ]
+    """One summary of the unparsable files left out of the search (the default; --strict fails
+    instead): how many, the first few with line and reason."""
+    skipped = result.get("skipped") or []
+    if not skipped:
+        return []
+    named = "; ".join(
+        f"{display_path(bundle, s['path'])}:{s['line']}: {s['reason']}"
+        for s in skipped[:SKIPPED_SHOWN]
+    )
+    more = len(skipped) - SKIPPED_SHOWN
+    rest = f"; and {more} more (--json lists them)" if more > 0 else ""
+    files = "file" if len(skipped) == 1 else "files"
+    return [terminal(f"citeline: skipped {len(skipped)} unparsable {files}: {named}{rest}")]
 
 
 def reserved_note(root: str, reserved: Sequence[str]) -> str | None:

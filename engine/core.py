@@ -181,7 +181,7 @@ class Engine:
         result = self._on_index(call, req.relevance.analysis, answer)
         if backend is not None:
             self._embed_the_rest(call, req.relevance.analysis)
-        return check_size(result, call.settings.limits)
+        return check_size(echo_strict(result, req.strict), call.settings.limits)
 
     # -- semantic mode and profile: hybrid (SPEC §15; engine/semantic/semantic_engine.py) ----------
 
@@ -268,7 +268,8 @@ class Engine:
             )
             return echo_globs(found, call.settings.globs)
 
-        return check_size(self._on_index(call, AnalysisOptions(), answer), call.settings.limits)
+        result = echo_strict(self._on_index(call, AnalysisOptions(), answer), req.strict)
+        return check_size(result, call.settings.limits)
 
     # -- line search (SPEC §8) ------------------------------------------------------------
 
@@ -285,13 +286,15 @@ class Engine:
         call = call_of(call, self.settings, keywords)
         skip_invalid = call.settings.skip_invalid
         if req.semantic:
-            return check_size(self._semantic_lines(call, req), call.settings.limits)
+            result = echo_strict(self._semantic_lines(call, req), req.strict)
+            return check_size(result, call.settings.limits)
 
         def answer(snap: Snapshot, fetch: Fetcher) -> Result:
             found = search_lines(snap, req, fetch, cancel=call.cancel, skip_invalid=skip_invalid)
             return echo_globs(found, call.settings.globs)
 
-        return check_size(self._on_snapshot(call, answer), call.settings.limits)
+        result = echo_strict(self._on_snapshot(call, answer), req.strict)
+        return check_size(result, call.settings.limits)
 
     def _semantic_lines(self, call: Call, req: LinesRequest) -> Result:
         """Semantic mode (SPEC §15; engine/semantic/semantic_engine.py)."""
@@ -535,3 +538,10 @@ class Engine:
 
 
 __all__ = ["Call", "Engine", "Index", "IndexedSnapshot", "Problem", "SectionHit"]
+
+
+def echo_strict(result: Result, strict: bool) -> Result:
+    """A result asked for with `strict` says so (SPEC §17); otherwise it is left as it is."""
+    if strict:
+        result["strict"] = True
+    return result

@@ -37,7 +37,9 @@ from mcp.shared.exceptions import MCPError
 from citeline.cli.render import Sources
 from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.engine.answer.present import encode
+from citeline.engine.answer.requests import STRICT, front_request, strict_of
 from citeline.engine.base.errors import internal_error, printable, reported
+from citeline.engine.base.limits import front_settings
 from citeline.engine.base.relevance import OPTIONS
 from citeline.engine.capture.capture import check_bundle
 from citeline.engine.contracts import schema
@@ -247,6 +249,12 @@ PARAMETERS: dict[str, dict[str, str]] = {
         ),
         # and one entry per relevance option, from its declaration (engine/base/relevance.py)
         **{option.key: option.agent for option in OPTIONS},
+        "strict": (
+            "true: okf's contract exactly (profile contract: every word; a file that cannot be "
+            "parsed fails the call; the contract's lower limits). Default (false): a question "
+            "in plain words works (profile recall), unparsable files are skipped and listed "
+            "under skipped, the workspace limits. An explicit option still wins."
+        ),
     },
     "concepts": {
         "query": (
@@ -257,6 +265,12 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "limit": (
             "Concepts to return, 1-100 (default 20); each costs about 150 bytes of text and "
             "as much of structuredContent."
+        ),
+        "strict": (
+            "true: okf's contract exactly (profile contract: every word; a file that cannot be "
+            "parsed fails the call; the contract's lower limits). Default (false): a question "
+            "in plain words works (profile recall), unparsable files are skipped and listed "
+            "under skipped, the workspace limits. An explicit option still wins."
         ),
     },
     "lines": {
@@ -646,9 +660,12 @@ def render_text(tool: str, result: dict[str, Any]) -> str:
     return TEXT[tool](result)
 
 
-def success(tool: str, result: dict[str, Any]) -> types.CallToolResult:
+def success(tool: str, result: dict[str, Any], *, say_skipped: bool = True) -> types.CallToolResult:
+    """`structuredContent` is the result as it is (with `skipped` whenever files are skipped);
+    the text names the skipped files only when `say_skipped` (once per change of the list)."""
+    shown = result if say_skipped else {k: v for k, v in result.items() if k != "skipped"}
     return types.CallToolResult(
-        content=[types.TextContent(text=render_text(tool, result))], structured_content=result
+        content=[types.TextContent(text=render_text(tool, shown))], structured_content=result
     )
 
 
@@ -690,10 +707,17 @@ class CitelineMCP:
         cache: bool = True,
         reread: bool = False,
         background: bool = True,
+        strict_settings: Settings | None = None,
+        strict: bool = False,
     ) -> None:
         self.bundle = bundle
+        # A request with "strict": true runs with these (okf's limits, parse errors block);
+        # the others with `settings` (engine/base/limits.py front_settings gives both).
+        self.strict_settings = strict_settings or front_settings(True)
+        self.strict = strict  # `citeline mcp --strict`: a request without the field is strict
+        self.reported_skipped: list[Any] | None = None  # the list the text last named
         self.engine = Engine(
-            settings or Settings(),
+            settings or front_settings(False),
             workers=default_workers(),
             cache=cache,
             reread=reread,
@@ -736,11 +760,17 @@ class CitelineMCP:
                 f"Unknown tool {params.name!r}; tools: {', '.join(TOOL_BY_NAME)}.",
             )
         request: dict[str, Any] = dict(params.arguments or {})
+        if self.strict and STRICT not in request:
+            request[STRICT] = True
         token = _progress_token(ctx)
         try:
             result = await self._run(OPERATIONS[spec.contract], request, ctx, token)
+            skipped = result.get("skipped")
+            say = skipped is not None and skipped != self.reported_skipped
+            if skipped is not None:
+                self.reported_skipped = skipped
             _SOURCES.set(Sources(self.bundle))
-            return success(spec.name, result)
+            return success(spec.name, result, say_skipped=say)
         except CitelineError as err:
             return failure(with_limit_advice(worded(err, MCP), RESTART_ADVICE))
         except Exception as exc:  # a bug: a tool error saying so, the traceback in the log
@@ -757,7 +787,9 @@ class CitelineMCP:
         """Run one engine call in a worker thread; a cancelled call stops the engine."""
         cancel = CancelToken()
         progress = _Progress() if progress_token is not None else None
-        call = Call(self.bundle, self.engine.settings, cancel, progress)
+        settings = self.strict_settings if strict_of(request) else self.engine.settings
+        call = Call(self.bundle, settings, cancel, progress)
+        request = front_request(operation.name, request)  # the fronts' one default
 
         def work() -> dict[str, Any]:
             return operation.run(self.engine, call, request)
@@ -849,6 +881,8 @@ def main(
     cache: bool = True,
     reread: bool = False,
     background: bool = True,
+    strict_settings: Settings | None = None,
+    strict: bool = False,
 ) -> int:
     """Serve MCP on stdio for `bundle` (an absolute path) until the client closes stdin."""
     try:
@@ -856,7 +890,15 @@ def main(
     except CitelineError as err:
         sys.stderr.write(f"citeline: {err.code}: {err.message}\n")
         return reported(err.code).exit  # the command line's exit status
-    front = CitelineMCP(bundle, settings, cache=cache, reread=reread, background=background)
+    front = CitelineMCP(
+        bundle,
+        settings,
+        cache=cache,
+        reread=reread,
+        background=background,
+        strict_settings=strict_settings,
+        strict=strict,
+    )
     try:
         anyio.run(front.serve)
     except KeyboardInterrupt:

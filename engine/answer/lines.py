@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -33,7 +33,7 @@ from ..base.errors import CitelineError, ParseIssue, parse_error, schema_error
 from ..capture.capture import CapturedFile, Snapshot
 from ..text.layout import decode
 from ..text.terms import check_query
-from .requests import bool_field, check_keys, check_text, int_field
+from .requests import STRICT, bool_field, check_keys, check_text, int_field
 
 MODES = ("exact", "regex")  # searched here; "semantic" is semantic_search's (SPEC §15)
 SEMANTIC = "semantic"
@@ -60,8 +60,9 @@ class LinesRequest:
     limit: int = 100
     context: int = 2
     threshold: float = SEMANTIC_THRESHOLD
+    strict: bool = False  # echoed in the result when true (SPEC §17)
 
-    FIELDS = ("pattern", "query", "mode", "case_sensitive", "threshold", "limit", "context")
+    FIELDS = ("pattern", "query", "mode", "case_sensitive", "threshold", "limit", "context", STRICT)
 
     @property
     def semantic(self) -> bool:
@@ -70,6 +71,12 @@ class LinesRequest:
     @classmethod
     def from_json(cls, request: Any) -> LinesRequest:
         req = check_keys(request, cls.FIELDS, "lines")
+        strict = bool_field(req, STRICT, False)
+        out = cls._read(req)
+        return replace(out, strict=True) if strict else out
+
+    @classmethod
+    def _read(cls, req: Mapping[str, Any]) -> LinesRequest:
         mode = req.get("mode", "exact")
         if mode == SEMANTIC:
             return cls._semantic(req)

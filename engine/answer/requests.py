@@ -107,13 +107,37 @@ def bool_field(request: Mapping[str, Any], name: str, default: bool) -> bool:
     return value
 
 
+# The request field that asks for okf's contract exactly (SPEC §17); fronts default otherwise.
+STRICT = "strict"
+
+
+def strict_of(request: Any) -> bool:
+    """Whether a front's request asks for `strict` (False when absent or not a mapping; a
+    value that is not a boolean is refused by the request's own parse)."""
+    return isinstance(request, Mapping) and request.get(STRICT) is True
+
+
+def front_request(name: str, request: Any) -> Any:
+    """A front's request as the engine reads it, with the fronts' default (SPEC §17): a section
+    search without `strict` and without an explicit profile uses profile `recall`; explicit
+    options still override what the profile sets. The engine's own default (a request read by
+    SearchRequest.from_json as it is) stays okf's contract. Every front calls this, so the
+    three cannot disagree."""
+    if name != "search" or not isinstance(request, Mapping):
+        return request
+    if request.get(STRICT, False) is not False or "profile" in request:
+        return request  # strict (or a bad value, which the parse refuses), or chosen
+    return {**request, "profile": "recall"}
+
+
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     query: str
     limit: int = 20
     relevance: Relevance = Relevance()
+    strict: bool = False  # echoed in the result when true (SPEC §17)
 
-    FIELDS = ("query", "limit", *CHOICES)
+    FIELDS = ("query", "limit", *CHOICES, STRICT)
 
     @classmethod
     def from_json(cls, request: Any) -> SearchRequest:
@@ -122,15 +146,16 @@ class SearchRequest:
             raise schema_error("The search request needs a query.", field="query")
         query = check_query(req["query"])
         limit = int_field(req, "limit", 20, 1, 100)
-        return cls(query, limit, Relevance.from_mapping(req))
+        return cls(query, limit, Relevance.from_mapping(req), bool_field(req, STRICT, False))
 
 
 @dataclass(frozen=True, slots=True)
 class ConceptsRequest:
     query: str
     limit: int = 20
+    strict: bool = False
 
-    FIELDS = ("query", "limit")
+    FIELDS = ("query", "limit", STRICT)
 
     @classmethod
     def from_json(cls, request: Any) -> ConceptsRequest:
@@ -138,7 +163,7 @@ class ConceptsRequest:
         if "query" not in req:
             raise schema_error("The concepts request needs a query.", field="query")
         query = check_query(req["query"], need_word=False)
-        return cls(query, int_field(req, "limit", 20, 1, 100))
+        return cls(query, int_field(req, "limit", 20, 1, 100), bool_field(req, STRICT, False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +181,7 @@ class SymbolsRequest:
 __all__ = [
     "CHOICES",
     "RECALL",
+    "STRICT",
     "ConceptsRequest",
     "Relevance",
     "SearchRequest",
@@ -163,5 +189,7 @@ __all__ = [
     "bool_field",
     "check_keys",
     "check_text",
+    "front_request",
     "int_field",
+    "strict_of",
 ]

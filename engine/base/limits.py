@@ -1,7 +1,9 @@
-"""Limits and settings: every default of SPEC §2, each raisable, never silently."""
+"""Limits and settings: every default of SPEC §2 (and the fronts' defaults of §17), each
+raisable, never silently."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -107,3 +109,27 @@ class Settings:
     # The user's globs (ripgrep's -g, engine/capture/globs.py): which files are captured at
     # all. Part of every key the walk's reuse depends on (capture/journals.py, capture.py).
     globs: tuple[str, ...] = ()
+
+
+def front_settings(
+    strict: bool,
+    *,
+    limits: Mapping[str, int] | None = None,
+    skip_invalid: bool | None = None,
+    reserved: tuple[str, ...] = RESERVED,
+    use_ignore: bool = True,
+) -> Settings:
+    """The one place every front (CLI, language server, MCP) gets its Settings from, so that
+    the three cannot disagree on the defaults (SPEC §17). By default a person's workspace:
+    the workspace limits of Limits.editor() and unparsable files skipped and listed. Under
+    `strict`, okf's contract: Limits() and parse errors block. What the user set explicitly
+    (`limits`, already validated by Limits.from_mapping, and `skip_invalid`) wins over either."""
+    base = Limits() if strict else Limits.editor()
+    given = dict(limits or {})
+    Limits.from_mapping(given)  # every value validated, whatever the caller did
+    return Settings(
+        limits=replace(base, **{k.replace("-", "_"): v for k, v in given.items()}),
+        reserved=reserved,
+        use_ignore=use_ignore,
+        skip_invalid=(not strict) if skip_invalid is None else skip_invalid,
+    )

@@ -41,7 +41,7 @@ def bundle(tmp_path: Path) -> Path:
 def test_human_output_blocks(bundle: Path) -> None:
     """rg's habits: path:line: of the first matching line, the lines holding matches with
     their numbers, no marker in plain text, no summary on stdout."""
-    out = run("search", "b", "--query", "ordered hashtable", cwd=bundle.parent)
+    out = run("search", "b", "--query", "ordered hashtable", "--strict", cwd=bundle.parent)
     assert out.returncode == 0, out.stderr
     scores = {
         h["path"]: h["score"]
@@ -62,7 +62,7 @@ def test_human_output_blocks(bundle: Path) -> None:
 
 
 def test_summary_on_stderr_with_stats(bundle: Path) -> None:
-    out = run("search", str(bundle), "-q", "ordered hashtable", "--stats")
+    out = run("search", str(bundle), "-q", "ordered hashtable", "--stats", "--strict")
     assert out.returncode == 0
     revision = Engine().search(bundle, {"query": "ordered hashtable"})["snapshot_revision"]
     assert out.stderr == (
@@ -101,9 +101,9 @@ def test_color_always_marks_spans(bundle: Path) -> None:
 
 
 def test_json_is_byte_identical_to_the_engine(bundle: Path) -> None:
-    out = run("search", str(bundle), "-q", "ordered hashtable", "--json", "-m", "1")
+    out = run("search", str(bundle), "-q", "ordered hashtable", "--json", "-m", "1", "--strict")
     assert out.returncode == 0
-    expected = Engine().search(bundle, {"query": "ordered hashtable", "limit": 1})
+    expected = Engine().search(bundle, {"query": "ordered hashtable", "limit": 1, "strict": True})
     assert out.stdout == encode(expected) + "\n"
     result = json.loads(out.stdout)
     validate("search.result", result)
@@ -173,21 +173,23 @@ def test_bundle_errors(tmp_path: Path) -> None:
 
 def test_parse_error_and_skip_invalid(bundle: Path) -> None:
     (bundle / "broken.md").write_text("---\ntitle: [unclosed\n---\n# ordered hashtable\n")
-    out = run("search", str(bundle), "-q", "ordered hashtable", "--json")
+    out = run("search", str(bundle), "-q", "ordered hashtable", "--json", "--strict")
     assert out.returncode == 5
     err = json.loads(out.stdout)["error"]
     assert err["code"] == "parse_error"
     assert err["details"]["errors"][0]["path"] == "broken.md"
-    skipped = run("search", str(bundle), "-q", "ordered hashtable", "--json", "--skip-invalid")
-    assert skipped.returncode == 0
-    result = json.loads(skipped.stdout)
-    assert [s["path"] for s in result["skipped"]] == ["broken.md"]
-    assert all(h["path"] != "broken.md" for h in result["hits"])
-    human = run("search", str(bundle), "-q", "ordered hashtable", "--skip-invalid")
+    # Skipping is the default, and --skip-invalid asks for it under --strict too.
+    for flags in ((), ("--strict", "--skip-invalid")):
+        skipped = run("search", str(bundle), "-q", "ordered hashtable", "--json", *flags)
+        assert skipped.returncode == 0
+        result = json.loads(skipped.stdout)
+        assert [s["path"] for s in result["skipped"]] == ["broken.md"]
+        assert all(h["path"] != "broken.md" for h in result["hits"])
+    human = run("search", str(bundle), "-q", "ordered hashtable")
     assert human.returncode == 0
-    assert (
-        human.stderr
-        == f"citeline: skipped {bundle / 'broken.md'}:2: {result['skipped'][0]['reason']}\n"
+    assert human.stderr == (
+        f"citeline: skipped 1 unparsable file: {bundle / 'broken.md'}:2: "
+        f"{result['skipped'][0]['reason']}\n"
     )
     assert "broken" not in human.stdout
 
@@ -205,7 +207,7 @@ def _needed(bundle: Path) -> dict[str, int]:
     snap = Engine().capture(bundle)
     paths = [f.path for f in snap.files]
     idx = Engine().index(snap)
-    result = Engine().search(bundle, {"query": "hashtable"})
+    result = Engine().search(bundle, {"query": "hashtable", "strict": True})
     return {
         "max_files": len(paths),
         "max_total_bytes": sum(f.size for f in snap.files),
@@ -222,9 +224,9 @@ def _needed(bundle: Path) -> dict[str, int]:
 def test_every_limit_has_a_flag_at_and_over(bundle: Path, name: str) -> None:
     need = _needed(bundle)[name]
     flag = "--" + name.replace("_", "-")
-    at = run("search", str(bundle), "-q", "hashtable", "--json", flag, str(need))
+    at = run("search", str(bundle), "-q", "hashtable", "--json", "--strict", flag, str(need))
     assert at.returncode == 0, at.stdout
-    over = run("search", str(bundle), "-q", "hashtable", "--json", flag, str(need - 1))
+    over = run("search", str(bundle), "-q", "hashtable", "--json", "--strict", flag, str(need - 1))
     assert over.returncode == 3
     err = json.loads(over.stdout)["error"]
     assert err["code"] == "resource_limit"
@@ -233,11 +235,19 @@ def test_every_limit_has_a_flag_at_and_over(bundle: Path, name: str) -> None:
     # The one flag that lifts every limit is named where it would help.
     raised_by_it = getattr(Limits.editor(), name) > getattr(Limits(), name)
     assert ("--raise-limits" in err["message"]) == raised_by_it
-    plain = run("search", str(bundle), "-q", "hashtable", flag, str(need - 1))
+    plain = run("search", str(bundle), "-q", "hashtable", "--strict", flag, str(need - 1))
     assert plain.stderr == f"citeline: resource_limit: {err['message']}\n"
     # Given --raise-limits, the explicit flag still wins, and the advice is not repeated.
     both = run(
-        "search", str(bundle), "-q", "hashtable", "--json", "--raise-limits", flag, str(need - 1)
+        "search",
+        str(bundle),
+        "-q",
+        "hashtable",
+        "--json",
+        "--strict",
+        "--raise-limits",
+        flag,
+        str(need - 1),
     )
     assert both.returncode == 3
     assert "--raise-limits" not in json.loads(both.stdout)["error"]["message"]
@@ -309,7 +319,7 @@ def test_readme_first_command_searches_the_docs() -> None:
 
 def test_settings_from_flags() -> None:
     args = cli.parser().parse_args(
-        ["search", "-q", "x", "--max-tokens", "5", "--reserved", "a.md", "--no-ignore"]
+        ["search", "-q", "x", "--max-tokens", "5", "--reserved", "a.md", "--no-ignore", "--strict"]
     )
     settings = cli.settings_from(args)
     assert settings == Settings(
@@ -318,7 +328,13 @@ def test_settings_from_flags() -> None:
 
 
 def test_raise_limits_flag_gives_the_editor_limits() -> None:
-    raised = cli.settings_from(cli.parser().parse_args(["search", "-q", "x", "--raise-limits"]))
+    strict = ["search", "-q", "x", "--strict"]
+    raised = cli.settings_from(cli.parser().parse_args([*strict, "--raise-limits"]))
     assert raised.limits == Limits.editor() != Limits()
-    both = cli.parser().parse_args(["search", "-q", "x", "--raise-limits", "--max-files", "7"])
+    # Without --strict the workspace limits are the default: --raise-limits changes nothing.
+    assert cli.settings_from(cli.parser().parse_args(["search", "-q", "x"])).limits == (
+        Limits.editor()
+    )
+    assert cli.settings_from(cli.parser().parse_args([*strict])).limits == Limits()
+    both = cli.parser().parse_args([*strict, "--raise-limits", "--max-files", "7"])
     assert cli.settings_from(both).limits == replace(Limits.editor(), max_files=7)

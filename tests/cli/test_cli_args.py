@@ -31,10 +31,11 @@ def test_help_names_every_limit_with_its_default_and_raised_value(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "1000")  # one line per option
     text = option_help(command)
-    default, editor = Limits(), Limits.editor()
+    # The workspace limits are the default; --strict gives the contract's (lower) ones.
+    default, editor = Limits.editor(), Limits()
     for f in fields(Limits):
         flag = "--" + f.name.replace("_", "-")
-        pattern = r" N\s+most [^(]*\(default ([^;)]+)(?:; --raise-limits: ([^)]+))?\)"
+        pattern = r" N\s+most [^(]*\(default ([^;)]+)(?:; --strict: ([^)]+))?\)"
         shown = re.search(re.escape(flag) + pattern, text)
         assert shown is not None, (command, flag)
         values = [getattr(default, f.name), getattr(editor, f.name)]
@@ -42,8 +43,8 @@ def test_help_names_every_limit_with_its_default_and_raised_value(
         assert shown.group(1) == written[0], flag
         assert shown.group(2) == (written[1] if values[1] != values[0] else None), flag
     # as docs/cli.md lists them
-    assert "--max-files N" in text and "(default 10,000; --raise-limits: 200,000)" in text
-    assert "(default 64 MiB; --raise-limits: 512 MiB)" in text
+    assert "--max-files N" in text and "(default 200,000; --strict: 10,000)" in text
+    assert "(default 512 MiB; --strict: 64 MiB)" in text
 
 
 def test_amounts_in_mib_only_when_whole() -> None:
@@ -102,10 +103,18 @@ def test_version_without_installed_metadata(
 def test_a_failed_recall_suggestion_is_said_on_stderr(docs: Path) -> None:
     """No section holds every word; the recall search suggested instead fails (its hits do
     not fit the response limit): the notice stays, the failure is one line on stderr."""
-    empty = Engine().search(docs, {"query": "remote zeppelin"})
+    empty = Engine().search(docs, {"query": "remote zeppelin", "strict": True})
     size = len(encode(empty).encode())
     out = run_cli(
-        ["search", str(docs), "-q", "remote zeppelin", "--max-response-bytes", str(size + 10)],
+        [
+            "search",
+            str(docs),
+            "-q",
+            "remote zeppelin",
+            "--strict",
+            "--max-response-bytes",
+            str(size + 10),
+        ],
         env={"NO_COLOR": "1"},
     )
     assert out.returncode == 1

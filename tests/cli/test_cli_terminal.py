@@ -266,6 +266,6 @@ def test_nothing_found_exits_1(bundle: Path, tmp_path: Path) -> None:
         assert result["total"] == 0 and result["truncated"] is False
         assert result[{"concepts": "concepts", "search": "hits", "lines": "matches"}[kind]] == []
     # And 0 as soon as one thing matches.
-    found = piped(["concepts", str(bundle), "-q", "b", "--json"], env)
+    found = piped(["concepts", str(bundle), "-q", "b", "--json", "--strict"], env)
     assert found.returncode == 0
-    assert json.loads(found.stdout) == Engine().concepts(bundle, {"query": "b"})
+    assert json.loads(found.stdout) == Engine().concepts(bundle, {"query": "b", "strict": True})

@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -80,8 +81,12 @@ COMMON = {
 CAPTURE = {
     "--no-ignore": "do not honour git's ignore rules (.gitignore files, and in a repository its "
     "info/exclude and the .gitignore files above the bundle)",
-    "--skip-invalid": "leave unparsable files out of the search (each is named on stderr, and "
-    "under 'skipped' with --json)",
+    "--strict": "okf's contract exactly: profile contract, an unparsable file fails the request "
+    "(exit 5), the contract's limits (the lower defaults below); an explicit option or limit "
+    "still wins. Default: profile recall, unparsable files skipped (named once on stderr, under "
+    "'skipped' with --json), the workspace limits",
+    "--skip-invalid": "leave unparsable files out of the search, also under --strict (the "
+    "default without --strict)",
     "--reserved": "root file that is captured but never searched (repeatable; default "
     "index.md, log.md)",
     "--no-reserved": "search index.md and log.md too",
@@ -90,25 +95,25 @@ CAPTURE = {
     "results are the same, only slower",
     "--reread": "read every file again, even those whose size, times and inode show them "
     "unchanged since an earlier call",
-    "--raise-limits": "raise every limit at once to the editor limits (those marked below); "
-    "a limit flag given with it still wins",
-    # docs/limits.md's table: the default, and the editor default where it is higher
-    "--max-files": "most captured files (default 10,000; --raise-limits: 200,000)",
-    "--max-total-bytes": "most captured bytes, all files (default 64 MiB; --raise-limits: 512 MiB)",
+    "--raise-limits": "with --strict, the workspace limits (the default without --strict) "
+    "instead of the contract's; a limit flag given with it still wins",
+    # docs/limits.md's table: the default (the workspace's), and the contract's where lower
+    "--max-files": "most captured files (default 200,000; --strict: 10,000)",
+    "--max-total-bytes": "most captured bytes, all files (default 512 MiB; --strict: 64 MiB)",
     "--max-file-bytes": "most bytes of one file (default 16 MiB)",
-    "--max-sections": "most sections (default 100,000; --raise-limits: 2,000,000)",
-    "--max-tokens": "most indexed tokens (default 1,000,000; --raise-limits: 200,000,000)",
+    "--max-sections": "most sections (default 2,000,000; --strict: 100,000)",
+    "--max-tokens": "most indexed tokens (default 200,000,000; --strict: 1,000,000)",
     "--max-path-components": "most components of a path (default 64)",
     "--max-path-bytes": "most UTF-8 bytes of a path (default 4,096)",
     "--max-response-bytes": "most bytes of one JSON response (default 1 MiB)",
 }
 HELP = "show this help message and exit"
 RELEVANCE_HELP = {
-    "--profile": "contract (default): every word, whole words, as typed. recall: any word "
-    "counts and sections holding more of them rank first, English stemming, the headings "
-    "above a section count, CJK text matched by character pairs, identifiers split into "
-    "their parts. hybrid: recall's best 20 reordered by meaning too (needs pip install "
-    "'citeline[semantic]'); explicit options override it",
+    "--profile": "recall (default): any word counts and sections holding more of them rank "
+    "first, English stemming, the headings above a section count, CJK text matched by "
+    "character pairs, identifiers split into their parts. contract (the default with "
+    "--strict): every word, whole words, as typed. hybrid: recall's best 20 reordered by "
+    "meaning too (needs pip install 'citeline[semantic]'); explicit options override it",
     "--match": "all (default): a section must hold every word; any: at least one",
     "--scope": "section (default): a section's own text; outline: the headings above it count too",
     "--cjk": "runs (default): a run of Chinese/Japanese/Korean characters is one word; "
@@ -222,8 +227,9 @@ def test_groups_name_their_guides() -> None:
         )
     groups = {g.title: g.description for g in subparsers()["search"]._action_groups}
     assert groups["relevance"] == (
-        "looser matching for questions in plain words; the defaults are the strict "
-        "contract. See docs/relevance.md"
+        "how a query matches: profile recall by default, contract with --strict; each option "
+        "below overrides what the profile sets (the values marked default are the contract's). "
+        "See docs/relevance.md"
     )
     assert "relevance" not in {g.title for g in subparsers()["lines"]._action_groups}
 
@@ -240,7 +246,7 @@ def test_groups_name_their_guides() -> None:
             "[--threshold T] [-i] [-m N] [-C N] [-n]",
         ),
         ("lsp", "usage: citeline lsp [-h]"),
-        ("mcp", "usage: citeline mcp [-h] [--no-ignore] [--skip-invalid] [--reserved NAME]"),
+        ("mcp", "usage: citeline mcp [-h]"),
     ],
 )
 def test_usage_names_the_values(command: str, usage: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -250,6 +256,7 @@ def test_usage_names_the_values(command: str, usage: str, monkeypatch: pytest.Mo
     assert text.endswith(" [bundle]\n" if command != "lsp" else "[-h]\n")
     if command != "lsp":
         assert "--max-files N" in text and "--max-response-bytes N" in text
+        assert "[--strict] [--skip-invalid]" in text
 
 
 def test_search_flags_and_their_defaults() -> None:
@@ -406,6 +413,10 @@ def test_bind_text_values_every_text_flag() -> None:
 def test_settings_defaults_and_reserved_files() -> None:
     plain = cli.settings_from(parse(["search", "-q", "x"]))
     assert plain == Settings(
+        limits=Limits.editor(), reserved=("index.md", "log.md"), use_ignore=True, skip_invalid=True
+    )
+    strict = cli.settings_from(parse(["search", "-q", "x", "--strict"]))
+    assert strict == Settings(
         limits=Limits(), reserved=("index.md", "log.md"), use_ignore=True, skip_invalid=False
     )
     none = cli.settings_from(parse(["search", "-q", "x", "--no-reserved", "--skip-invalid"]))
@@ -419,9 +430,11 @@ def test_settings_defaults_and_reserved_files() -> None:
 
 def test_settings_validate_every_limit_given() -> None:
     settings = cli.settings_from(
-        parse(["search", "-q", "x", "--max-files", "3", "--max-path-bytes", "100"])
+        parse(["search", "-q", "x", "--max-files", "3", "--max-path-bytes", "100", "--strict"])
     )
     assert settings.limits == Limits(max_files=3, max_path_bytes=100)
+    default = cli.settings_from(parse(["search", "-q", "x", "--max-files", "3"]))
+    assert default.limits == replace(Limits.editor(), max_files=3)
     with pytest.raises(CitelineError) as caught:
         cli.settings_from(parse(["search", "-q", "x", "--max-files", "0"]))
     assert caught.value.code == "schema_validation"
@@ -433,7 +446,14 @@ def args_for(argv: list[str]) -> argparse.Namespace:
 
 
 def test_request_of_a_search() -> None:
-    assert cli.request_from(args_for(["search", "-q", "hash table"])) == {"query": "hash table"}
+    assert cli.request_from(args_for(["search", "-q", "hash table"])) == {
+        "query": "hash table",
+        "profile": "recall",  # the fronts' default (engine/answer/requests.py front_request)
+    }
+    assert cli.request_from(args_for(["search", "-q", "hash table", "--strict"])) == {
+        "query": "hash table",
+        "strict": True,
+    }
     full = args_for(
         [
             *("search", "-q", "x", "-m", "7", "--profile", "recall", "--match", "any"),
@@ -558,10 +578,12 @@ def test_limit_advice_unless_the_limits_are_raised_already() -> None:
     advice = " Or raise every limit at once with --raise-limits."
     err = limit_error("max_files", default + 1, default)
     assert cli.worded_for_cli(err, None).message == "max_files over." + advice
-    plain = args_for(["search", "-q", "x"])
-    assert cli.worded_for_cli(err, plain).message == "max_files over." + advice
-    raised = args_for(["search", "-q", "x", "--raise-limits"])
+    strict = args_for(["search", "-q", "x", "--strict"])
+    assert cli.worded_for_cli(err, strict).message == "max_files over." + advice
+    raised = args_for(["search", "-q", "x", "--strict", "--raise-limits"])
     assert cli.worded_for_cli(err, raised) is err
+    # Without --strict the workspace limits are in force already: --raise-limits adds nothing.
+    assert cli.worded_for_cli(err, args_for(["search", "-q", "x"])) is err
     # The limit in force already at the editor's value: nothing to raise.
     editor = Limits.editor().max_files
     at = limit_error("max_files", editor, editor)
@@ -729,12 +751,15 @@ def test_lines_output_with_colour_and_context(
 def test_a_limit_error_is_worded_for_the_command_line(
     docs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["search", str(docs), "-q", "remote", "--max-files", "1"]) == 3
+    assert cli.main(["search", str(docs), "-q", "remote", "--max-files", "1", "--strict"]) == 3
     message = capsys.readouterr().err
     assert message.startswith("citeline: resource_limit: ")
     assert message.endswith("Or raise every limit at once with --raise-limits.\n")
     assert (
-        cli.main(["search", str(docs), "-q", "remote", "--max-files", "1", "--raise-limits"]) == 3
+        cli.main(
+            ["search", str(docs), "-q", "remote", "--max-files", "1", "--raise-limits", "--strict"]
+        )
+        == 3
     )
     assert "--raise-limits" not in capsys.readouterr().err
     assert cli.main(["search", str(docs), "-q", "remote", "-m", "0", "--json"]) == 2
@@ -904,9 +929,17 @@ def test_mcp_serves_the_bundle_with_the_settings_given(
     served: list[tuple[Any, ...]] = []
 
     def serve(
-        bundle: str, settings: Any, *, cache: bool, reread: bool, background: bool
+        bundle: str,
+        settings: Any,
+        *,
+        cache: bool,
+        reread: bool,
+        background: bool,
+        strict_settings: Any,
+        strict: bool,
     ) -> int | None:
-        served.append((bundle, settings, cache, reread, background))
+        # A request with "strict": true runs with okf's settings, the others with the default
+        served.append((bundle, settings, cache, reread, background, strict, strict_settings))
         return len(served) - 1 or None  # None first, then 1
 
     monkeypatch.setattr(importlib.import_module(sibling("mcp")), "main", serve)
@@ -915,13 +948,23 @@ def test_mcp_serves_the_bundle_with_the_settings_given(
     args = ["sub", "--no-cache", "--reread", "--max-files", "5", "--no-background-embedding"]
     assert cli.main(["mcp", *args]) == 1
     assert served == [
-        (str(tmp_path), cli.settings_from(parse(["mcp"])), True, False, True),
+        (
+            str(tmp_path),
+            cli.settings_from(parse(["mcp"])),
+            True,
+            False,
+            True,
+            False,
+            cli.settings_from(parse(["mcp"]), strict=True),
+        ),
         (
             str(tmp_path / "sub"),
             cli.settings_from(parse(["mcp", "--max-files", "5"])),
             False,
             True,
             False,
+            False,
+            cli.settings_from(parse(["mcp", "--max-files", "5"]), strict=True),
         ),
     ]
     # settings that fail validation: reported on stderr (never JSON: stdout is the protocol)
@@ -1125,11 +1168,11 @@ def test_no_recall_search_for_concepts_or_lines(
     assert cli.main(["search", str(docs), "-q", "zeppelin", "--json"]) == 1
     assert capsys.readouterr().out.count("\n") == 1  # the empty result only
     assert [r["query"] for r in searched] == ["zeppelin"]
-    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "-m", "2"]) == 1
+    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "-m", "2", "--strict"]) == 1
     assert len(searched) == 3
     assert searched[1:] == [
-        {"query": "remote zeppelin", "limit": 2},
-        {"query": "remote zeppelin", "limit": 2, "profile": "recall"},
+        {"query": "remote zeppelin", "limit": 2, "strict": True},
+        {"query": "remote zeppelin", "limit": 2, "strict": True, "profile": "recall"},
     ]
 
 
@@ -1138,7 +1181,7 @@ def test_every_note_on_its_own_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     (root / "bad.md").write_bytes(b"# Bad\n\n\xff\n")
     assert cli.main(["lines", str(root), "-F", "remote", "--skip-invalid", "--stats"]) == 0
     skipped, summary = capsys.readouterr().err.splitlines()
-    assert skipped.startswith(f"citeline: skipped {root / 'bad.md'}:")
+    assert skipped.startswith(f"citeline: skipped 1 unparsable file: {root / 'bad.md'}:")
     assert summary.startswith("1 of 1 match · snapshot ")
 
 
@@ -1228,7 +1271,7 @@ def test_colour_marks_what_the_line_search_matched(
 def test_recall_hits_are_drawn_as_hits_are(docs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The suggested sections get what the user asked of hits: -C lines of context, the
     file read again to number them, colour."""
-    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "-C", "1"]) == 1
+    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "-C", "1", "--strict"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == [
         "No section holds every word of the query.",
@@ -1243,7 +1286,10 @@ def test_recall_hits_are_drawn_as_hits_are(docs: Path, capsys: pytest.CaptureFix
         "  2-",
         "  3: Use -ComputerName to reach a remote computer.",
     ]
-    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "--color", "always"]) == 1
+    assert (
+        cli.main(["search", str(docs), "-q", "remote zeppelin", "--color", "always", "--strict"])
+        == 1
+    )
     out = capsys.readouterr().out
     assert "\x1b[1;31mremote\x1b[0m computer." in out  # the match in bold red
 
@@ -1259,7 +1305,7 @@ def test_a_failed_recall_search_is_worded_for_the_command_line(
         return search(self, bundle, request, **kwargs)
 
     monkeypatch.setattr(spy, "search", failing_recall)
-    assert cli.main(["search", str(docs), "-q", "remote zeppelin"]) == 1
+    assert cli.main(["search", str(docs), "-q", "remote zeppelin", "--strict"]) == 1
     out, err = capsys.readouterr()
     assert out == "No section holds every word of the query.\n"
     assert err == (
@@ -1276,7 +1322,10 @@ def test_recall_hits_show_matches_beyond_the_snippet(
     root = write(
         tmp_path / "d", {"ps.md": f"# Remote commands\n\nremote one.\n{filler}remote two.\n"}
     )
-    assert cli.main(["search", str(root), "-q", "remote zeppelin", "--color", "never"]) == 1
+    assert (
+        cli.main(["search", str(root), "-q", "remote zeppelin", "--color", "never", "--strict"])
+        == 1
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[4:] == [
         "   1: # Remote commands",

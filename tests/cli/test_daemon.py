@@ -143,7 +143,7 @@ def test_answers_as_a_new_process_would(warm: Warm, tmp_path: Path) -> None:
     calls: list[tuple[tuple[str, ...], Path | None, dict[str, str]]] = [
         (("search", str(docs), "-q", "execution policy", "--json"), None, {}),
         (("search", str(docs), "-q", "remote session credssp", "-n", "3"), None, {}),
-        (("search", str(docs), "-q", "hashtable nosuchwordxyz"), None, {}),
+        (("search", str(docs), "-q", "hashtable nosuchwordxyz", "--strict"), None, {}),
         (("search", str(docs), "-q", "splat", "--profile", "recall", "--json"), None, {}),
         (("concepts", str(docs), "-q", "about", "--json"), None, {}),
         (("lines", str(docs), "-F", "Get-ExecutionPolicy"), None, {}),

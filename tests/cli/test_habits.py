@@ -57,7 +57,7 @@ def test_lines_pattern_may_start_with_a_dash(docs: Path, args: list[str], patter
 
 
 def test_search_query_may_start_with_a_dash(docs: Path) -> None:
-    out = run("search", str(docs), "-q", "-ComputerName remote", "--json")
+    out = run("search", str(docs), "-q", "-ComputerName remote", "--json", "--strict")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["query"] == "-ComputerName remote"
@@ -133,7 +133,7 @@ def test_one_flag_one_meaning(docs: Path) -> None:
     wrong = run("search", str(docs), "-q", "x", "-C", "outline")
     assert wrong.returncode == 2
     assert "--scope outline" in wrong.stderr
-    context = run("search", str(docs), "-q", "amend", "-C", "1")
+    context = run("search", str(docs), "-q", "amend", "-C", "1", "--strict")
     assert context.stdout.splitlines()[1:] == [
         "  6-",
         "  7: Run git commit --amend to fix the last commit.",
@@ -164,7 +164,7 @@ def test_errors_name_the_command_line_flags(docs: Path) -> None:
 
 
 def test_no_hit_shows_the_best_recall_sections(docs: Path) -> None:
-    out = run("search", str(docs), "-q", "remote zeppelin")
+    out = run("search", str(docs), "-q", "remote zeppelin", "--strict")
     assert out.returncode == 1  # the contract found nothing
     lines = out.stdout.splitlines()
     assert lines[0] == "No section holds every word of the query."
@@ -175,12 +175,16 @@ def test_no_hit_shows_the_best_recall_sections(docs: Path) -> None:
     assert heads[0].startswith(f"{docs / 'ps.md'}:1: Remote commands  ")
     assert "matched: remote; missing: zeppelin" in heads[0]
     # --json is the contract's empty result, unchanged.
-    js = json.loads(run("search", str(docs), "-q", "remote zeppelin", "--json").stdout)
+    strict = run("search", str(docs), "-q", "remote zeppelin", "--json", "--strict")
+    js = json.loads(strict.stdout)
     assert js["total"] == 0 and js["hits"] == [] and "options" not in js
+    # Without --strict, recall is the search itself: its hits, no notice.
+    default = run("search", str(docs), "-q", "remote zeppelin")
+    assert default.returncode == 0 and default.stdout.startswith(f"{docs / 'ps.md'}:1: ")
 
 
 def test_no_hit_at_all_says_so_in_one_line(docs: Path) -> None:
-    out = run("search", str(docs), "-q", "zeppelin")
+    out = run("search", str(docs), "-q", "zeppelin", "--strict")
     assert out.returncode == 1
     assert out.stdout == (
         "No section holds every word of the query. None holds any of them either "
@@ -188,6 +192,7 @@ def test_no_hit_at_all_says_so_in_one_line(docs: Path) -> None:
     )
     # Asked for any word already: nothing else to suggest, nothing printed (like grep).
     assert run("search", str(docs), "-q", "zeppelin", "--match", "any").stdout == ""
+    assert run("search", str(docs), "-q", "zeppelin").stdout == ""  # recall: the default
 
 
 def test_stemmed_words_are_shown_as_typed(docs: Path) -> None:

@@ -132,9 +132,15 @@ def test_skipped_notes_name_each_file_as_typed() -> None:
             {"path": "c.md", "line": 1, "reason": "front matter"},
         ]
     }
+    # One summary, not one line per file.
     assert render.skipped_notes(result, "docs") == [
-        f"citeline: skipped {os.path.join('docs', 'a', 'bad.md')}:3: invalid UTF-8",
-        f"citeline: skipped {os.path.join('docs', 'c.md')}:1: front matter",
+        f"citeline: skipped 2 unparsable files: {os.path.join('docs', 'a', 'bad.md')}:3: "
+        f"invalid UTF-8; {os.path.join('docs', 'c.md')}:1: front matter"
+    ]
+    many = {"skipped": [{"path": f"{n}.md", "line": 1, "reason": "r"} for n in range(5)]}
+    assert render.skipped_notes(many) == [
+        "citeline: skipped 5 unparsable files: 0.md:1: r; 1.md:1: r; 2.md:1: r; "
+        "and 2 more (--json lists them)"
     ]
     assert render.skipped_notes({}) == [] and render.skipped_notes({"skipped": None}) == []
 

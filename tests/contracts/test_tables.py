@@ -17,7 +17,15 @@ from citeline.engine.contracts import schema
 
 def test_each_relevance_option_is_the_search_schemas() -> None:
     properties = schema("search.request")["properties"]
-    assert set(properties) == {"query", "limit", *KEYS}
+    assert set(properties) == {"query", "limit", *KEYS, "strict"}
+    # `strict` (okf's contract exactly) is a field of every request, echoed by every result
+    for name in ("search", "concepts", "lines"):
+        assert schema(f"{name}.request")["properties"]["strict"]["type"] == "boolean"
+    for name in ("search", "concepts", "lines", "lines.semantic"):
+        assert schema(f"{name}.result")["properties"]["strict"] == {
+            "const": True,
+            "description": "Present when the request asked for strict.",
+        }
     for option in OPTIONS:
         declared = properties[option.key]
         assert declared["enum"] == list(option.values), option.key
@@ -47,7 +55,7 @@ def test_the_request_values_are_the_declarations() -> None:
     hybrid = Relevance.from_mapping({"profile": "hybrid"})  # recall's analysis, then fused
     assert {k: getattr(hybrid, k) for k in RECALL} == RECALL and hybrid.hybrid
     assert not recall.hybrid
-    assert ("query", "limit", *KEYS) == SearchRequest.FIELDS
+    assert ("query", "limit", *KEYS, "strict") == SearchRequest.FIELDS
     # a value outside the declaration is refused, naming the declared ones
     for option in OPTIONS:
         with pytest.raises(Exception, match=", ".join(option.values)):

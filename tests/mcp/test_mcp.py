@@ -110,8 +110,10 @@ def structured(result: types.CallToolResult, tool: str | None = None) -> dict[st
     assert isinstance(data, dict)
     if tool is None:
         (tool,) = [t for key, t in RESULT_KEYS.items() if key in data]
-    # The text block is the compact rendering of that very result.
-    assert text_of(result) == render_text(tool, data)
+    # The text block is the compact rendering of that very result (the skipped files named
+    # once per change of their list, so a repeat may leave them out).
+    quiet = {k: v for k, v in data.items() if k != "skipped"}
+    assert text_of(result) in (render_text(tool, data), render_text(tool, quiet))
     assert data["snapshot_revision"] in text_of(result)
     return data
 
@@ -208,11 +210,13 @@ async def test_list_tools_serves_the_contract_schemas(bundle: Path) -> None:
 
 async def test_search_sections_structured_output_and_citation_verifies(bundle: Path) -> None:
     async with mcp_session(bundle) as session:
-        result = await session.call_tool("search_sections", {"query": "ordered hashtable"})
+        result = await session.call_tool(
+            "search_sections", {"query": "ordered hashtable", "strict": True}
+        )
     data = structured(result)
     validate("search.result", data)
     assert data["terms"] == ["ordered", "hashtable"]
-    assert "options" not in data  # contract defaults
+    assert "options" not in data and data["strict"] is True  # okf's contract
     assert (
         data["snapshot_revision"] == Engine().search(bundle, {"query": "x y"})["snapshot_revision"]
     )
@@ -237,7 +241,9 @@ async def test_search_sections_structured_output_and_citation_verifies(bundle: P
 
 async def test_search_sections_relevance_options(bundle: Path) -> None:
     async with mcp_session(bundle) as session:
-        strict = structured(await session.call_tool("search_sections", {"query": "网关"}))
+        strict = structured(
+            await session.call_tool("search_sections", {"query": "网关", "strict": True})
+        )
         recall = structured(
             await session.call_tool("search_sections", {"query": "网关", "profile": "recall"})
         )
@@ -318,17 +324,24 @@ def test_fence_outlasts_backticks_in_the_snippet() -> None:
 
 async def test_no_hit_text_says_to_ask_for_recall(bundle: Path) -> None:
     async with mcp_session(bundle) as session:
-        strict = await session.call_tool("search_sections", {"query": "hashtable walrus"})
+        strict = await session.call_tool(
+            "search_sections", {"query": "hashtable walrus", "strict": True}
+        )
         loose = await session.call_tool("search_sections", {"query": "walrus", "match": "any"})
     data = structured(strict)
     assert data["hits"] == [] and data["total"] == 0 and "options" not in data
-    assert data == Engine().search(bundle, {"query": "hashtable walrus"})  # unchanged
+    assert data == Engine().search(bundle, {"query": "hashtable walrus", "strict": True})
     assert NO_HIT_HINT in text_of(strict) and 'profile="recall"' in text_of(strict)
     assert NO_HIT_ANY in text_of(loose) and NO_HIT_HINT not in text_of(loose)
 
 
 async def test_text_shows_which_words_typed_matched(bundle: Path) -> None:
-    request = {"query": "Ordering hashtables walrus", "stemming": "english", "match": "any"}
+    request = {
+        "query": "Ordering hashtables walrus",
+        "stemming": "english",
+        "match": "any",
+        "strict": True,  # the contract's other options, to show these two
+    }
     async with mcp_session(bundle) as session:
         result = await session.call_tool("search_sections", request)
     data = structured(result)
@@ -480,23 +493,33 @@ async def test_parse_error_and_skip_invalid_flag(bundle: Path) -> None:
     async def ignore(progress: float, total: float | None, message: str | None) -> None:
         pass
 
+    strict = {"query": "hashtable", "strict": True}
     async with mcp_session(bundle) as session:
-        err = envelope(await session.call_tool("search_sections", {"query": "hashtable"}))
+        err = envelope(await session.call_tool("search_sections", strict))
         # With a progress token the engine runs beside a reporter task: same envelope.
         again = envelope(
-            await session.call_tool(
-                "search_sections", {"query": "hashtable"}, progress_callback=ignore
-            )
+            await session.call_tool("search_sections", strict, progress_callback=ignore)
         )
+        # By default (no strict) the file is skipped and listed: the text says so once per
+        # change of the list, structuredContent every time.
+        result = await session.call_tool("search_sections", {"query": "hashtable"})
+        repeat = await session.call_tool("search_concepts", {"query": "a"})
+        (bundle / "broken.md").unlink()
+        clean = await session.call_tool("search_sections", {"query": "hashtable"})
     assert again == err
     assert err["code"] == "parse_error"
     assert err["details"]["errors"][0]["path"] == "broken.md"
-    async with mcp_session(bundle, "--skip-invalid") as session:
-        result = await session.call_tool("search_sections", {"query": "hashtable"})
     data = structured(result)
     validate("search.result", data)
     assert [s["path"] for s in data["skipped"]] == ["broken.md"]
     assert "skipped, cannot be parsed: broken.md:3 (" in text_of(result)
+    assert [s["path"] for s in repeat.structured_content["skipped"]] == ["broken.md"]
+    assert "skipped" not in text_of(repeat)
+    assert clean.structured_content["skipped"] == []
+    async with mcp_session(bundle, "--strict") as session:
+        (bundle / "broken.md").write_bytes(b"# Broken\n\nbad \xff byte hashtable\n")
+        err = envelope(await session.call_tool("search_sections", {"query": "hashtable"}))
+    assert err["code"] == "parse_error"
 
 
 async def test_limit_flags_reach_the_engine(bundle: Path) -> None:
@@ -616,8 +639,11 @@ async def lsp_search(bundle: Path, requests: list[dict[str, Any]]) -> list[Any]:
 @pytest.mark.parametrize(
     ("request_", "flags"),
     [
-        ({"query": "ordered hashtable"}, ()),
-        ({"query": "installing 网关", "profile": "recall"}, ("--profile", "recall")),
+        ({"query": "ordered hashtable", "strict": True}, ("--strict",)),
+        (
+            {"query": "installing 网关", "profile": "recall", "strict": True},
+            ("--profile", "recall", "--strict"),
+        ),
     ],
     ids=["contract", "recall"],
 )

@@ -136,13 +136,15 @@ async def test_parallel_calls_run_at_once_on_one_engine(tmp_path: Path) -> None:
     front = CitelineMCP(str(bundle))
     spy = Spy(front.engine.search, barrier=6)  # a deadlock (then BrokenBarrier) if serialised
     front.engine.search = spy  # type: ignore[method-assign]
-    expected = Engine().search(bundle, {"query": "ordered hashtable"})
+    expected = Engine().search(bundle, {"query": "ordered hashtable", "strict": True})
     assert [h["path"] for h in expected["hits"]] == ["notes/hash tables.md", "guide.md"]
     try:
         async with Client(front.server) as client:
             results = await asyncio.gather(
                 *(
-                    client.call_tool("search_sections", {"query": "ordered hashtable"})
+                    client.call_tool(
+                        "search_sections", {"query": "ordered hashtable", "strict": True}
+                    )
                     for _ in range(6)
                 )
             )

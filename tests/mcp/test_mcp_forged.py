@@ -85,7 +85,7 @@ def raw_controls(text: str) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()  # each test its own server: the text names skipped files once per server
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipe]:
     bundle = write_bundle(tmp_path_factory.mktemp("forged") / "b", HOSTILE)
     pipe = Pipe(bundle, "--skip-invalid")
@@ -110,7 +110,7 @@ def skipped_line(result: dict[str, Any]) -> str:
 
 
 def test_search_sections_text_shows_only_real_hits(server: Pipe) -> None:
-    text, result = call(server, "search_sections", {"query": "alpha", "limit": 20})
+    text, result = call(server, "search_sections", {"query": "alpha", "limit": 20, "strict": True})
     hits = result["hits"]
     assert len(hits) == 7 and len(result["skipped"]) == 2  # every hostile file is found
     # The snippets, verbatim, are the only fenced blocks a CommonMark reader sees.
