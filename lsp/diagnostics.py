@@ -31,8 +31,9 @@ def skipped_message(folder: str, problems: Sequence[Problem]) -> tuple[str, str]
     n = len(problems)
     message = (
         f"citeline: {n} file{'s' if n != 1 else ''} in {folder} cannot be parsed and "
-        f"{'are' if n != 1 else 'is'} left out of search (see the diagnostics). The "
-        "setting citeline.skip_invalid decides whether such files block search."
+        f"{'are' if n != 1 else 'is'} left out of search (see the diagnostics). Whether "
+        "such files block search is the setting skip_invalid (VS Code: citeline.skipInvalid; "
+        "Neovim: settings.skip_invalid; Emacs: :skip_invalid in citeline-settings)."
     )
     return message, "skipped:" + "\n".join(p.path for p in problems)
 

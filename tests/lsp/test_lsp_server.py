@@ -70,7 +70,7 @@ async def test_parse_errors_become_diagnostics_and_clear(tmp_path: Path) -> None
         await eventually(lambda: any("skip_invalid" in m.message for m in client.messages))
         await command(client, "citeline.search", {"query": "fine"})
         told = [m.message for m in client.messages if "cannot be parsed" in m.message]
-        assert len(told) == 1 and "citeline.skip_invalid" in told[0]
+        assert len(told) == 1 and "citeline.skipInvalid" in told[0]
         assert "--skip-invalid" not in told[0]
 
         # with skip_invalid off the parse error blocks search: -32803, the envelope as data,

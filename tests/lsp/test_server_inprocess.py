@@ -240,8 +240,9 @@ def test_skipped_files_are_told_once_per_situation(lsp: LspServer, folder: Path)
     assert one == {
         "type": 2,  # Warning
         "message": f"citeline: 1 file in {folder} cannot be parsed and is left out of search "
-        "(see the diagnostics). The setting citeline.skip_invalid decides whether such files "
-        "block search.",
+        "(see the diagnostics). Whether such files block search is the setting skip_invalid "
+        "(VS Code: citeline.skipInvalid; Neovim: settings.skip_invalid; Emacs: :skip_invalid "
+        "in citeline-settings).",
     }
     (folder / "worse.md").write_bytes(b"# Worse\n\xfe\n")
     lsp.notify("textDocument/didSave", {"textDocument": {"uri": uri(folder / "worse.md")}})

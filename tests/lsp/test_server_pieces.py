@@ -737,8 +737,9 @@ def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
     a, b = srv.Problem("a.md", 1, "r"), srv.Problem("b.md", 1, "r")
     one = (
         f"citeline: 1 file in {folder} cannot be parsed and is left out of search (see the "
-        "diagnostics). The setting citeline.skip_invalid decides whether such files block "
-        "search."
+        "diagnostics). Whether such files block search is the setting skip_invalid (VS Code: "
+        "citeline.skipInvalid; Neovim: settings.skip_invalid; Emacs: :skip_invalid in "
+        "citeline-settings)."
     )
     for problems, told in (
         ([a], [one]),
