@@ -104,7 +104,8 @@ def test_a_pause_stops_the_count_and_a_resume_continues_it(
     wait_for(lambda: not worker.status().busy)
     held = worker.status()
     assert held.state == "paused" and held.done < len(work), held
-    time.sleep(1.5)  # several passages' time (a bounded wait for what must not happen)
+    # Longer than a passage and the longest the worker steps aside after one.
+    time.sleep(embedding.MOST_ASIDE + 1.5)  # a bounded wait for what must not happen
     assert worker.status().done == held.done
     assert not worker.wait_busy(timeout=0.5)
     embedding.resume_background()

