@@ -95,13 +95,14 @@ OPTIONS: tuple[Option, ...] = (
         get_args(Profile),
         None,
         "--profile",
-        "contract (default): every word, whole words, as typed. recall: any word counts and "
-        "sections holding more of them rank first, English stemming, the headings above a "
-        "section count, CJK text matched by character pairs, identifiers split into their "
-        "parts. hybrid: recall's best 20 reordered by meaning too (needs "
-        "pip install 'citeline[semantic]'); explicit options override it",
-        '"contract" (default): the strict options above. "recall": {recall}, for questions '
-        'in plain words, CJK queries, or when the contract finds nothing. "hybrid": recall\'s '
+        "recall (default): any word counts and sections holding more of them rank first, "
+        "English stemming, the headings above a section count, CJK text matched by character "
+        "pairs, identifiers split into their parts. contract (the default with --strict): "
+        "every word, whole words, as typed. hybrid: recall's best 20 reordered by meaning too "
+        "(needs pip install 'citeline[semantic]'); explicit options override it",
+        '"recall" (the default without strict): {recall}, for questions in plain words, CJK '
+        'queries. "contract" (the default with strict: true): the strict options above, '
+        'every word as written. "hybrid": recall\'s '
         "best 20 sections reordered by meaning as well (a multilingual embedding model), for "
         "questions whose words are not the docs' words; at most 20 hits, and an error naming "
         "pip install 'citeline[semantic]' where that extra is missing. An option given "

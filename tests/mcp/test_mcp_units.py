@@ -246,7 +246,9 @@ def test_recall_profile_is_spelled_out_in_the_profile_parameter() -> None:
 
     served = wire_schema("search.request")["properties"]["profile"]["description"]
     listed = ", ".join(f"{k}={v}" for k, v in RECALL.items())
-    assert f'"recall": {listed}, for questions in plain words' in served
+    assert f'"recall" (the default without strict): {listed}, for questions in plain words' in (
+        served
+    )
     assert "match=any, context=outline, cjk=bigrams, stemming=english" in served
 
 
