@@ -29,6 +29,7 @@ def test_worked_example_matches_real_output(tmp_path: Path) -> None:
             "--query",
             "ordered hashtable",
             "--json",
+            "--strict",
         ],
         capture_output=True,
         text=True,
