@@ -1,4 +1,4 @@
-"""The operations a front offers (SPEC §6, §8, §9), declared once.
+"""The operations a front offers (SPEC §6, §8, §9, §18), declared once.
 
 Each `Operation` is named as its contract is (engine/contracts/<name>.request.json and
 <name>.result.json) and says how its request is read from JSON and how the engine runs it.
