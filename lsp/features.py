@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from citeline.engine import Call, CancelToken, CitelineError, Problem, Relevance, SectionHit
+from citeline.engine.answer.requests import front_request, strict_of
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.capture.capture import read_inside
 from citeline.engine.operations import OPERATIONS
@@ -58,8 +59,9 @@ async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams
     except CitelineError as err:
         raise rpc_error(err) from None
     operation = OPERATIONS[params.command.removeprefix("citeline.")]
+    request = front_request(operation.name, request)  # the fronts' one default (recall)
     overlay = ls.overlay(bundle) if operation.unsaved else None
-    settings = ls.engine_settings(bundle)
+    settings = ls.engine_settings(bundle, strict=strict_of(request))
 
     def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
         call = Call(bundle, settings, cancel, progress, overlay or None, arrived)

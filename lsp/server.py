@@ -153,10 +153,11 @@ class CitelineServer(LanguageServer):
                 best, left = path, len(inside)  # fewer names left: a deeper folder
         return best
 
-    def engine_settings(self, folder: str) -> Settings:
-        """The engine's settings for `folder`: the user's, with `.gitignore` comparing names
-        as the folder's volume does (fronts/names.py)."""
-        return names.for_volume(self.options.engine, folder)
+    def engine_settings(self, folder: str, strict: bool = False) -> Settings:
+        """The engine's settings for `folder`: the user's (or, for a request with `"strict":
+        true`, okf's contract's), with `.gitignore` comparing names as the folder's volume does
+        (fronts/names.py)."""
+        return names.for_volume(self.options.engine_for(strict), folder)
 
     def relative(self, folder: str, file_path: str) -> str | None:
         """`file_path` relative to `folder` (with `/`), spelt as the disk stores its names:

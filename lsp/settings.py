@@ -30,7 +30,7 @@ from typing import Any
 
 from citeline.engine import CitelineError, Limits, Relevance, Settings
 from citeline.engine.answer.requests import CHOICES
-from citeline.engine.base.limits import RESERVED
+from citeline.engine.base.limits import RESERVED, front_settings
 from citeline.engine.capture.globs import check_globs
 
 RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
@@ -86,6 +86,23 @@ class ServerSettings:
     # Relevance keys given in the settings (only those given), e.g. {"profile": "recall"}.
     relevance: Mapping[str, str] = field(default_factory=dict)
     background_embedding: bool = True  # off: a request embeds only what it needs
+    # What the user set explicitly, which wins over `strict`'s defaults too (SPEC §17).
+    given_limits: Mapping[str, int] = field(default_factory=dict)
+    given_skip_invalid: bool | None = None
+
+    def engine_for(self, strict: bool) -> Settings:
+        """The engine's settings for a request: these, or under `"strict": true` okf's
+        contract (its limits, parse errors block) with what the user set still winning."""
+        if not strict:
+            return self.engine
+        base = front_settings(
+            True,
+            limits=self.given_limits,
+            skip_invalid=self.given_skip_invalid,
+            reserved=self.engine.reserved,
+            use_ignore=self.engine.use_ignore,
+        )
+        return replace(base, globs=self.engine.globs)
 
     @property
     def relevance_options(self) -> Relevance:
@@ -95,10 +112,11 @@ class ServerSettings:
         """Fill relevance keys the request lacks from the settings' defaults.
 
         A request that names its own ``profile`` takes that profile's defaults rather than the
-        settings' (an explicit ``"profile": "contract"`` must mean the contract).
+        settings' (an explicit ``"profile": "contract"`` must mean the contract), and so does a
+        request asking for ``"strict": true`` (okf's contract exactly).
         """
         merged = dict(request)
-        if "profile" in merged:
+        if "profile" in merged or merged.get("strict") is True:
             return merged
         for key, value in self.relevance.items():
             merged.setdefault(key, value)
@@ -153,6 +171,7 @@ def parse_settings(raw: Any) -> ServerSettings:
     except CitelineError as err:
         raise _bad(err.message, "globs") from None
     skip_invalid = _bool(raw.get("skip_invalid", True), "skip_invalid")
+    given_skip = skip_invalid if "skip_invalid" in raw else None
     cache = _bool(raw.get("cache", True), "cache")
     reread = _bool(raw.get("reread", False), "reread")
     unsaved = _bool(raw.get("unsaved", False), "unsaved")
@@ -190,6 +209,8 @@ def parse_settings(raw: Any) -> ServerSettings:
         list_cap,
         relevance,
         background_embedding=background,
+        given_limits=vars_of(limits, limits_raw),
+        given_skip_invalid=given_skip,
     )
 
 

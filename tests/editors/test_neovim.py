@@ -157,7 +157,12 @@ def test_attach_search_symbols_outline(workspace, editor_env, nvim):
     assert out["attached"] is True
     assert out["root"] == ws
     assert out["same_client"] is True
-    assert out["commands"] == ["citeline.search", "citeline.lines", "citeline.concepts"]
+    assert out["commands"] == [
+        "citeline.search",
+        "citeline.lines",
+        "citeline.concepts",
+        "citeline.verify",
+    ]
     assert out["server_alive"] is True
     # 0.11+ starts through vim.lsp.config + vim.lsp.enable, 0.8-0.10 vim.lsp.start.
     version = nvim_version(nvim)
@@ -269,8 +274,9 @@ def test_lines_grep_concepts_and_errors(workspace, editor_env, nvim):
 
     concepts = out["concepts"]
     assert [(i["filename"], i["lnum"], i["text"]) for i in concepts["items"]] == [
-        (f"{ws}/notes/hashing.md", 1, "notes/hashing"),
-        (f"{ws}/notes/unicode.md", 1, "notes/unicode"),
+        # a concept without a front-matter title is titled by its first H1
+        (f"{ws}/notes/hashing.md", 1, "notes/hashing — Ordered hashtable"),
+        (f"{ws}/notes/unicode.md", 1, "notes/unicode — Café notes"),
     ]
 
     # ui = "select": vim.ui.select gets the hits in server order; the choice is opened.

@@ -137,9 +137,9 @@ def fronts(workspace: Path) -> Iterator[tuple[RawServer, RawMCP]]:
     lsp = RawServer()
     mcp = None
     try:
-        # The CLI's skip_invalid (editors skip unparsable files by default, SPEC §11), so
-        # that every front must give the same answer.
-        lsp.initialize(workspace, initializationOptions={"skip_invalid": False})
+        # The fronts' defaults: each search below asks for `strict` (okf's contract, parse
+        # errors block), which must then give the same answer through every front.
+        lsp.initialize(workspace)
         mcp = RawMCP([sys.executable, "-m", "citeline.cli.cli", "mcp", str(workspace)])
         yield lsp, mcp
     finally:
@@ -197,8 +197,8 @@ def escaped(found: re.Match[str]) -> str:
 
 
 def cli_outcome(workspace: Path) -> tuple[int, bytes, Any]:
-    """`citeline search --json` and the human output: they agree on the outcome."""
-    argv = ["search", str(workspace), "-q", "alpha"]
+    """`citeline search --strict --json` and the human output: they agree on the outcome."""
+    argv = ["search", str(workspace), "-q", "alpha", "--strict"]
     as_json = run_cli([*argv, "--json"])
     assert as_json.stderr == b""
     assert as_json.stdout.endswith(b"\n")
@@ -252,7 +252,8 @@ def through_every_front(
     lsp: RawServer,
     mcp: RawMCP,
 ) -> str:
-    """The bundle `tree` searched by every front: the outcome ("result" or the error code)."""
+    """The bundle `tree` searched by every front under `strict` (okf's contract, so that a
+    parse error blocks): the outcome ("result" or the error code)."""
     write_tree(workspace, tree)
     before = fingerprint(os.fsencode(workspace))
     code, stdout, decoded = cli_outcome(workspace)
@@ -260,7 +261,7 @@ def through_every_front(
 
     answer = lsp.call(
         "workspace/executeCommand",
-        {"command": "citeline.search", "arguments": [{"query": "alpha"}]},
+        {"command": "citeline.search", "arguments": [{"query": "alpha", "strict": True}]},
         timeout=60,
     )
     if kind == "result":
@@ -273,10 +274,10 @@ def through_every_front(
     if kind == "result":
         assert isinstance(symbols["result"], list)
         assert all("\n" not in s["name"] and "\r" not in s["name"] for s in symbols["result"])
-    else:
-        assert symbols["error"]["code"] != -32603, symbols
+    else:  # symbols skip unparsable files (the default), so they may answer
+        assert symbols.get("error", {}).get("code") != -32603, symbols
 
-    result = mcp.tool("search_sections", {"query": "alpha"})
+    result = mcp.tool("search_sections", {"query": "alpha", "strict": True})
     assert bool(result.get("isError")) == (kind != "result")
     if kind == "result":
         assert result["structuredContent"] == decoded

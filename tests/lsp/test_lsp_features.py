@@ -87,11 +87,14 @@ async def test_empty_query_lists_headings(client: LanguageClient) -> None:
 
 
 async def test_search_command_follows_contract(client: LanguageClient) -> None:
-    result = await command(client, "citeline.search", {"query": "ordered hashtable"})
+    result = await command(
+        client, "citeline.search", {"query": "ordered hashtable", "strict": True}
+    )
     validate("search.result", result)
     assert result["hits"][0]["path"] == "algo/hashing.md"
     assert result["hits"][0]["line_start"] == 4
     assert "options" not in result
+    assert result["strict"] is True
 
 
 async def test_search_command_relevance_options(client: LanguageClient) -> None:

@@ -291,7 +291,7 @@ async def test_work_done_progress(tmp_path: Path) -> None:
         result = await client.workspace_execute_command_async(
             types.ExecuteCommandParams(
                 command="citeline.search",
-                arguments=[{"query": "hashtable"}],
+                arguments=[{"query": "hashtable", "strict": True}],
                 work_done_token="cmd-1",
             )
         )
@@ -380,7 +380,7 @@ async def test_multi_root(tmp_path: Path) -> None:
         assert listing[-2:] == [("b.md", "Hashtable in B"), ("other.md", "Other")]
 
         # Commands search one folder: the first by default, another by `root`.
-        default = await command(client, "citeline.search", {"query": "hashtable"})
+        default = await command(client, "citeline.search", {"query": "hashtable", "strict": True})
         assert [h["path"] for h in default["hits"]] == ["algo/hashing.md", "appendix.md"]
         direct = Engine().search(first, {"query": "hashtable"})
         assert default["hits"] == direct["hits"]

@@ -49,6 +49,7 @@ def test_serves_and_exits_after_shutdown(lsp: LspServer, folder: Path) -> None:
         "citeline.search",
         "citeline.lines",
         "citeline.concepts",
+        "citeline.verify",
     ]
     found = lsp.call("workspace/symbol", {"query": "hashtable"})["result"]
     assert [(s["name"], s["location"]["uri"]) for s in found] == [
@@ -142,7 +143,7 @@ def test_command_arguments_are_one_request_object(lsp: LspServer, folder: Path) 
     assert unknown["error"]["code"] == -32602
     assert unknown["error"]["message"] == (
         "Unknown command 'citeline.nothing'; citeline offers citeline.search, citeline.lines, "
-        "citeline.concepts."
+        "citeline.concepts, citeline.verify."
     )
     # not an object: the engine's own schema error
     assert command(lsp, "citeline.search", "alpha")["error"]["data"]["code"] == (

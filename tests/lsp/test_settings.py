@@ -245,7 +245,9 @@ async def test_reserved_and_use_ignore_change_what_the_server_searches(tmp_path:
     custom = {"reserved": ["guide.md"], "use_ignore": False}
     engine = Engine()
     expected = engine.search(
-        folder, {"query": "kumquat"}, settings=Settings(reserved=("guide.md",), use_ignore=False)
+        folder,
+        {"query": "kumquat", "profile": "recall"},  # the fronts' default
+        settings=Settings(reserved=("guide.md",), use_ignore=False),
     )
     assert paths(expected) == ["drafts/kumquat.md"]
     async with serve([folder], {"citeline": custom}) as client:

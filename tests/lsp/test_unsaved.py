@@ -67,7 +67,7 @@ async def test_unsaved_text_is_searched_flagged_and_cited(tmp_path: Path) -> Non
         assert result["snapshot_revision"] == expected != disk_revision
 
         # hits from files that are not open carry no flag
-        plain = await command(client, "citeline.search", {"query": "nothing typed"})
+        plain = await command(client, "citeline.search", {"query": "nothing typed", "strict": True})
         assert [h["path"] for h in plain["hits"]] == ["other.md"]
         assert "unsaved" not in plain["hits"][0]
 
