@@ -294,7 +294,7 @@ def parser() -> argparse.ArgumentParser:
         dest="command",
         required=True,
         metavar="COMMAND",
-        help="search, concepts or lines (each has its own --help), status, lsp or mcp",
+        help="search, concepts or lines (each has its own --help), verify, status, lsp or mcp",
     )
 
     s = sub.add_parser(

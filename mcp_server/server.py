@@ -656,8 +656,16 @@ def _preamble(hit: dict[str, Any]) -> str:
     return _quoted(hit_label(hit, sources.lines(hit["path"], hit["content_sha256"])))
 
 
-def render_text(tool: str, result: dict[str, Any]) -> str:
-    return TEXT[tool](result)
+def render_text(tool: str, result: dict[str, Any], sources: Sources | None = None) -> str:
+    """The text block of `result`; with `sources` (the bundle's files), a hit on the text
+    before a file's first heading is named by the file's title, as the server names it."""
+    if sources is None:
+        return TEXT[tool](result)
+    token = _SOURCES.set(sources)
+    try:
+        return TEXT[tool](result)
+    finally:
+        _SOURCES.reset(token)
 
 
 def success(tool: str, result: dict[str, Any], *, say_skipped: bool = True) -> types.CallToolResult:

@@ -86,7 +86,8 @@ def test_paths_open_from_where_the_command_ran(bundle: Path) -> None:
     target, line = absolute.stdout.split(":")[:2]
     assert "insertion" in Path(target).read_text(encoding="utf-8").split("\n")[int(line) - 1]
     relative = run("concepts", "b", "-q", "b", cwd=bundle.parent)
-    assert relative.stdout == f"notes/b  {os.path.join('b', 'notes', 'b.md')}\n"
+    # the title: the file's first H1, as no front matter gives one
+    assert relative.stdout == f"notes/b  {os.path.join('b', 'notes', 'b.md')}  Hashtable basics\n"
     # --json keeps the contract's bundle-relative paths.
     js = json.loads(run("search", "b", "-q", "insertion", "--json", cwd=bundle.parent).stdout)
     assert [h["path"] for h in js["hits"]] == ["guide.md"]

@@ -90,6 +90,11 @@ CAPTURE = {
     "--reserved": "root file that is captured but never searched (repeatable; default "
     "index.md, log.md)",
     "--no-reserved": "search index.md and log.md too",
+    # docs/cli.md, "Choosing files": ripgrep's -g
+    "--glob": "include or, with a leading '!', exclude the files whose bundle-relative path "
+    "matches GLOB (ripgrep's -g: gitignore wildcards and {a,b}; repeatable, the last matching "
+    "glob wins; with any including glob, only files matching one are searched); excluded files "
+    "are not read, and excluded folders not walked",
     "--no-cache": "neither use nor fill the persistent cache (CITELINE_CACHE_DIR, else the "
     "user cache folder), nor the warm process (CITELINE_DAEMON=0 turns off only that); "
     "results are the same, only slower",
@@ -201,13 +206,14 @@ def test_the_top_parser_and_its_commands() -> None:
     )
     assert top.format_usage() == "usage: citeline [-h] [--version] COMMAND ...\n"
     (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
-    assert (
-        commands.help == "search, concepts or lines (each has its own --help), status, lsp or mcp"
+    assert commands.help == (
+        "search, concepts or lines (each has its own --help), verify, status, lsp or mcp"
     )
     assert {a.dest: a.help for a in commands._choices_actions} == {
         "search": "ranked sections (BM25) with cited snippets",
         "concepts": "files whose concept id or title contains the query",
         "lines": "grep-like line search (exact text or RE2 regex), or sections by meaning",
+        "verify": "check citations (search hits, line matches) against the files as they are now",
         "status": "what the warm process embeds in the background; --pause or --resume it",
         "lsp": "run the language server on stdio",
         "mcp": "run the MCP server on stdio (needs: pip install 'citeline[mcp]')",
@@ -1218,13 +1224,15 @@ def test_a_bug_answers_in_json_only_when_json_was_asked(
 def test_concepts_human_output_with_and_without_colour(
     docs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # docs/cli.md: one concept per line, `id  path  title` (a title only from front
-    # matter, which ps.md has not); paths magenta, ids green
+    # docs/cli.md: one concept per line, `id  path  title` (the title from front matter,
+    # else the file's first H1: ps.md's "# Remote commands"); paths magenta, ids green
     assert cli.main(["concepts", str(docs), "-q", "ps", "--color", "always"]) == 0
     path = docs / "ps.md"
-    assert capsys.readouterr().out == (f"\x1b[32mps\x1b[0m  \x1b[35m{path}\x1b[0m\n")
+    assert capsys.readouterr().out == (
+        f"\x1b[32mps\x1b[0m  \x1b[35m{path}\x1b[0m  Remote commands\n"
+    )
     assert cli.main(["concepts", str(docs), "-q", "ps", "--color", "never"]) == 0
-    assert capsys.readouterr().out == f"ps  {path}\n"
+    assert capsys.readouterr().out == f"ps  {path}  Remote commands\n"
 
 
 def test_a_field_that_is_no_name_is_left_alone() -> None:

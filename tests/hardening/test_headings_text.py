@@ -169,4 +169,7 @@ def test_cli_human_output_shows_heading_and_title_on_one_line(make_bundle) -> No
     assert ": one two three  (lines 1-4," in header
     assert b"\r" not in search.stdout
     concepts = run_cli(["concepts", str(bundle), "-q", "two", "--color", "never"], "utf-8")
-    assert concepts.stdout.decode().splitlines()[0].rstrip().endswith("b.md  Two lines")
+    # a.md is titled by its H1 ("one two three"), b.md by its front matter
+    shown = [line.rstrip() for line in concepts.stdout.decode().splitlines()]
+    assert next(line for line in shown if "b.md" in line).endswith("b.md  Two lines")
+    assert next(line for line in shown if "a.md" in line).endswith("a.md  one two three")

@@ -129,8 +129,11 @@ def test_concept_titles_are_escaped(hostile: Path) -> None:
 
 
 def test_error_messages_and_usage_errors_are_escaped(hostile: Path, tmp_path: Path) -> None:
-    code, out, err = citeline("search", "-q", "alpha", hostile)  # parse_error, on stderr
+    code, out, err = citeline("search", "-q", "alpha", "--strict", hostile)  # parse_error
     assert code == 5 and out == b""
+    assert raw_controls(err) == [] and b"bad\\x1b]0;pwned\\x07.md" in err
+    code, out, err = citeline("search", "-q", "alpha", hostile)  # skipped, named on stderr
+    assert code == 0 and raw_controls(out) == []
     assert raw_controls(err) == [] and b"bad\\x1b]0;pwned\\x07.md" in err
     code, _, err = citeline("search", "-q", "alpha", hostile, "extra", CLEAR)
     assert code == 2 and raw_controls(err) == [] and b"\\x1b[2J" in err

@@ -193,10 +193,11 @@ def test_folder_name_not_utf8_keeps_the_envelope(tmp_path: Path, env: dict[str, 
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252"])
 def test_results_are_utf8_whatever_the_stream_encoding(tmp_path: Path, encoding: str) -> None:
     bundle = write_bundle(tmp_path / "b", {"ü.md": "# Grüße ☃\nalpha 网关\n"})
-    as_json = run_cli(["search", str(bundle), "-q", "alpha", "--json"], encoding=encoding)
+    argv = ["search", str(bundle), "-q", "alpha", "--json", "--strict"]  # the engine's own
+    as_json = run_cli(argv, encoding=encoding)
     assert as_json.code == 0
     result = json.loads(as_json.stdout.decode("utf-8"))
-    assert result == Engine().search(bundle, {"query": "alpha"})
+    assert result == Engine().search(bundle, {"query": "alpha", "strict": True})
     assert as_json.stdout == (encode(result) + "\n").encode("utf-8")
     human = run_cli(["search", str(bundle), "-q", "alpha", "--color", "never"], encoding=encoding)
     assert human.code == 0

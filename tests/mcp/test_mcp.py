@@ -26,6 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from citeline.cli.render import Sources
 from citeline.engine import Engine
 from citeline.engine.answer.present import encode
 from citeline.engine.contracts import schema, validate
@@ -76,10 +77,14 @@ def bundle(tmp_path: Path) -> Path:
     return write(tmp_path / "docs", FILES)
 
 
+SERVED: list[Path] = []  # the bundle of the session open now (structured() renders from it)
+
+
 @contextlib.asynccontextmanager
 async def mcp_session(bundle: Path, *flags: str) -> AsyncIterator[ClientSession]:
     """`citeline mcp [flags] <bundle>` as a subprocess, with an initialised client session
     (in this process under mutation testing: tests/inprocess.py)."""
+    SERVED[:] = [bundle]
     if in_process():
         from mcp import Client
 
@@ -113,7 +118,8 @@ def structured(result: types.CallToolResult, tool: str | None = None) -> dict[st
     # The text block is the compact rendering of that very result (the skipped files named
     # once per change of their list, so a repeat may leave them out).
     quiet = {k: v for k, v in data.items() if k != "skipped"}
-    assert text_of(result) in (render_text(tool, data), render_text(tool, quiet))
+    sources = Sources(str(SERVED[0])) if SERVED else None
+    assert text_of(result) in (render_text(tool, data, sources), render_text(tool, quiet, sources))
     assert data["snapshot_revision"] in text_of(result)
     return data
 

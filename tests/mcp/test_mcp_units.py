@@ -274,6 +274,7 @@ def test_tool_list_titles_and_annotations() -> None:
         "search_sections": "Search sections (cited)",
         "search_concepts": "Search concepts",
         "search_lines": "Search lines (grep)",
+        "verify_citations": "Verify citations",
     }
     tools = tool_list("/d")
     assert [t.name for t in tools] == list(titles)
@@ -543,7 +544,8 @@ async def test_unknown_tool_is_invalid_params_naming_the_tools(tmp_path: Path) -
         front.engine.close()
     assert caught.value.code == types.INVALID_PARAMS == -32602
     assert caught.value.message == (
-        "Unknown tool 'search_all'; tools: search_sections, search_concepts, search_lines."
+        "Unknown tool 'search_all'; tools: search_sections, search_concepts, search_lines, "
+        "verify_citations."
     )
 
 
