@@ -798,7 +798,13 @@ def draw(
     if args.command == "concepts":
         body = render.render_concepts(result, color, bundle=args.bundle)
     elif args.command == "lines" and result.get("mode") == "semantic":
-        body = render.render_semantic(result, color, bundle=args.bundle, context=args.context or 0)
+        body = render.render_semantic(
+            result,
+            color,
+            bundle=args.bundle,
+            context=args.context or 0,
+            sources=render.Sources(bundle, texts),
+        )
     elif args.command == "lines":
         find = None
         if color:

@@ -496,6 +496,16 @@ def hit_label(hit: dict[str, Any], file_lines: list[str] | None) -> str:
     return label_in(hit["path"], data, hit["line_start"], "")
 
 
+def match_as_hit(match: dict[str, Any]) -> dict[str, Any]:
+    """A semantic match (its section's fields under `x-`) as the hit fields a label needs."""
+    return {
+        "heading": match["x-heading"],
+        "path": match["path"],
+        "line_start": match["x-line_start"],
+        "content_sha256": match["x-content_sha256"],
+    }
+
+
 def one_line(text: str) -> str:
     return text.translate(_ONE_LINE)
 
@@ -602,16 +612,25 @@ def render_lines(
 
 
 def render_semantic(
-    result: dict[str, Any], color: bool, *, bundle: str | None = None, context: int = 0
+    result: dict[str, Any],
+    color: bool,
+    *,
+    bundle: str | None = None,
+    context: int = 0,
+    sources: Sources | None = None,
 ) -> str:
-    """Semantic matches (SPEC §15), one section each: `path:start-end score heading`, then
-    its most representative line (`  line: text`), with `context` lines around it."""
+    """Semantic matches (SPEC §15), one section each: `path:start-end score heading` (the
+    text before a file's first heading named by the file's title, as hits are), then its
+    most representative line (`  line: text`), with `context` lines around it."""
     out: list[str] = []
     for m in result["matches"]:
         place = paint(display_path(bundle, m["path"]), MAGENTA, color)
         lines = paint(f"{m['x-line_start']}-{m['x-line_end']}", GREEN, color)
         score = paint(f"{m['score']:.2f}", BOLD, color)
-        out.append(f"{place}:{lines} {score} {terminal(m['x-heading'] or '(no heading)')}")
+        hit = match_as_hit(m)
+        file_lines = sources.lines(hit["path"], hit["content_sha256"]) if sources else None
+        label = terminal(one_line(hit_label(hit, file_lines)))
+        out.append(f"{place}:{lines} {score} {label}")
         before = m["context"]["before"][-context:] if context else []
         after = m["context"]["after"][:context] if context else []
         for k, text in enumerate(before):

@@ -34,7 +34,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from citeline.cli.render import Sources
+from citeline.cli.render import Sources, match_as_hit
 from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.answer.requests import STRICT, front_request, strict_of
@@ -556,7 +556,7 @@ def semantic_text(result: dict[str, Any]) -> str:
     if not matches:
         out.append(NO_SEMANTIC_MATCH)
     for rank, m in enumerate(matches, 1):
-        heading = _quoted(m["x-heading"]) if m["x-heading"] else "(text before the first heading)"
+        heading = _quoted(m["x-heading"]) if m["x-heading"] else _preamble(match_as_hit(m))
         out.append("")
         out.append(
             f"[{rank}] {_name(m['path'])} lines {m['x-line_start']}-{m['x-line_end']} · "

@@ -68,3 +68,55 @@ def test_lsp_symbols_name_it_the_same_way(bundle: Path) -> None:
     hits = Engine(Settings()).symbols(bundle, "deploy", relevance={"profile": "recall"})
     names = {h.path: symbol_name(h) for h in hits if not h.heading}
     assert names == EXPECTED
+
+
+def semantic_result(bundle: Path) -> dict[str, object]:
+    """A semantic-mode result whose matches are the preambles of FILES (as the engine would
+    cite them: the section's fields under `x-`), for the renderers."""
+    import hashlib
+
+    starts = {"titled.md": 4, "h1.md": 1, "bare.md": 1, "empty.md": 5}
+    matches = []
+    for path, line in starts.items():
+        data = (bundle / path).read_bytes()
+        text = data.decode().split("\n")[line - 1]
+        matches.append(
+            {
+                "path": path,
+                "line": line,
+                "column": 1,
+                "text": text,
+                "context": {"before": [], "after": []},
+                "score": 0.9,
+                "x-line_start": line,
+                "x-line_end": line,
+                "x-heading": "",
+                "x-content_sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
+    return {
+        "mode": "semantic",
+        "pattern": "deploy",
+        "threshold": 0.5,
+        "model": "m",
+        "snapshot_revision": "0" * 64,
+        "total": len(matches),
+        "truncated": False,
+        "matches": matches,
+    }
+
+
+def test_semantic_matches_name_it_the_same_way(bundle: Path) -> None:
+    from citeline.cli.render import Sources, render_semantic
+    from citeline.mcp_server.server import render_text
+
+    result = semantic_result(bundle)
+    shown = render_semantic(result, False, sources=Sources(str(bundle))).splitlines()
+    heads = [line for line in shown if not line.startswith("  ")]
+    assert [h.split(" 0.90 ", 1)[1] for h in heads] == [
+        EXPECTED[m["path"]] for m in result["matches"]
+    ]  # type: ignore[index, union-attr]
+    text = render_text("search_lines", result, Sources(str(bundle)))
+    for path, label in EXPECTED.items():
+        assert f"{path} lines" in text and f'"{label}"' in text, (path, text)
+    assert "(text before the first heading)" not in text
