@@ -673,7 +673,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     recall: dict[str, Any] | None = None
     recall_error: CitelineError | None = None
     engine = None
-    texts: dict[str, str] = {}  # the hits' files as the search read them (render.Sources)
+    texts: dict[str, str] = {}  # the hits' files as the search read them (fronts/hits.py Sources)
     try:
         try:
             settings = for_volume(settings_from(args), bundle)
@@ -790,6 +790,8 @@ def draw(
     color: bool,
     texts: dict[str, str] | None = None,
 ) -> str:
+    from citeline.fronts.hits import Sources
+
     from . import render
 
     bundle = args.bundle if args.bundle is not None else "."
@@ -803,7 +805,7 @@ def draw(
             color,
             bundle=args.bundle,
             context=args.context or 0,
-            sources=render.Sources(bundle, texts),
+            sources=Sources(bundle, texts),
         )
     elif args.command == "lines":
         find = None
@@ -813,7 +815,7 @@ def draw(
             result, color, bundle=args.bundle, context=args.context or 0, find=find
         )
     else:
-        sources = render.Sources(bundle, texts)
+        sources = Sources(bundle, texts)
         body = render.render_search(
             result, color, bundle=args.bundle, sources=sources, context=args.context_lines
         )

@@ -47,9 +47,10 @@ from citeline.engine.base.errors import (
     reported,
 )
 from citeline.engine.operations import OPERATIONS
+from citeline.fronts.json_names import json_type
 from citeline.fronts.remedies import EDITOR, worded
 
-from .stdio import MAX_DEPTH, json_type, nested_too_deep
+from .stdio import MAX_DEPTH, nested_too_deep
 
 log = logging.getLogger("citeline.lsp")
 

@@ -50,6 +50,7 @@ from citeline.engine.base.errors import ParseIssue
 from citeline.engine.base.limits import Settings
 from citeline.engine.index.parallel import default_workers
 from citeline.fronts import names
+from citeline.fronts.json_names import json_type
 
 from . import diagnostics, features, transport
 from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
@@ -64,7 +65,7 @@ from .rpc import (
     schema,
 )
 from .settings import ServerSettings, parse_settings, unwrap
-from .stdio import FrameReader, json_type
+from .stdio import FrameReader
 from .transport import PARENT_POLL_INTERVAL, process_alive
 
 log = logging.getLogger("citeline.lsp")

@@ -136,18 +136,3 @@ class FrameReader:
         if len(body) < length:
             return None  # the stream ended inside the body
         return body
-
-
-def json_type(value: object) -> str:
-    """The JSON name of a decoded value's type, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"

@@ -34,7 +34,6 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from citeline.cli.render import Sources, match_as_hit
 from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.answer.requests import STRICT, front_request, strict_of
@@ -46,6 +45,7 @@ from citeline.engine.contracts import schema
 from citeline.engine.index.parallel import default_workers
 from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.fronts.escape import escaped
+from citeline.fronts.hits import Sources, match_as_hit
 from citeline.fronts.remedies import MCP, with_limit_advice, worded
 
 from .stdio import Lines
@@ -492,7 +492,7 @@ _SOURCES: ContextVar[Sources | None] = ContextVar("citeline_mcp_sources", defaul
 
 
 def search_text(result: dict[str, Any]) -> str:
-    from citeline.cli.render import matched_words, query_words
+    from citeline.fronts.hits import matched_words, query_words
 
     hits = result["hits"]
     out = [
@@ -651,7 +651,7 @@ def _preamble(hit: dict[str, Any]) -> str:
     sources = _SOURCES.get()
     if sources is None:  # (a result rendered without its files)
         return "(text before the first heading)"
-    from citeline.cli.render import hit_label
+    from citeline.fronts.hits import hit_label
 
     return _quoted(hit_label(hit, sources.lines(hit["path"], hit["content_sha256"])))
 

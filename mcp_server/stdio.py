@@ -30,7 +30,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from citeline.lsp.stdio import json_type
+from citeline.fronts.json_names import json_type
 
 log = logging.getLogger("citeline.mcp")
 

@@ -16,6 +16,7 @@ from inprocess import run_cli
 from citeline.cli import cli, render
 from citeline.engine import Engine
 from citeline.engine.contracts import validate
+from citeline.fronts import hits
 
 FILES = {
     "ps.md": "# Remote commands\n\nUse -ComputerName to reach a remote computer.\n\n"
@@ -254,7 +255,7 @@ def test_snippet_cut_mid_word_starts_at_the_next_word() -> None:
 def test_changed_file_falls_back_to_the_snippet(docs: Path) -> None:
     result = Engine().search(docs, {"query": "amend"})
     (docs / "ps.md").write_text("# Changed\n", encoding="utf-8")
-    text = render.render_search(result, False, bundle="docs", sources=render.Sources(str(docs)))
+    text = render.render_search(result, False, bundle="docs", sources=hits.Sources(str(docs)))
     head, *body = text.splitlines()
     assert head.startswith("docs/ps.md:7: Amending  (lines 5-7, score ")  # known: from the start
     assert head.endswith(", changed since the search)")

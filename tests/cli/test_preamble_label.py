@@ -107,7 +107,8 @@ def semantic_result(bundle: Path) -> dict[str, object]:
 
 
 def test_semantic_matches_name_it_the_same_way(bundle: Path) -> None:
-    from citeline.cli.render import Sources, render_semantic
+    from citeline.cli.render import render_semantic
+    from citeline.fronts.hits import Sources
     from citeline.mcp_server.server import render_text
 
     result = semantic_result(bundle)

@@ -26,6 +26,7 @@ from inprocess import _call
 import citeline.engine.capture.capture as cap
 from citeline.cli import render
 from citeline.engine import Engine
+from citeline.fronts import hits
 
 T = TypeVar("T")
 TIMEOUT = 60.0
@@ -115,7 +116,7 @@ def test_sources_without_the_engine_text_read_with_the_capture_rules(
     file swapped in gives None at once (drawn from the snippet), never a hang or 8 GiB."""
     result = Engine().search(bundle, {"query": "alpha"})
     SWAPS[swap](bundle / "a.md")
-    sources = render.Sources(str(bundle))
+    sources = hits.Sources(str(bundle))
     hit = next(h for h in result["hits"] if h["path"] == "a.md")
     assert within(lambda: sources.lines("a.md", hit["content_sha256"])) is None
     text = within(lambda: render.render_search(result, False, sources=sources))
@@ -126,20 +127,20 @@ def test_sources_read_back_only_a_regular_file_within_the_limit(tmp_path: Path) 
     data = b"# T\n\nx\n"
     sha = hashlib.sha256(data).hexdigest()
     root = write_bundle(tmp_path / "b", {"a.md": data, "deep/er/b.md": data})
-    assert render.Sources(str(root)).lines("a.md", sha) == ["# T", "", "x", ""]
-    assert render.Sources(str(root), max_bytes=len(data) - 1).lines("a.md", sha) is None
-    assert render.Sources(str(root)).lines("deep/er/b.md", sha) == ["# T", "", "x", ""]
+    assert hits.Sources(str(root)).lines("a.md", sha) == ["# T", "", "x", ""]
+    assert hits.Sources(str(root), max_bytes=len(data) - 1).lines("a.md", sha) is None
+    assert hits.Sources(str(root)).lines("deep/er/b.md", sha) == ["# T", "", "x", ""]
     # a folder of the path swapped for a link: not followed, even to the same bytes
     outside = write_bundle(tmp_path / "outside", {"b.md": data})
     (root / "deep" / "er" / "b.md").unlink()
     (root / "deep" / "er").rmdir()
     (root / "deep" / "er").symlink_to(outside, target_is_directory=True)
-    assert render.Sources(str(root)).lines("deep/er/b.md", sha) is None
-    assert render.Sources(str(root)).lines("../outside/b.md", sha) is None
+    assert hits.Sources(str(root)).lines("deep/er/b.md", sha) is None
+    assert hits.Sources(str(root)).lines("../outside/b.md", sha) is None
     # a device (as root: a character device of /dev/zero named like a Markdown file)
     if os.geteuid() == 0:
         os.mknod(root / "zero.md", 0o644 | 0o020000, os.stat("/dev/zero").st_rdev)
-        assert within(lambda: render.Sources(str(root)).lines("zero.md", sha)) is None
+        assert within(lambda: hits.Sources(str(root)).lines("zero.md", sha)) is None
 
 
 def test_read_inside_is_bounded_and_does_not_block(tmp_path: Path) -> None:

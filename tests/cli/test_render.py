@@ -13,6 +13,7 @@ import pytest
 
 from citeline.cli import render
 from citeline.cli.render import BOLD, BOLD_RED, DIM, GREEN, MAGENTA, RESET
+from citeline.fronts import hits
 
 
 class Tty(io.StringIO):
@@ -179,7 +180,7 @@ def test_no_hit_notice() -> None:
 
 
 def tokenizer(**options: str) -> object:
-    return render.tokenizer_of({"options": options} if options else {})
+    return hits.tokenizer_of({"options": options} if options else {})
 
 
 def test_overlapping_matches_are_marked_once() -> None:
@@ -267,7 +268,7 @@ def test_sources_trust_only_the_bytes_that_were_searched(tmp_path: Path) -> None
     data = "\ufeff# Title\r\nline two\n".encode()
     (tmp_path / "a.md").write_bytes(data)
     sha = hashlib.sha256(data).hexdigest()
-    sources = render.Sources(str(tmp_path))
+    sources = hits.Sources(str(tmp_path))
     assert sources.lines("a.md", sha) == ["# Title", "line two", ""]  # no BOM, no CR
     assert sources.lines("a.md", "0" * 64) is None  # other bytes than those cited
     assert sources.lines("gone.md", sha) is None
@@ -283,7 +284,7 @@ def test_a_hit_whose_file_is_gone_is_drawn_from_its_snippet(tmp_path: Path) -> N
     (tmp_path / "a.md").write_text("# Alpha\n\nalpha words here\n")
     result = Engine().search(tmp_path, {"query": "alpha"})
     (tmp_path / "a.md").unlink()
-    text = render.render_search(result, False, bundle="b", sources=render.Sources(str(tmp_path)))
+    text = render.render_search(result, False, bundle="b", sources=hits.Sources(str(tmp_path)))
     head, *body = text.splitlines()
     assert head.startswith(f"{os.path.join('b', 'a.md')}:1: Alpha  (lines 1-3, score ")
     assert head.endswith(", changed since the search)")
@@ -563,7 +564,7 @@ def test_a_hit_to_the_files_last_line_is_drawn_from_the_file(tmp_path: Path) -> 
         "match_spans": [{"start": 2, "end": 7}, {"start": 8, "end": 13}],
     }
     result = {"query": "alpha", "hits": [hit], "total": 1, "snapshot_revision": "ab"}
-    sources = render.Sources(str(tmp_path))
+    sources = hits.Sources(str(tmp_path))
     assert render.render_search(result, False, sources=sources) == (
         "a.md:1: Alpha  (lines 1-2, score 0.500)\n  1: # Alpha\n  2: alpha here"
     )
@@ -580,7 +581,7 @@ def test_sources_and_paths_split_only_at_slashes(tmp_path: Path) -> None:
     data = b"# T\n"
     (tmp_path / "my notes" / "a b.md").write_bytes(data)
     sha = hashlib.sha256(data).hexdigest()
-    assert render.Sources(str(tmp_path)).lines("my notes/a b.md", sha) == ["# T", ""]
+    assert hits.Sources(str(tmp_path)).lines("my notes/a b.md", sha) == ["# T", ""]
 
 
 def test_sources_never_fail_on_bytes_that_do_not_decode(tmp_path: Path) -> None:
@@ -591,7 +592,7 @@ def test_sources_never_fail_on_bytes_that_do_not_decode(tmp_path: Path) -> None:
     data = b"# T\n\xff\n"
     (tmp_path / "a.md").write_bytes(data)
     sha = hashlib.sha256(data).hexdigest()
-    assert render.Sources(str(tmp_path)).lines("a.md", sha) == ["# T", "\ufffd", ""]
+    assert hits.Sources(str(tmp_path)).lines("a.md", sha) == ["# T", "\ufffd", ""]
 
 
 def test_render_concepts() -> None:

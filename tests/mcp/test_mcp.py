@@ -26,11 +26,11 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from citeline.cli.render import Sources
 from citeline.engine import Engine
 from citeline.engine.answer.present import encode
 from citeline.engine.contracts import schema, validate
 from citeline.engine.operations import OPERATIONS
+from citeline.fronts.hits import Sources
 from citeline.mcp_server.server import (
     NO_HIT_ANY,
     NO_HIT_HINT,
