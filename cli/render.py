@@ -26,6 +26,7 @@ from citeline.fronts.hits import (
     matched_words,
     query_words,
     tokenizer_of,
+    verify_places,
 )
 
 from . import interrupt
@@ -555,22 +556,12 @@ def lines_summary(result: dict[str, Any]) -> str:
 # -- verify ---------------------------------------------------------------------------------------
 
 
-def _place(path: str | None, a: int | None, b: int | None) -> str:
-    where = escaped(path or "")
-    return f"{where}:{a}" if b is None or a == b else f"{where}:{a}-{b}"
-
-
 def render_verify(result: dict[str, Any]) -> str:
     """One line per citation: its status, the cited `path:a-b` and, when the text moved or
     changed, `→ path:c-d` (where it is now)."""
     out = []
     for r in result["results"]:
-        c = r["citation"]
-        if "line" in c:
-            cited, now = _place(c["path"], c["line"], None), _place(r["path"], r["line"], None)
-        else:
-            cited = _place(c["path"], c["line_start"], c["line_end"])
-            now = _place(r["path"], r.get("line_start"), r.get("line_end"))
+        cited, now = verify_places(r, escaped)
         line = f"{r['status']}  {cited}"
         if r["status"] in ("moved", "changed"):
             line += f" → {now}"

@@ -8,7 +8,7 @@ neither front imports the other.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -119,3 +119,18 @@ def match_as_hit(match: dict[str, Any]) -> dict[str, Any]:
         "line_start": match["x-line_start"],
         "content_sha256": match["x-content_sha256"],
     }
+
+
+def verify_places(result: dict[str, Any], name: Callable[[str], str]) -> tuple[str, str]:
+    """(the cited place, the text's place now) of one verify result, each `path:a-b` (or
+    `path:a` for a line, or a one-line section) with the path shown by `name`."""
+
+    def place(path: str | None, a: int | None, b: int | None) -> str:
+        where = name(path or "")
+        return f"{where}:{a}" if b is None or a == b else f"{where}:{a}-{b}"
+
+    c = result["citation"]
+    if "line" in c:
+        return place(c["path"], c["line"], None), place(result["path"], result["line"], None)
+    cited = place(c["path"], c["line_start"], c["line_end"])
+    return cited, place(result["path"], result.get("line_start"), result.get("line_end"))

@@ -45,7 +45,7 @@ from citeline.engine.contracts import schema
 from citeline.engine.index.parallel import default_workers
 from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.fronts.escape import escaped
-from citeline.fronts.hits import Sources, match_as_hit
+from citeline.fronts.hits import Sources, match_as_hit, verify_places
 from citeline.fronts.remedies import MCP, with_limit_advice, worded
 
 from .stdio import Lines
@@ -160,7 +160,8 @@ def _concepts_description(bundle: str, settings: Settings) -> str:
             "its extension and the title only when there is one; structuredContent holds the "
             "full result. " + NAMES,
             "Each concept: concept_id (front-matter id, or the path without its extension), "
-            'path (relative to the folder), title (front-matter title, or ""), '
+            "path (relative to the folder), title (front-matter title, else the file's first "
+            'level-1 heading, else ""; with "strict": true, front-matter title or ""), '
             "content_sha256 (SHA-256 hex of the whole file: hash the file and compare before "
             "relying on it). Result: total (all matches), truncated (total > concepts "
             "returned).",
@@ -609,22 +610,12 @@ def lines_text(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _place(path: str | None, a: int | None, b: int | None) -> str:
-    where = _name(path or "")
-    return f"{where}:{a}" if b is None or a == b else f"{where}:{a}-{b}"
-
-
 def verify_text(result: dict[str, Any]) -> str:
     """One line per citation: status, the cited place and, when moved or changed, where the
     text is now (every path through `_name`: escaped and quoted when it needs to be)."""
     out = [f"{result['total']} citations; snapshot_revision {result['snapshot_revision']}"]
     for r in result["results"]:
-        c = r["citation"]
-        if "line" in c:
-            cited, now = _place(c["path"], c["line"], None), _place(r["path"], r["line"], None)
-        else:
-            cited = _place(c["path"], c["line_start"], c["line_end"])
-            now = _place(r["path"], r.get("line_start"), r.get("line_end"))
+        cited, now = verify_places(r, _name)
         line = f"{r['status']} {cited}"
         if r["status"] in ("moved", "changed"):
             line += f" → {now}"

@@ -165,7 +165,9 @@ def test_concepts_description_paragraphs() -> None:
     assert fields(concept) == {
         "concept_id": "front-matter id, or the path without its extension",
         "path": "relative to the folder",
-        "title": 'front-matter title, or ""',
+        # the concept title rule (docs/cli.md, "Concept search"), okf's under strict
+        "title": 'front-matter title, else the file\'s first level-1 heading, else ""; '
+        'with "strict": true, front-matter title or ""',
         "content_sha256": (
             "SHA-256 hex of the whole file: hash the file and compare before relying on it"
         ),
