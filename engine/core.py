@@ -325,7 +325,7 @@ class Engine:
         options = Relevance.from_mapping({"profile": profile}).analysis
 
         def answer(p: IndexedSnapshot) -> Result:
-            return verify_citations(p.snapshot, p.index, p.fetch, req)
+            return verify_citations(p.snapshot, p.index, p.fetch, req, options.tokenizer)
 
         result = self._on_index(call, options, answer, check=False)
         return check_size(result, call.settings.limits)

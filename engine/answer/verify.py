@@ -9,6 +9,10 @@ hash was given and it changed) or `missing`.
 No full-text search: the cited file is read (when its hash does not already prove the
 citation), and a citation whose text left its file is looked up by section hash across the
 bundle (engine/index/hashes.py: tables made once per block, on first need, held by the index).
+A line citation whose text left its file is looked up through the index's postings: the
+sections holding every token of the line's visible text (a word cut by a clipping `…` left
+out) are the only ones whose files are read; a line with no token (`---`) is not looked for
+elsewhere.
 
 `similarity` (changed): the share of the cited text's tokens, as a multiset, that the section
 keeps today: |cited ∩ now| / |cited| over case-folded word tokens (`\\w+`). The cited text is
@@ -30,6 +34,7 @@ from ..capture.capture import CapturedFile, Snapshot
 from ..index.hashes import section_sha256
 from ..index.index import Index
 from ..text.layout import decode, line_index
+from ..text.terms import Tokenizer
 from .present import locator
 
 MAX_CITATIONS = 100
@@ -273,30 +278,76 @@ def _line_matches(cited: str, line: str) -> bool:
     return line.endswith(visible) if head else line.startswith(visible)
 
 
-def _verify_line(c: Mapping[str, Any], files: _Files) -> dict[str, Any]:
-    path, n, cited = c["path"], c["line"], c["text"]
-    f = files.file(path)
-    text = files.text(path) if f is not None else None
+def _lines_of(files: _Files, path: str) -> list[str] | None:
+    text = files.text(path)
     if text is None:
-        return _nothing("missing", c, file_exists=f is not None)
+        return None
     lines = text.replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    if n <= len(lines) and _line_matches(cited, lines[n - 1]):
+    return lines
+
+
+def _line_elsewhere(
+    cited: str, path: str, index: Index, files: _Files, tokenizer: Tokenizer
+) -> list[tuple[str, int]]:
+    """(path, line) of each line of another file that matches `cited`, in path and line
+    order: only the files of sections the index says hold every token of the text."""
+    head, tail = cited.startswith(ELLIPSIS), cited.endswith(ELLIPSIS)
+    visible = cited[1 if head else 0 : len(cited) - 1 if tail else len(cited)]
+    words = list(_WORD.finditer(visible))
+    # a word the clipping cut is not a word of the file
+    if head and words and words[0].start() == 0:
+        words = words[1:]
+    if tail and words and words[-1].end() == len(visible):
+        words = words[:-1]
+    terms = {t for w in words for t in tokenizer.tokens(w.group())}
+    if not terms:
+        return []
+    import numpy as np
+
+    secs: Any = None
+    for term in sorted(terms, key=index.df):
+        held = index.postings(term).secs
+        secs = held if secs is None else np.intersect1d(secs, held, assume_unique=True)
+        if not len(secs):
+            return []
+    found: set[tuple[str, int]] = set()
+    for g in secs.tolist():
+        sec = index.section(g)
+        if sec.path == path:
+            continue
+        lines = _lines_of(files, sec.path) or []
+        for i in range(sec.first, min(sec.last + 1, len(lines))):
+            if _line_matches(cited, lines[i]):
+                found.add((sec.path, i + 1))
+    return sorted(found)
+
+
+def _verify_line(
+    c: Mapping[str, Any], index: Index, files: _Files, tokenizer: Tokenizer | None
+) -> dict[str, Any]:
+    path, n, cited = c["path"], c["line"], c["text"]
+    f = files.file(path)
+    lines = _lines_of(files, path) if f is not None else None
+    if lines is not None and n <= len(lines) and _line_matches(cited, lines[n - 1]):
         return {"status": "valid", "citation": dict(c), "path": path, "line": n, "text": cited}
-    found = [i + 1 for i, line in enumerate(lines) if _line_matches(cited, line)]
+    here = [i + 1 for i, line in enumerate(lines or ()) if _line_matches(cited, line)]
+    here.sort(key=lambda i: (abs(i - n), i))
+    found = [(path, i) for i in here]
+    if tokenizer is not None:
+        found += _line_elsewhere(cited, path, index, files, tokenizer)
     if found:
-        found.sort(key=lambda i: (abs(i - n), i))
-        best = found[0]
+        where, best = found[0]
         return {
             "status": "moved",
             "citation": dict(c),
-            "path": path,
+            "path": where,
             "line": best,
             "text": cited,
             "others": len(found) - 1,
         }
-    return _nothing("missing", c, file_exists=True)
+    return _nothing("missing", c, file_exists=f is not None)
 
 
 def verify_citations(
@@ -304,11 +355,15 @@ def verify_citations(
     index: Index,
     fetch: Callable[[CapturedFile], bytes],
     req: VerifyRequest,
+    tokenizer: Tokenizer | None = None,
 ) -> dict[str, Any]:
-    """The SPEC §18 result for `req` over this snapshot and its index."""
+    """The SPEC §18 result for `req` over this snapshot and its index (`tokenizer`: the one
+    the index was built with, to look a line citation up in other files)."""
     files = _Files(snapshot, fetch)
     results = [
-        _verify_line(c, files) if "line" in c else _verify_section(c, index, files)
+        _verify_line(c, index, files, tokenizer)
+        if "line" in c
+        else _verify_section(c, index, files)
         for c in req.citations
     ]
     result: dict[str, Any] = {

@@ -197,11 +197,24 @@ def test_unsaved_text_is_what_is_verified(make_bundle) -> None:
 
 
 def test_a_strict_search_citation_verifies(make_bundle) -> None:
-    # (`strict` is being added by another change; `profile: contract` is what it runs.)
     bundle = make_bundle({"docs/a.md": DOC})
     engine = Engine()
-    hit = engine.search(bundle, {"query": "installer", "profile": "contract"})["hits"][0]
+    result = engine.search(bundle, {"query": "installer", "strict": True})
+    assert result["strict"] is True
+    hit = result["hits"][0]
     assert engine.verify(bundle, {"citations": [hit]})["results"][0]["status"] == "valid"
+    (bundle / "docs/a.md").write_text("moved down\n\n" + DOC)
+    (r,) = engine.verify(bundle, {"citations": [hit]})["results"]
+    assert (r["status"], r["line_start"]) == ("moved", hit["line_start"] + 2)
+
+
+def test_a_line_citation_follows_its_file_renamed(make_bundle) -> None:
+    bundle = make_bundle({"docs/l.md": "# L\nthe needle line\n", "docs/o.md": "# O\nother\n"})
+    engine = Engine()
+    (m,) = engine.lines(bundle, {"pattern": "needle"})["matches"]
+    (bundle / "docs/l.md").rename(bundle / "docs/renamed.md")
+    (r,) = verify(engine, bundle, m)
+    assert (r["status"], r["path"], r["line"]) == ("moved", "docs/renamed.md", 2)
 
 
 @pytest.mark.parametrize(
@@ -287,3 +300,17 @@ def test_unchanged_sections_are_valid_or_moved_after_random_edits(data, tmp_path
         if any(c["line_start"] - 1 <= t <= c["line_end"] - 1 for t in touched):
             continue
         assert r["status"] in ("valid", "moved"), (c, r)
+
+
+def test_a_clipped_line_and_a_line_without_words_across_files(make_bundle) -> None:
+    long = "word " * 100 + "needle " + "tail " * 100
+    bundle = make_bundle({"docs/l.md": "# L\n" + long + "\n---\n", "docs/o.md": "# O\nother\n"})
+    engine = Engine()
+    (m,) = engine.lines(bundle, {"pattern": "needle"})["matches"]
+    (rule,) = engine.lines(bundle, {"pattern": "^---$", "mode": "regex"})["matches"]
+    assert m["text"].startswith("…") and m["text"].endswith("…")  # clipped on both sides
+    (bundle / "docs/l.md").rename(bundle / "docs/z.md")
+    moved, gone = verify(engine, bundle, m, rule)
+    assert (moved["status"], moved["path"], moved["line"]) == ("moved", "docs/z.md", 2)
+    # "---" holds no word to look it up by: not searched for in other files
+    assert (gone["status"], gone["file_exists"]) == ("missing", False)
