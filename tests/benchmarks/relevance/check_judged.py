@@ -42,6 +42,12 @@ SPECS: tuple[SetSpec, ...] = (
     # Written after the ranking was tuned, and never tuned on: every query is held out.
     SetSpec("judged_ref.json", "ref", 25, 0, 25),
     SetSpec("judged_cmd.json", "cmd", 24, 0, 24),
+    # Issue 52's sets over corpora of kinds not used before (a framework's docs with link
+    # lists and code, a "today I learned" repository, docs in English, Chinese, Japanese and
+    # Korean), written and committed before any ranking ran on them.
+    SetSpec("judged_nuxt.json", "nuxt", 37, 13, 24),
+    SetSpec("judged_til.json", "til", 45, 15, 30),
+    SetSpec("judged_fastapi.json", "fastapi", 38, 14, 24),
 )
 
 SPLITS = frozenset({"dev", "heldout"})

@@ -84,7 +84,8 @@ from citeline.engine.text.terms import CJK_RE, CONTRACT, Tokenizer, query_terms,
 
 HERE = Path(__file__).resolve().parent
 K = 10  # results asked for; MRR is MRR@10
-SETS = ("en", "zh", "tldr", "ref", "cmd")  # ref and cmd: written after tuning, all held out
+# ref and cmd: written after tuning, all held out; nuxt, til, fastapi: issue 52's new kinds
+SETS = ("en", "zh", "tldr", "ref", "cmd", "nuxt", "til", "fastapi")
 SPLITS = ("dev", "heldout", "all")
 METRICS = ("hit@1", "hit@5", "mrr@10", "no_result")
 FTS_TOKENIZERS = ("unicode61", "trigram")
@@ -603,9 +604,12 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
     return report, raw
 
 
-# ref (English) is held to the English targets, cmd (tldr's languages) to tldr's.
+# ref (English) is held to the English targets, cmd (tldr's languages) to tldr's; issue 52's
+# sets to its own: English Hit@5 0.90 and Hit@1 0.65 (nuxt, til), and for fastapi (English,
+# Chinese, Japanese, Korean questions) Chinese's Hit@5 0.85 with English's Hit@1.
 TARGET_HIT5 = {"en": 0.9, "zh": 0.8, "tldr": 0.85, "ref": 0.9, "cmd": 0.85}
-TARGET_HIT1 = {"en": 0.7, "ref": 0.7}
+TARGET_HIT5 |= {"nuxt": 0.9, "til": 0.9, "fastapi": 0.85}
+TARGET_HIT1 = {"en": 0.7, "ref": 0.7, "nuxt": 0.65, "til": 0.65, "fastapi": 0.65}
 MAX_NO_RESULT = 0.02
 
 
