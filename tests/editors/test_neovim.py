@@ -12,8 +12,10 @@ vim.lsp.start_client) and the pinned recent builds of nvim-builds.txt (0.11 and
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -147,6 +149,35 @@ def test_unit_conversions(editor_env, nvim):
     assert [(i["filename"], i["text"]) for i in out["null_heading"]] == [("/ws/n.md", "n.md")]
     # Code point 202 of the buffer's line ("é" is 2 bytes) is byte column 402.
     assert [(i["lnum"], i["col"]) for i in out["unsaved_window"]] == [(2, 402)]
+
+    # Verify results (SPEC §18) as marks: none for a valid hit; moved and changed say where
+    # the text is now (changed: the share of the cited words kept, rounded).
+    assert out["verify_marks"] == [
+        None,
+        "[moved → c.md:40-48]",
+        "[changed 67% → s.md:5-9]",
+        "[changed → s.md:5-9]",
+        "[stale]",
+        "[missing]",
+    ]
+    assert out["marked"] == [
+        "Second — body of b",
+        "[moved → c.md:40-48] a.md — preamble text",
+        "[missing] Setext — below",
+    ]
+    assert out["marked_again"] == [
+        "[changed 67% → s.md:5-9] Second — body of b",
+        "a.md — preamble text",
+        "Setext — below",
+    ]
+    assert out["verify_summary"] == "6 hits: 1 valid, 1 moved, 2 changed, 1 stale, 1 missing"
+    assert out["citation"] == {
+        "path": "b.md",
+        "line_start": 9,
+        "line_end": 12,
+        "snippet": "x",
+        "section_sha256": "a" * 64,
+    }
 
 
 def test_attach_search_symbols_outline(workspace, editor_env, nvim):
@@ -478,3 +509,79 @@ def test_path_helpers_follow_the_platform(editor_env, nvim):
     assert out["win_same"] == [True, False, False]
     assert out["found_root"] == out["expected_root"]
     assert out["no_marker"] == out["cwd"]  # walked up to / and stopped
+
+
+def kept_share(cited: str, now: str) -> float:
+    """verify's `similarity` as docs/contract.md defines it: the share of the cited text's
+    word tokens (a multiset, case-folded) that the section keeps."""
+    a = Counter(w.casefold() for w in re.findall(r"\w+", cited))
+    b = Counter(w.casefold() for w in re.findall(r"\w+", now))
+    return sum((a & b).values()) / sum(a.values())
+
+
+def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env, nvim):
+    """Real edits between :CitelineSearch and the re-verify: a buffer written (BufWritePost),
+    a file renamed on disk (FocusGained), a section deleted; the marks keep the list's
+    order, and :CitelineReanchor jumps to where the text is now."""
+    out = run_nvim("verify.lua", editor_env, nvim)
+    ws = str(workspace)
+    hashing, unicode = f"{ws}/notes/hashing.md", f"{ws}/notes/unicode.md"
+    searched = [(i["filename"], i["lnum"], i["text"]) for i in out["search"]["items"]]
+    assert [s[:2] for s in searched] == [(hashing, 1), (hashing, 5), (unicode, 1)]
+    ordered, collisions, cafe = (s[2] for s in searched)
+    assert not any(t.startswith("[") for t in (ordered, collisions, cafe))
+
+    def texts(step: str) -> list[str]:
+        return [text for _file, _line, text in out[step]["items"]]
+
+    # Written: two lines above (moved); two words of Collisions replaced (changed); the
+    # file not touched stays unmarked.
+    (changed,) = [r for r in out["saved"]["results"] if r["status"] == "changed"]
+    share = kept_share(
+        "## Collisions\n\nCollisions are resolved by chaining buckets.",
+        "## Collisions\n\nCollisions are resolved by open addressing.",
+    )
+    assert changed["similarity"] == pytest.approx(share, abs=1e-4)
+    assert texts("saved") == [
+        f"[moved → notes/hashing.md:3-6] {ordered}",
+        f"[changed {round(share * 100)}% → notes/hashing.md:7-9] {collisions}",
+        cafe,
+    ]
+    # The items keep their places; Neovim moved those of the edited buffer with its lines.
+    assert [(f, line) for f, line, _t in out["saved"]["items"]] == [
+        (hashing, 3),
+        (hashing, 7),
+        (unicode, 1),
+    ]
+    # Renamed behind Neovim's back, seen when it gains focus: moved to the new name.
+    assert texts("focus") == [*texts("saved")[:2], f"[moved → notes/cafe.md:1-3] {cafe}"]
+
+    # Reanchor from the quickfix window (third item) and from a file window (the first).
+    assert out["reanchor_renamed"] == {
+        "err": False,
+        "status": "moved",
+        "file": f"{ws}/notes/cafe.md",
+        "line": 1,
+        "buftype": "",
+        "idx": 3,
+    }
+    assert (workspace / "notes" / "cafe.md").exists() and not Path(unicode).exists()
+    moved = out["reanchor_moved"]
+    assert (moved["status"], moved["file"], moved["line"]) == ("moved", hashing, 3)
+
+    # The Collisions section deleted: missing, and reanchor does not move the cursor.
+    assert texts("deleted") == [
+        f"[moved → notes/hashing.md:3-6] {ordered}",
+        f"[missing] {collisions}",
+        f"[moved → notes/cafe.md:1-3] {cafe}",
+    ]
+    missing = out["reanchor_missing"]
+    assert (missing["status"], missing["file"], missing["line"]) == ("missing", hashing, 1)
+    assert texts("by_hand") == texts("deleted")
+    assert out["by_hand_note"] == "citeline: 3 hits: 2 moved, 1 missing"
+
+    # A new search list starts bare; the older list keeps its marks and title.
+    assert not any(i["text"].startswith("[") for i in out["fresh"]["items"])
+    assert [t for _f, _l, t in out["older"]] == texts("deleted")
+    assert out["title"] == "citeline search: ordered hashtable"
+    assert out["server_alive"] is True
