@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,11 @@ def expected_column(workspace: Path, rel: str, line: int, needle: str) -> tuple[
     text = (workspace / rel).read_text("utf-8").split("\n")[line - 1]
     cp = text.index(needle)
     return cp + 1, len(text[:cp].encode("utf-8")) + 1
+
+
+def kept_share(cited: str, now: str) -> float:
+    """verify's `similarity` as engine/answer/verify.py defines it: the share of the cited
+    text's word tokens (a multiset, case-folded) that the section keeps."""
+    a = Counter(w.casefold() for w in re.findall(r"\w+", cited))
+    b = Counter(w.casefold() for w in re.findall(r"\w+", now))
+    return sum((a & b).values()) / sum(a.values())

@@ -12,14 +12,19 @@ vim.lsp.start_client) and the pinned recent builds of nvim-builds.txt (0.11 and
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
-from editor_fixtures import REPO, cli_search, expected_column, nvim_binary, nvim_builds
+from editor_fixtures import (
+    REPO,
+    cli_search,
+    expected_column,
+    kept_share,
+    nvim_binary,
+    nvim_builds,
+)
 
 pytestmark = pytest.mark.editor
 
@@ -509,14 +514,6 @@ def test_path_helpers_follow_the_platform(editor_env, nvim):
     assert out["win_same"] == [True, False, False]
     assert out["found_root"] == out["expected_root"]
     assert out["no_marker"] == out["cwd"]  # walked up to / and stopped
-
-
-def kept_share(cited: str, now: str) -> float:
-    """verify's `similarity` as docs/contract.md defines it: the share of the cited text's
-    word tokens (a multiset, case-folded) that the section keeps."""
-    a = Counter(w.casefold() for w in re.findall(r"\w+", cited))
-    b = Counter(w.casefold() for w in re.findall(r"\w+", now))
-    return sum((a & b).values()) / sum(a.values())
 
 
 def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env, nvim):
