@@ -501,15 +501,22 @@ titles and line texts."
   (expand-file-name path root))
 
 (defun citeline-search-xrefs (result root)
-  "Xref items for the citeline.search RESULT plist, files under ROOT, in order."
+  "Xref items for the citeline.search RESULT plist, files under ROOT, in order.
+A hit is named by the server's label for it (`:x-labels', asked for with
+`:labels' t: the heading; for the text before a file's first heading the
+file's title, else its path, as workspace/symbol names it), else by its
+heading, else by its path."
   (let* ((hits (append (plist-get result :hits) nil))
+         (labels (append (plist-get result :x-labels) nil))
          (groups (citeline--groups (mapcar (lambda (h) (plist-get h :path)) hits))))
     (cl-mapcar
      (lambda (hit group)
        (let* ((heading (or (plist-get hit :heading) ""))
-              (title (if (string-empty-p heading)
-                         (plist-get hit :path)
-                       (citeline-display heading)))
+              (label (pop labels))
+              (title (cond ((and (stringp label) (not (string-empty-p label)))
+                            (citeline-display label))
+                           ((string-empty-p heading) (plist-get hit :path))
+                           (t (citeline-display heading))))
               (line (citeline--snippet-line (or (plist-get hit :snippet) "") heading
                                             (plist-get hit :match_spans)))
               (summary (concat (propertize title 'face 'bold)
@@ -848,7 +855,9 @@ Return the list of xref items."
   (interactive (list (citeline--read "citeline search" 'citeline-search-history)))
   (let* ((server (citeline-server))
          (root (citeline--server-root server))
-         (args (append (list :query query :limit citeline-search-limit)
+         ;; :labels: the server names each hit as workspace/symbol does (:x-labels), so
+         ;; text before a file's first heading shows the file's title.
+         (args (append (list :query query :limit citeline-search-limit :labels t)
                        (and citeline-profile (list :profile citeline-profile))))
          (result (citeline-execute "citeline.search" args server))
          (xrefs (citeline-search-xrefs result root))

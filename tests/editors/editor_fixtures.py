@@ -46,6 +46,24 @@ FILES: dict[str, str] = {
 }
 
 
+# Files whose matching text ("zucchini") comes before their first heading: a hit the
+# editors name by the file's title (front matter `title`, else its first H1), else its path.
+PREAMBLES: dict[str, str] = {
+    "kitchen/titled.md": (
+        "---\ntitle: Kitchen Notes\n---\nThe zucchini soup needs garlic.\n\n# Soup\n\nSimmer.\n"
+    ),
+    "kitchen/bread.md": "Zucchini bread, from the old card.\n\n# Bread Basics\n\nKnead.\n",
+    "kitchen/plain.md": "zucchini, and nothing else\n",
+}
+LABELS_QUERY = "zucchini"
+
+
+def write_preambles(workspace: Path) -> None:
+    for rel, text in PREAMBLES.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_bytes(text.encode("utf-8"))
+
+
 def require_editors() -> bool:
     return os.environ.get("CITELINE_REQUIRE_EDITORS") == "1"
 

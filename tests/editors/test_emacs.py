@@ -14,7 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from editor_fixtures import REPO, cli_search, editor_or_skip, expected_column, kept_share
+from editor_fixtures import (
+    LABELS_QUERY,
+    REPO,
+    cli_search,
+    editor_or_skip,
+    expected_column,
+    kept_share,
+    write_preambles,
+)
 
 pytestmark = pytest.mark.editor
 
@@ -54,7 +62,8 @@ def test_ert_suite_against_real_server(workspace, editor_env):
     output, results = run_ert(
         editor_env,
         '(not (or "citeline-e2e-unsaved-text" "citeline-e2e-semantic"'
-        ' "citeline-e2e-workspace-root" "citeline-e2e-verify-and-reanchor"))',
+        ' "citeline-e2e-workspace-root" "citeline-e2e-verify-and-reanchor"'
+        ' "citeline-e2e-labels"))',
     )
     assert "0 unexpected" in output
     assert "skipped" not in output.split("Ran ", 1)[1], output  # e2e tests really ran
@@ -162,6 +171,33 @@ def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env):
     assert jumps["missing"][:3] == ["missing", [], []] and jumps["missing"][5] is True
     assert (workspace / "notes" / "cafe.md").exists()
     assert not (workspace / "notes" / "unicode.md").exists()
+
+
+def test_text_before_the_first_heading_is_named_by_the_file_title(workspace, editor_env):
+    """Issue 51: a hit whose heading is empty is named by the file's title (front matter
+    `title`, else its first H1), else its path; the server's labels, the same names
+    workspace/symbol gives those sections."""
+    write_preambles(workspace)
+    output, results = run_ert(
+        {**editor_env, "CITELINE_LABELS_QUERY": LABELS_QUERY}, '"citeline-e2e-labels"'
+    )
+    assert "Ran 1 test" in output and "0 unexpected" in output, output
+    out = results["labels"]
+    assert all(heading == "" for _p, _l, heading in out["hits"])
+    labels = {
+        (p, line): label for (p, line, _h), label in zip(out["hits"], out["labels"], strict=True)
+    }
+    assert labels == {
+        ("kitchen/titled.md", 4): "Kitchen Notes",
+        ("kitchen/bread.md", 1): "Bread Basics",
+        ("kitchen/plain.md", 1): "kitchen/plain.md",
+    }
+    # The xref summaries start with them, in the server's order.
+    assert [(p, line) for _s, p, line in out["rows"]] == list(labels)
+    assert [s.split(" — ")[0] for s, _p, _l in out["rows"]] == list(labels.values())
+    # workspace/symbol names the same sections the same way.
+    symbols = {(p, line): name for name, p, line in out["symbols"]}
+    assert {k: symbols.get(k) for k in labels} == labels
 
 
 # Search by meaning (SPEC §15) over the fixture: recall ranks Installation first (it shares

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import pytest
 from editor_fixtures import (
+    LABELS_QUERY,
     REPO,
     cli_search,
     expected_column,
     kept_share,
     nvim_binary,
     nvim_builds,
+    write_preambles,
 )
 
 pytestmark = pytest.mark.editor
@@ -150,6 +152,13 @@ def test_unit_conversions(editor_env, nvim):
     assert [i["text"] for i in out["odd_lines"]] == ["[unsaved] a b", "[unsaved] plain", "disk"]
     assert [i["text"] for i in out["odd_concepts"]] == ["t — multi line"]
     assert out["display"] == ["a b", "a  b", "a b", ""]
+    # x-labels name the hits (one line each); a null label falls back to the path.
+    assert [i["text"] for i in out["labelled"]] == [
+        "Kitchen Notes — intro",
+        "Two lines — x",
+        "p.md — plain",
+        "q.md — more",
+    ]
     # JSON nulls do not break the conversion.
     assert [(i["filename"], i["text"]) for i in out["null_heading"]] == [("/ws/n.md", "n.md")]
     # Code point 202 of the buffer's line ("é" is 2 bytes) is byte column 402.
@@ -581,4 +590,33 @@ def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env, nvim):
     assert not any(i["text"].startswith("[") for i in out["fresh"]["items"])
     assert [t for _f, _l, t in out["older"]] == texts("deleted")
     assert out["title"] == "citeline search: ordered hashtable"
+    assert out["server_alive"] is True
+
+
+def test_text_before_the_first_heading_is_named_by_the_file_title(workspace, editor_env, nvim):
+    """Issue 51: a hit whose heading is empty is named by the file's title (front matter
+    `title`, else its first H1), else its path; the server's labels, the same names
+    workspace/symbol gives those sections."""
+    write_preambles(workspace)
+    out = run_nvim("labels.lua", {**editor_env, "CITELINE_LABELS_QUERY": LABELS_QUERY}, nvim)
+    ws = str(workspace)
+    hits = out["result"]["hits"]
+    assert all(h["heading"] == "" for h in hits)
+    labels = {
+        (f"{ws}/{h['path']}", h["line_start"]): label
+        for h, label in zip(hits, out["result"]["x-labels"], strict=True)
+    }
+    assert labels == {
+        (f"{ws}/kitchen/titled.md", 4): "Kitchen Notes",
+        (f"{ws}/kitchen/bread.md", 1): "Bread Basics",
+        (f"{ws}/kitchen/plain.md", 1): "kitchen/plain.md",
+    }
+    # The quickfix texts start with them, in the server's order.
+    items = out["search"]["items"]
+    assert [(i["filename"], i["lnum"]) for i in items] == list(labels)
+    assert [i["text"].split(" — ")[0] for i in items] == list(labels.values())
+    assert items[0]["text"].endswith(" — " + hits[0]["snippet"].strip().splitlines()[0])
+    # workspace/symbol names the same sections the same way.
+    symbols = {(s["uri"].removeprefix("file://"), s["line"] + 1): s["name"] for s in out["symbols"]}
+    assert {k: symbols.get(k) for k in labels} == labels
     assert out["server_alive"] is True

@@ -50,6 +50,24 @@
     ;; Every item is an ordinary xref file location.
     (should (cl-every (lambda (x) (xref-file-location-p (xref-item-location x))) xrefs))))
 
+(ert-deftest citeline-test-search-xrefs-labels ()
+  ;; The server's labels (:x-labels) name the hits, on one line; a missing or empty
+  ;; label falls back to the heading, else the path.
+  (let ((xrefs (citeline-search-xrefs
+                '(:hits [(:path "t.md" :heading "" :line_start 4 :line_end 5 :snippet "intro"
+                          :match_spans [])
+                         (:path "h.md" :heading "Two\nlines" :line_start 1 :line_end 3
+                          :snippet "Two\nlines\n===\nx" :match_spans [])
+                         (:path "p.md" :heading "" :line_start 1 :line_end 1 :snippet "plain"
+                          :match_spans [])
+                         (:path "q.md" :heading "" :line_start 1 :line_end 1 :snippet "more"
+                          :match_spans [])]
+                  :x-labels ["Kitchen\r\nNotes" "Two lines" "p.md" nil])
+                "/ws/")))
+    (should (equal (mapcar (lambda (x) (substring-no-properties (xref-item-summary x))) xrefs)
+                   '("Kitchen Notes — intro  (L4-L5)" "Two lines — x  (L1-L3)"
+                     "p.md — plain  (L1-L1)" "q.md — more  (L1-L1)")))))
+
 (ert-deftest citeline-test-search-xrefs-highlight-spans ()
   (let* ((xrefs (citeline-search-xrefs citeline-test--search-result "/ws/"))
          (first (xref-item-summary (nth 0 xrefs)))
@@ -601,6 +619,36 @@ BODY sees the folder as `top' (a directory name); the folder is removed after."
                (cons 'hybrid_profile (plist-get (plist-get hybrid-result :options) :profile))
                (cons 'hybrid_model (plist-get (plist-get hybrid-result :options) :model))))
         (should (jsonrpc-running-p server))))))
+
+(ert-deftest citeline-e2e-labels ()
+  ;; The hits of CITELINE_LABELS_QUERY (text before the first heading of files the pytest
+  ;; wrapper wrote) and the names workspace/symbol gives the same sections.
+  (skip-unless (and citeline-test--ws (getenv "CITELINE_LABELS_QUERY")))
+  (citeline-test--with-session "guide.md"
+    (let* ((query (getenv "CITELINE_LABELS_QUERY"))
+           (xrefs (citeline-search query))
+           (result citeline-last-result)
+           (symbols (append (jsonrpc-request server :workspace/symbol (list :query query)) nil)))
+      (citeline-test--report
+       "labels"
+       (list (cons 'rows (mapcar (lambda (x)
+                                   (let ((l (citeline-test--loc x)))
+                                     (list (substring-no-properties (xref-item-summary x))
+                                           (citeline-test--rel (nth 0 l)) (nth 1 l))))
+                                 xrefs))
+             (cons 'hits (mapcar (lambda (h) (list (plist-get h :path) (plist-get h :line_start)
+                                                   (plist-get h :heading)))
+                                 (append (plist-get result :hits) nil)))
+             (cons 'labels (append (plist-get result :x-labels) nil))
+             (cons 'symbols (mapcar (lambda (s)
+                                      (let ((loc (plist-get s :location)))
+                                        (list (plist-get s :name)
+                                              (citeline-test--rel
+                                               (eglot--uri-to-path (plist-get loc :uri)))
+                                              (1+ (plist-get (plist-get (plist-get loc :range)
+                                                                        :start)
+                                                             :line)))))
+                                    symbols)))))))
 
 ;;;; Hits that moved or changed since the search (SPEC §18)
 

@@ -49,6 +49,17 @@ lib.run(function()
   lib.out.null_heading = c.search_items({
     hits = { { path = "n.md", heading = vim.NIL, line_start = 1, line_end = 2, snippet = vim.NIL } },
   }, "/ws")
+  -- The server's labels (x-labels) name the hits: a file's title for text before its
+  -- first heading; a missing or empty label falls back to the heading, else the path.
+  lib.out.labelled = c.search_items({
+    hits = {
+      { path = "t.md", heading = "", line_start = 4, line_end = 5, snippet = "intro" },
+      { path = "h.md", heading = "Two\nlines", line_start = 1, line_end = 3, snippet = "Two\nlines\n===\nx" },
+      { path = "p.md", heading = "", line_start = 1, line_end = 1, snippet = "plain" },
+      { path = "q.md", heading = "", line_start = 1, line_end = 1, snippet = "more" },
+    },
+    ["x-labels"] = { "Kitchen\r\nNotes", "Two lines", "p.md", vim.NIL },
+  }, "/ws")
   -- A windowed match (long line) in unsaved text: its byte column comes from the
   -- buffer's line, not the file's (the file does not even exist).
   local long = string.rep("é", 200) .. " needle " .. string.rep("x", 200)

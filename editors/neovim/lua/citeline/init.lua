@@ -484,14 +484,28 @@ function M.snippet_line(snippet, heading)
   return ""
 end
 
+--- The name of hit `i` of a citeline.search result: the server's label for it (`x-labels`,
+--- asked for with `labels = true`: the heading; for the text before a file's first heading
+--- the file's title, else its path, as workspace/symbol names it), else the heading, else
+--- the path (a server that does not send labels).
+function M.hit_label(result, i)
+  local hit = result.hits[i]
+  local labels = result["x-labels"]
+  if type(labels) == "table" and type(labels[i]) == "string" and labels[i] ~= "" then
+    return M.display(labels[i])
+  end
+  local heading = M.display(hit.heading)
+  if heading == "" then
+    return hit.path
+  end
+  return heading
+end
+
 --- Quickfix items for a citeline.search result, in server order.
 function M.search_items(result, root)
   local items = {}
-  for _, hit in ipairs((result or {}).hits or {}) do
-    local heading = M.display(hit.heading)
-    if heading == "" then
-      heading = hit.path
-    end
+  for i, hit in ipairs((result or {}).hits or {}) do
+    local heading = M.hit_label(result, i)
     local line = M.snippet_line(hit.snippet, hit.heading)
     local text = heading
     if line ~= "" then
@@ -691,7 +705,9 @@ end
 --- Ranked section search; results in the quickfix list.
 function M.search(query, opts)
   opts = opts or {}
-  local args = { query = query, limit = opts.limit or M.config.limit }
+  -- labels: the server names each hit as workspace/symbol does (x-labels), so text before
+  -- a file's first heading shows the file's title; no YAML parser needed here.
+  local args = { query = query, limit = opts.limit or M.config.limit, labels = true }
   local profile = opts.profile or M.config.profile
   if profile then
     args.profile = profile
