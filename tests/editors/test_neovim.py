@@ -591,6 +591,7 @@ def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env, nvim):
     assert [t for _f, _l, t in out["older"]] == texts("deleted")
     assert out["title"] == "citeline search: ordered hashtable"
     assert out["server_alive"] is True
+    assert out["clients_after_stop"] == 0
 
 
 def test_text_before_the_first_heading_is_named_by_the_file_title(workspace, editor_env, nvim):

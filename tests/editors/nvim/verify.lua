@@ -110,4 +110,21 @@ lib.run(function()
   lib.out.older = texts()
   lib.out.title = vim.fn.getqflist({ title = 1 }).title
   lib.out.server_alive = lib.server_exit == nil
+
+  -- The server stopped: writing a Markdown buffer or gaining focus does not start one.
+  for _, c in ipairs(lib.clients()) do
+    vim.lsp.stop_client(c.id)
+  end
+  lib.wait("the server to stop", function()
+    return #lib.clients() == 0
+  end)
+  vim.api.nvim_buf_call(hashing, function()
+    vim.cmd("write")
+  end)
+  vim.cmd("doautocmd FocusGained")
+  -- (Without the guard a client shows up well within this time.)
+  vim.wait(2000, function()
+    return #lib.clients() > 0
+  end, 20)
+  lib.out.clients_after_stop = #lib.clients()
 end)

@@ -975,6 +975,9 @@ function M.verify(opts)
   if #hits == 0 then
     return done(nil, {}, id)
   end
+  if opts.quiet and #citeline_clients() == 0 then
+    return -- the server was stopped: a write or a focus change does not start one
+  end
   verify_generation[id] = (verify_generation[id] or 0) + 1
   local generation = verify_generation[id]
   local root = context.citeline_root
