@@ -115,9 +115,13 @@ lib.run(function()
   for _, c in ipairs(lib.clients()) do
     vim.lsp.stop_client(c.id)
   end
-  lib.wait("the server to stop", function()
-    return #lib.clients() == 0
-  end)
+  -- (lib.wait would stop at the server's exit, before Neovim forgets the client.)
+  lib.check(
+    vim.wait(10000, function()
+      return #lib.clients() == 0
+    end, 20),
+    "the server stopped"
+  )
   vim.api.nvim_buf_call(hashing, function()
     vim.cmd("write")
   end)
