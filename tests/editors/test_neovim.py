@@ -367,6 +367,7 @@ def test_late_setup_attaches_open_buffers_and_checkhealth(workspace, editor_env,
     )
     assert "search profile: recall" in text
     assert "unsaved text: not searched (files on disk)" in text
+    assert "search hits checked again: on write of a Markdown buffer and on focus" in text
     assert "ERROR" not in text and "WARNING" not in text, text
 
 
