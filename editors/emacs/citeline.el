@@ -802,6 +802,27 @@ Only while an *xref* buffer shows that search (`citeline-verify-on-save')."
 
 (add-hook 'after-save-hook #'citeline--after-save)
 
+(defcustom citeline-verify-on-focus t
+  "Non-nil: check the last search's hits again when Emacs gains focus.
+Files changed by another program (a `git checkout', another editor) are
+then seen as when a buffer is saved (see `citeline-verify-on-save')."
+  :type 'boolean)
+
+(defun citeline--after-focus ()
+  "Check the last search's hits again when a frame of Emacs gains focus.
+For `after-focus-change-function'; a frame whose focus cannot be told
+counts as focused, focus leaving Emacs does not."
+  (when (and citeline-verify-on-focus
+             citeline--last-search
+             (cl-some #'frame-focus-state (frame-list))
+             (citeline--search-buffers citeline--last-search))
+    (condition-case err
+        (citeline--verify-async citeline--last-search)
+      (error (message "citeline: could not check the search's hits: %s"
+                      (error-message-string err))))))
+
+(add-function :after after-focus-change-function #'citeline--after-focus)
+
 (defun citeline--reanchor-index (search)
   "The index of the hit of SEARCH to re-anchor.
 In an *xref* buffer showing it, the item at point; elsewhere the item at

@@ -128,7 +128,8 @@ def test_unsaved_text_is_searched_and_marked(workspace, editor_env):
 
 def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env):
     """Real edits between citeline-search and the re-verify: the buffer saved (after-save-hook),
-    a file renamed on disk (citeline-verify by hand), a section deleted and saved; the *xref*
+    a file renamed on disk (focus gained; citeline-verify by hand), a section deleted and saved;
+    the *xref*
     buffer's marks keep the order, and citeline-reanchor jumps to where the text is now."""
     output, results = run_ert(editor_env, '"citeline-e2e-verify-and-reanchor"')
     assert "Ran 1 test" in output and "0 unexpected" in output, output

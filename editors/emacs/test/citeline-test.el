@@ -699,7 +699,8 @@ BODY sees the folder as `top' (a directory name); the folder is removed after."
 
 (ert-deftest citeline-e2e-verify-and-reanchor ()
   ;; Real edits between citeline-search and the re-verify: the buffer saved (after-save-hook),
-  ;; a file renamed on disk (citeline-verify by hand), a section deleted and saved.
+  ;; a file renamed on disk (focus gained, then citeline-verify by hand), a section deleted
+  ;; and saved.
   (skip-unless citeline-test--ws)
   (citeline-test--with-session "notes/hashing.md"
     (let ((searched (mapcar (lambda (x) (substring-no-properties (xref-item-summary x)))
@@ -716,12 +717,18 @@ BODY sees the folder as `top' (a directory name); the folder is removed after."
       (citeline-test--await-verify "after-save-hook")
       (setq saved (citeline-test--xref-rows))
       (setq results (citeline--search-verify citeline--last-search))
-      ;; Renamed behind Emacs's back; checked by hand.
+      ;; Renamed behind Emacs's back; seen when Emacs gains focus (batch Emacs has no
+      ;; focus to gain: the frame says it has it, and Emacs's focus hook runs).
       (rename-file (expand-file-name "notes/unicode.md" citeline-test--ws)
                    (expand-file-name "notes/cafe.md" citeline-test--ws))
+      (cl-letf (((symbol-function 'frame-focus-state) (lambda (&optional _frame) t)))
+        (funcall after-focus-change-function))
+      (citeline-test--await-verify "after-focus-change-function")
+      (setq renamed (citeline-test--xref-rows))
+      ;; By hand: the same, and it says so.
       (should (equal (mapcar (lambda (r) (plist-get r :status)) (citeline-verify))
                      '("moved" "changed" "moved")))
-      (setq renamed (citeline-test--xref-rows))
+      (should (equal (citeline-test--xref-rows) renamed))
       (push (cons 'renamed (citeline-test--reanchor-at 3)) reanchored)
       (push (cons 'moved (citeline-test--reanchor-at 1)) reanchored)
       ;; The Collisions section deleted and saved: missing; re-anchoring it stays put.
