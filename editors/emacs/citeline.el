@@ -29,7 +29,11 @@
 ;;   needs the server's semantic extra (pip install 'citeline[semantic]'),
 ;;   as does `citeline-profile' "hybrid";
 ;; - `citeline-concepts' lists the files whose concept id or title
-;;   contains the text.
+;;   contains the text;
+;; - after a search, saving a Markdown buffer or Emacs gaining focus
+;;   checks its hits again (`citeline-verify' by hand): the hits whose
+;;   text moved, changed or went away are marked in the *xref* buffer,
+;;   and `citeline-reanchor' jumps to where the text is now.
 ;;
 ;; Eglot's own features work as usual: `xref-find-apropos' (C-M-.) asks
 ;; the server's workspace/symbol, and `imenu' shows the heading outline.

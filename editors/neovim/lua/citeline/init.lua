@@ -2,7 +2,10 @@
 --
 -- Starts (or attaches to) the citeline language server for Markdown buffers and
 -- offers :CitelineSearch, :CitelineLines[!], :CitelineSemantic and :CitelineConcepts,
--- which fill the quickfix list in the server's order. Works on Neovim 0.7 through 0.11+:
+-- which fill the quickfix list in the server's order. A search list's hits are checked
+-- again on writing a Markdown buffer and on focus (:CitelineVerify by hand): those whose
+-- text moved, changed or went away are marked, and :CitelineReanchor jumps to where the
+-- text is now. Works on Neovim 0.7 through 0.11+:
 --   0.11+      vim.lsp.config + vim.lsp.enable
 --   0.8-0.10   vim.lsp.start
 --   0.7        vim.lsp.start_client + vim.lsp.buf_attach_client
