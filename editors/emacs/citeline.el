@@ -676,7 +676,7 @@ section keeps."
           ("moved" (format "[moved%s]" arrow))
           ("changed" (format "[changed%s%s]"
                              (if (numberp similarity)
-                                 (format " %d%%" (round (* 100 similarity)))
+                                 (format " %d%%" (floor (+ 0.5 (* 100 similarity))))
                                "")
                              arrow))
           (_ (format "[%s]" status)))))))

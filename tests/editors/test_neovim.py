@@ -173,6 +173,7 @@ def test_unit_conversions(editor_env, nvim):
         "[changed → s.md:5-9]",
         "[stale]",
         "[missing]",
+        "[changed 13% → s.md:1-2]",  # half a percent rounds up, as in Emacs
     ]
     assert out["marked"] == [
         "Second — body of b",
@@ -184,7 +185,7 @@ def test_unit_conversions(editor_env, nvim):
         "a.md — preamble text",
         "Setext — below",
     ]
-    assert out["verify_summary"] == "6 hits: 1 valid, 1 moved, 2 changed, 1 stale, 1 missing"
+    assert out["verify_summary"] == "7 hits: 1 valid, 1 moved, 3 changed, 1 stale, 1 missing"
     assert out["citation"] == {
         "path": "b.md",
         "line_start": 9,

@@ -231,6 +231,10 @@
     (should (equal (mapcar #'citeline-verify-mark results)
                    '(nil "[moved → c.md:40-48]" "[changed 67% → s.md:5-9]" "[changed → s.md:5-9]"
                          "[stale]" "[missing]")))
+    ;; Half a percent rounds up, as in the Neovim plugin.
+    (should (equal (citeline-verify-mark '(:status "changed" :path "s.md" :line_start 1
+                                           :line_end 2 :similarity 0.125))
+                   "[changed 13% → s.md:1-2]"))
     (should (equal (citeline-verify-summary results)
                    "6 hits: 1 valid, 1 moved, 2 changed, 1 stale, 1 missing"))
     ;; The marks go before the summaries, as often as the results change, never stacked.

@@ -149,6 +149,7 @@ lib.run(function()
     { status = "changed", path = "s.md", line_start = 5, line_end = 9, similarity = vim.NIL },
     { status = "stale", path = "a.md", line_start = vim.NIL, line_end = vim.NIL },
     { status = "missing", path = vim.NIL, line_start = vim.NIL, line_end = vim.NIL },
+    { status = "changed", path = "s.md", line_start = 1, line_end = 2, similarity = 0.125 },
   }
   lib.out.verify_marks = vim.tbl_map(function(r)
     return c.verify_mark(r) or vim.NIL
