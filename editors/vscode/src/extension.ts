@@ -87,6 +87,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("citeline.ui.refreshResults", () => view.refresh()),
     vscode.commands.registerCommand("citeline.ui.clearResults", () => view.clear()),
     vscode.commands.registerCommand("citeline.ui.openResult", (node: ResultNode) => view.open(node)),
+    vscode.commands.registerCommand("citeline.ui.reanchorResult", (node: ResultNode) => view.reanchor(node)),
+    vscode.commands.registerCommand("citeline.ui.verifyResults", () => view.verify()),
+    // A hit's file may have changed since the search: check the shown rows after a save,
+    // and when the window gets focus back (an edit made in another program, a git checkout).
+    vscode.workspace.onDidSaveTextDocument((doc) => {
+      if (doc.languageId === "markdown") view.verifySoon();
+    }),
+    vscode.window.onDidChangeWindowState((state) => {
+      if (state.focused) view.verifySoon();
+    }),
     vscode.commands.registerCommand("citeline.ui.restartServer", () => restartServer()),
     vscode.commands.registerCommand("citeline.ui.showOutput", () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {

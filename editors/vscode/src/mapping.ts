@@ -15,6 +15,8 @@ export interface SearchHit {
   line_start: number;
   line_end: number;
   content_sha256: string;
+  /** Of the section's text (SPEC §6): what `citeline.verify` checks a hit by. */
+  section_sha256?: string;
   snippet: string;
   score: number;
   matched_terms: string[];

@@ -116,39 +116,41 @@ export function snippetLines(snippet: string, spans: readonly Span[], parentId: 
 /** One node per hit, in the server's order. `prefix` makes ids unique per query. */
 export function searchNodes(result: SearchResult, prefix: string): HitNode[] {
   const hits = Array.isArray(result?.hits) ? result.hits : [];
-  return hits.map((hit, i) => {
-    const id = `${prefix}/h${i + 1}`;
-    const f = hitToItemFields(hit);
-    const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
-    const terms = Array.isArray(hit.matched_terms) ? hit.matched_terms.join(", ") : "";
-    const tooltip = [
-      `${f.label}`,
-      `${hit.path}, lines ${hit.line_start}–${hit.line_end}`,
-      typeof hit.score === "number" ? `score ${hit.score}${terms ? ` · matched: ${terms}` : ""}` : "",
-      f.unsaved ? "from the editor's unsaved text" : "",
-    ]
-      .filter((line) => line.length > 0)
-      .join("\n");
-    // `path:lines` first: a sidebar cuts a row's end, and where the section is matters
-    // as much as its heading (the tooltip has the whole row). A section without a heading
-    // (text before the first one) is its location alone: its label would be the path again.
-    const location = `${hit.path}:${hit.line_start}-${hit.line_end}`;
-    const headed = typeof hit.heading === "string" && hit.heading.trim().length > 0;
-    const where = headed ? location + HIT_LABEL_SEPARATOR : location;
-    const shifted = headed ? f.labelHighlights.map((s) => ({ start: s.start + where.length, end: s.end + where.length })) : [];
-    return {
-      kind: "hit",
-      id,
-      rank: i + 1,
-      hit,
-      label: { label: headed ? where + f.label : where, highlights: toHighlights(shifted) },
-      description: f.unsaved ? UNSAVED_MARK : "",
-      tooltip,
-      unsaved: f.unsaved,
-      spans: f.snippetHighlights,
-      lines: snippetLines(snippet, f.snippetHighlights, id),
-    };
-  });
+  return hits.map((hit, i) => hitNode(hit, i + 1, `${prefix}/h${i + 1}`));
+}
+
+/** One hit's node (also a hit re-anchored to where its text is now, under the same id). */
+export function hitNode(hit: SearchHit, rank: number, id: string): HitNode {
+  const f = hitToItemFields(hit);
+  const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
+  const terms = Array.isArray(hit.matched_terms) ? hit.matched_terms.join(", ") : "";
+  const tooltip = [
+    `${f.label}`,
+    `${hit.path}, lines ${hit.line_start}–${hit.line_end}`,
+    typeof hit.score === "number" ? `score ${hit.score}${terms ? ` · matched: ${terms}` : ""}` : "",
+    f.unsaved ? "from the editor's unsaved text" : "",
+  ]
+    .filter((line) => line.length > 0)
+    .join("\n");
+  // `path:lines` first: a sidebar cuts a row's end, and where the section is matters
+  // as much as its heading (the tooltip has the whole row). A section without a heading
+  // (text before the first one) is its location alone: its label would be the path again.
+  const location = `${hit.path}:${hit.line_start}-${hit.line_end}`;
+  const headed = typeof hit.heading === "string" && hit.heading.trim().length > 0;
+  const where = headed ? location + HIT_LABEL_SEPARATOR : location;
+  const shifted = headed ? f.labelHighlights.map((s) => ({ start: s.start + where.length, end: s.end + where.length })) : [];
+  return {
+    kind: "hit",
+    id,
+    rank,
+    hit,
+    label: { label: headed ? where + f.label : where, highlights: toHighlights(shifted) },
+    description: f.unsaved ? UNSAVED_MARK : "",
+    tooltip,
+    unsaved: f.unsaved,
+    spans: f.snippetHighlights,
+    lines: snippetLines(snippet, f.snippetHighlights, id),
+  };
 }
 
 /** The profile that ranked a result: the server's report, else what was asked. */

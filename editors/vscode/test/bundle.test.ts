@@ -191,7 +191,27 @@ test("package.json: activation, engines and the pinned client agree", () => {
     "citeline.ui.searchSemantic",
     "citeline.ui.refreshResults",
     "citeline.ui.clearResults",
+    "citeline.ui.verifyResults",
   ]);
+  // Re-anchor: on the rows whose text moved or changed (resultsTree.ts's `.reanchor`
+  // contextValue), inline and in the context menu; not in the palette (it needs a row).
+  const rowMenu = manifest.contributes.menus["view/item/context"] as { command: string; when: string; group: string }[];
+  assert.deepEqual(
+    rowMenu.map((m) => [m.command, m.group]),
+    [
+      ["citeline.ui.reanchorResult", "inline"],
+      ["citeline.ui.reanchorResult", "navigation@1"],
+    ],
+  );
+  for (const m of rowMenu) {
+    const rule = /viewItem =~ \/(.*)\/$/.exec(m.when);
+    assert.ok(rule, m.when);
+    const re = new RegExp(rule[1]);
+    assert.ok(re.test("citeline.hit.reanchor") && re.test("citeline.section.reanchor") && re.test("citeline.match.reanchor"));
+    assert.ok(!re.test("citeline.hit") && !re.test("citeline.hit.marked"));
+  }
+  const palette = manifest.contributes.menus.commandPalette as { command: string; when: string }[];
+  assert.ok(palette.some((m) => m.command === "citeline.ui.reanchorResult" && m.when === "false"));
   // The profiles the server knows (SPEC §15: hybrid needs its semantic extra, and says so),
   // and the threshold of a search by meaning, SPEC §15's default in [0, 1].
   assert.deepEqual(props["citeline.profile"].enum, ["recall", "contract", "hybrid"]);
