@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -47,6 +47,8 @@ import { hitDocumentSpans, matchDocumentRange, matcher } from "../src/results";
 import type { HitNode, MatchNode, SnippetLineNode } from "../src/results";
 import { ResultsTree } from "../src/resultsTree";
 import { readSettings } from "../src/settings";
+import type { VerifyResult } from "../src/verify";
+import { marksOf } from "../src/verify";
 
 const REQUIRE = process.env.CITELINE_REQUIRE_EDITORS === "1";
 const COMMAND = process.env.CITELINE_COMMAND ?? "citeline";
@@ -334,6 +336,51 @@ describe("integration with the real citeline lsp", () => {
     // Off again (the key left out): the disk's text, where the word is not.
     const off = await command<SearchResult>("citeline.search", buildSearchRequest("zebrafish", { profile: "contract", root: rootUri }));
     assert.equal(off.hits.length, 0);
+  });
+
+  test("results view: real edits after a search mark the hits through citeline.verify, and re-anchor follows the text", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    mkdirSync(join(dir, "kinkajou"), { recursive: true });
+    const write = (rel: string, text: string) => writeFileSync(join(dir, ...rel.split("/")), text, "utf8");
+    const read = async (_root: string, path: string) => readFileSync(join(dir, ...path.split("/")), "utf8");
+    write("kinkajou/a.md", "# Kinkajou care\n\nA kinkajou sleeps by day.\n\n## Feeding\n\nThe kinkajou eats fruit and nectar.\n\n## Gone\n\nkinkajou trivia to delete\n");
+    write("kinkajou/b.md", "# Kinkajou range\n\nThe kinkajou lives in forests.\n");
+    const tree = new ResultsTree(read);
+    const search = await command<SearchResult>("citeline.search", buildSearchRequest("kinkajou", { limit: 20, profile: "recall", root: rootUri }));
+    tree.showSearch("kinkajou", rootUri, search);
+    const where = () => (tree.state.kind === "search" ? tree.state.nodes : []).map((n) => `${n.hit.path}:${n.hit.line_start}-${n.hit.line_end}`);
+    assert.deepEqual(where().sort(), ["kinkajou/a.md:1-4", "kinkajou/a.md:5-8", "kinkajou/a.md:9-11", "kinkajou/b.md:1-3"]);
+    const check = async () => {
+      const plan = tree.verification();
+      assert.ok(plan);
+      assert.equal(plan.groups.length, 1);
+      const answer = await command<VerifyResult>("citeline.verify", plan.groups[0].request);
+      const marks = marksOf(plan.groups[0].ids, answer);
+      assert.ok(marks, JSON.stringify(answer));
+      assert.equal(tree.applyMarks(plan.generation, marks), true);
+    };
+    await check();
+    assert.equal(tree.markCount, 0); // nothing changed yet: every hit valid
+
+    // Lines inserted above (moved), a word changed inside a section (changed), a section
+    // deleted (missing), and a file renamed (moved across files).
+    write("kinkajou/a.md", "# Kinkajou care\n\nA kinkajou sleeps by day.\nIt wakes at dusk.\n\n## Feeding\n\nThe kinkajou eats fruit and honey.\n");
+    renameSync(join(dir, "kinkajou", "b.md"), join(dir, "kinkajou", "range.md"));
+    await check();
+    const nodes = (await tree.children()) as HitNode[];
+    const byPlace = new Map(nodes.map((n) => [`${n.hit.path}:${n.hit.line_start}-${n.hit.line_end}`, tree.item(n).description]));
+    assert.equal(byPlace.get("kinkajou/a.md:1-4"), "changed → kinkajou/a.md:1-5 (100% kept)"); // its snippet's words all kept
+    assert.match(byPlace.get("kinkajou/a.md:5-8") ?? "", /^changed → kinkajou\/a\.md:6-8 \(\d\d% kept\)$/);
+    assert.equal(byPlace.get("kinkajou/a.md:9-11"), "missing");
+    assert.equal(byPlace.get("kinkajou/b.md:1-3"), "moved → kinkajou/range.md:1-3");
+    assert.equal(tree.markCount, 4);
+
+    // Re-anchor every row that has somewhere to go; then a check finds them all valid.
+    for (const n of nodes) tree.reanchor(n);
+    assert.deepEqual(where().sort(), ["kinkajou/a.md:1-5", "kinkajou/a.md:6-8", "kinkajou/a.md:9-11", "kinkajou/range.md:1-3"]);
+    await check();
+    const left = ((await tree.children()) as HitNode[]).filter((n) => tree.mark(n) !== undefined).map((n) => tree.item(n).description);
+    assert.deepEqual(left, ["missing"]);
   });
 
   test("settings changes reach the server (didChangeConfiguration, section citeline)", async (t) => {
