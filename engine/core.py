@@ -120,6 +120,8 @@ class Engine:
         """Stop the worker processes, if any were started, and close the cache (`wait`: see
         parallel.Workers.close; a process about to exit normally passes True)."""
         self.workers.close(wait)
+        for index in self.reuse.indexes():  # held names, and their builder thread
+            naming.held_of(index).close()
         if self._semantic is not None:
             self._semantic.close()
         self.reuse.store.close()

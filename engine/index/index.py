@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..base.errors import CitelineError, parse_error
 from ..base.limits import MAX_HEADING_BYTES, Settings, limit_error
@@ -23,6 +24,8 @@ from .blocks import Block
 from .hashes import SectionHashes
 from .lexicon import Lexicon
 from .postings import Postings, gather
+
+T = TypeVar("T")
 
 K1 = 1.2
 B = 0.75
@@ -82,6 +85,24 @@ def most_frequent(counts: dict[str, int]) -> list[str]:
     return sorted(ranked)
 
 
+class Derived:
+    """What a later stage derives from one index (rank's length denominators, the stem
+    view, zero-copy posting views), made on first use and held as long as the index: state
+    derived from an index lives with it, never in a module's globals, and goes with it."""
+
+    def __init__(self) -> None:
+        self._made: dict[Hashable, Any] = {}
+        self._lock = threading.RLock()  # (re-entrant: one state may be made of another)
+
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+        with self._lock:
+            try:
+                return self._made[key]
+            except KeyError:
+                value = self._made[key] = make()
+                return value
+
+
 class Index:
     def __init__(
         self,
@@ -93,13 +114,9 @@ class Index:
         keeps it with the list of blocks). `previous`: an index most of whose blocks these
         are (the one before an edit), whose lexicon this one's is derived from."""
         self.blocks = tuple(blocks)
-        bases = []
-        n = 0
-        for block in self.blocks:
-            bases.append(n)
-            n += block.sections
-        self.bases = bases
-        self.n = n
+        sizes = [block.sections for block in self.blocks]
+        self.bases = [0, *itertools.accumulate(sizes)][: len(sizes)]  # first id of each block
+        self.n = n = sum(sizes)
         total = sum(block.total_length for block in self.blocks)
         mean = total / n if n else 0.0
         self.avglen = mean if mean > 0 else 1.0
@@ -129,6 +146,10 @@ class Index:
         self.hashes: SectionHashes = SectionHashes(earlier)
         if previous is not None:
             self.hashes.keep(self.blocks)
+        self.derived = Derived()
+        # Caches of pure functions of blocks that outlive one index, shared with the indexes
+        # made from it after edits (rank/naming.py's held names); another bundle has its own.
+        self.lineage: dict[str, Any] = previous.lineage if previous is not None else {}
 
     # -- the checks of SPEC §2, in order, after capture ----------------------------------
 

@@ -15,8 +15,6 @@ build blocks, and a process that never ranks, do without its 15 MiB and 50 ms.
 from __future__ import annotations
 
 import functools
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -49,24 +47,16 @@ def empty() -> Postings:
     return Postings(np.zeros(0, np.int32), np.zeros(0, np.int32))
 
 
-# Zero-copy views of each block's posting arrays, by the block's identity, made once per
-# index (a block's arrays never change).
-_VIEWS: weakref.WeakKeyDictionary[Index, dict[int, tuple[np.ndarray, np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
-_LOCK = threading.Lock()
-
-
 def _views(index: Index) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    with _LOCK:
-        known = _VIEWS.get(index)
-        if known is None:
-            import numpy as np
+    """Zero-copy views of each block's posting arrays, by the block's identity, made once
+    per index (a block's arrays never change)."""
 
-            known = _VIEWS[index] = {
-                id(b): (np.asarray(b.p_sec), np.asarray(b.p_tf)) for b in index.blocks
-            }
-        return known
+    def make() -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        import numpy as np
+
+        return {id(b): (np.asarray(b.p_sec), np.asarray(b.p_tf)) for b in index.blocks}
+
+    return index.derived.get("postings.views", make)
 
 
 def gather(index: Index, places: Sequence[Where]) -> Postings:

@@ -21,7 +21,6 @@ on every word of the real corpora.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 
 from ..index.index import Index, most_frequent
@@ -152,17 +151,9 @@ class Stemmed:
         return found
 
 
-_VIEWS: weakref.WeakKeyDictionary[Index, Stemmed] = weakref.WeakKeyDictionary()
-_VIEWS_LOCK = threading.Lock()
-
-
 def stemmed(index: Index) -> Stemmed:
     """The index's stem view, one per index (it remembers merged postings)."""
-    with _VIEWS_LOCK:
-        view = _VIEWS.get(index)
-        if view is None:
-            view = _VIEWS[index] = Stemmed(index)
-        return view
+    return index.derived.get("stems.view", lambda: Stemmed(index))
 
 
 __all__ = ["Stemmed", "stem_of", "stem_prefix", "stemmed"]
