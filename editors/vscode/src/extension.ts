@@ -31,6 +31,7 @@ import {
   buildSearchRequest,
   bundlePathSegments,
   escapeIconsWithSpans,
+  hitLabels,
   hitToItemFields,
   isBlankQuery,
   lineMatchToItemFields,
@@ -392,7 +393,7 @@ async function searchSections(): Promise<void> {
     fetch: (query, signal) =>
       executeServerCommand<SearchResult>(
         "citeline.search",
-        buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root: root.toString() }),
+        buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root: root.toString(), labels: true }),
         signal,
       ),
     isEmpty: isBlankQuery,
@@ -404,7 +405,8 @@ async function searchSections(): Promise<void> {
     onResult: (_query, result) => {
       const hits = Array.isArray(result?.hits) ? result.hits : [];
       qp.title = `citeline: Search Sections — ${searchSummary({ ...result, hits })}`;
-      qp.items = hits.length === 0 ? [messageItem("No section matches.", "info")] : hits.map((hit) => hitItem(hit, root));
+      const names = hitLabels(result);
+      qp.items = hits.length === 0 ? [messageItem("No section matches.", "info")] : hits.map((hit, i) => hitItem(hit, root, names[i]));
     },
     onError: (_query, error) => {
       const message = report(error);
@@ -428,8 +430,8 @@ async function searchSections(): Promise<void> {
   void ensureClient();
 }
 
-function hitItem(hit: SearchHit, root: vscode.Uri): HitItem {
-  const f = hitToItemFields(hit);
+function hitItem(hit: SearchHit, root: vscode.Uri, name: string | undefined): HitItem {
+  const f = hitToItemFields(hit, { name });
   const label = escapeIconsWithSpans(f.label, f.labelHighlights);
   const detail = escapeIconsWithSpans(f.detail, f.detailHighlights);
   return {
@@ -560,7 +562,7 @@ function VIEW_BUTTON(): vscode.QuickInputButton {
 }
 
 function sectionRequest(query: string, root: string): object {
-  return buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root });
+  return buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root, labels: true });
 }
 
 function linesRequest(query: LinesQuery, root: string): object {

@@ -300,7 +300,11 @@ export class ResultsTree {
     if (current === undefined || place === undefined) return undefined;
     let fresh: ResultNode | undefined;
     if (current.kind === "hit" && c.kind === "search") {
-      const made = hitNode(reanchoredHit(current.hit, place), current.rank, current.id);
+      // A heading names the section wherever it went; the text before a first heading
+      // keeps its file's title while it stays in that file.
+      const headed = typeof place.heading === "string" && place.heading.trim().length > 0;
+      const name = !headed && place.path === current.hit.path ? current.name : undefined;
+      const made = hitNode(reanchoredHit(current.hit, place), current.rank, current.id, name);
       c.nodes[c.nodes.indexOf(current)] = made;
       for (const l of current.lines) this.byId.delete(l.id);
       for (const l of made.lines) this.byId.set(l.id, l);

@@ -39,6 +39,7 @@ import {
   SearchResult,
   buildLinesRequest,
   buildSearchRequest,
+  hitLabels,
   hitToItemFields,
   lineMatchToItemFields,
 } from "../src/mapping";
@@ -381,6 +382,31 @@ describe("integration with the real citeline lsp", () => {
     await check();
     const left = ((await tree.children()) as HitNode[]).filter((n) => tree.mark(n) !== undefined).map((n) => tree.item(n).description);
     assert.deepEqual(left, ["missing"]);
+  });
+
+  test("labels: the text before a file's first heading is named by the file's title, as the extension asks (issue 51)", async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    mkdirSync(join(dir, "quetzal"), { recursive: true });
+    writeFileSync(join(dir, "quetzal", "titled.md"), "---\ntitle: Quetzal field guide\n---\nA quetzal preamble.\n\n## Plumage\n\nquetzal feathers\n", "utf8");
+    writeFileSync(join(dir, "quetzal", "h1.md"), "Quetzal notes first.\n\n# Quetzal diary\n\nmore\n", "utf8");
+    writeFileSync(join(dir, "quetzal", "bare.md"), "Only a quetzal line.\n", "utf8");
+    const request = buildSearchRequest("quetzal", { limit: 20, profile: "recall", root: rootUri, labels: true });
+    const result = await command<SearchResult>("citeline.search", request);
+    assert.equal(result["x-labels"]?.length, result.hits.length);
+    const tree = new ResultsTree(async () => undefined);
+    tree.showSearch("quetzal", rootUri, result);
+    const rows = ((await tree.children()) as HitNode[]).map((n) => tree.item(n).label.label).sort();
+    assert.deepEqual(rows, [
+      "quetzal/bare.md:1-1",
+      "quetzal/h1.md:1-2 — Quetzal diary",
+      "quetzal/h1.md:3-5 — Quetzal diary",
+      "quetzal/titled.md:4-5 — Quetzal field guide", // after the front matter
+      "quetzal/titled.md:6-8 — Plumage",
+    ]);
+    // The Quick Pick's label for the same hits.
+    const names = hitLabels(result);
+    const picks = result.hits.map((h, i) => hitToItemFields(h, { name: names[i] }).label).sort();
+    assert.deepEqual(picks, ["Plumage", "Quetzal diary", "Quetzal diary", "Quetzal field guide", "quetzal/bare.md"]);
   });
 
   test("settings changes reach the server (didChangeConfiguration, section citeline)", async (t) => {

@@ -319,6 +319,23 @@ describe("ResultsTree: checking rows against the files (citeline.verify)", () =>
     assert.equal((again?.groups[0].request.citations[0] as { line_start: number }).line_start, 8);
   });
 
+  test("re-anchoring keeps a title-named preamble's name in its file, and takes the heading or path elsewhere", async () => {
+    const tree = new ResultsTree(reader([]));
+    const result = withHashes();
+    result.hits = [0, 1, 2].map((i) => makeHit({ heading: "", path: "deploy.md", line_start: 1, line_end: 2, snippet: `p${i}`, section_sha256: String(i + 1).repeat(64) }));
+    result["x-labels"] = ["Deploying", "Deploying", "Deploying"];
+    tree.showSearch("q", ROOT, result);
+    const nodes = (await tree.children()) as HitNode[];
+    const plan = tree.verification();
+    assert.ok(plan);
+    const to = (path: string, heading: string): VerifyEntry => ({ status: "moved", path, line_start: 3, line_end: 4, heading });
+    const verdicts = marksOf(plan.groups[0].ids, { snapshot_revision: "r", total: 3, results: [to("deploy.md", ""), to("other.md", ""), to("other.md", "Setup")] });
+    assert.ok(verdicts);
+    tree.applyMarks(plan.generation, verdicts);
+    const labels = nodes.map((n) => tree.item(tree.reanchor(n)?.node ?? n).label.label);
+    assert.deepEqual(labels, ["deploy.md:3-4 — Deploying", "other.md:3-4", "other.md:3-4 — Setup"]);
+  });
+
   test("re-anchoring a line match that moved to another file names the file", async () => {
     const tree = new ResultsTree(reader([]));
     tree.showLines({ pattern: "hashtable", mode: "exact", caseSensitive: true }, ROOT, linesResult());
