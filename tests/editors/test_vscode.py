@@ -513,3 +513,41 @@ def test_a_hit_whose_text_moved_is_marked_on_save_and_re_anchored(
             w.wait_cursor(3, 1, utf16(OKAPI.rstrip("\n")))
     finally:
         okapi.unlink(missing_ok=True)
+
+
+QUOKKA = (
+    "---\ntitle: Quokka field notes\n---\nA quokka smiles at the camera.\n\n"
+    "## Diet\n\nThe quokka eats leaves.\n"
+)
+
+
+def test_text_before_the_first_heading_is_named_by_the_files_title(
+    main_window: Window, main_ws: Path, step: Any
+) -> None:
+    """Issue 51: the results view and the Quick Pick name a file's preamble by its title
+    (the server's x-labels), as Go to Symbol does, not by its path."""
+    w = main_window
+    quokka = main_ws / "quokka.md"
+    quokka.write_text(QUOKKA, "utf-8")
+    try:
+        hits = cli(main_ws, "quokka")["hits"]
+        preamble = next(h for h in hits if h["heading"] == "")
+        where = f"quokka.md:{preamble['line_start']}-{preamble['line_end']}"
+        with step(w):
+            search_in_view(w, "quokka")
+            rows = w.result_rows(1)
+            w.expect(rows).to_have_count(len(hits))
+            labels = {w.row_label(rows.nth(i)) for i in range(len(hits))}
+            assert f"{where} — Quokka field notes" in labels, labels
+            assert not any(label == where for label in labels), labels
+            w.run_command("citeline: Search Sections (Quick Pick)")
+            w.wait_quick_input_title("^citeline: Search Sections")
+            w.quick_input_box.fill("quokka")
+            picks = w.quick_rows()
+            w.expect(picks).to_have_count(len(hits))
+            names = {w.pick_label(picks.nth(i)) for i in range(len(hits))}
+            assert names == {"Quokka field notes", "Diet"}, names
+            w.page.keyboard.press("Escape")
+            w.expect(w.quick_input).to_be_hidden()
+    finally:
+        quokka.unlink(missing_ok=True)
