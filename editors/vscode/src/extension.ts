@@ -20,7 +20,7 @@ import {
   WorkDoneProgress,
 } from "vscode-languageclient/node";
 
-import { describeError, isStartFailureReport, startFailureMessage } from "./errors";
+import { describeError, isStartFailureReport, rejectsLabels, startFailureMessage } from "./errors";
 import { LiveQuery } from "./latest";
 import {
   LinesMode,
@@ -37,6 +37,7 @@ import {
   lineMatchToItemFields,
   linesSummary,
   searchSummary,
+  withoutLabels,
   LineMatch,
 } from "./mapping";
 import { codePointColumnToUtf16 } from "./offsets";
@@ -69,7 +70,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   settings = currentSettings();
 
   const view = new ResultsView({
-    execute: (command, arg, signal, onProgress) => executeServerCommand(command, arg, signal, onProgress),
+    execute: (command, arg, signal, onProgress) =>
+      command === "citeline.search" ? searchCommand(arg, signal) : executeServerCommand(command, arg, signal, onProgress),
     describe: (error) => {
       const d = describeError(error);
       if (d.cancelled) return undefined;
@@ -243,6 +245,7 @@ async function stopClient(): Promise<void> {
 async function restartServer(): Promise<void> {
   if (starting !== undefined) await starting;
   lastFailure = undefined;
+  labelsUnsupported = false; // perhaps an upgraded server
   await stopClient();
   settings = currentSettings();
   const c = await ensureClient();
@@ -250,6 +253,26 @@ async function restartServer(): Promise<void> {
 }
 
 let progressTokens = 0;
+
+/** The server rejected `labels` (a citeline older than the extension): searches go without it. */
+let labelsUnsupported = false;
+
+/**
+ * citeline.search with the extension's `labels: true`; a server that does not know the key
+ * is asked again without it, once, and from then on until it restarts (its hits are then
+ * named by heading or path).
+ */
+async function searchCommand<T>(arg: object, signal?: AbortSignal): Promise<T> {
+  if (labelsUnsupported) return executeServerCommand<T>("citeline.search", withoutLabels(arg), signal);
+  try {
+    return await executeServerCommand<T>("citeline.search", arg, signal);
+  } catch (error) {
+    if (!rejectsLabels(error)) throw error;
+    labelsUnsupported = true;
+    output.warn("This citeline server does not name hits (`labels`): the text before a file's first heading is shown by its path. Upgrade citeline to match the extension.");
+    return executeServerCommand<T>("citeline.search", withoutLabels(arg), signal);
+  }
+}
 
 /**
  * Runs a server command. With `onProgress`, the request carries a workDoneToken of its own
@@ -391,8 +414,7 @@ async function searchSections(): Promise<void> {
 
   const live = new LiveQuery<string, SearchResult>({
     fetch: (query, signal) =>
-      executeServerCommand<SearchResult>(
-        "citeline.search",
+      searchCommand<SearchResult>(
         buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root: root.toString(), labels: true }),
         signal,
       ),

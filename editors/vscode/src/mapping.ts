@@ -96,6 +96,13 @@ export function buildSearchRequest(
   return req;
 }
 
+/** The same request without the `labels` key (for a server that does not know it). */
+export function withoutLabels<T extends object>(request: T): T {
+  if (!("labels" in request)) return request;
+  const { labels: _dropped, ...rest } = request as T & { labels?: unknown };
+  return rest as T;
+}
+
 /**
  * The server's name for each hit (`x-labels`, asked for with `labels: true`), by index;
  * undefined for a hit it does not name (an answer without labels, or a list that does not

@@ -33,7 +33,7 @@ import {
   createProtocolConnection,
 } from "vscode-languageserver-protocol/node";
 
-import { describeError } from "../src/errors";
+import { describeError, rejectsLabels } from "../src/errors";
 import {
   LinesResult,
   SearchResult,
@@ -404,6 +404,11 @@ describe("integration with the real citeline lsp", () => {
       "quetzal/titled.md:6-8 — Plumage",
     ]);
     // The Quick Pick's label for the same hits.
+    // What a server that does not know `labels` answers (its engine's unknown-field error,
+    // here from citeline.concepts, whose requests the server passes on with the key): the
+    // extension recognises it and searches again without the key.
+    await assert.rejects(command("citeline.concepts", { query: "quetzal", labels: true, root: rootUri }), (error: unknown) => rejectsLabels(error));
+    await assert.rejects(command("citeline.concepts", { query: "quetzal", bogus: true, root: rootUri }), (error: unknown) => !rejectsLabels(error));
     const names = hitLabels(result);
     const picks = result.hits.map((h, i) => hitToItemFields(h, { name: names[i] }).label).sort();
     assert.deepEqual(picks, ["Plumage", "Quetzal diary", "Quetzal diary", "Quetzal field guide", "quetzal/bare.md"]);

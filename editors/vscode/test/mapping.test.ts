@@ -11,6 +11,7 @@ import {
   flattenWithSpans,
   hitLabels,
   hitToItemFields,
+  withoutLabels,
   isBlankQuery,
   lineMatchToItemFields,
   linesSummary,
@@ -253,6 +254,12 @@ describe("requests and paths", () => {
     // The language server's `labels` key (issue 51): asked for, never sent as false.
     assert.deepEqual(buildSearchRequest("q", { labels: true, root: "file:///w" }), { query: "q", root: "file:///w", labels: true });
     assert.deepEqual(buildSearchRequest("q", { labels: false }), { query: "q" });
+    // For a server that does not know the key: the same request without it, the original kept.
+    const asked = buildSearchRequest("q", { labels: true, limit: 5 });
+    assert.deepEqual(withoutLabels(asked), { query: "q", limit: 5 });
+    assert.equal(asked.labels, true);
+    const plain = { query: "q" };
+    assert.equal(withoutLabels(plain), plain);
   });
 
   test("x-labels: one name per hit; an answer without them, or a list of another length, names none", () => {
