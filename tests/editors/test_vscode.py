@@ -494,6 +494,9 @@ def test_a_hit_whose_text_moved_is_marked_on_save_and_re_anchored(
             assert w.row_label(rows.first) == "okapi.md:1-3 — Okapi habitat"
             rows.first.click()
             w.wait_editor("okapi.md")
+            # The section selected, the cursor on its heading: the editor has the keyboard
+            # (before that, keys would go to the results view's tree).
+            w.wait_cursor(1, 1, utf16(OKAPI.rstrip("\n")))
             # Two lines typed above the heading, saved in the editor: the section's text
             # is the same, two lines down.
             w.page.keyboard.press("Control+Home")
