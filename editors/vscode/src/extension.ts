@@ -78,6 +78,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       output.error(`${d.message}${d.details !== undefined ? ` ${JSON.stringify(d.details)}` : ""}`);
       return d.message;
     },
+    // Unknown until the server answered initialize: then its list decides.
+    supports: (command) => client?.initializeResult?.capabilities.executeCommandProvider?.commands.includes(command) ?? true,
   });
   results = view;
   context.subscriptions.push(

@@ -39,6 +39,11 @@ export interface ResultsViewDeps {
   execute<T>(command: string, arg: object, signal?: AbortSignal, onProgress?: (value: WorkDoneValue) => void): Promise<T>;
   /** A failure as one line for the view, or undefined for a cancelled request. */
   describe(error: unknown): string | undefined;
+  /**
+   * Whether the running server offers a command (its executeCommandProvider); false skips
+   * the checks of a server older than citeline.verify instead of failing on every save.
+   */
+  supports?(command: string): boolean;
 }
 
 type LastQuery =
@@ -203,6 +208,7 @@ export class ResultsView implements vscode.Disposable {
    */
   async verify(): Promise<boolean> {
     if (this.running !== undefined) return false; // its answer will be fresh
+    if (this.deps.supports?.("citeline.verify") === false) return false;
     const plan = this.tree.verification();
     if (plan === undefined) return false;
     this.verifying?.abort();

@@ -552,6 +552,23 @@ describe("ResultsView", () => {
     assert.equal(view.tree.markCount, 2);
   });
 
+  test("checking: a server that does not offer citeline.verify is not asked", async () => {
+    const fake = makeVscode(FILES);
+    const { ResultsView } = loadView(fake.vscode);
+    const sent: string[] = [];
+    const view: ResultsViewType = new ResultsView({
+      execute: async <T>(command: string) => {
+        sent.push(command);
+        return searchResult() as T;
+      },
+      describe: (error: unknown) => String(error),
+      supports: (command: string) => command !== "citeline.verify",
+    });
+    await view.search("q", FOLDER as never, request);
+    assert.equal(await view.verify(), false);
+    assert.deepEqual(sent, ["citeline.search"]);
+  });
+
   test("checking: a failed check leaves the rows as they were and tells no one but the log", async () => {
     const { view, errors } = setup(async (command) => {
       if (command === "citeline.verify") throw new Error("unknown command citeline.verify");
