@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .base.errors import CODES, CitelineError
     from .base.limits import Limits, Settings
     from .call import Call
-    from .capture.capture import CapturedFile, Snapshot
+    from .capture.snapshot import CapturedFile, Snapshot
     from .core import Engine
     from .index.index import Index, Problem
 

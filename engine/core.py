@@ -18,18 +18,19 @@ import os
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from .answer.present import SectionHit, check_size
 from .answer.requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .answer.search import Rerank, search_sections, symbol_hits
 from .base.cancel import CancelToken
 from .base.limits import Settings
-from .call import Bundle, Call, CallKeywords, call_of
-from .capture.capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
+from .call import Bundle, Call, CallKeywords, IndexedSnapshot, Result, call_of
+from .capture.capture import Changed, Fetcher, OnRead, Progress, capture
 from .capture.flights import Flights, Serving
 from .capture.globs import echo as echo_globs
+from .capture.snapshot import Snapshot
 from .index.blocks import options_key
 from .index.index import Index, Problem
 from .index.parallel import Workers
@@ -47,19 +48,8 @@ if TYPE_CHECKING:
     from .semantic.semantic_engine import SemanticRuntime
 
 T = TypeVar("T")
-Result = dict[str, Any]  # a contract result (SPEC §6, §8, §9), JSON-ready
 ATTEMPTS = 3  # captures per request when files keep changing under it
 HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and line search
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedSnapshot:
-    """A request's snapshot, its index (checked against the limits) and a Fetcher of the
-    bytes of its files."""
-
-    snapshot: Snapshot
-    index: Index
-    fetch: Fetcher
 
 
 class Engine:
@@ -213,7 +203,7 @@ class Engine:
         if self._semantic is not None and self.embed_in_background:
             from .semantic.semantic_engine import embed_the_rest
 
-            embed_the_rest(self, self._semantic, call, options)
+            embed_the_rest(self._on_index, self.reuse.store, self._semantic, call, options)
 
     # -- sections as editor symbols (SPEC §11) --------------------------------------------
 

@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -30,9 +30,58 @@ from .jobs import ProgressFn
 from .rpc import rpc_error, schema
 
 if TYPE_CHECKING:
-    from .server import CitelineServer
+    from pygls.workspace import Workspace
+
+    from citeline.engine import Engine
+    from citeline.engine.base.limits import Settings
+
+    from .jobs import Job
+    from .settings import ServerSettings
 
 log = logging.getLogger("citeline.lsp")
+T = TypeVar("T")
+
+
+class CitelineServer(Protocol):
+    """What the features need of the server (lsp/server.py's CitelineServer has it): its
+    engine, settings and workspace, and how it runs a job. Named here, not imported, so
+    that the server imports its features and never the reverse (no import circle)."""
+
+    engine: Engine
+    options: ServerSettings
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def work_done_progress(self) -> Any: ...
+
+    def folders(self) -> list[tuple[str, str]]: ...
+
+    def choose_folder(self, root: object) -> str: ...
+
+    def engine_settings(self, folder: str, strict: bool = False) -> Settings: ...
+
+    def overlay(self, folder: str) -> dict[str, bytes] | None: ...
+
+    def closed_document(self, path: str | None) -> tuple[str, str] | None: ...
+
+    def client_has_progress(self) -> bool: ...
+
+    def tell_failure(self, folder: str, exc: JsonRpcException) -> None: ...
+
+    async def check_folder(
+        self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
+    ) -> None: ...
+
+    async def run_engine(
+        self,
+        job: Job[T],
+        *,
+        work_done_token: types.ProgressToken | None = None,
+        title: str = "citeline",
+        after_warm_up: bool = True,
+    ) -> T: ...
 
 
 async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..base.cancel import CancelToken
 from ..base.errors import CitelineError
-from ..capture.capture import CapturedFile, Snapshot
+from ..capture.snapshot import CapturedFile, Snapshot
 from ..index.hashes import section_sha256
 from ..index.index import Index, Section
 from ..rank.rank import rank

@@ -48,7 +48,7 @@ from .final_paths import final_folder, final_path
 from .stats import Fingerprint, fingerprint
 
 if TYPE_CHECKING:
-    from .capture import CapturedFile, Snapshot
+    from .snapshot import CapturedFile, Snapshot
 
 S_ISREG = stat.S_ISREG
 S_ISDIR = stat.S_ISDIR

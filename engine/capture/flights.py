@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..base.cancel import CancelToken
 from ..base.limits import Settings
-from .capture import Snapshot
+from .snapshot import Snapshot
 
 LANDED_KEPT = 8  # finished captures kept to share (one per bundle and settings)
 WAIT_STEP = 0.05  # seconds between two looks at the cancel token while waiting for a flight

@@ -17,8 +17,9 @@ from . import files, stats
 from .files import Backend, _unreadable
 from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .snapshot import Walked
 from .stats import FileState, fingerprint
-from .walk import UNREAD, Listing, Prefetch, Walked, _check_utf8, _read, above_signature
+from .walk import UNREAD, Listing, Prefetch, _check_utf8, _read, above_signature
 
 
 def rules_above(root: str, settings: Settings, backend: Backend | None = None) -> tuple[Above, ...]:

@@ -22,6 +22,7 @@ from . import files, stats
 from .files import Backend, _unreadable
 from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .snapshot import Walked
 from .stats import FileState, Fingerprint, fingerprint
 
 OnRead = Callable[[str, str, bytes], None]  # (path, sha256, bytes) of a file just read
@@ -84,17 +85,6 @@ class Listing(list):  # type: ignore[type-arg]
 
     unread = False
     walked: Walked | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Walked:
-    """What a journaled capture needs of the walk before it, besides the stat index: the
-    rules above the bundle it applied (read afresh, compared: they lie outside the watched
-    folders), and the files that had more than one link (a write through a link outside
-    the bundle raises no event in its folders, so those are stat'ed on every request)."""
-
-    above: tuple[tuple[str, tuple[str, ...]], ...]
-    linked: frozenset[str]
 
 
 def above_signature(above: Sequence[Above]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -327,7 +317,6 @@ __all__ = [
     "Listing",
     "OnRead",
     "Prefetch",
-    "Walked",
     "above_signature",
     "list_markdown",
 ]

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ..base.cancel import CancelToken
 from ..base.codec import Corrupt
-from ..capture.capture import CapturedFile
+from ..capture.snapshot import CapturedFile
 from ..text.analysis import (
     AnalysisOptions,
     FileAnalysis,

@@ -23,7 +23,7 @@ from ..base.limits import MAX_HEADING_BYTES, Settings, limit_error
 from .blocks import Block
 from .hashes import SectionHashes
 from .lexicon import Lexicon
-from .postings import Postings, gather
+from .postings import Postings, Views, Where, gather, views
 
 T = TypeVar("T")
 
@@ -68,9 +68,6 @@ class Section:
 
 # (the first duplicate concept id, the first heading or title over the length limit)
 Checked = tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None]
-
-# (block, section offset of the block, first posting, end of postings)
-Where = tuple[Block, int, int, int]
 
 
 def sections_in(places: Sequence[Where]) -> int:
@@ -118,8 +115,7 @@ class Index:
         self.bases = [0, *itertools.accumulate(sizes)][: len(sizes)]  # first id of each block
         self.n = n = sum(sizes)
         total = sum(block.total_length for block in self.blocks)
-        mean = total / n if n else 0.0
-        self.avglen = mean if mean > 0 else 1.0
+        self.avglen = (total / n if n else 0.0) or 1.0  # (lengths are never negative)
         self.tokens = sum(block.tokens for block in self.blocks)
         self.problems = tuple(
             sorted(
@@ -258,7 +254,10 @@ class Index:
         return found
 
     def postings(self, term: str) -> Postings:
-        return gather(self, self.where(term))
+        return gather(self.posting_views(), self.where(term))
+
+    def posting_views(self) -> Views:
+        return self.derived.get("postings.views", lambda: views(self.blocks))
 
     def df(self, term: str) -> int:
         return sections_in(self.where(term))

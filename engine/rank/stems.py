@@ -92,7 +92,8 @@ class Stemmed:
                 self._where.move_to_end(stem)
                 return known
         index = self.index
-        found = merge([gather(index, index.where(word)) for word in self.words(stem)])
+        views = index.posting_views()
+        found = merge([gather(views, index.where(word)) for word in self.words(stem)])
         with self._lock:
             if stem not in self._where:
                 self._where[stem] = found

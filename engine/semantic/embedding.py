@@ -2,7 +2,7 @@
 the background.
 
 - `embed` gives a request the vectors of its candidates' passages: those in the persistent
-  cache (store.Vectors, checked), the missing ones computed in batches with a progress
+  cache (vectors.Vectors, checked), the missing ones computed in batches with a progress
   callback and the CancelToken checked between batches (and, by the backend, between
   passages), each batch written back as it is done. A cancelled request raises the
   engine's `cancelled` error: never a partial answer (what was computed stays cached).
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from ..base.cancel import CancelToken
 from ..base.errors import cancelled
-from ..store.store import Vectors
 from .semantic import Backend, Locked, Passage, decode_vector, encode_vector
+from .vectors import Vectors
 
 log = logging.getLogger("citeline.semantic")
 

@@ -23,7 +23,7 @@ from ..answer.search import Rerank, _file, _text
 from ..base.cancel import CancelToken
 from ..base.errors import schema_error
 from ..rank.rank import rank
-from ..store.store import Store, Vectors
+from ..store.store import Store
 from ..text.terms import query_terms
 from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
 from .semantic import (
@@ -37,16 +37,18 @@ from .semantic import (
     encode_vector,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
+from .vectors import Vectors
 
 if TYPE_CHECKING:
     from ..answer.lines import LinesRequest
-    from ..call import Call
-    from ..capture.capture import Snapshot
-    from ..core import Engine, IndexedSnapshot, Result
+    from ..call import Call, IndexedSnapshot, Result
+    from ..capture.snapshot import Snapshot
     from ..index.index import Index, Section
     from ..text.options import AnalysisOptions
 
 _log = logging.getLogger(__name__)
+# Engine._on_index: run a function on a call's snapshot and its index.
+OnIndex = Callable[["Call", "AnalysisOptions", Callable[["IndexedSnapshot"], None]], None]
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
 REMEMBERED = 4096  # vectors kept in memory (398 bytes each: ≈ 1.6 MB)
 K = DEFAULT_FUSION.k  # recall's candidates for both semantic mode and hybrid
@@ -312,20 +314,22 @@ def hybrid_rerank(
 
 
 def embed_the_rest(
-    engine: Engine, runtime: SemanticRuntime, call: Call, options: AnalysisOptions
+    on_index: OnIndex, store: Store, runtime: SemanticRuntime, call: Call, options: AnalysisOptions
 ) -> None:
     """After a semantic or hybrid answer (never before it), in a long-lived process: every
     section of the bundle to the background worker, from a thread of its own so that the
-    answer does not wait for the decoding of every file."""
-    backend = runtime.backend(engine.reuse.store)
-    runtime.embedder(engine.reuse.store)
+    answer does not wait for the decoding of every file. `on_index`: the engine's way to
+    run a function on the call's snapshot and index (semantic mode is handed what it needs,
+    never the Engine)."""
+    backend = runtime.backend(store)
+    runtime.embedder(store)
     if not runtime.take_submit():
         return
     quiet = replace(call, progress=None, cancel=None, overlay=None, fresh_after=None)
 
     def submit() -> None:
         try:
-            engine._on_index(
+            on_index(
                 quiet,
                 options,
                 lambda p: runtime.submit(backend.model_id, p.snapshot, p.index, p.fetch),

@@ -23,7 +23,7 @@ from bundles import write_bundle as write
 
 from citeline.cli import launch
 
-CLIENT = [sys.executable, "-m", "citeline.cli.launch"]
+CLIENT = [sys.executable, "-m", "citeline.cli.entry"]
 MARK = b"citeline: answered by the warm process (CITELINE_DAEMON=0 turns it off)\n"
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 LOCAL_PEERCRED = 0x001  # its value on macOS (<sys/un.h>), at level SOL_LOCAL (0)
