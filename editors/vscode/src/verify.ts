@@ -165,11 +165,10 @@ export function placeOf(e: VerifyEntry): Place | undefined {
   return p;
 }
 
-/** A share in [0, 1] as a whole percentage, never 100% for less than all (`99%`). */
+/** A share in [0, 1] as a whole percentage, rounded half up as Neovim's and Emacs's lists round it. */
 export function percent(share: number): string {
   const p = Math.max(0, Math.min(1, share));
-  const n = p < 1 ? Math.min(99, Math.round(p * 100)) : 100;
-  return `${n}%`;
+  return `${Math.floor(p * 100 + 0.5)}%`;
 }
 
 /** The mark of one verdict; undefined for `valid` (and for a status this version does not know). */

@@ -147,8 +147,8 @@ describe("verdicts → marks", () => {
     assert.equal(markOf({ ...moved, status: "changed", similarity: null })?.text, "changed → docs/b.md:40-48");
   });
 
-  test("percentages never round a partial share up to all of it", () => {
-    assert.deepEqual([0, 0.004, 0.5, 0.996, 1, 1.5, -1].map(percent), ["0%", "0%", "50%", "99%", "100%", "100%", "0%"]);
+  test("percentages round half up (as in the Neovim and Emacs lists), clamped to 0–100%", () => {
+    assert.deepEqual([0, 0.004, 0.005, 0.5, 0.714, 0.875, 0.996, 1, 1.5, -1].map(percent), ["0%", "0%", "1%", "50%", "71%", "88%", "100%", "100%", "100%", "0%"]);
   });
 
   test("stale and missing: no place to go", () => {
