@@ -200,6 +200,7 @@ test("package.json: activation, engines and the pinned client agree", () => {
   assert.equal(props["citeline.profile"].default, "recall");
   assert.equal(props["citeline.skipInvalid"].default, true); // the server's editor default (SPEC §11)
   assert.equal(props["citeline.unsaved"].default, false);
+  assert.equal(props["citeline.backgroundEmbedding"].default, true); // the server's default
   // The view container, its icon (shipped: not in .vscodeignore) and the view's toolbar.
   const container = manifest.contributes.viewsContainers.activitybar[0];
   assert.equal(container.id, "citeline");
