@@ -14,6 +14,7 @@ the request is then read from its JSON, and the keywords make the Call.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -26,6 +27,7 @@ from .answer.requests import ConceptsRequest, Relevance, SearchRequest, SymbolsR
 from .answer.search import Rerank, search_sections, symbol_hits
 from .base.cancel import CancelToken
 from .base.limits import Settings
+from .base.warmer import Warmer
 from .call import Bundle, Call, CallKeywords, IndexedSnapshot, Result, call_of
 from .capture.capture import Changed, Fetcher, OnRead, Progress, capture
 from .capture.flights import Flights, Serving
@@ -52,6 +54,12 @@ ATTEMPTS = 3  # captures per request when files keep changing under it
 HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and line search
 
 
+def _prepare(index: Index, pause: Callable[[], None]) -> None:
+    """What the warmer makes of an index between requests."""
+    index.prepare(pause)
+    naming.prepare(index, pause)
+
+
 class Engine:
     """Pure search over a bundle: bytes in, JSON-ready results out. Thread-safe.
 
@@ -63,8 +71,9 @@ class Engine:
     long-lived fronts, never a one-shot call. `embed_in_background`: after a semantic or
     hybrid answer, embed every section of its snapshot in a background thread (SPEC §15:
     the long-lived fronts; close() stops it). `prepare_in_background`: after an answer,
-    make in background threads what later requests on its index want (Index.prepare, and
-    naming.prepare's held names: the long-lived fronts).
+    make what later requests on its index want (Index.prepare's lexicon, naming.prepare's
+    held names: the long-lived fronts) in the engine's one background thread (`warmer`,
+    engine/base/warmer.py), which steps aside while a request is served; close() stops it.
     """
 
     def __init__(
@@ -95,6 +104,7 @@ class Engine:
         self.reread = reread
         self.flights = Flights()  # captures that requests share
         self.serving = Serving()  # requests running, which background work steps aside for
+        self.warmer = Warmer(self.serving.wait_idle)  # (prepare_in_background's one thread)
 
     def use_cache(
         self, cache: str | os.PathLike[str] | bool | None, cache_bytes: int | None = None
@@ -110,7 +120,8 @@ class Engine:
         """Stop the worker processes, if any were started, and close the cache (`wait`: see
         parallel.Workers.close; a process about to exit normally passes True)."""
         self.workers.close(wait)
-        for index in self.reuse.indexes():  # held names, and their builder thread
+        self.warmer.close()
+        for index in self.reuse.indexes():  # the names they hold
             naming.held_of(index).close()
         if self._semantic is not None:
             self._semantic.close()
@@ -470,8 +481,7 @@ class Engine:
                 idx.check(call.settings)
             answer = then(IndexedSnapshot(snap, idx, fetch))
             if self.prepare_in_background:
-                idx.prepare(pause=self.serving.wait_idle)
-                naming.prepare(idx, pause=self.serving.wait_idle)
+                self.warmer.add(idx, functools.partial(_prepare, idx))
             return answer
 
         try:

@@ -134,7 +134,6 @@ class Index:
         self._lock = threading.Lock()
         self._lexicon: Lexicon | None = None
         self._blocks_at: dict[str, tuple[Block, int]] | None = None
-        self._preparing: threading.Thread | None = None
         if previous is not None and previous._lexicon is not None:
             self._lexicon = _derived(previous, self.blocks)
         # Section hashes for verify's look-up by hash (hashes.py): made on first use.
@@ -282,29 +281,12 @@ class Index:
                 found[term] = found.get(term, 0) + count
         return list(found.items())
 
-    def prepare(
-        self, background: bool = True, pause: Callable[[], None] | None = None
-    ) -> threading.Thread | None:
+    def prepare(self, pause: Callable[[], None] | None = None) -> None:
         """Make what later requests on this index want and one-shot calls do not: its
-        lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr). In
-        a daemon thread unless not `background` (the thread, once started, is returned),
-        calling `pause` before each block (Serving.wait_idle: it steps aside while the
-        engine serves a request); answers are the same before, during and after."""
-        if self._lexicon is not None or len(self.blocks) < LEXICON_BLOCKS:
-            return None
-        if not background:
-            self._make_lexicon(pause)
-            return None
-        with self._lock:
-            if self._preparing is None:
-                self._preparing = threading.Thread(
-                    target=self._make_lexicon, args=(pause,), name="citeline-lexicon", daemon=True
-                )
-                self._preparing.start()
-            return self._preparing
-
-    def _make_lexicon(self, pause: Callable[[], None] | None) -> None:
-        if self._lexicon is None:
+        lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr),
+        calling `pause` before each block (the engine's Warmer runs it between requests);
+        answers are the same before, during and after."""
+        if self._lexicon is None and len(self.blocks) >= LEXICON_BLOCKS:
             self._lexicon = Lexicon.of(self.blocks, pause)
 
     # -- sections ------------------------------------------------------------------------

@@ -12,13 +12,14 @@ name words and, per section, the ids of its words (a few bytes a section). They 
 by the block's content address and the tokenisation, so a later snapshot that keeps the
 block keeps them; a one-shot call never pays for a whole block, and a ranking holds a few
 thousand sections at most, so no keystroke pays for many blocks. A long-lived front also
-holds, built between requests, every block's names under each tokenisation its rankings
-read (`prepare`, for an index of 32 blocks or more): at ten times tldr a session reaches
+holds, built between requests by the engine's Warmer (engine/base/warmer.py), every block's
+names under each tokenisation its rankings read (`prepare`, for an index of 32 blocks or
+more): at ten times tldr a session reaches
 all 177 blocks, and at a ranking's budget it took four rounds of typing to hold them.
 
 What is held belongs to the index's lineage (`Held`, in `Index.lineage`): the bundle's index
-and those made from it after edits share it, another bundle's index has its own (and its own
-builder thread, pausing for its own engine's requests), and `Engine.close` drops it.
+and those made from it after edits share it, another bundle's index has its own, and
+`Engine.close` drops it.
 
 Either way the words are those of the same `Tokenizer.tokens` call on the same text:
 what is held is a cache of a pure function, and scores never depend on it.
@@ -199,18 +200,16 @@ def _read(
 class Held:
     """The held names of one lineage of indexes (Index.lineage: a bundle's index and those
     made from it after edits), by block content address and tokenisation, least recently
-    used dropped first beyond _HELD_SECTIONS; the blocks waiting for the builder thread; and
-    how often each block not held was read section by section. Another bundle's lineage has
-    its own, and its own builder, which steps aside for its own engine's requests."""
+    used dropped first beyond _HELD_SECTIONS; the blocks `prepare` is to hold; and how often
+    each block not held was read section by section. Another bundle's lineage has its own."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.held: OrderedDict[_Key, HeldNames] = OrderedDict()
         self.sections = 0
         self.asked: dict[_Key, int] = {}  # sections read one at a time, per block not held
-        # Blocks waiting for the builder (it holds them until they are built), in order.
+        # Blocks `prepare` is to hold (pending until held), in building order.
         self.pending: OrderedDict[_Key, tuple[Block, Tokenizer]] = OrderedDict()
-        self.builder: threading.Thread | None = None
         self.closed = False
 
     def hold(self, key: _Key, names: HeldNames, sections: int) -> None:
@@ -232,7 +231,7 @@ class Held:
             return names
 
     def close(self) -> None:
-        """Drop everything held and stop the builder after the block it is building."""
+        """Drop everything held; a build under way ends after its block."""
         with self.lock:
             self.closed = True
             self.held.clear()
@@ -241,6 +240,7 @@ class Held:
             self.sections = 0
 
     def build_pending(self, pause: Callable[[], None] | None) -> None:
+        """Hold every pending block, in order (the caller's thread: the engine's Warmer)."""
         while True:
             with self.lock:
                 # A block stays pending until it is held: rankings meanwhile read it
@@ -251,7 +251,6 @@ class Held:
                         break
                     del self.pending[key]
                 else:
-                    self.builder = None
                     return
             self.hold(key, _built(self, block, tokenizer, pause), block.sections)
             with self.lock:
@@ -276,7 +275,7 @@ def _used(index: Index) -> set[Tokenizer]:
 
 
 def _prepared(index: Index) -> set[Tokenizer]:
-    """Those of them prepare has handed to the builder already."""
+    """Those of them prepare has planned already."""
     return index.derived.get("naming.prepared", set)
 
 
@@ -314,7 +313,7 @@ class Names:
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
         # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
-        self._deferred: set[int] = set()  # (by id) blocks the builder has yet to hold
+        self._deferred: set[int] = set()  # (by id) blocks prepare has yet to hold
         # per held block (by id): it, and the ids of `asked` and of each group's words
         # among its names
         self._known: dict[int, tuple[HeldNames, frozenset[int], tuple[frozenset[int], ...]]] = {}
@@ -367,7 +366,7 @@ class Names:
         held = store.held_for(key)
         if held is None:
             with store.lock:
-                if key in store.pending:  # the builder will hold it between requests
+                if key in store.pending:  # prepare will hold it between requests
                     self._deferred.add(b)
                     blocks[b] = None
                     return None
@@ -395,14 +394,13 @@ def _built(
     return HeldNames.build(block, tokenizer, pause)
 
 
-def prepare(index: Index, pause: Callable[[], None] | None = None) -> threading.Thread | None:
-    """Hold, from a daemon thread, the names of every block of `index` under each
-    tokenisation a ranking has read them under (once per index and tokenisation: a
-    later index of the workspace shares its unchanged blocks, already held), the blocks
-    asked about most first, calling `pause` before each (Serving.wait_idle: it steps aside
-    while the engine serves a request). Not when they would not all fit in what is held,
-    nor for an index of fewer than _PREPARE_BLOCKS blocks.
-    The thread, if one runs, is returned."""
+def prepare(index: Index, pause: Callable[[], None] | None = None) -> None:
+    """Hold the names of every block of `index` under each tokenisation a ranking has read
+    them under (once per index and tokenisation: a later index of the workspace shares its
+    unchanged blocks, already held), the blocks asked about most first, calling `pause`
+    before each (the engine's Warmer runs it between requests; until a block is held,
+    rankings read it section by section). Not when they would not all fit in what is held,
+    nor for an index of fewer than _PREPARE_BLOCKS blocks."""
     store = held_of(index)
     with store.lock:
         done = _prepared(index)
@@ -421,12 +419,7 @@ def prepare(index: Index, pause: Callable[[], None] | None = None) -> threading.
                 for tok, name in zip(toks, names, strict=True):
                     if (block.key, name) not in store.held:
                         store.pending.setdefault((block.key, name), (block, tok))
-        if store.builder is None and store.pending:
-            store.builder = threading.Thread(
-                target=store.build_pending, args=(pause,), name="citeline-names", daemon=True
-            )
-            store.builder.start()
-        return store.builder
+    store.build_pending(pause)
 
 
 def forget(index: Index) -> None:

@@ -5,6 +5,8 @@ rescored)."""
 
 from __future__ import annotations
 
+import functools
+import time
 from array import array
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,6 +17,7 @@ from needs import corpus
 
 from citeline.engine import Engine, Settings
 from citeline.engine.answer.requests import Relevance
+from citeline.engine.base.warmer import Warmer
 from citeline.engine.rank import naming
 from citeline.engine.rank import scoring as scoring_module
 from citeline.engine.rank.naming import HeldNames, Names
@@ -248,7 +251,7 @@ def _held_keys(index: Any, tokenizer: Any) -> list[bool]:
 def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     indexes: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """naming.prepare builds, in a thread that waits while a request is served, every
+    """naming.prepare builds, in the engine's Warmer, which waits while a request is served, every
     block's names under each tokenisation a ranking read them under, the words as typed
     before their stems; until then rankings read the pending blocks section by section
     rather than build them; and rankings are the same before, during and after."""
@@ -260,7 +263,8 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     index = indexes[0]
     assert len(index.blocks) >= 3
     Names(index, RECALL.tokenizer, [["x"]])
-    assert naming.prepare(index) is None  # (an index of few blocks is left to the rankings)
+    naming.prepare(index)  # (an index of few blocks is left to the rankings)
+    assert not any(_held_keys(index, RECALL.tokenizer))
     monkeypatch.setattr(naming, "_PREPARE_BLOCKS", 3)
     unheld = _rankings(index)
     naming.forget(index)
@@ -274,26 +278,29 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
 
     monkeypatch.setattr(HeldNames, "build", classmethod(counting))
     serving = Serving()
+    warmer = Warmer(serving.wait_idle)
     stems = RECALL.tokenizer
     Names(index, stems.unstemmed, [["x"]])  # rankings read both tokenisations
     with serving.request():
         rank(index, query_terms("docker run", stems), match_any=True, limit=20)
         first = len(built)
         assert first == 2  # one block for each tokenisation (its budget)
-        thread = naming.prepare(index, pause=serving.wait_idle)
-        assert thread is not None
-        thread.join(0.5)
-        assert thread.is_alive() and len(built) == first  # waiting while serving
-        # ...but the blocks the builder will hold are read section by section meanwhile
+        warmer.add(index, functools.partial(naming.prepare, index))
+        deadline = time.monotonic() + 60
+        while not naming.held_of(index).pending and time.monotonic() < deadline:
+            time.sleep(0.01)  # (planned in the warmer's thread, before its first pause)
+        assert not warmer.idle(0.5) and len(built) == first  # waiting while serving
+        # ...but the blocks prepare will hold are read section by section meanwhile
         assert _rankings(index) == unheld and len(built) == first
-    thread.join(120)
-    assert not thread.is_alive()
+    assert warmer.idle(120)
     assert all(_held_keys(index, stems)) and all(_held_keys(index, stems.unstemmed))
     # the words as typed were built, and the stems not built by the first ranking were
     # derived from them
     assert built.count("none") == len(index.blocks) and built.count("english") == 1
     assert _rankings(index) == unheld
-    assert naming.prepare(index, pause=serving.wait_idle) is None  # once per index
+    done = len(built)
+    naming.prepare(index, serving.wait_idle)
+    assert len(built) == done  # once per index
 
 
 def test_state_lives_with_the_index_and_its_lineage(tmp_path: Any) -> None:
