@@ -35,7 +35,7 @@ from .capture.globs import echo as echo_globs
 from .capture.snapshot import Snapshot
 from .index.blocks import options_key
 from .index.index import Index, Problem
-from .index.parallel import Workers
+from .index.parallel import Workers, default_workers
 from .rank import naming
 from .reuse import Reuse, bundle_key
 from .store.store import Store, default_folder
@@ -105,6 +105,40 @@ class Engine:
         self.flights = Flights()  # captures that requests share
         self.serving = Serving()  # requests running, which background work steps aside for
         self.warmer = Warmer(self.serving.wait_idle)  # (prepare_in_background's one thread)
+
+    @classmethod
+    def one_shot(
+        cls, settings: Settings | None = None, *, cache: bool | str = True, reread: bool = False
+    ) -> Engine:
+        """The engine of one command-line call: the other cores for a big cold parse, the
+        persistent cache for what earlier calls learnt, no file bytes held (nothing asks
+        twice), nothing in the background."""
+        return cls(settings, workers=default_workers(), cache=cache, reread=reread, hold_bytes=0)
+
+    @classmethod
+    def long_lived(
+        cls,
+        settings: Settings | None = None,
+        *,
+        cache: str | os.PathLike[str] | bool | None = True,
+        reread: bool = False,
+        hold_bytes: int = HOLD_BYTES,
+        embed_in_background: bool = True,
+    ) -> Engine:
+        """The engine of a process that answers many requests (the language server, the MCP
+        server, the warm process): the other cores for a big cold parse, change journals
+        (a warm request stats only what changed), derived state made between requests, and
+        after a semantic answer the rest of the workspace's vectors (`embed_in_background`)."""
+        return cls(
+            settings,
+            workers=default_workers(),
+            cache=cache,
+            reread=reread,
+            hold_bytes=hold_bytes,
+            journal=True,
+            embed_in_background=embed_in_background,
+            prepare_in_background=True,
+        )
 
     def use_cache(
         self, cache: str | os.PathLike[str] | bool | None, cache_bytes: int | None = None

@@ -48,7 +48,6 @@ from citeline.engine import (
 )
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.base.limits import Settings
-from citeline.engine.index.parallel import default_workers
 from citeline.fronts import names
 from citeline.fronts.json_names import json_type
 
@@ -83,14 +82,7 @@ class CitelineServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
         self.options = ServerSettings()
-        self.engine = Engine(
-            self.options.engine,
-            workers=default_workers(),
-            cache=self.options.cache,
-            journal=True,
-            embed_in_background=True,  # the rest of a corpus's vectors (SPEC §15)
-            prepare_in_background=True,
-        )
+        self.engine = Engine.long_lived(self.options.engine, cache=self.options.cache)
         self.jobs = Jobs(self)
         self.diagnostics = Diagnostics(self)
         self.background: set[asyncio.Task[Any]] = set()
