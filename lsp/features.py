@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from citeline.engine import Call, CancelToken, CitelineError, Problem, Relevance, SectionHit
-from citeline.engine.answer.requests import front_request, strict_of
+from citeline.engine.answer.requests import SymbolsRequest, front_request, strict_of
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.capture.capture import read_inside
 from citeline.engine.operations import OPERATIONS
@@ -155,25 +155,15 @@ async def workspace_symbols(
     folders = [path for _, path in ls.folders()]
     opts = ls.options
     engine = ls.engine
-    query = params.query
+    request = SymbolsRequest(params.query, opts.symbol_cap, opts.list_cap, opts.relevance_options)
     arrived = time.monotonic()
     overlays = {path: ls.overlay(path) for path in folders}
 
     def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
         per_folder = []
         for path in folders:
-            hits = engine.symbols(
-                path,
-                query,
-                cap=opts.symbol_cap,
-                list_cap=opts.list_cap,
-                relevance=opts.relevance_options,
-                settings=ls.engine_settings(path),
-                cancel=cancel,
-                progress=progress,
-                overlay=overlays[path],
-                fresh_after=arrived,
-            )
+            call = Call(path, ls.engine_settings(path), cancel, progress, overlays[path], arrived)
+            hits = engine.symbols(call, request)
             per_folder.append([(path, h) for h in hits])
         if len(per_folder) == 1:
             return per_folder[0]
@@ -259,14 +249,10 @@ async def warm_up(
             for folder in folders:
                 for options in wanted:
                     try:
-                        index = ls.engine.prepare(
-                            folder,
-                            options,
-                            settings=ls.engine_settings(folder),
-                            cancel=cancel,
-                            progress=progress,
-                            fresh_after=begun,
+                        call = Call(
+                            folder, ls.engine_settings(folder), cancel, progress, None, begun
                         )
+                        index = ls.engine.prepare(call, options)
                     except CitelineError as err:
                         if err.code == "cancelled":
                             raise

@@ -41,6 +41,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.uris import to_fs_path
 
 from citeline.engine import (
+    Call,
     CancelToken,
     CitelineError,
     Engine,
@@ -303,12 +304,8 @@ class CitelineServer(LanguageServer):
         warm-up just built); open documents use the editor text."""
         opts = self.options
         if found is None:
-            found = self.engine.problems(
-                folder,
-                opts.relevance_options.analysis,
-                settings=self.engine_settings(folder),
-                cancel=cancel,
-            )
+            call = Call(folder, self.engine_settings(folder), cancel)
+            found = self.engine.problems(call, opts.relevance_options.analysis)
         open_docs = self.open_texts(folder)
         out = [p for p in found if p.path not in open_docs]
         for rel, text in open_docs.items():
