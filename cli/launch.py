@@ -251,30 +251,6 @@ def code_fingerprint() -> bytes:
     return os.fsencode("\n".join(parts))
 
 
-def eligible(argv: list[str]) -> bool:
-    """Whether this call may go to the warm process: a search, concepts or lines call with
-    the cache on, whose output goes to pipes or files (at a terminal the output depends on
-    the terminal: colour, progress, a summary line), where the platform has what the warm
-    process needs (`usable`)."""
-    return (
-        os.environ.get("CITELINE_DAEMON", "1").strip().lower() not in OFF
-        and bool(argv)
-        and argv[0] in COMMANDS
-        and (argv[0] != "verify" or reads_a_file(argv))
-        and "--no-cache" not in argv
-        and not os.isatty(1)
-        and not os.isatty(2)
-        and usable()
-    )
-
-
-def reads_a_file(argv: list[str]) -> bool:
-    """Whether a verify call names its citations' file (--from): the warm process is handed
-    the arguments and the working folder, not standard input, so a verify reading standard
-    input is answered in its own process."""
-    return any(a == "--from" or a.startswith("--from=") for a in argv[1:])
-
-
 def usable() -> bool:
     """Whether this platform gives what the warm process needs, tested on the capabilities
     themselves: Unix sockets and a way to ask who is at the other end (SO_PEERCRED on Linux,

@@ -156,17 +156,17 @@ def test_which_calls_go_to_the_warm_process(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(os, "isatty", lambda fd: False)
-    assert launch.eligible(argv) is expected
+    assert entry.eligible(argv) is expected
     for tty in (1, 2):
         monkeypatch.setattr(os, "isatty", lambda fd, tty=tty: fd == tty)
-        assert launch.eligible(argv) is False
+        assert entry.eligible(argv) is False
     monkeypatch.setattr(os, "isatty", lambda fd: False)
     # the platform's capabilities decide, not its name (test_daemon_platforms.py): macOS
     # has what it takes, Windows has not
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert launch.eligible(argv) is expected
+    assert entry.eligible(argv) is expected
     monkeypatch.setattr(sys, "platform", "win32")
-    assert launch.eligible(argv) is False
+    assert entry.eligible(argv) is False
 
 
 def test_why_there_is_no_answer(places: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,6 @@ LARGER = {
     "engine/capture/ignore.py",
     "engine/capture/journal.py",
     "cli/cli.py",
-    "cli/launch.py",
     "mcp_server/server.py",
     "cli/render.py",
     "lsp/server.py",
