@@ -140,3 +140,8 @@ def kept_share(cited: str, now: str) -> float:
     a = Counter(w.casefold() for w in re.findall(r"\w+", cited))
     b = Counter(w.casefold() for w in re.findall(r"\w+", now))
     return sum((a & b).values()) / sum(a.values())
+
+
+# The edit both editors' verify tests make inside the Collisions section: two words replaced.
+COLLISIONS_CITED = "## Collisions\n\nCollisions are resolved by chaining buckets."
+COLLISIONS_NOW = "## Collisions\n\nCollisions are resolved by open addressing."

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from editor_fixtures import (
+    COLLISIONS_CITED,
+    COLLISIONS_NOW,
     LABELS_QUERY,
     REPO,
     cli_search,
@@ -146,10 +148,7 @@ def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env):
     def summaries(step: str) -> list[str]:
         return [s for s, _f, _l in out[step]]
 
-    share = kept_share(
-        "## Collisions\n\nCollisions are resolved by chaining buckets.",
-        "## Collisions\n\nCollisions are resolved by open addressing.",
-    )
+    share = kept_share(COLLISIONS_CITED, COLLISIONS_NOW)
     assert out["similarity"] == pytest.approx(share, abs=1e-4)
     assert summaries("saved") == [
         f"[moved → notes/hashing.md:3-6] {ordered}",

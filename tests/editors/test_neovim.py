@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from editor_fixtures import (
+    COLLISIONS_CITED,
+    COLLISIONS_NOW,
     LABELS_QUERY,
     REPO,
     cli_search,
@@ -545,10 +547,7 @@ def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env, nvim):
     # Written: two lines above (moved); two words of Collisions replaced (changed); the
     # file not touched stays unmarked.
     (changed,) = [r for r in out["saved"]["results"] if r["status"] == "changed"]
-    share = kept_share(
-        "## Collisions\n\nCollisions are resolved by chaining buckets.",
-        "## Collisions\n\nCollisions are resolved by open addressing.",
-    )
+    share = kept_share(COLLISIONS_CITED, COLLISIONS_NOW)
     assert changed["similarity"] == pytest.approx(share, abs=1e-4)
     assert texts("saved") == [
         f"[moved → notes/hashing.md:3-6] {ordered}",
