@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 from ..index.index import Index, most_frequent
 from ..index.postings import Postings, gather, merge
-from ..text.terms import _stem
+from ..text.terms import english_stem
 
 # Stems' postings a view keeps (its words' joined across the blocks and summed), counted in
 # postings (8 bytes each): a stem of a common word merges tens of thousands, and
@@ -44,7 +44,7 @@ def stem_of(token: str) -> str:
     """The stem the `stemming=english` tokenizer gives an indexed token. The tokenizer
     never stems a CJK bigram, and Snowball leaves every token of two characters or fewer
     as it is, so Snowball's answer is the tokenizer's for every token."""
-    return _stem(token)
+    return english_stem(token)
 
 
 def stem_prefix(stem: str) -> str:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..answer.requests import Relevance
-from ..answer.search import Rerank, _file, _text
+from ..answer.search import Rerank, decoded_text, file_named
 from ..base.cancel import CancelToken
 from ..base.errors import schema_error
 from ..rank.rank import rank
@@ -365,7 +365,7 @@ def candidates(
     for sec in sections:
         text = texts.get(sec.path)
         if text is None:
-            text = texts[sec.path] = _text(fetch(_file(snapshot, sec.path)))
+            text = texts[sec.path] = decoded_text(fetch(file_named(snapshot, sec.path)))
         if passages:
             body = text[sec.start : sec.end]
             out.append(passage(model_id, sec.title, sec.outline, sec.heading, body))

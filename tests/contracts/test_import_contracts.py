@@ -64,3 +64,27 @@ def test_a_broken_rule_is_seen(tmp_path: Path) -> None:
         done.stdout.split()
     ), done.stdout
     assert "No cycles are allowed in citeline.cli" in done.stdout, done.stdout
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    """A name that starts with `_` is its module's own: another module that needs it gets a
+    public name (issue 50). Read from the source: `from X import _y` anywhere in a module."""
+    import ast
+
+    found = []
+    for name in ("engine", "lsp", "cli", "mcp_server", "fronts"):
+        for path in sorted((REPO / name).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                    private = [
+                        a.name
+                        for a in node.names
+                        if a.name.startswith("_")
+                        # (a private module of its own package, `from . import _wordclass`)
+                        and not (node.level == 1 and (path.parent / f"{a.name}.py").exists())
+                    ]
+                    # (the standard library's C modules, `_socket`, are modules, not names)
+                    if private and (node.level or (node.module or "").startswith("citeline")):
+                        found.append(f"{path.relative_to(REPO)}:{node.lineno} {private}")
+    assert not found, found
