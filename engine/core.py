@@ -56,8 +56,8 @@ HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and lin
 
 def _prepare(index: Index, pause: Callable[[], None]) -> None:
     """What the warmer makes of an index between requests."""
-    index.prepare(pause)
-    naming.prepare(index, pause)
+    index.make_lexicon(pause)
+    naming.hold_all(index, pause)
 
 
 class Engine:
@@ -71,7 +71,7 @@ class Engine:
     long-lived fronts, never a one-shot call. `embed_in_background`: after a semantic or
     hybrid answer, embed every section of its snapshot in a background thread (SPEC §15:
     the long-lived fronts; close() stops it). `prepare_in_background`: after an answer,
-    make what later requests on its index want (Index.prepare's lexicon, naming.prepare's
+    make what later requests on its index want (Index.make_lexicon, naming.hold_all's
     held names: the long-lived fronts) in the engine's one background thread (`warmer`,
     engine/base/warmer.py), which steps aside while a request is served; close() stops it.
     """

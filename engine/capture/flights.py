@@ -110,7 +110,7 @@ def records(snap: Snapshot) -> Snapshot:
 
 class Serving:
     """How many requests an engine is serving, for background work that must not slow
-    them: it waits for none to be running before each step of its own (Index.prepare)."""
+    them: it waits for none to be running before each step of its own (engine/base/warmer.py)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()

@@ -31,7 +31,7 @@ K1 = 1.2
 B = 0.75
 MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
 # An index of at least this many blocks answers prefix look-ups from a Lexicon (lexicon.py)
-# rather than block by block, once one is made (`prepare`, which a long-lived engine runs
+# rather than block by block, once one is made (`make_lexicon`, which a long-lived engine runs
 # in the background after an answer) or derived from the previous index's: docs/
 # performance.md has the measurements that set it.
 LEXICON_BLOCKS = 32
@@ -281,7 +281,7 @@ class Index:
                 found[term] = found.get(term, 0) + count
         return list(found.items())
 
-    def prepare(self, pause: Callable[[], None] | None = None) -> None:
+    def make_lexicon(self, pause: Callable[[], None] | None = None) -> None:
         """Make what later requests on this index want and one-shot calls do not: its
         lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr),
         calling `pause` before each block (the engine's Warmer runs it between requests);
@@ -353,7 +353,7 @@ def _derived(previous: Index, blocks: Sequence[Block]) -> Lexicon | None:
     removed = [block for block in previous.blocks if block.key not in keys]
     added = [block for block in blocks if block.key not in before]
     if len(removed) + len(added) > len(blocks) // 4:
-        return None  # (most of the index changed: made afresh by prepare)
+        return None  # (most of the index changed: made afresh by make_lexicon)
     return previous._lexicon.derive(removed, added)
 
 

@@ -13,7 +13,7 @@ by the block's content address and the tokenisation, so a later snapshot that ke
 block keeps them; a one-shot call never pays for a whole block, and a ranking holds a few
 thousand sections at most, so no keystroke pays for many blocks. A long-lived front also
 holds, built between requests by the engine's Warmer (engine/base/warmer.py), every block's
-names under each tokenisation its rankings read (`prepare`, for an index of 32 blocks or
+names under each tokenisation its rankings read (`hold_all`, for an index of 32 blocks or
 more): at ten times tldr a session reaches
 all 177 blocks, and at a ranking's budget it took four rounds of typing to hold them.
 
@@ -200,7 +200,7 @@ def _read(
 class Held:
     """The held names of one lineage of indexes (Index.lineage: a bundle's index and those
     made from it after edits), by block content address and tokenisation, least recently
-    used dropped first beyond _HELD_SECTIONS; the blocks `prepare` is to hold; and how often
+    used dropped first beyond _HELD_SECTIONS; the blocks `hold_all` is to hold; and how often
     each block not held was read section by section. Another bundle's lineage has its own."""
 
     def __init__(self) -> None:
@@ -208,7 +208,7 @@ class Held:
         self.held: OrderedDict[_Key, HeldNames] = OrderedDict()
         self.sections = 0
         self.asked: dict[_Key, int] = {}  # sections read one at a time, per block not held
-        # Blocks `prepare` is to hold (pending until held), in building order.
+        # Blocks `hold_all` is to hold (pending until held), in building order.
         self.pending: OrderedDict[_Key, tuple[Block, Tokenizer]] = OrderedDict()
         self.closed = False
 
@@ -270,12 +270,12 @@ def held_of(index: Index) -> Held:
 
 
 def _used(index: Index) -> set[Tokenizer]:
-    """The tokenisations rankings read `index`'s names under (for prepare)."""
+    """The tokenisations rankings read `index`'s names under (for hold_all)."""
     return index.derived.get("naming.used", set)
 
 
 def _prepared(index: Index) -> set[Tokenizer]:
-    """Those of them prepare has planned already."""
+    """Those of them hold_all has planned already."""
     return index.derived.get("naming.prepared", set)
 
 
@@ -313,7 +313,7 @@ class Names:
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
         # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
-        self._deferred: set[int] = set()  # (by id) blocks prepare has yet to hold
+        self._deferred: set[int] = set()  # (by id) blocks hold_all has yet to hold
         # per held block (by id): it, and the ids of `asked` and of each group's words
         # among its names
         self._known: dict[int, tuple[HeldNames, frozenset[int], tuple[frozenset[int], ...]]] = {}
@@ -366,7 +366,7 @@ class Names:
         held = store.held_for(key)
         if held is None:
             with store.lock:
-                if key in store.pending:  # prepare will hold it between requests
+                if key in store.pending:  # hold_all will hold it between requests
                     self._deferred.add(b)
                     blocks[b] = None
                     return None
@@ -394,7 +394,7 @@ def _built(
     return HeldNames.build(block, tokenizer, pause)
 
 
-def prepare(index: Index, pause: Callable[[], None] | None = None) -> None:
+def hold_all(index: Index, pause: Callable[[], None] | None = None) -> None:
     """Hold the names of every block of `index` under each tokenisation a ranking has read
     them under (once per index and tokenisation: a later index of the workspace shares its
     unchanged blocks, already held), the blocks asked about most first, calling `pause`
@@ -424,7 +424,7 @@ def prepare(index: Index, pause: Callable[[], None] | None = None) -> None:
 
 def forget(index: Index) -> None:
     """Drops every block held for `index`'s lineage (tests compare held and unheld answers),
-    and what was noted of `index` for prepare."""
+    and what was noted of `index` for hold_all."""
     store = held_of(index)
     with store.lock:
         store.held.clear()
@@ -435,4 +435,4 @@ def forget(index: Index) -> None:
         _prepared(index).clear()
 
 
-__all__ = ["Held", "HeldNames", "Names", "forget", "held_of", "prepare"]
+__all__ = ["Held", "HeldNames", "Names", "forget", "held_of", "hold_all"]

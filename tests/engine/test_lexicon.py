@@ -134,10 +134,10 @@ def test_an_index_made_ready_answers_from_its_lexicon_alike(
     made = Index(real_blocks)
     assert dict(made.prefixed("get")) == summed(real_blocks, "get")
     assert made._lexicon is None  # asked of each block until prepared
-    made.prepare()
+    made.make_lexicon()
     assert made._lexicon is not None
     lexicon = made._lexicon
-    made.prepare()
+    made.make_lexicon()
     assert made._lexicon is lexicon  # made once, however often asked
     for prefix in ["g", "ge", "get-", "c", "ab", "zzz", "\u4e00", "set"]:
         assert made.expand(prefix) == unmade.expand(prefix)
@@ -146,7 +146,7 @@ def test_an_index_made_ready_answers_from_its_lexicon_alike(
         assert made.where(word) == unmade.where(word), word
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", len(real_blocks) + 1)
     few = Index(real_blocks)  # fewer blocks than that: never made
-    few.prepare()
+    few.make_lexicon()
     assert few._lexicon is None
 
 
@@ -160,15 +160,15 @@ def test_a_background_make_waits_while_a_request_is_served(
     warmer = Warmer(serving.wait_idle)  # the engine's background thread
     idx = Index(real_blocks)
     with serving.request():
-        warmer.add(idx, idx.prepare)
-        warmer.add(idx, idx.prepare)  # (queued once)
+        warmer.add(idx, idx.make_lexicon)
+        warmer.add(idx, idx.make_lexicon)  # (queued once)
         assert not warmer.idle(0.5) and idx._lexicon is None  # waiting, not making
     assert warmer.idle(60) and idx._lexicon is not None
     assert dict(idx.prefixed("get")) == summed(real_blocks, "get")
     # Closed while a request is served: the job waiting to run is dropped.
     other = Index(real_blocks)
     with serving.request():
-        warmer.add(other, other.prepare)
+        warmer.add(other, other.make_lexicon)
         warmer.close()
     assert warmer.idle(60) and other._lexicon is None
 

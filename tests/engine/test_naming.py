@@ -251,7 +251,7 @@ def _held_keys(index: Any, tokenizer: Any) -> list[bool]:
 def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     indexes: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """naming.prepare builds, in the engine's Warmer, which waits while a request is served, every
+    """naming.hold_all builds, in the engine's Warmer, which waits while a request is served, every
     block's names under each tokenisation a ranking read them under, the words as typed
     before their stems; until then rankings read the pending blocks section by section
     rather than build them; and rankings are the same before, during and after."""
@@ -263,7 +263,7 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     index = indexes[0]
     assert len(index.blocks) >= 3
     Names(index, RECALL.tokenizer, [["x"]])
-    naming.prepare(index)  # (an index of few blocks is left to the rankings)
+    naming.hold_all(index)  # (an index of few blocks is left to the rankings)
     assert not any(_held_keys(index, RECALL.tokenizer))
     monkeypatch.setattr(naming, "_PREPARE_BLOCKS", 3)
     unheld = _rankings(index)
@@ -285,7 +285,7 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
         rank(index, query_terms("docker run", stems), match_any=True, limit=20)
         first = len(built)
         assert first == 2  # one block for each tokenisation (its budget)
-        warmer.add(index, functools.partial(naming.prepare, index))
+        warmer.add(index, functools.partial(naming.hold_all, index))
         deadline = time.monotonic() + 60
         while not naming.held_of(index).pending and time.monotonic() < deadline:
             time.sleep(0.01)  # (planned in the warmer's thread, before its first pause)
@@ -299,7 +299,7 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     assert built.count("none") == len(index.blocks) and built.count("english") == 1
     assert _rankings(index) == unheld
     done = len(built)
-    naming.prepare(index, serving.wait_idle)
+    naming.hold_all(index, serving.wait_idle)
     assert len(built) == done  # once per index
 
 
