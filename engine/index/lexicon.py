@@ -7,8 +7,8 @@ ten times tldr's 177, where the same 92k words recur in every copy. A Lexicon ho
 index's distinct words once, sorted, with the sections holding each summed over its blocks.
 
 Made from the blocks, it costs a pass over every block's words (1.97M at ten times tldr,
-about a second), so an index makes one only once it has many blocks, and only when a long-
-lived front asks it to after an answer, in the engine's background thread
+about a second), so an index makes one only once it has many blocks, and only when a
+long-lived front asks it to after an answer, in the engine's background thread
 (Index.make_lexicon): neither a one-shot call nor a server's first answer pays for it. An
 index made from another's blocks with a few of them changed (an edit) derives its lexicon
 from the other's instead: the removed blocks' words subtracted and the added ones' added,
