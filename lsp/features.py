@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from citeline.engine import Call, CancelToken, CitelineError, Problem, Relevance, SectionHit
+from citeline.engine import (
+    Call,
+    CancelToken,
+    CitelineError,
+    Problem,
+    Progress,
+    Relevance,
+    SectionHit,
+)
 from citeline.engine.answer.requests import SymbolsRequest, front_request, strict_of
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.capture.capture import read_inside
@@ -26,7 +34,6 @@ from citeline.engine.operations import OPERATIONS
 from citeline.fronts.hits import Sources, hit_label
 
 from . import symbols as conv
-from .jobs import ProgressFn
 from .rpc import rpc_error, schema
 
 if TYPE_CHECKING:
@@ -118,7 +125,7 @@ async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams
     overlay = ls.overlay(bundle) if operation.unsaved else None
     settings = ls.engine_settings(bundle, strict=strict_of(request))
 
-    def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
+    def job(cancel: CancelToken, progress: Progress | None) -> dict[str, Any]:
         call = Call(bundle, settings, cancel, progress, overlay or None, arrived)
         if not labels:
             return operation.run(ls.engine, call, request)
@@ -159,7 +166,7 @@ async def workspace_symbols(
     arrived = time.monotonic()
     overlays = {path: ls.overlay(path) for path in folders}
 
-    def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
+    def job(cancel: CancelToken, progress: Progress | None) -> list[tuple[str, SectionHit]]:
         per_folder = []
         for path in folders:
             call = Call(path, ls.engine_settings(path), cancel, progress, overlays[path], arrived)
@@ -193,7 +200,7 @@ async def document_symbols(
     closed = None if is_open else ls.closed_document(doc.path)
     max_bytes = ls.options.engine.limits.max_file_bytes
 
-    def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
+    def job(cancel: CancelToken, progress: Progress | None) -> list[types.DocumentSymbol]:
         if text is not None:
             data: bytes | None = text.encode("utf-8", "surrogatepass")
         elif closed is not None:
@@ -242,7 +249,7 @@ async def warm_up(
         recall = Relevance.from_mapping({"profile": "recall"}).analysis
         wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
 
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
+        def job(cancel: CancelToken, progress: Progress | None) -> None:
             # Its captures are left to the requests that arrived before they started
             # (those waiting for the warm-up now): they are as fresh as their own.
             begun = time.monotonic()

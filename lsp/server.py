@@ -46,6 +46,7 @@ from citeline.engine import (
     CitelineError,
     Engine,
     Problem,
+    Progress,
 )
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.base.limits import Settings
@@ -54,7 +55,7 @@ from citeline.fronts.json_names import json_type
 
 from . import diagnostics, features, transport
 from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
-from .jobs import PROGRESS_INTERVAL, Job, Jobs, ProgressFn, WorkDone
+from .jobs import PROGRESS_INTERVAL, Job, Jobs
 from .rpc import (
     COMMANDS,
     CitelineProtocol,
@@ -74,9 +75,6 @@ T = TypeVar("T")
 
 VERSION = "0.1.0"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-
-
-_Progress = WorkDone  # (its old name: tests read it)
 
 
 class CitelineServer(LanguageServer):
@@ -328,7 +326,7 @@ class CitelineServer(LanguageServer):
     async def check_folder(
         self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
     ) -> None:
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[Problem]:
+        def job(cancel: CancelToken, progress: Progress | None) -> list[Problem]:
             return self.problems_of(folder, cancel, found)
 
         try:

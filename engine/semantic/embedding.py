@@ -34,7 +34,7 @@ from .vectors import Vectors
 
 log = logging.getLogger("citeline.semantic")
 
-Progress = Callable[[int, int], None]
+Counted = Callable[[int, int], None]  # (passages embedded, of how many)
 """progress(done, total): passages whose vector is ready, of all the request needs."""
 
 # Passages embedded between two checks of the cancel token and two progress calls: small,
@@ -74,7 +74,7 @@ def embed(
     backend: Backend,
     vectors: Vectors,
     cancel: CancelToken | None = None,
-    progress: Progress | None = None,
+    progress: Counted | None = None,
     batch: int = BATCH,
 ) -> Embedded:
     """The vectors of `passages` (see the module's docstring). Passages with the same key
@@ -425,5 +425,5 @@ class BackgroundEmbedder:
         )
 
 
-__all__ = ["BATCH", "BackgroundEmbedder", "Embedded", "Progress", "Status", "embed", "foreground"]
+__all__ = ["BATCH", "BackgroundEmbedder", "Counted", "Embedded", "Status", "embed", "foreground"]
 __all__ += ["background_paused", "pause_background", "resume_background"]

@@ -57,9 +57,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return now
 
 
-def progress() -> tuple[srv._Progress, FakeProgress]:
+def progress() -> tuple[job_pool.WorkDone, FakeProgress]:
     fake = FakeServer()
-    return srv._Progress(fake, ImmediateLoop(), "tok-1"), fake.work_done_progress  # type: ignore[arg-type]
+    return job_pool.WorkDone(fake, ImmediateLoop(), "tok-1"), fake.work_done_progress  # type: ignore[arg-type]
 
 
 def reports(fake: FakeProgress) -> list[tuple[str | None, int | None]]:
@@ -225,7 +225,7 @@ def test_a_progress_report_from_another_thread_reaches_the_loop() -> None:
 
     async def run() -> list[tuple[str | None, int | None]]:
         fake = FakeServer()
-        bar = srv._Progress(fake, asyncio.get_running_loop(), "tok-1")  # type: ignore[arg-type]
+        bar = job_pool.WorkDone(fake, asyncio.get_running_loop(), "tok-1")  # type: ignore[arg-type]
         await asyncio.to_thread(bar, "capture", 5, 10)
         await asyncio.sleep(0)
         return reports(fake.work_done_progress)
@@ -1119,7 +1119,7 @@ def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
         with caplog.at_level(logging.DEBUG, "citeline.test-run-engine"):
             asyncio.run(scenario())
         ((token, progress),) = handed
-        assert isinstance(token, srv.CancelToken) and isinstance(progress, srv._Progress)
+        assert isinstance(token, srv.CancelToken) and isinstance(progress, job_pool.WorkDone)
         ends = [value.message for kind, _, value in fake.sent if kind == "end"]
         assert ends == ["done", "resource_limit", "cancelled", "internal_error", "cancelled"]
         jobs = [
