@@ -214,9 +214,7 @@ class Engine:
     def semantic_backend(self) -> Backend:
         """The model, loaded once (semantic.unavailable, naming the extra, without it)."""
         runtime = self.semantic()
-        backend = runtime.backend(self.reuse.store)
-        runtime.calibration(backend)  # a model without a calibrated score answers nothing
-        return backend
+        return runtime.backend(self.reuse.store)
 
     def _hybrid(self, call: Call, backend: Backend, query: str, p: IndexedSnapshot) -> Rerank:
         from .semantic.semantic_engine import hybrid_rerank

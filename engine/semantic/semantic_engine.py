@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from ..answer.requests import Relevance
 from ..answer.search import Rerank, _file, _text
 from ..base.cancel import CancelToken
-from ..base.errors import schema_error
 from ..rank.rank import rank
 from ..store.store import Store, Vectors
 from ..text.terms import query_terms
@@ -34,8 +33,11 @@ from .semantic import (
     Calibration,
     Locked,
     Passage,
+    Standing,
     decode_vector,
     encode_vector,
+    sample_positions,
+    standing,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
 
@@ -168,17 +170,10 @@ class SemanticRuntime:
                 self._submitted = None
             return self._embedder
 
-    def calibration(self, backend: Backend) -> Calibration:
-        """The model's calibration: a model without one has no calibrated score (§15)."""
-        found = CALIBRATIONS.get(backend.model_id)
-        if found is None:
-            raise schema_error(
-                f"The semantic model {backend.model_id!r} has no calibrated score; only "
-                f"{', '.join(sorted(CALIBRATIONS))} can answer semantic or hybrid requests.",
-                field="model",
-                model=backend.model_id,
-            )
-        return found
+    def calibration(self, backend: Backend) -> Calibration | None:
+        """The model's fitted calibration, or None for a model nobody fitted: its score is
+        then its cosine's standing against the corpus (semantic.Standing, SPEC §15)."""
+        return CALIBRATIONS.get(backend.model_id)
 
     def foreground(self) -> Any:
         """Held by every request this engine serves: no background worker of the process
@@ -280,6 +275,11 @@ def semantic_answer(
     ordered by the calibrated score, those under the threshold dropped (SPEC §15)."""
     calibration = runtime.calibration(backend)
 
+    def sample_vectors(p: IndexedSnapshot) -> Sequence[Sequence[float]]:
+        sample = [p.index.section(g) for g in sample_positions(p.index.n)]
+        passages = candidates(backend.model_id, p.snapshot, p.index, p.fetch, sample, passages=True)
+        return runtime.vectors(backend, store, passages, call.cancel, _report(call)).vectors
+
     def answer(p: IndexedSnapshot) -> Result:
         runtime.answered(backend.model_id, p.snapshot)
         sections = recall_sections(p.index, req.pattern, RECALL_RELEVANCE.tokenizer)
@@ -287,12 +287,17 @@ def semantic_answer(
         passages = [c.passage for c in cands]
         embedded = runtime.vectors(backend, store, passages, call.cancel, _report(call))
         query_vector = runtime.query_vector(backend, req.pattern)
+        scorer: Calibration | Standing
+        if calibration is not None:
+            scorer = calibration
+        else:
+            scorer = standing(backend.model_id, query_vector, sample_vectors(p))
         found = semantic_search(
             req.pattern,
             query_vector,
             cands,
             embedded.vectors,
-            calibration,
+            scorer,
             req.threshold,
             req.limit,
             req.context,

