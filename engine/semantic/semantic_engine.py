@@ -26,6 +26,7 @@ from ..store.store import Store, Vectors
 from ..text.terms import query_terms
 from .embedding import BATCH, BackgroundEmbedder, Embedded, Status, embed, foreground
 from .models import ModelSpec
+from .reference import REFERENCE
 from .semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
@@ -36,6 +37,7 @@ from .semantic import (
     Standing,
     decode_vector,
     encode_vector,
+    passage_key,
     sample_positions,
     standing,
 )
@@ -276,8 +278,13 @@ def semantic_answer(
     calibration = runtime.calibration(backend)
 
     def sample_vectors(p: IndexedSnapshot) -> Sequence[Sequence[float]]:
+        """The vectors a cosine stands against: the reference passages and a sample of
+        the corpus (semantic.Standing), embedded once per model and corpus, then cached."""
         sample = [p.index.section(g) for g in sample_positions(p.index.n)]
-        passages = candidates(backend.model_id, p.snapshot, p.index, p.fetch, sample, passages=True)
+        passages = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
+        passages += candidates(
+            backend.model_id, p.snapshot, p.index, p.fetch, sample, passages=True
+        )
         return runtime.vectors(backend, store, passages, call.cancel, _report(call)).vectors
 
     def answer(p: IndexedSnapshot) -> Result:

