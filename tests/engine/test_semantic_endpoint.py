@@ -346,3 +346,27 @@ def test_an_endpoint_that_stops_fails_the_request_naming_it(tmp_path: Path) -> N
             assert url in err.value.message and "HTTP 500" in err.value.message
         finally:
             engine.close()
+
+
+def test_the_background_worker_sends_batches(fake: tuple[str, Behaviour], tmp_path: Path) -> None:
+    """The background embedder gives a batching backend its batch: 40 passages in 5
+    requests of at most 8 (three calls of 16, 16 and 8 passages, each sent as batches of 8,
+    two in flight), not 40 round trips."""
+    from citeline.engine.semantic.embedding import BackgroundEmbedder
+    from citeline.engine.semantic.semantic import passage
+    from citeline.engine.store.store import Store, Vectors
+
+    url, b = fake
+    backend = EndpointBackend(spec(url, dim=8, batch=8, concurrency=2))
+    vectors = Vectors(Store(tmp_path / "cache"), backend.dim)
+    worker = BackgroundEmbedder(backend, vectors)
+    try:
+        passages = [passage(backend.model_id, "T", "", f"H{i}", f"text {i}") for i in range(40)]
+        worker.submit(passages)
+        assert worker.wait_idle(30)
+        assert worker.status().done == 40
+        got = vectors.get_many([p.key for p in passages])
+        assert len(got) == 40
+        assert sorted(len(r["input"]) for r in b.requests) == [8, 8, 8, 8, 8]
+    finally:
+        worker.close()
