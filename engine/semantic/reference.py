@@ -1,15 +1,15 @@
 """Reference passages for the score of a model nobody fitted (semantic.Standing, SPEC §15).
 
 A cosine means nothing alone: each model has its own scale (e5's unrelated texts sit near
-0.75, MiniLM's near 0.05). A section's score is therefore its cosine's standing against
-the query's cosines with other passages: a sample of the corpus, and these passages, which
-are about nothing a documentation corpus is about (cooking, sport, weather, history...), in
-the languages of the judged sets and a few more, shaped as passage_text makes a section
-(its heading path, then its text). They give every corpus, however small or single-minded,
-a floor of unrelated text to stand out from; without them a corpus of seven sections about
-services leaves none of them standing out. Written for citeline (no licence to track);
-changing them changes every unfitted model's scores, so REFERENCE_VERSION is in the docs'
-measurements.
+0.75, MiniLM's near 0.03). A section's score is therefore its cosine's standing against
+the query's cosines with these passages, which are about nothing a documentation corpus is
+about (cooking, sport, weather, history...), in the languages of the judged sets and a few
+more, shaped as passage_text makes a section (its heading path, then its text). Measured
+against a sample of the corpus instead, a single-minded corpus (APISIX's Chinese pages, a
+folder of seven sections about services) leaves no answer standing out
+(docs/semantic.md, "A score for a model nobody fitted"). Written for citeline (no licence
+to track); changing them changes every unfitted model's scores, so the measurement is
+redone with them (tests/benchmarks/semantic/standing.py).
 """
 
 from __future__ import annotations

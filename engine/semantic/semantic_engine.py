@@ -38,7 +38,6 @@ from .semantic import (
     decode_vector,
     encode_vector,
     passage_key,
-    sample_positions,
     standing,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
@@ -277,14 +276,10 @@ def semantic_answer(
     ordered by the calibrated score, those under the threshold dropped (SPEC §15)."""
     calibration = runtime.calibration(backend)
 
-    def sample_vectors(p: IndexedSnapshot) -> Sequence[Sequence[float]]:
-        """The vectors a cosine stands against: the reference passages and a sample of
-        the corpus (semantic.Standing), embedded once per model and corpus, then cached."""
-        sample = [p.index.section(g) for g in sample_positions(p.index.n)]
+    def reference_vectors() -> Sequence[Sequence[float]]:
+        """The reference passages' vectors (semantic.Standing): embedded once per model,
+        then read from the cache."""
         passages = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
-        passages += candidates(
-            backend.model_id, p.snapshot, p.index, p.fetch, sample, passages=True
-        )
         return runtime.vectors(backend, store, passages, call.cancel, _report(call)).vectors
 
     def answer(p: IndexedSnapshot) -> Result:
@@ -298,7 +293,7 @@ def semantic_answer(
         if calibration is not None:
             scorer = calibration
         else:
-            scorer = standing(backend.model_id, query_vector, sample_vectors(p))
+            scorer = standing(backend.model_id, query_vector, reference_vectors())
         found = semantic_search(
             req.pattern,
             query_vector,

@@ -54,7 +54,6 @@ from citeline.engine.semantic.semantic import (  # noqa: E402
     passage,
     passage_key,
     query_script,
-    sample_positions,
     standing,
 )
 from citeline.engine.semantic.semantic_engine import K  # noqa: E402
@@ -64,6 +63,14 @@ SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semant
 SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)
 FIT_SETS = ("en", "zh", "tldr")
 BINS = (0.5, 0.7, 0.9, 1.000001)
+
+
+SAMPLE = 64  # sections of the corpus the alternative rules stand against
+
+
+def sample_positions(n: int, size: int = SAMPLE) -> list[int]:
+    """`size` section positions spread evenly over an index of `n` (all of a small one)."""
+    return list(range(n)) if n <= size else [(i * n) // size for i in range(size)]
 
 
 def model_spec(name: str) -> ModelSpec:
@@ -93,8 +100,8 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
                 body = texts(sec.path)[sec.start : sec.end]
                 return passage(backend.model_id, sec.title, sec.outline, sec.heading, body)
 
-            sample = [passage_of(index.section(g)) for g in sample_positions(index.n)]
-            sample = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE] + sample
+            sample = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
+            sample += [passage_of(index.section(g)) for g in sample_positions(index.n)]
             sample_vectors = runtime.vectors(backend, store, sample, None, None).vectors
             started = time.monotonic()
             for q in queries:
@@ -103,7 +110,7 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
                 got = runtime.vectors(backend, store, [passage_of(s) for s in secs], None, None)
                 qv = runtime.query_vector(backend, q.text)
                 cos = [cosine(qv, v) for v in got.vectors]
-                st = standing(backend.model_id, qv, sample_vectors)
+                st = standing(backend.model_id, qv, sample_vectors[: len(REFERENCE)])
                 labels = [(s.path, s.first + 1) in q.answers for s in secs]
                 script = query_script(q.text)
                 rows.append(
@@ -117,6 +124,9 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
                         "labels": labels,
                         "mean": st.mean,
                         "spread": st.spread,
+                        # the query's cosines with the reference passages, then the sample
+                        "reference": [cosine(qv, v) for v in sample_vectors[: len(REFERENCE)]],
+                        "sample": [cosine(qv, v) for v in sample_vectors[len(REFERENCE) :]],
                         "fitted": [fitted.score(c, script) for c in cos] if fitted else None,
                     }
                 )
@@ -136,8 +146,26 @@ def relevance_rank(index: Any, text: str, rel: Any) -> list[int]:
     return [s.section for s in ranked.best]
 
 
+def mean_spread(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    return mean, max(math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)), 1e-4)
+
+
+def z_against(row: dict[str, Any], c: float, against: str) -> float:
+    """The cosine's standing against the reference passages (the engine's rule), the
+    corpus's sample, or both."""
+    values = row["reference"] if against == "reference" else row["sample"]
+    if against == "both":
+        values = row["reference"] + row["sample"]
+    mean, spread = mean_spread(values)
+    return (c - mean) / spread
+
+
+AGAINST = "reference"
+
+
 def z_of(row: dict[str, Any], c: float) -> float:
-    return (c - row["mean"]) / max(row["spread"], 1e-4)
+    return z_against(row, c, AGAINST)
 
 
 def logistic(x: float) -> float:
@@ -207,6 +235,25 @@ def centre_grid(rows: list[dict[str, Any]]) -> dict[str, Any]:
         empty = {k: round(sum(v < c for v in vs) / len(vs), 2) for k, vs in sorted(off.items())}
         grid[str(c)] = {"right_first_kept": kept, "offtopic_empty": empty}
     return grid
+
+
+def best_tradeoff(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per model, the centre whose worse of (right first answers kept, off-topic
+    questions left empty) over the sets is best, and those two figures."""
+    out: dict[str, Any] = {}
+    for model in sorted({r["model"] for r in rows}):
+        right, off = first_z([r for r in rows if r["model"] == model])
+        every = sorted(z for vs in (*right.values(), *off.values()) for z in vs)
+        best = None
+        for k in range(121):
+            c = every[0] + (every[-1] - every[0]) * k / 120
+            kept = min(sum(v >= c for v in vs) / len(vs) for vs in right.values())
+            empty = min(sum(v < c for v in vs) / len(vs) for vs in off.values())
+            if best is None or min(kept, empty) > min(best[1], best[2]):
+                best = (round(c, 2), round(kept, 2), round(empty, 2))
+        assert best is not None
+        out[model] = {"centre": best[0], "kept_worst": best[1], "offtopic_empty_worst": best[2]}
+    return out
 
 
 def slope_at(rows: list[dict[str, Any]], centre: float) -> float:
@@ -315,7 +362,14 @@ def main(argv: list[str] | None = None) -> int:
         m: fit([r for r in rows if r["model"] == m])
         for m in sorted(have | {r["model"] for r in rows})
     }
+    global AGAINST
+    rules = {}
+    for against in ("reference", "sample", "both"):
+        AGAINST = against
+        rules[against] = best_tradeoff(rows)
+    AGAINST = "reference"
     result = {
+        "rules": rules,
         "centre_grid": centre_grid(rows),
         "slope_at_engine_centre": round(slope_at(rows, STANDING_CENTRE), 3),
         "fit_on": sorted(fitters),
