@@ -176,6 +176,13 @@ def _check(name: str, value: Any) -> Any:
             raise schema_error(
                 f"embedding.url must be an http:// or https:// URL, got {value!r}.", field=field
             )
+        if "@" in value.split("//", 1)[1].split("/", 1)[0]:
+            # The URL is in every result's model id and every error: no secret in it.
+            raise schema_error(
+                "embedding.url must not hold a user name or password; name the environment "
+                "variable holding the API key with api_key_env.",
+                field=field,
+            )
         return value.rstrip("/")
     if name == "api_key_env" and value and not _ENV_NAME.match(value):
         raise schema_error(

@@ -190,6 +190,7 @@ def test_bad_specs_are_schema_errors() -> None:
         ),
         ({"url": "http://x/v1", "model": "m", "colour": 1}, "embedding.colour"),
         ({"backend": "gguf"}, "embedding.backend"),
+        ({"url": "https://me:sk-1@api.example/v1", "model": "m"}, "embedding.url"),
     ]:
         with pytest.raises(CitelineError) as err:
             ModelSpec.from_mapping(raw)
