@@ -164,7 +164,7 @@ class Engine:
         # The query's terms before the capture: a query's errors come before the bundle's.
         terms = query_terms(req.query, req.relevance.tokenizer)
 
-        backend = self.semantic_backend() if req.relevance.hybrid else None
+        backend = self.semantic_backend(call.cancel) if req.relevance.hybrid else None
 
         def answer(p: IndexedSnapshot) -> Result:
             rerank = None if backend is None else self._hybrid(call, backend, req.query, p)
@@ -211,10 +211,11 @@ class Engine:
         if old is not None:
             old.close()
 
-    def semantic_backend(self) -> Backend:
-        """The model, loaded once (semantic.unavailable, naming the extra, without it)."""
+    def semantic_backend(self, cancel: CancelToken | None = None) -> Backend:
+        """The model, loaded once (semantic.unavailable, naming the extra, without it; a
+        load that waits on an endpoint ends when `cancel` is set)."""
         runtime = self.semantic()
-        return runtime.backend(self.reuse.store)
+        return runtime.backend(self.reuse.store, cancel)
 
     def _hybrid(self, call: Call, backend: Backend, query: str, p: IndexedSnapshot) -> Rerank:
         from .semantic.semantic_engine import hybrid_rerank
@@ -314,7 +315,7 @@ class Engine:
         """Semantic mode (SPEC §15; engine/semantic/semantic_engine.py)."""
         from .semantic.semantic_engine import RECALL_ANALYSIS, semantic_answer
 
-        backend = self.semantic_backend()
+        backend = self.semantic_backend(call.cancel)
         answer = semantic_answer(self.semantic(), self.reuse.store, call, backend, req)
         result = echo_globs(self._on_index(call, RECALL_ANALYSIS, answer), call.settings.globs)
         self._embed_the_rest(call, RECALL_ANALYSIS)

@@ -83,7 +83,12 @@ class _Attempt:
 class EndpointBackend:
     """Embeddings from an OpenAI-compatible server (see the module's docstring)."""
 
-    def __init__(self, spec: ModelSpec, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        env: Mapping[str, str] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> None:
         if spec.backend != "endpoint":
             raise ValueError("an EndpointBackend needs an endpoint spec")
         env = os.environ if env is None else env
@@ -109,7 +114,7 @@ class EndpointBackend:
         self.requests = 0  # HTTP requests sent (attempts), for tests and measurements
         self._dim = spec.dim
         if not self._dim:
-            self._dim = len(self._call([PROBE], "query", None)[0])
+            self._dim = len(self._call([PROBE], "query", cancel)[0])
         if not 0 < self._dim <= MAX_DIM:
             raise endpoint_unavailable(spec.url, f"vectors of {self._dim} components")
         self._id = _model_id(spec, self._dim)

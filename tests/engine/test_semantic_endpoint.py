@@ -371,3 +371,44 @@ def test_the_background_worker_sends_batches(fake: tuple[str, Behaviour], tmp_pa
         assert sorted(len(r["input"]) for r in b.requests) == [8, 8, 8, 8, 8]
     finally:
         worker.close()
+
+
+def test_a_request_waiting_for_the_endpoint_s_first_answer_is_cancelled(
+    fake: tuple[str, Behaviour], tmp_path: Path
+) -> None:
+    """The first request to an endpoint learns the model's dimension: a request waiting
+    on it (or on another request's wait) is cancelled at once, not at the timeout."""
+    url, b = fake
+    b.mode, b.delay = "slow", 10.0
+    (tmp_path / "a.md").write_text("# Services\n\n## Stop a service\n\nUse Stop-Service.\n")
+    engine = Engine(embedding=spec(url, timeout=30))
+    other = Engine(embedding=spec(url, timeout=30))
+    try:
+        results: list[BaseException | None] = []
+
+        def ask(e: Engine, cancel: CancelToken) -> None:
+            try:
+                e.lines(tmp_path, {"mode": "semantic", "query": "stop"}, cancel=cancel)
+                results.append(None)
+            except BaseException as exc:  # (what the thread saw)
+                results.append(exc)
+
+        first, second = CancelToken(), CancelToken()
+        threads = [
+            threading.Thread(target=ask, args=(engine, first)),
+            threading.Thread(target=ask, args=(other, second)),
+        ]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        first.cancel()
+        second.cancel()
+        for t in threads:
+            t.join(5)
+        assert time.monotonic() - started < 2.0
+        assert len(results) == 2
+        assert all(isinstance(r, CitelineError) and r.code == "cancelled" for r in results)
+    finally:
+        engine.close()
+        other.close()
