@@ -187,7 +187,9 @@ class EndpointBackend:
 
     def _call(self, texts: list[str], kind: str, cancel: CancelToken | None) -> list[list[float]]:
         """The unit vectors of `texts`, retried as the module's docstring says."""
-        body = {"model": self._spec.model, "input": texts}
+        # encoding_format float: the OpenAI API's default, said so that a server whose
+        # default is base64 answers with numbers too.
+        body = {"model": self._spec.model, "input": texts, "encoding_format": "float"}
         if self._spec.input_type:
             body["input_type"] = kind
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")

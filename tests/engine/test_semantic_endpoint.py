@@ -81,6 +81,7 @@ def test_prefixes_and_input_type_are_sent_and_change_the_model_id(
         "model": "fake-embed",
         "input": ["search_query: stop a service"],
         "input_type": "query",
+        "encoding_format": "float",
     }
     assert b.requests[1]["input"] == ["search_document: Stop-Service"]
     assert b.requests[1]["input_type"] == "passage"
