@@ -742,21 +742,14 @@ class FreshEngine:
         import gc
 
         from citeline.engine import Engine
-        from citeline.engine.index.parallel import default_workers
 
         # Reference counting frees what the request no longer needs, and the cyclic
         # collector would only walk the tens of thousands of records a big workspace loads
         # (about a tenth of a warm call on the tldr pages).
         gc.disable()
-        # No bytes worth holding; big cold parses use the other cores; the persistent cache
-        # carries what an earlier call learnt.
-        return Engine(
-            settings,
-            workers=default_workers(),
-            cache=not args.no_cache,
-            reread=args.reread,
-            hold_bytes=0,
-            embedding=embedding_spec(args) if args.command in EMBEDDING_COMMANDS else None,
+        embedding = embedding_spec(args) if args.command in EMBEDDING_COMMANDS else None
+        return Engine.one_shot(
+            settings, cache=not args.no_cache, reread=args.reread, embedding=embedding
         )
 
     def done(self, engine: Engine) -> None:

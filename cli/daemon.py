@@ -75,22 +75,14 @@ class KeptEngines:
 
     def open(self, bundle: str, settings: Settings, args: argparse.Namespace) -> Engine:
         from citeline.engine import Engine
-        from citeline.engine.index.parallel import default_workers
         from citeline.engine.reuse import bundle_key
 
         key = (bundle_key(bundle), settings, bool(args.reread))
         engine = self._engines.pop(key, None)
         if engine is None:
-            engine = Engine(
-                settings,
-                workers=default_workers(),
-                cache=True,  # the calls' own folder: this process has their environment
-                reread=args.reread,
-                hold_bytes=0,
-                journal=True,  # a warm process lives on: its watches pay
-                embed_in_background=True,  # the rest's vectors (SPEC §15; cli.steer_background)
-                prepare_in_background=True,  # and an index's lexicon
-            )
+            # The calls' own cache folder (this process has their environment); no bytes
+            # held: a call's answer is printed whole, never asked again.
+            engine = Engine.long_lived(settings, cache=True, reread=args.reread, hold_bytes=0)
         self._engines[key] = engine
         while len(self._engines) > KEPT:
             _, old = self._engines.popitem(last=False)

@@ -14,8 +14,9 @@ _WHERE = {
     "CitelineError": "base.errors",
     "Call": "call",
     "CancelToken": "base.cancel",
-    "CapturedFile": "capture.capture",
-    "Snapshot": "capture.capture",
+    "CapturedFile": "capture.snapshot",
+    "Progress": "capture.capture",
+    "Snapshot": "capture.snapshot",
     "Engine": "core",
     "SectionHit": "answer.present",
     "Index": "index.index",
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from .base.errors import CODES, CitelineError
     from .base.limits import Limits, Settings
     from .call import Call
-    from .capture.capture import CapturedFile, Snapshot
+    from .capture.capture import Progress
+    from .capture.snapshot import CapturedFile, Snapshot
     from .core import Engine
     from .index.index import Index, Problem
 
@@ -60,6 +62,7 @@ __all__ = [
     "Index",
     "Limits",
     "Problem",
+    "Progress",
     "Relevance",
     "SearchRequest",
     "SectionHit",

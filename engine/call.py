@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from .base.cancel import CancelToken
 from .base.limits import Settings
-from .capture.capture import Progress
+from .capture.capture import Fetcher, Progress
+from .capture.snapshot import Snapshot
+from .index.index import Index
 
 Bundle = str | os.PathLike[str]
+Result = dict[str, Any]  # a contract result (SPEC §6, §8, §9), JSON-ready
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,16 @@ class Call:
         """Raise `cancelled` if the call was cancelled."""
         if self.cancel is not None:
             self.cancel.check()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedSnapshot:
+    """What a call is answered from: its snapshot, the snapshot's index (checked against
+    the limits) and a Fetcher of the bytes of its files."""
+
+    snapshot: Snapshot
+    index: Index
+    fetch: Fetcher
 
 
 class CallKeywords(TypedDict, total=False):
@@ -63,4 +76,4 @@ def call_of(bundle: Bundle | Call, default: Settings, keywords: CallKeywords) ->
     )
 
 
-__all__ = ["Bundle", "Call", "CallKeywords", "Progress", "call_of"]
+__all__ = ["Bundle", "Call", "CallKeywords", "IndexedSnapshot", "Progress", "Result", "call_of"]

@@ -14,25 +14,28 @@ the request is then read from its JSON, and the keywords make the Call.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from dataclasses import replace
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from .answer.present import SectionHit, check_size
 from .answer.requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
 from .answer.search import Rerank, search_sections, symbol_hits
 from .base.cancel import CancelToken
 from .base.limits import Settings
-from .call import Bundle, Call, CallKeywords, call_of
-from .capture.capture import Changed, Fetcher, OnRead, Progress, Snapshot, capture
+from .base.warmer import Warmer
+from .call import Bundle, Call, CallKeywords, IndexedSnapshot, Result, call_of
+from .capture.capture import Changed, Fetcher, OnRead, Progress, capture
 from .capture.flights import Flights, Serving
 from .capture.globs import echo as echo_globs
+from .capture.snapshot import Snapshot
 from .index.blocks import options_key
 from .index.index import Index, Problem
-from .index.parallel import Workers
+from .index.parallel import Workers, default_workers
 from .rank import naming
 from .reuse import Reuse, bundle_key
 from .semantic.models import ModelSpec
@@ -48,19 +51,14 @@ if TYPE_CHECKING:
     from .semantic.semantic_engine import SemanticRuntime
 
 T = TypeVar("T")
-Result = dict[str, Any]  # a contract result (SPEC §6, §8, §9), JSON-ready
 ATTEMPTS = 3  # captures per request when files keep changing under it
 HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and line search
 
 
-@dataclass(frozen=True, slots=True)
-class IndexedSnapshot:
-    """A request's snapshot, its index (checked against the limits) and a Fetcher of the
-    bytes of its files."""
-
-    snapshot: Snapshot
-    index: Index
-    fetch: Fetcher
+def _prepare(index: Index, pause: Callable[[], None]) -> None:
+    """What the warmer makes of an index between requests."""
+    index.make_lexicon(pause)
+    naming.hold_all(index, pause)
 
 
 class Engine:
@@ -74,8 +72,9 @@ class Engine:
     long-lived fronts, never a one-shot call. `embed_in_background`: after a semantic or
     hybrid answer, embed every section of its snapshot in a background thread (SPEC §15:
     the long-lived fronts; close() stops it). `prepare_in_background`: after an answer,
-    make in background threads what later requests on its index want (Index.prepare, and
-    naming.prepare's held names: the long-lived fronts).
+    make what later requests on its index want (Index.make_lexicon, naming.hold_all's
+    held names: the long-lived fronts) in the engine's one background thread (`warmer`,
+    engine/base/warmer.py), which steps aside while a request is served; close() stops it.
     """
 
     def __init__(
@@ -108,6 +107,56 @@ class Engine:
         self.reread = reread
         self.flights = Flights()  # captures that requests share
         self.serving = Serving()  # requests running, which background work steps aside for
+        self.warmer = Warmer(self.serving.wait_idle)  # (prepare_in_background's one thread)
+
+    @classmethod
+    def one_shot(
+        cls,
+        settings: Settings | None = None,
+        *,
+        cache: bool | str = True,
+        reread: bool = False,
+        embedding: ModelSpec | None = None,
+    ) -> Engine:
+        """The engine of one command-line call: the other cores for a big cold parse, the
+        persistent cache for what earlier calls learnt, no file bytes held (nothing asks
+        twice), nothing in the background; `embedding`: the model of semantic requests."""
+        return cls(
+            settings,
+            workers=default_workers(),
+            cache=cache,
+            reread=reread,
+            hold_bytes=0,
+            embedding=embedding,
+        )
+
+    @classmethod
+    def long_lived(
+        cls,
+        settings: Settings | None = None,
+        *,
+        cache: str | os.PathLike[str] | bool | None = True,
+        reread: bool = False,
+        hold_bytes: int = HOLD_BYTES,
+        embed_in_background: bool = True,
+        embedding: ModelSpec | None = None,
+    ) -> Engine:
+        """The engine of a process that answers many requests (the language server, the MCP
+        server, the warm process): the other cores for a big cold parse, change journals
+        (a warm request stats only what changed), derived state made between requests, and
+        after a semantic answer the rest of the workspace's vectors (`embed_in_background`);
+        `embedding`: the model of semantic requests."""
+        return cls(
+            settings,
+            workers=default_workers(),
+            cache=cache,
+            reread=reread,
+            hold_bytes=hold_bytes,
+            journal=True,
+            embed_in_background=embed_in_background,
+            prepare_in_background=True,
+            embedding=embedding,
+        )
 
     def use_cache(
         self, cache: str | os.PathLike[str] | bool | None, cache_bytes: int | None = None
@@ -123,6 +172,9 @@ class Engine:
         """Stop the worker processes, if any were started, and close the cache (`wait`: see
         parallel.Workers.close; a process about to exit normally passes True)."""
         self.workers.close(wait)
+        self.warmer.close()
+        for index in self.reuse.indexes():  # the names they hold
+            naming.held_of(index).close()
         if self._semantic is not None:
             self._semantic.close()
         self.reuse.store.close()
@@ -193,7 +245,8 @@ class Engine:
         or hybrid request asks for it)."""
         with self._semantic_lock:
             if self._semantic is None:
-                from .semantic.semantic_engine import SemanticRuntime, loader_of
+                from .semantic.loading import loader_of
+                from .semantic.semantic_engine import SemanticRuntime
 
                 self._semantic = SemanticRuntime(
                     background=self.embed_in_background, loader=loader_of(self.embedding)
@@ -226,7 +279,7 @@ class Engine:
         if self._semantic is not None and self.embed_in_background:
             from .semantic.semantic_engine import embed_the_rest
 
-            embed_the_rest(self, self._semantic, call, options)
+            embed_the_rest(self._on_index, self.reuse.store, self._semantic, call, options)
 
     # -- sections as editor symbols (SPEC §11) --------------------------------------------
 
@@ -493,8 +546,7 @@ class Engine:
                 idx.check(call.settings)
             answer = then(IndexedSnapshot(snap, idx, fetch))
             if self.prepare_in_background:
-                idx.prepare(pause=self.serving.wait_idle)
-                naming.prepare(idx, pause=self.serving.wait_idle)
+                self.warmer.add(idx, functools.partial(_prepare, idx))
             return answer
 
         try:

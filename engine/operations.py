@@ -18,8 +18,8 @@ from .answer.requests import ConceptsRequest, SearchRequest
 if TYPE_CHECKING:
     from .answer.lines import LinesRequest
     from .answer.verify import VerifyRequest
-    from .call import Call
-    from .core import Engine, Result
+    from .call import Call, Result
+    from .core import Engine
 
 Name = Literal["search", "concepts", "lines", "verify"]
 R = TypeVar("R")

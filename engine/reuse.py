@@ -204,6 +204,11 @@ class Reuse:
             while len(self._live) > INDEXES_KEPT:
                 self._live.popitem(last=False)
 
+    def indexes(self) -> list[Index]:
+        """The indexes kept in memory (Engine.close stops what they started)."""
+        with self._lock:
+            return [live.index for live in self._live.values()]
+
     def use_store(self, store: Store) -> None:
         """Switch the persistent cache (the memory layers stay: they are exact)."""
         old = self.store

@@ -13,25 +13,82 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from citeline.engine import Call, CancelToken, CitelineError, Problem, Relevance, SectionHit
-from citeline.engine.answer.requests import front_request, strict_of
+from citeline.engine import (
+    Call,
+    CancelToken,
+    CitelineError,
+    Problem,
+    Progress,
+    Relevance,
+    SectionHit,
+)
+from citeline.engine.answer.requests import SymbolsRequest, front_request, strict_of
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.capture.capture import read_inside
 from citeline.engine.operations import OPERATIONS
+from citeline.fronts.hits import Sources, hit_label
 
 from . import symbols as conv
-from .jobs import ProgressFn
 from .rpc import rpc_error, schema
 
 if TYPE_CHECKING:
-    from .server import CitelineServer
+    from pygls.workspace import Workspace
+
+    from citeline.engine import Engine
+    from citeline.engine.base.limits import Settings
+
+    from .jobs import Job
+    from .settings import ServerSettings
 
 log = logging.getLogger("citeline.lsp")
+T = TypeVar("T")
+
+
+class CitelineServer(Protocol):
+    """What the features need of the server (lsp/server.py's CitelineServer has it): its
+    engine, settings and workspace, and how it runs a job. Named here, not imported, so
+    that the server imports its features and never the reverse (no import circle)."""
+
+    engine: Engine
+    options: ServerSettings
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def work_done_progress(self) -> Any: ...
+
+    def folders(self) -> list[tuple[str, str]]: ...
+
+    def choose_folder(self, root: object) -> str: ...
+
+    def engine_settings(self, folder: str, strict: bool = False) -> Settings: ...
+
+    def overlay(self, folder: str) -> dict[str, bytes] | None: ...
+
+    def closed_document(self, path: str | None) -> tuple[str, str] | None: ...
+
+    def client_has_progress(self) -> bool: ...
+
+    def tell_failure(self, folder: str, exc: JsonRpcException) -> None: ...
+
+    async def check_folder(
+        self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
+    ) -> None: ...
+
+    async def run_engine(
+        self,
+        job: Job[T],
+        *,
+        work_done_token: types.ProgressToken | None = None,
+        title: str = "citeline",
+        after_warm_up: bool = True,
+    ) -> T: ...
 
 
 async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams) -> dict[str, Any]:
@@ -50,9 +107,14 @@ async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams
             )
         request = args[0]
         root = None
+        labels = False
         if isinstance(request, Mapping):
             request = dict(request)
             root = request.pop("root", None)
+            if params.command == "citeline.search" and "labels" in request:
+                labels = request.pop("labels")
+                if not isinstance(labels, bool):
+                    raise schema("labels must be a boolean.", field="labels")
         bundle = ls.choose_folder(root)
         if params.command == "citeline.search" and isinstance(request, dict):
             request = ls.options.search_request(request)
@@ -63,9 +125,13 @@ async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams
     overlay = ls.overlay(bundle) if operation.unsaved else None
     settings = ls.engine_settings(bundle, strict=strict_of(request))
 
-    def job(cancel: CancelToken, progress: ProgressFn | None) -> dict[str, Any]:
+    def job(cancel: CancelToken, progress: Progress | None) -> dict[str, Any]:
         call = Call(bundle, settings, cancel, progress, overlay or None, arrived)
-        return operation.run(ls.engine, call, request)
+        if not labels:
+            return operation.run(ls.engine, call, request)
+        texts: dict[str, str] = {}
+        result = ls.engine.search(call, request, texts=texts)
+        return with_labels(result, bundle, texts)
 
     try:
         return await ls.run_engine(
@@ -76,31 +142,35 @@ async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams
         raise
 
 
+def with_labels(result: dict[str, Any], bundle: str, texts: Mapping[str, str]) -> dict[str, Any]:
+    """A search result with `x-labels`: each hit's name as workspace/symbol gives it (the
+    heading on one line; for the text before a file's first heading the file's title, else
+    its path), from the bytes the search read. The editors' lists ask for it (`"labels":
+    true`) so that they name a hit as every other front does, without a YAML parser of their
+    own; hits keep §6's fields."""
+    sources = Sources(bundle, texts)
+    names = []
+    for hit in result["hits"]:
+        name = hit_label(hit, sources.lines(hit["path"], hit["content_sha256"]))
+        names.append(name if name == hit["path"] else conv.display(name))
+    return {**result, "x-labels": names}
+
+
 async def workspace_symbols(
     ls: CitelineServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
     folders = [path for _, path in ls.folders()]
     opts = ls.options
     engine = ls.engine
-    query = params.query
+    request = SymbolsRequest(params.query, opts.symbol_cap, opts.list_cap, opts.relevance_options)
     arrived = time.monotonic()
     overlays = {path: ls.overlay(path) for path in folders}
 
-    def job(cancel: CancelToken, progress: ProgressFn | None) -> list[tuple[str, SectionHit]]:
+    def job(cancel: CancelToken, progress: Progress | None) -> list[tuple[str, SectionHit]]:
         per_folder = []
         for path in folders:
-            hits = engine.symbols(
-                path,
-                query,
-                cap=opts.symbol_cap,
-                list_cap=opts.list_cap,
-                relevance=opts.relevance_options,
-                settings=ls.engine_settings(path),
-                cancel=cancel,
-                progress=progress,
-                overlay=overlays[path],
-                fresh_after=arrived,
-            )
+            call = Call(path, ls.engine_settings(path), cancel, progress, overlays[path], arrived)
+            hits = engine.symbols(call, request)
             per_folder.append([(path, h) for h in hits])
         if len(per_folder) == 1:
             return per_folder[0]
@@ -130,7 +200,7 @@ async def document_symbols(
     closed = None if is_open else ls.closed_document(doc.path)
     max_bytes = ls.options.engine.limits.max_file_bytes
 
-    def job(cancel: CancelToken, progress: ProgressFn | None) -> list[types.DocumentSymbol]:
+    def job(cancel: CancelToken, progress: Progress | None) -> list[types.DocumentSymbol]:
         if text is not None:
             data: bytes | None = text.encode("utf-8", "surrogatepass")
         elif closed is not None:
@@ -179,21 +249,17 @@ async def warm_up(
         recall = Relevance.from_mapping({"profile": "recall"}).analysis
         wanted = list(dict.fromkeys([opts.relevance_options.analysis, recall]))
 
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> None:
+        def job(cancel: CancelToken, progress: Progress | None) -> None:
             # Its captures are left to the requests that arrived before they started
             # (those waiting for the warm-up now): they are as fresh as their own.
             begun = time.monotonic()
             for folder in folders:
                 for options in wanted:
                     try:
-                        index = ls.engine.prepare(
-                            folder,
-                            options,
-                            settings=ls.engine_settings(folder),
-                            cancel=cancel,
-                            progress=progress,
-                            fresh_after=begun,
+                        call = Call(
+                            folder, ls.engine_settings(folder), cancel, progress, None, begun
                         )
+                        index = ls.engine.prepare(call, options)
                     except CitelineError as err:
                         if err.code == "cancelled":
                             raise

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from citeline.engine import CancelToken, CitelineError
+from citeline.engine import CancelToken, CitelineError, Progress
 from citeline.engine.base.errors import INTERNAL
 
 from .rpc import bug_error, rpc_error
@@ -29,8 +29,7 @@ from .rpc import bug_error, rpc_error
 log = logging.getLogger("citeline.lsp")
 
 T = TypeVar("T")
-ProgressFn = Callable[[str, int, int], None]
-Job = Callable[[CancelToken, ProgressFn | None], T]
+Job = Callable[[CancelToken, Progress | None], T]
 
 PROGRESS_INTERVAL = 0.1  # at most ten $/progress reports a second
 WORKERS = 4  # engine jobs at once: requests beside a long one are still answered
@@ -144,4 +143,4 @@ class Jobs:
         return previous, self.warming
 
 
-__all__ = ["PROGRESS_INTERVAL", "Job", "Jobs", "ProgressFn", "WorkDone"]
+__all__ = ["PROGRESS_INTERVAL", "Job", "Jobs", "WorkDone"]

@@ -41,20 +41,21 @@ from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.uris import to_fs_path
 
 from citeline.engine import (
+    Call,
     CancelToken,
     CitelineError,
     Engine,
     Problem,
+    Progress,
 )
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.base.limits import Settings
-from citeline.engine.index.parallel import default_workers
 from citeline.fronts import names
 from citeline.fronts.json_names import json_type
 
 from . import diagnostics, features, transport
 from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
-from .jobs import PROGRESS_INTERVAL, Job, Jobs, ProgressFn, WorkDone
+from .jobs import PROGRESS_INTERVAL, Job, Jobs
 from .rpc import (
     COMMANDS,
     CitelineProtocol,
@@ -76,21 +77,11 @@ VERSION = "0.1.0"
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
-_Progress = WorkDone  # (its old name: tests read it)
-
-
 class CitelineServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
         self.options = ServerSettings()
-        self.engine = Engine(
-            self.options.engine,
-            workers=default_workers(),
-            cache=self.options.cache,
-            journal=True,
-            embed_in_background=True,  # the rest of a corpus's vectors (SPEC §15)
-            prepare_in_background=True,
-        )
+        self.engine = Engine.long_lived(self.options.engine, cache=self.options.cache)
         self.jobs = Jobs(self)
         self.diagnostics = Diagnostics(self)
         self.background: set[asyncio.Task[Any]] = set()
@@ -311,12 +302,8 @@ class CitelineServer(LanguageServer):
         warm-up just built); open documents use the editor text."""
         opts = self.options
         if found is None:
-            found = self.engine.problems(
-                folder,
-                opts.relevance_options.analysis,
-                settings=self.engine_settings(folder),
-                cancel=cancel,
-            )
+            call = Call(folder, self.engine_settings(folder), cancel)
+            found = self.engine.problems(call, opts.relevance_options.analysis)
         open_docs = self.open_texts(folder)
         out = [p for p in found if p.path not in open_docs]
         for rel, text in open_docs.items():
@@ -339,7 +326,7 @@ class CitelineServer(LanguageServer):
     async def check_folder(
         self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
     ) -> None:
-        def job(cancel: CancelToken, progress: ProgressFn | None) -> list[Problem]:
+        def job(cancel: CancelToken, progress: Progress | None) -> list[Problem]:
             return self.problems_of(folder, cancel, found)
 
         try:

@@ -42,7 +42,6 @@ from citeline.engine.base.limits import front_settings
 from citeline.engine.base.relevance import OPTIONS
 from citeline.engine.capture.capture import check_bundle
 from citeline.engine.contracts import schema
-from citeline.engine.index.parallel import default_workers
 from citeline.engine.operations import OPERATIONS, Name, Operation
 from citeline.engine.semantic.models import ModelSpec
 from citeline.fronts.escape import escaped
@@ -717,14 +716,11 @@ class CitelineMCP:
         self.strict_settings = strict_settings or front_settings(True)
         self.strict = strict  # `citeline mcp --strict`: a request without the field is strict
         self.reported_skipped: list[Any] | None = None  # the list the text last named
-        self.engine = Engine(
+        self.engine = Engine.long_lived(
             settings or front_settings(False),
-            workers=default_workers(),
             cache=cache,
             reread=reread,
-            journal=True,
-            embed_in_background=background,  # a long-lived front: the rest's vectors (opt out)
-            prepare_in_background=True,  # and an index's lexicon
+            embed_in_background=background,  # the rest's vectors (--no-background-embedding: off)
             embedding=embedding,  # the model of hybrid and semantic requests (SPEC §15)
         )
         # Descriptions name the bundle as printable text: a path that is not valid UTF-8

@@ -29,7 +29,11 @@
 ;;   needs the server's semantic extra (pip install 'citeline[semantic]'),
 ;;   as does `citeline-profile' "hybrid";
 ;; - `citeline-concepts' lists the files whose concept id or title
-;;   contains the text.
+;;   contains the text;
+;; - after a search, saving a Markdown buffer or Emacs gaining focus
+;;   checks its hits again (`citeline-verify' by hand): the hits whose
+;;   text moved, changed or went away are marked in the *xref* buffer,
+;;   and `citeline-reanchor' jumps to where the text is now.
 ;;
 ;; Eglot's own features work as usual: `xref-find-apropos' (C-M-.) asks
 ;; the server's workspace/symbol, and `imenu' shows the heading outline.
@@ -501,15 +505,22 @@ titles and line texts."
   (expand-file-name path root))
 
 (defun citeline-search-xrefs (result root)
-  "Xref items for the citeline.search RESULT plist, files under ROOT, in order."
+  "Xref items for the citeline.search RESULT plist, files under ROOT, in order.
+A hit is named by the server's label for it (`:x-labels', asked for with
+`:labels' t: the heading; for the text before a file's first heading the
+file's title, else its path, as workspace/symbol names it), else by its
+heading, else by its path."
   (let* ((hits (append (plist-get result :hits) nil))
+         (labels (append (plist-get result :x-labels) nil))
          (groups (citeline--groups (mapcar (lambda (h) (plist-get h :path)) hits))))
     (cl-mapcar
      (lambda (hit group)
        (let* ((heading (or (plist-get hit :heading) ""))
-              (title (if (string-empty-p heading)
-                         (plist-get hit :path)
-                       (citeline-display heading)))
+              (label (pop labels))
+              (title (cond ((and (stringp label) (not (string-empty-p label)))
+                            (citeline-display label))
+                           ((string-empty-p heading) (plist-get hit :path))
+                           (t (citeline-display heading))))
               (line (citeline--snippet-line (or (plist-get hit :snippet) "") heading
                                             (plist-get hit :match_spans)))
               (summary (concat (propertize title 'face 'bold)
@@ -574,20 +585,23 @@ the server chose; the summary is the score, the heading and that line."
                                              1 0 group))))
      concepts groups)))
 
-(defun citeline-show-xrefs (xrefs)
-  "Show XREFS in an *xref* buffer in their order."
-  (let ((fetcher (lambda () xrefs))
+(defun citeline-show-xrefs (xrefs &optional fetcher)
+  "Show XREFS in an *xref* buffer in their order.
+FETCHER, when given, is the function the buffer calls for its items
+\(again on \[revert-buffer]); by default one returning XREFS."
+  (let ((fetcher (or fetcher (lambda () xrefs)))
         (xref-show-xrefs-function (or citeline-show-xrefs-function
                                       xref-show-xrefs-function)))
     (if (fboundp 'xref-show-xrefs)
         (xref-show-xrefs fetcher nil)
       (xref--show-xrefs fetcher nil))))
 
-(defun citeline--present (xrefs result what)
-  "Show XREFS from RESULT (WHAT names the search); return XREFS."
+(defun citeline--present (xrefs result what &optional fetcher)
+  "Show XREFS from RESULT (WHAT names the search); return XREFS.
+FETCHER: see `citeline-show-xrefs'."
   (if (null xrefs)
       (message "citeline: no results for %s" what)
-    (citeline-show-xrefs xrefs)
+    (citeline-show-xrefs xrefs fetcher)
     (when (eq (plist-get result :truncated) t)
       (message "citeline: showing %d of %d results" (length xrefs) (plist-get result :total))))
   xrefs)
@@ -603,20 +617,279 @@ The region or the symbol at point is the default."
                             nil history default)))
     (if (string-blank-p text) (user-error "Empty query") text)))
 
+;;;; Hits that moved or changed since the search
+
+;; A hit cites lines of a file as they were when the search ran.  After a
+;; Markdown buffer is saved (and by hand, `citeline-verify') the hits of the
+;; last `citeline-search' are sent to the server's citeline.verify (SPEC
+;; §18), and the *xref* buffer showing them marks each hit no longer where
+;; it was; `citeline-reanchor' jumps to where its text is now.
+
+(defcustom citeline-verify-on-save t
+  "Non-nil: check the last search's hits again when a Markdown buffer is saved.
+Done in the background when an *xref* buffer still shows that search; the
+hits whose text moved, changed or went away are then marked in it."
+  :type 'boolean)
+
+(defconst citeline-verify-batch 100
+  "The most citations the server checks in one request.")
+
+(cl-defstruct (citeline--search (:constructor citeline--make-search (result root server xrefs)))
+  "A `citeline-search' shown in an *xref* buffer, and what verify said of its hits."
+  result root server xrefs verify fetcher (generation 0))
+
+(defvar citeline--last-search nil
+  "The last `citeline-search' (a `citeline--search'), for re-verifying its hits.")
+
+(defun citeline--citation (hit)
+  "The citation sent for HIT (a plist): place, hashes, heading and snippet.
+The snippet lets the server say how much of the cited text a changed
+section keeps."
+  (let ((citation (list :path (plist-get hit :path)
+                        :line_start (plist-get hit :line_start)
+                        :line_end (plist-get hit :line_end))))
+    (dolist (key '(:section_sha256 :content_sha256 :heading :snippet))
+      (when (stringp (plist-get hit key))
+        (setq citation (append citation (list key (plist-get hit key))))))
+    citation))
+
+(defun citeline-verify-place (r)
+  "\"path:a-b\" of the verify result R's place today.
+\"path\" when it has no lines; nil without a path."
+  (let ((path (plist-get r :path))
+        (a (plist-get r :line_start))
+        (b (plist-get r :line_end)))
+    (cond ((not (stringp path)) nil)
+          ((and (integerp a) (integerp b)) (format "%s:%d-%d" path a b))
+          (t path))))
+
+(defun citeline-verify-mark (r)
+  "The mark shown before a hit whose verify result R is not valid, or nil.
+\"[moved → b.md:40-48]\", \"[changed 71% → a.md:7-9]\", \"[stale]\" or
+\"[missing]\"."
+  (let ((status (plist-get r :status)))
+    (when (and status (not (equal status "valid")))
+      (let* ((place (citeline-verify-place r))
+             (arrow (if place (concat " → " (citeline-display place)) ""))
+             (similarity (plist-get r :similarity)))
+        (pcase status
+          ("moved" (format "[moved%s]" arrow))
+          ("changed" (format "[changed%s%s]"
+                             (if (numberp similarity)
+                                 (format " %d%%" (floor (+ 0.5 (* 100 similarity))))
+                               "")
+                             arrow))
+          (_ (format "[%s]" status)))))))
+
+(defun citeline--marked-xrefs (search)
+  "The xref items of SEARCH, each marked as its last verify result says.
+Each summary carries its hit's index as the text property `citeline-index'."
+  (let ((results (citeline--search-verify search))
+        (i -1))
+    (mapcar (lambda (xref)
+              (setq i (1+ i))
+              (let* ((mark (citeline-verify-mark (nth i results)))
+                     (summary (concat (if mark (concat (propertize mark 'face 'warning) " ") "")
+                                      (xref-item-summary xref))))
+                (put-text-property 0 (length summary) 'citeline-index i summary)
+                (xref-make summary (xref-item-location xref))))
+            (citeline--search-xrefs search))))
+
+(defun citeline--search-buffers (search)
+  "The live *xref* buffers showing SEARCH."
+  (cl-remove-if-not
+   (lambda (buffer)
+     (and (citeline--search-fetcher search)
+          (eq (buffer-local-value 'xref--fetcher buffer) (citeline--search-fetcher search))))
+   (cl-remove-if-not (lambda (b) (local-variable-p 'xref--fetcher b)) (buffer-list))))
+
+(defun citeline--show-verify (search results)
+  "Keep RESULTS (a list of verify results) in SEARCH and mark its *xref* buffers."
+  (setf (citeline--search-verify search) results)
+  (dolist (buffer (citeline--search-buffers search))
+    (with-current-buffer buffer
+      (let ((line (line-number-at-pos)) (column (current-column)))
+        (xref-revert-buffer)
+        (goto-char (point-min))
+        (forward-line (1- line))
+        (move-to-column column)))))
+
+(defun citeline-verify-summary (results)
+  "A summary of the verify RESULTS: \"3 hits: 2 valid, 1 moved\"."
+  (let ((n (length results)) parts)
+    (dolist (status '("valid" "moved" "changed" "stale" "missing"))
+      (let ((count (cl-count status results :key (lambda (r) (plist-get r :status))
+                             :test #'equal)))
+        (when (> count 0) (push (format "%d %s" count status) parts))))
+    (format "%d hit%s: %s" n (if (= n 1) "" "s") (string-join (nreverse parts) ", "))))
+
+(defun citeline--verify-requests (search)
+  "The citeline.verify requests (plists) for SEARCH's hits, 100 at most each."
+  (let ((hits (append (plist-get (citeline--search-result search) :hits) nil))
+        (root (eglot--path-to-uri (citeline--search-root search)))
+        requests)
+    (while hits
+      (let ((batch (seq-take hits citeline-verify-batch)))
+        (setq hits (nthcdr citeline-verify-batch hits))
+        (push (list :citations (vconcat (mapcar #'citeline--citation batch)) :root root)
+              requests)))
+    (nreverse requests)))
+
+(defun citeline--search-server-now (search)
+  "The server that ran SEARCH, when it still runs; else the current one."
+  (let ((server (citeline--search-server search)))
+    (if (and server (jsonrpc-running-p server)) server (citeline-server))))
+
+;;;###autoload
+(defun citeline-verify ()
+  "Check the hits of the last `citeline-search' against the files now.
+Hits no longer where they were are marked in the *xref* buffer showing
+the search: [moved → path:a-b], [changed N% → path:a-b] (N: the share of
+the cited words the section keeps), [stale] or [missing].  Return the
+verify results, one plist per hit, in the search's order."
+  (interactive)
+  (let* ((search (or citeline--last-search
+                     (user-error "citeline: no citeline-search to verify")))
+         (server (citeline--search-server-now search))
+         (results (cl-loop for request in (citeline--verify-requests search)
+                           append (append (plist-get (citeline-execute "citeline.verify"
+                                                                       request server)
+                                                     :results)
+                                          nil))))
+    (cl-incf (citeline--search-generation search))
+    (citeline--show-verify search results)
+    (when (called-interactively-p 'interactive)
+      (message "citeline: %s" (citeline-verify-summary results)))
+    results))
+
+(defun citeline--verify-async (search)
+  "Check SEARCH's hits in the background; mark its *xref* buffers when done.
+A later check's answer wins over an earlier one's."
+  (let* ((server (ignore-errors (citeline--search-server-now search)))
+         (generation (cl-incf (citeline--search-generation search)))
+         (requests (citeline--verify-requests search))
+         (answers (make-vector (length requests) nil))
+         (pending (length requests)))
+    (when (and server requests)
+      (citeline--flush-changes server)
+      (cl-loop
+       for request in requests
+       for n from 0
+       do (let ((n n))
+            (jsonrpc-async-request
+             server :workspace/executeCommand
+             (list :command "citeline.verify" :arguments (vector request))
+             :success-fn
+             (lambda (result)
+               (aset answers n (append (plist-get result :results) nil))
+               (when (and (= (cl-decf pending) 0)
+                          (= generation (citeline--search-generation search)))
+                 (citeline--show-verify search (apply #'append (append answers nil)))))
+             :error-fn
+             (lambda (err)
+               (message "citeline: could not check the search's hits: %s"
+                        (or (plist-get err :message) err)))
+             :timeout citeline-request-timeout))))))
+
+(defun citeline--after-save ()
+  "Check the last search's hits again after a Markdown buffer is saved.
+Only while an *xref* buffer shows that search (`citeline-verify-on-save')."
+  (when (and citeline-verify-on-save
+             citeline--last-search
+             (or (citeline--markdown-buffer-p)
+                 (and buffer-file-name (string-match-p "\\.\\(md\\|markdown\\)\\'" buffer-file-name)))
+             (citeline--search-buffers citeline--last-search))
+    (condition-case err
+        (citeline--verify-async citeline--last-search)
+      (error (message "citeline: could not check the search's hits: %s"
+                      (error-message-string err))))))
+
+(add-hook 'after-save-hook #'citeline--after-save)
+
+(defcustom citeline-verify-on-focus t
+  "Non-nil: check the last search's hits again when Emacs gains focus.
+Files changed by another program (a `git checkout', another editor) are
+then seen as when a buffer is saved (see `citeline-verify-on-save')."
+  :type 'boolean)
+
+(defun citeline--after-focus ()
+  "Check the last search's hits again when a frame of Emacs gains focus.
+For `after-focus-change-function'; a frame whose focus cannot be told
+counts as focused, focus leaving Emacs does not."
+  (when (and citeline-verify-on-focus
+             citeline--last-search
+             (cl-some #'frame-focus-state (frame-list))
+             (citeline--search-buffers citeline--last-search))
+    (condition-case err
+        (citeline--verify-async citeline--last-search)
+      (error (message "citeline: could not check the search's hits: %s"
+                      (error-message-string err))))))
+
+(add-function :after after-focus-change-function #'citeline--after-focus)
+
+(defun citeline--reanchor-index (search)
+  "The index of the hit of SEARCH to re-anchor.
+In an *xref* buffer showing it, the item at point; elsewhere the item at
+point in the *xref* buffer showing it (the last one visited there)."
+  (let* ((buffer (if (memq (current-buffer) (citeline--search-buffers search))
+                     (current-buffer)
+                   (car (citeline--search-buffers search))))
+         (item (and buffer (with-current-buffer buffer (xref--item-at-point))))
+         (index (and item (get-text-property 0 'citeline-index (xref-item-summary item)))))
+    (or index (user-error "citeline: no search hit at point"))))
+
+;;;###autoload
+(defun citeline-reanchor ()
+  "Jump from a hit of the last `citeline-search' to where its text is now.
+The hit is the one at point in the *xref* buffer (from another buffer:
+the one last visited there).  The search's hits are checked again (see
+`citeline-verify') and the hit's file is opened at the place verify gives:
+its place as cited when still valid, its new place when moved, its
+section today when changed.  A missing hit has no place: nothing moves.
+Return (STATUS FILE LINE), FILE and LINE nil for a missing hit."
+  (interactive)
+  (let* ((search (or citeline--last-search
+                     (user-error "citeline: no citeline-search to re-anchor")))
+         (index (citeline--reanchor-index search))
+         (from-xref (derived-mode-p 'xref--xref-buffer-mode))
+         (r (nth index (citeline-verify)))
+         (status (plist-get r :status))
+         (path (plist-get r :path)))
+    (if (or (equal status "missing") (not (stringp path)))
+        (progn (message "citeline: the cited text is gone (missing): search again")
+               (list status nil nil))
+      (let* ((file (citeline--file (citeline--search-root search) path))
+             (line (let ((a (plist-get r :line_start))) (if (integerp a) a 1)))
+             (buffer (find-file-noselect file)))
+        (if from-xref (pop-to-buffer buffer t) (switch-to-buffer buffer))
+        (goto-char (point-min))
+        (forward-line (1- line))
+        (unless (equal status "valid")
+          (message "citeline: %s → %s" status (citeline-verify-place r)))
+        (list status file line)))))
+
 ;;;; Commands
 
 ;;;###autoload
 (defun citeline-search (query)
   "Search the workspace's Markdown sections for QUERY.
-Show the hits in an *xref* buffer; hits keep the server's ranking.
+Show the hits in an *xref* buffer; hits keep the server's ranking.  When
+a Markdown buffer is saved the hits are checked again and those that
+moved or changed are marked (`citeline-verify', `citeline-reanchor').
 Return the list of xref items."
   (interactive (list (citeline--read "citeline search" 'citeline-search-history)))
   (let* ((server (citeline-server))
-         (args (append (list :query query :limit citeline-search-limit)
+         (root (citeline--server-root server))
+         ;; :labels: the server names each hit as workspace/symbol does (:x-labels), so
+         ;; text before a file's first heading shows the file's title.
+         (args (append (list :query query :limit citeline-search-limit :labels t)
                        (and citeline-profile (list :profile citeline-profile))))
-         (result (citeline-execute "citeline.search" args server)))
-    (citeline--present (citeline-search-xrefs result (citeline--server-root server))
-                       result (format "%S" query))))
+         (result (citeline-execute "citeline.search" args server))
+         (xrefs (citeline-search-xrefs result root))
+         (search (citeline--make-search result root server xrefs)))
+    (setf (citeline--search-fetcher search) (lambda () (citeline--marked-xrefs search)))
+    (setq citeline--last-search search)
+    (citeline--present xrefs result (format "%S" query) (citeline--search-fetcher search))))
 
 ;;;###autoload
 (defun citeline-set-workspace (folder)

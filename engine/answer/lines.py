@@ -30,10 +30,10 @@ import re2
 
 from ..base.cancel import CancelToken
 from ..base.errors import CitelineError, ParseIssue, parse_error, schema_error
-from ..capture.capture import CapturedFile, Snapshot
+from ..capture.snapshot import CapturedFile, Snapshot
 from ..text.layout import decode
 from ..text.terms import check_query
-from .requests import STRICT, bool_field, check_keys, check_text, int_field
+from .requests import STRICT, bool_field, check_keys, check_text, check_threshold, int_field
 
 MODES = ("exact", "regex")  # searched here; "semantic" is semantic_search's (SPEC §15)
 SEMANTIC = "semantic"
@@ -115,8 +115,6 @@ class LinesRequest:
                 )
         if "query" not in req:
             raise schema_error("mode 'semantic' needs a query.", field="query")
-        from ..semantic.semantic_search import check_threshold  # standard library only
-
         query = check_query(req["query"], need_word=False)
         threshold = check_threshold(req["threshold"]) if "threshold" in req else SEMANTIC_THRESHOLD
         return cls(

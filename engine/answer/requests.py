@@ -111,6 +111,17 @@ def bool_field(request: Mapping[str, Any], name: str, default: bool) -> bool:
 STRICT = "strict"
 
 
+def check_threshold(value: object) -> float:
+    """A request's `threshold`: a number in [0, 1] (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise schema_error("threshold must be a number from 0 to 1.", field="threshold")
+    if not 0 <= value <= 1:  # NaN fails too
+        raise schema_error(
+            f"threshold must be from 0 to 1, got {value}.", field="threshold", value=value
+        )
+    return float(value)
+
+
 def strict_of(request: Any) -> bool:
     """Whether a front's request asks for `strict` (False when absent or not a mapping; a
     value that is not a boolean is refused by the request's own parse)."""
@@ -189,6 +200,7 @@ __all__ = [
     "bool_field",
     "check_keys",
     "check_text",
+    "check_threshold",
     "front_request",
     "int_field",
     "strict_of",

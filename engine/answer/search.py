@@ -13,7 +13,7 @@ from typing import Any
 
 from ..base.cancel import CancelToken
 from ..base.errors import CitelineError
-from ..capture.capture import CapturedFile, Snapshot
+from ..capture.snapshot import CapturedFile, Snapshot
 from ..index.hashes import section_sha256
 from ..index.index import Index, Section
 from ..rank.rank import rank
@@ -61,10 +61,10 @@ def search_sections(
     for scored in ranked.best:
         sec = index.section(scored.section)
         sections.append(sec)
-        file = _file(snapshot, sec.path)
+        file = file_named(snapshot, sec.path)
         text = shown.get(sec.path)
         if text is None:
-            text = shown[sec.path] = _text(fetch(file))
+            text = shown[sec.path] = decoded_text(fetch(file))
         cut = snippet(text[sec.start : sec.end], scored.matched, rel.tokenizer)
         digest = section_sha256(text, sec.start, sec.end)
         hits.append(
@@ -101,7 +101,7 @@ def has_words(query: str) -> bool:
     return bool(word_re(folded).findall(folded))
 
 
-def _file(snapshot: Snapshot, path: str) -> CapturedFile:
+def file_named(snapshot: Snapshot, path: str) -> CapturedFile:
     files = snapshot.files
     i = bisect.bisect_left(files, path, key=lambda f: f.path)
     if i == len(files) or files[i].path != path:  # pragma: no cover - the index is the snapshot's
@@ -109,7 +109,7 @@ def _file(snapshot: Snapshot, path: str) -> CapturedFile:
     return files[i]
 
 
-def _text(data: bytes) -> str:
+def decoded_text(data: bytes) -> str:
     from ..text.layout import decode
 
     text = decode(data)

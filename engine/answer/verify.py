@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import schema_error
-from ..capture.capture import CapturedFile, Snapshot
+from ..capture.snapshot import CapturedFile, Snapshot
 from ..index.hashes import section_sha256
 from ..index.index import Index
 from ..text.layout import decode, line_index

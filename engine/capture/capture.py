@@ -15,7 +15,6 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +35,7 @@ from .files import (
 )
 from .journaled import list_changed, rules_above
 from .revision import snapshot_revision
+from .snapshot import CapturedFile, Snapshot, Walked
 from .stats import Captured, FileState, StatIndex
 from .walk import (
     UNREAD,
@@ -43,7 +43,6 @@ from .walk import (
     HeldBytes,
     OnRead,
     Prefetch,
-    Walked,
     above_signature,
     list_markdown,
 )
@@ -53,33 +52,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int, int], None]
 _path = itemgetter(0)
-
-
-@dataclass(frozen=True, slots=True)
-class CapturedFile:
-    path: str  # bundle-relative, "/" separators
-    size: int
-    sha256: str
-    reserved: bool  # navigation file: captured, never searched
-    # The bytes, when this capture read them (or took them from the editor); None for a
-    # file whose bytes were proven unchanged by its stat fingerprint (SPEC §2).
-    data: bytes | None = None
-    unsaved: bool = False  # the editor's text, not the disk's (SPEC §11 "Unsaved text")
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    root: str
-    files: Sequence[CapturedFile]  # sorted by path (code point order)
-    revision: str
-    known: StatIndex | None = None  # the stat index after this capture
-    read: int = 0  # files this capture read from disk
-    # With a change journal on: what the next journaled capture needs of this one's walk.
-    walked: Walked | None = None
-
-    @property
-    def searchable(self) -> tuple[CapturedFile, ...]:
-        return tuple(f for f in self.files if not f.reserved)
 
 
 def _check_paths(
@@ -340,14 +312,12 @@ def _disk_records(files: list[CapturedFile], states: Mapping[str, FileState]) ->
 
 
 __all__ = [
-    "CapturedFile",
     "Changed",
     "Fetcher",
     "HeldBytes",
     "OnRead",
     "Progress",
     "Records",
-    "Snapshot",
     "bundle_error",
     "capture",
     "check_bundle",

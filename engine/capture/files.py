@@ -48,7 +48,7 @@ from .final_paths import final_folder, final_path
 from .stats import Fingerprint, fingerprint
 
 if TYPE_CHECKING:
-    from .capture import CapturedFile, Snapshot
+    from .snapshot import CapturedFile, Snapshot
 
 S_ISREG = stat.S_ISREG
 S_ISDIR = stat.S_ISDIR
@@ -116,7 +116,7 @@ def bundle_error(path: str, why: str) -> CitelineError:
     )
 
 
-def _unreadable(what: str, path: str, exc: OSError) -> CitelineError:
+def unreadable(what: str, path: str, exc: OSError) -> CitelineError:
     """bundle_invalid for a folder or file of the bundle that cannot be opened or read."""
     if is_sharing_violation(exc):
         return CitelineError(
@@ -209,14 +209,14 @@ def read_file(
     except OSError as exc:
         if exc.errno in GONE_ERRNOS:
             return None
-        raise _unreadable("File", rel, exc) from None
+        raise unreadable("File", rel, exc) from None
     try:
         info = os.fstat(fd)
         if not S_ISREG(info.st_mode):
             return None
         return _read_to(fd, info.st_size, max_bytes), fingerprint(info)
     except OSError as exc:
-        raise _unreadable("File", rel, exc) from None
+        raise unreadable("File", rel, exc) from None
     finally:
         os.close(fd)
 
@@ -231,7 +231,7 @@ def _open_by_path(path: str, flags: int, rel: str) -> int | None:
             if exc.errno in GONE_ERRNOS:
                 return None
             if wait is None or not is_sharing_violation(exc):
-                raise _unreadable("File", rel, exc) from None
+                raise unreadable("File", rel, exc) from None
         time.sleep(wait)
     return None  # (not reached)
 
@@ -321,7 +321,7 @@ class DescriptorBackend:
                 except OSError:
                     raise bundle_error(shown, "missing") from None
                 raise bundle_error(shown, "symlink" if link else "not_a_directory") from None
-            raise _unreadable("Folder", ".", exc) from None
+            raise unreadable("Folder", ".", exc) from None
 
     def open_path(self, path: str) -> int:
         return os.open(path, self.dir_flags)
@@ -484,7 +484,7 @@ class PathBackend:
             except (FileNotFoundError, NotADirectoryError):
                 raise bundle_error(shown, "missing") from None
             except OSError as exc:
-                raise _unreadable("Folder", ".", exc) from None
+                raise unreadable("Folder", ".", exc) from None
             if is_link(st):
                 raise bundle_error(shown, "symlink")
             if not S_ISDIR(st.st_mode):
@@ -495,7 +495,7 @@ class PathBackend:
             except OSError as exc:
                 if exc.errno in GONE_ERRNOS:
                     continue  # gone or swapped since the lstat: look again
-                raise _unreadable("Folder", ".", exc) from None
+                raise unreadable("Folder", ".", exc) from None
             if same:
                 return PathFolder(path, ident, final)
         raise CitelineError(
@@ -564,7 +564,7 @@ class PathBackend:
             except OSError as exc:
                 if exc.errno in GONE_ERRNOS:
                     return None
-                raise _unreadable("File", rel, exc) from None
+                raise unreadable("File", rel, exc) from None
             if is_link(seen) or not S_ISREG(seen.st_mode):
                 return None
             if final is None and not self.same(folder):
@@ -577,7 +577,7 @@ class PathBackend:
                 info = os.fstat(fd) if inside else None
             except OSError as exc:
                 os.close(fd)
-                raise _unreadable("File", rel, exc) from None
+                raise unreadable("File", rel, exc) from None
             if info is None:
                 os.close(fd)
                 return None
@@ -603,7 +603,7 @@ class PathBackend:
                 return None
             return _read_checked(fd, info, rel, max_bytes), fingerprint(info)
         except OSError as exc:
-            raise _unreadable("File", rel, exc) from None
+            raise unreadable("File", rel, exc) from None
         finally:
             os.close(fd)
 
@@ -684,7 +684,7 @@ class Folders:
         except OSError as exc:
             if exc.errno in GONE_ERRNOS:
                 return None
-            raise _unreadable("File", rel, exc) from None
+            raise unreadable("File", rel, exc) from None
         got = self.backend.read(folder, name, rel, max_bytes)
         if got is not None and not self.backend.same(folder):
             return None  # the folder was swapped under the read: changed during the walk

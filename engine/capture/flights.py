@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..base.cancel import CancelToken
 from ..base.limits import Settings
-from .capture import Snapshot
+from .snapshot import Snapshot
 
 LANDED_KEPT = 8  # finished captures kept to share (one per bundle and settings)
 WAIT_STEP = 0.05  # seconds between two looks at the cancel token while waiting for a flight
@@ -110,7 +110,7 @@ def records(snap: Snapshot) -> Snapshot:
 
 class Serving:
     """How many requests an engine is serving, for background work that must not slow
-    them: it waits for none to be running before each step of its own (Index.prepare)."""
+    them: it waits for none to be running before each step of its own (engine/base/warmer.py)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()

@@ -14,11 +14,12 @@ from ..base.cancel import CancelToken
 from ..base.limits import Settings, limit_error
 from ..base.platform import GONE_ERRNOS
 from . import files, stats
-from .files import Backend, _unreadable
+from .files import Backend, unreadable
 from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .snapshot import Walked
 from .stats import FileState, fingerprint
-from .walk import UNREAD, Listing, Prefetch, Walked, _check_utf8, _read, above_signature
+from .walk import UNREAD, Listing, Prefetch, above_signature, check_utf8, read_listed
 
 
 def rules_above(root: str, settings: Settings, backend: Backend | None = None) -> tuple[Above, ...]:
@@ -123,7 +124,7 @@ def list_changed(
                 if exc.errno in GONE_ERRNOS:
                     linked.discard(rel)
                     continue  # a folder on the way is gone, or no longer one
-                raise _unreadable("Folder", "/".join(dirs), exc) from None
+                raise unreadable("Folder", "/".join(dirs), exc) from None
             try:
                 st: Any = os.stat(name, dir_fd=folder, follow_symlinks=False)
             except OSError as exc:
@@ -150,10 +151,10 @@ def list_changed(
                 if named is not None and rel not in named:
                     linked.add(rel)  # changed through another name
             if not rel.isascii():
-                _check_utf8(rel, "/".join(dirs) + "/" if dirs else "")
+                check_utf8(rel, "/".join(dirs) + "/" if dirs else "")
             content: object = UNREAD
             if prefetch.read <= budget:
-                content = _read(bk, folder, name, rel, limits.max_file_bytes, prefetch)
+                content = read_listed(bk, folder, name, rel, limits.max_file_bytes, prefetch)
             found.append((rel, content))
             found.unread = True
     if len(found) > max_files:

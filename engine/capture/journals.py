@@ -32,7 +32,7 @@ class Look:
     generation: int
     membership: tuple[bool, bool, bool]  # the settings that decide which files a walk takes
     changed: frozenset[str] | None = None
-    above: object = None  # walk.Walked of the walk that made `known`
+    above: object = None  # snapshot.Walked of the walk that made `known`
     racy: frozenset[str] = frozenset()  # files of `known` whose read was racy
     reason: str = ""  # why `changed` is None (for logs and tests)
     # A drain since may have seen a second name of a captured file (journal.Drained.restat):
@@ -46,7 +46,7 @@ class _Tag:
     known: Any  # stats.StatIndex, by identity
     generation: int
     membership: tuple[bool, bool, bool]
-    walked: object  # walk.Walked
+    walked: object  # snapshot.Walked
     racy: frozenset[str] | None = None
 
     def racy_paths(self) -> frozenset[str]:

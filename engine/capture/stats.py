@@ -88,7 +88,7 @@ class FileState(NamedTuple):
 class Captured:
     """A capture's files (records, no bytes) and the settings they were checked against."""
 
-    files: Sequence[Any]  # capture.CapturedFile, in path order
+    files: Sequence[Any]  # snapshot.CapturedFile, in path order
     settings: tuple[Any, ...]  # (reserved names, limits)
 
 

@@ -19,9 +19,10 @@ from ..base.cancel import CancelToken
 from ..base.errors import CitelineError, quoted
 from ..base.limits import Limits, Settings, limit_error
 from . import files, stats
-from .files import Backend, _unreadable
+from .files import Backend, unreadable
 from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .snapshot import Walked
 from .stats import FileState, Fingerprint, fingerprint
 
 OnRead = Callable[[str, str, bytes], None]  # (path, sha256, bytes) of a file just read
@@ -84,17 +85,6 @@ class Listing(list):  # type: ignore[type-arg]
 
     unread = False
     walked: Walked | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Walked:
-    """What a journaled capture needs of the walk before it, besides the stat index: the
-    rules above the bundle it applied (read afresh, compared: they lie outside the watched
-    folders), and the files that had more than one link (a write through a link outside
-    the bundle raises no event in its folders, so those are stat'ed on every request)."""
-
-    above: tuple[tuple[str, tuple[str, ...]], ...]
-    linked: frozenset[str]
 
 
 def above_signature(above: Sequence[Above]) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -178,7 +168,7 @@ def list_markdown(
                         found.append((rel, state))
                         continue
             if not rel.isascii():
-                _check_utf8(rel, rel_dir)
+                check_utf8(rel, rel_dir)
             unread.append((name, rel))
 
     def enter(name: str, parent: Any, rel_dir: str) -> None:
@@ -203,7 +193,7 @@ def list_markdown(
             try:
                 scan(folder, rel_dir, folders, unread)
             except PermissionError as exc:
-                raise _unreadable("Folder", rel_dir.rstrip("/") or ".", exc) from None
+                raise unreadable("Folder", rel_dir.rstrip("/") or ".", exc) from None
             except (FileNotFoundError, NotADirectoryError):
                 pass  # vanished during the walk
             if len(found) > max_files:
@@ -216,7 +206,7 @@ def list_markdown(
                 if prefetch is not None and prefetch.read <= budget:
                     if cancel is not None:
                         cancel.check()
-                    content = _read(bk, folder, name, rel, max_bytes, prefetch)
+                    content = read_listed(bk, folder, name, rel, max_bytes, prefetch)
                 found.append((rel, content))
                 found.unread = True
                 if len(found) > max_files:
@@ -286,10 +276,10 @@ def _open_dir(backend: Backend, parent: Any, name: str, rel_dir: str, limits: Li
                 raise limit_error(
                     "max_path_bytes", size + 1, limits.max_path_bytes, path=shown
                 ) from None
-        raise _unreadable("Folder", shown, exc) from None
+        raise unreadable("Folder", shown, exc) from None
 
 
-def _check_utf8(rel: str, rel_dir: str) -> None:
+def check_utf8(rel: str, rel_dir: str) -> None:
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:
@@ -302,7 +292,7 @@ def _check_utf8(rel: str, rel_dir: str) -> None:
         ) from None
 
 
-def _read(
+def read_listed(
     backend: Backend, folder: Any, name: str, rel: str, max_bytes: int, prefetch: Prefetch
 ) -> object:
     """A FileRead of one file, None when it is gone, or the CitelineError reading it raised."""
@@ -327,7 +317,6 @@ __all__ = [
     "Listing",
     "OnRead",
     "Prefetch",
-    "Walked",
     "above_signature",
     "list_markdown",
 ]

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from ..base.cancel import CancelToken
 from ..base.codec import Corrupt
-from ..capture.capture import CapturedFile
+from ..capture.capture import Progress
+from ..capture.snapshot import CapturedFile
 from ..text.analysis import (
     AnalysisOptions,
     FileAnalysis,
@@ -38,7 +39,6 @@ REBUILD_SHARE = 0.5  # above this share of changed files, everything is analysed
 PARALLEL_MIN_BYTES = 2 << 20  # below this much to analyse, other processes cost more
 
 Fetch = Callable[[CapturedFile], bytes]
-Progress = Callable[[str, int, int], None]
 
 
 class StructureStore(Protocol):

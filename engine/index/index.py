@@ -11,24 +11,27 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..base.errors import CitelineError, parse_error
 from ..base.limits import MAX_HEADING_BYTES, Settings, limit_error
 from .blocks import Block
 from .hashes import SectionHashes
 from .lexicon import Lexicon
-from .postings import Postings, gather
+from .postings import Postings, Views, Where, gather, views
+
+T = TypeVar("T")
 
 K1 = 1.2
 B = 0.75
 MAX_EXPANSIONS = 64  # of the last term when it is matched as a prefix
 # An index of at least this many blocks answers prefix look-ups from a Lexicon (lexicon.py)
-# rather than block by block, once one is made (`prepare`, which a long-lived engine runs
+# rather than block by block, once one is made (`make_lexicon`, which a long-lived engine runs
 # in the background after an answer) or derived from the previous index's: docs/
 # performance.md has the measurements that set it.
 LEXICON_BLOCKS = 32
@@ -66,9 +69,6 @@ class Section:
 # (the first duplicate concept id, the first heading or title over the length limit)
 Checked = tuple[tuple[str, str, str] | None, tuple[str, int, int, str] | None]
 
-# (block, section offset of the block, first posting, end of postings)
-Where = tuple[Block, int, int, int]
-
 
 def sections_in(places: Sequence[Where]) -> int:
     """How many sections a term's postings name: its df (one posting per section)."""
@@ -82,6 +82,24 @@ def most_frequent(counts: dict[str, int]) -> list[str]:
     return sorted(ranked)
 
 
+class Derived:
+    """What a later stage derives from one index (rank's length denominators, the stem
+    view, zero-copy posting views), made on first use and held as long as the index: state
+    derived from an index lives with it, never in a module's globals, and goes with it."""
+
+    def __init__(self) -> None:
+        self._made: dict[Hashable, Any] = {}
+        self._lock = threading.RLock()  # (re-entrant: one state may be made of another)
+
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+        with self._lock:
+            try:
+                return self._made[key]
+            except KeyError:
+                value = self._made[key] = make()
+                return value
+
+
 class Index:
     def __init__(
         self,
@@ -93,16 +111,11 @@ class Index:
         keeps it with the list of blocks). `previous`: an index most of whose blocks these
         are (the one before an edit), whose lexicon this one's is derived from."""
         self.blocks = tuple(blocks)
-        bases = []
-        n = 0
-        for block in self.blocks:
-            bases.append(n)
-            n += block.sections
-        self.bases = bases
-        self.n = n
+        sizes = [block.sections for block in self.blocks]
+        self.bases = [0, *itertools.accumulate(sizes)][: len(sizes)]  # first id of each block
+        self.n = n = sum(sizes)
         total = sum(block.total_length for block in self.blocks)
-        mean = total / n if n else 0.0
-        self.avglen = mean if mean > 0 else 1.0
+        self.avglen = (total / n if n else 0.0) or 1.0  # (lengths are never negative)
         self.tokens = sum(block.tokens for block in self.blocks)
         self.problems = tuple(
             sorted(
@@ -121,7 +134,6 @@ class Index:
         self._lock = threading.Lock()
         self._lexicon: Lexicon | None = None
         self._blocks_at: dict[str, tuple[Block, int]] | None = None
-        self._preparing: threading.Thread | None = None
         if previous is not None and previous._lexicon is not None:
             self._lexicon = _derived(previous, self.blocks)
         # Section hashes for verify's look-up by hash (hashes.py): made on first use.
@@ -129,6 +141,10 @@ class Index:
         self.hashes: SectionHashes = SectionHashes(earlier)
         if previous is not None:
             self.hashes.keep(self.blocks)
+        self.derived = Derived()
+        # Caches of pure functions of blocks that outlive one index, shared with the indexes
+        # made from it after edits (rank/naming.py's held names); another bundle has its own.
+        self.lineage: dict[str, Any] = previous.lineage if previous is not None else {}
 
     # -- the checks of SPEC §2, in order, after capture ----------------------------------
 
@@ -237,7 +253,10 @@ class Index:
         return found
 
     def postings(self, term: str) -> Postings:
-        return gather(self, self.where(term))
+        return gather(self.posting_views(), self.where(term))
+
+    def posting_views(self) -> Views:
+        return self.derived.get("postings.views", lambda: views(self.blocks))
 
     def df(self, term: str) -> int:
         return sections_in(self.where(term))
@@ -262,29 +281,12 @@ class Index:
                 found[term] = found.get(term, 0) + count
         return list(found.items())
 
-    def prepare(
-        self, background: bool = True, pause: Callable[[], None] | None = None
-    ) -> threading.Thread | None:
+    def make_lexicon(self, pause: Callable[[], None] | None = None) -> None:
         """Make what later requests on this index want and one-shot calls do not: its
-        lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr). In
-        a daemon thread unless not `background` (the thread, once started, is returned),
-        calling `pause` before each block (Serving.wait_idle: it steps aside while the
-        engine serves a request); answers are the same before, during and after."""
-        if self._lexicon is not None or len(self.blocks) < LEXICON_BLOCKS:
-            return None
-        if not background:
-            self._make_lexicon(pause)
-            return None
-        with self._lock:
-            if self._preparing is None:
-                self._preparing = threading.Thread(
-                    target=self._make_lexicon, args=(pause,), name="citeline-lexicon", daemon=True
-                )
-                self._preparing.start()
-            return self._preparing
-
-    def _make_lexicon(self, pause: Callable[[], None] | None) -> None:
-        if self._lexicon is None:
+        lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr),
+        calling `pause` before each block (the engine's Warmer runs it between requests);
+        answers are the same before, during and after."""
+        if self._lexicon is None and len(self.blocks) >= LEXICON_BLOCKS:
             self._lexicon = Lexicon.of(self.blocks, pause)
 
     # -- sections ------------------------------------------------------------------------
@@ -351,7 +353,7 @@ def _derived(previous: Index, blocks: Sequence[Block]) -> Lexicon | None:
     removed = [block for block in previous.blocks if block.key not in keys]
     added = [block for block in blocks if block.key not in before]
     if len(removed) + len(added) > len(blocks) // 4:
-        return None  # (most of the index changed: made afresh by prepare)
+        return None  # (most of the index changed: made afresh by make_lexicon)
     return previous._lexicon.derive(removed, added)
 
 

@@ -8,12 +8,12 @@ index's distinct words once, sorted, with the sections holding each summed over 
 
 Made from the blocks, it costs a pass over every block's words (1.97M at ten times tldr,
 about a second), so an index makes one only once it has many blocks, and only when a
-long-lived front asks it to after an answer, in a background thread (Index.prepare):
-neither a one-shot call nor a server's first answer pays for it. An index made from
-another's blocks with a few of them changed (an edit) derives its lexicon from the other's
-instead: the removed blocks' words subtracted and the added ones' added, kept as a small
-table of changes beside the base it shares, so an edit costs the changed blocks' words,
-not the vocabulary.
+long-lived front asks it to after an answer, in the engine's background thread
+(Index.make_lexicon): neither a one-shot call nor a server's first answer pays for it. An
+index made from another's blocks with a few of them changed (an edit) derives its lexicon
+from the other's instead: the removed blocks' words subtracted and the added ones' added,
+kept as a small table of changes beside the base it shares, so an edit costs the changed
+blocks' words, not the vocabulary.
 
 Either way the answer is exact: counts are sums of integers, a word that no section holds
 any more is left out, and tests/engine/test_lexicon.py compares answers with the blocks'.

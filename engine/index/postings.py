@@ -15,8 +15,6 @@ build blocks, and a process that never ranks, do without its 15 MiB and 50 ms.
 from __future__ import annotations
 
 import functools
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,7 +23,12 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from .index import Index, Where
+    from .blocks import Block
+
+# One term's run in one block: (the block, the global id of its first section, the run's
+# start and end in the block's posting arrays).
+Where = tuple["Block", int, int, int]
+Views = dict[int, tuple["np.ndarray", "np.ndarray"]]  # by id(block): its p_sec and p_tf
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,33 +52,21 @@ def empty() -> Postings:
     return Postings(np.zeros(0, np.int32), np.zeros(0, np.int32))
 
 
-# Zero-copy views of each block's posting arrays, by the block's identity, made once per
-# index (a block's arrays never change).
-_VIEWS: weakref.WeakKeyDictionary[Index, dict[int, tuple[np.ndarray, np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
-_LOCK = threading.Lock()
+def views(blocks: Sequence[Block]) -> Views:
+    """Zero-copy views of each block's posting arrays, by the block's identity (an Index
+    makes them once: a block's arrays never change)."""
+    import numpy as np
+
+    return {id(b): (np.asarray(b.p_sec), np.asarray(b.p_tf)) for b in blocks}
 
 
-def _views(index: Index) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    with _LOCK:
-        known = _VIEWS.get(index)
-        if known is None:
-            import numpy as np
-
-            known = _VIEWS[index] = {
-                id(b): (np.asarray(b.p_sec), np.asarray(b.p_tf)) for b in index.blocks
-            }
-        return known
-
-
-def gather(index: Index, places: Sequence[Where]) -> Postings:
-    """The postings of one term from its ranges in each block (Index.where)."""
+def gather(views: Views, places: Sequence[Where]) -> Postings:
+    """The postings of one term from its ranges in each block (Index.where), through the
+    index's `views` (Index.posting_views)."""
     if not places:
         return empty()
     import numpy as np
 
-    views = _views(index)
     secs, tfs = [], []
     for block, base, lo, hi in places:
         p_sec, p_tf = views[id(block)]
@@ -103,4 +94,4 @@ def merge(parts: Sequence[Postings]) -> Postings:
     return Postings(order, summed.astype(tfs.dtype))
 
 
-__all__ = ["Postings", "empty", "gather", "merge"]
+__all__ = ["Postings", "Views", "Where", "empty", "gather", "merge", "views"]

@@ -12,9 +12,14 @@ name words and, per section, the ids of its words (a few bytes a section). They 
 by the block's content address and the tokenisation, so a later snapshot that keeps the
 block keeps them; a one-shot call never pays for a whole block, and a ranking holds a few
 thousand sections at most, so no keystroke pays for many blocks. A long-lived front also
-holds, built between requests, every block's names under each tokenisation its rankings
-read (`prepare`, for an index of 32 blocks or more): at ten times tldr a session reaches
+holds, built between requests by the engine's Warmer (engine/base/warmer.py), every block's
+names under each tokenisation its rankings read (`hold_all`, for an index of 32 blocks or
+more): at ten times tldr a session reaches
 all 177 blocks, and at a ranking's budget it took four rounds of typing to hold them.
+
+What is held belongs to the index's lineage (`Held`, in `Index.lineage`): the bundle's index
+and those made from it after edits share it, another bundle's index has its own, and
+`Engine.close` drops it.
 
 Either way the words are those of the same `Tokenizer.tokens` call on the same text:
 what is held is a cache of a pure function, and scores never depend on it.
@@ -24,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import threading
-import weakref
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
@@ -193,38 +197,86 @@ def _read(
     return path_bits, name_bits, len(asked.intersection(name)) / len(name)
 
 
-_lock = threading.Lock()
-_held: OrderedDict[_Key, HeldNames] = OrderedDict()
-_held_sections = 0
-_asked: dict[_Key, int] = {}  # sections read one at a time, per block not held
-# The tokenisations rankings read names under, per index, for `prepare`; and per index
-# those it has handed to the builder already.
-_used: weakref.WeakKeyDictionary[Index, set[Tokenizer]] = weakref.WeakKeyDictionary()
-_prepared: weakref.WeakKeyDictionary[Index, set[Tokenizer]] = weakref.WeakKeyDictionary()
-# Blocks waiting for the builder (it holds them until they are built), in building order.
-_pending: OrderedDict[_Key, tuple[Block, Tokenizer]] = OrderedDict()
-_builder: threading.Thread | None = None
+class Held:
+    """The held names of one lineage of indexes (Index.lineage: a bundle's index and those
+    made from it after edits), by block content address and tokenisation, least recently
+    used dropped first beyond _HELD_SECTIONS; the blocks `hold_all` is to hold; and how often
+    each block not held was read section by section. Another bundle's lineage has its own."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.held: OrderedDict[_Key, HeldNames] = OrderedDict()
+        self.sections = 0
+        self.asked: dict[_Key, int] = {}  # sections read one at a time, per block not held
+        # Blocks `hold_all` is to hold (pending until held), in building order.
+        self.pending: OrderedDict[_Key, tuple[Block, Tokenizer]] = OrderedDict()
+        self.closed = False
+
+    def hold(self, key: _Key, names: HeldNames, sections: int) -> None:
+        with self.lock:
+            if key in self.held:
+                return
+            self.held[key] = names
+            self.asked.pop(key, None)
+            self.sections += sections
+            while self.sections > _HELD_SECTIONS and len(self.held) > 1:
+                _, dropped = self.held.popitem(last=False)
+                self.sections -= len(dropped.path_at) - 1
+
+    def held_for(self, key: _Key) -> HeldNames | None:
+        with self.lock:
+            names = self.held.get(key)
+            if names is not None:
+                self.held.move_to_end(key)
+            return names
+
+    def close(self) -> None:
+        """Drop everything held; a build under way ends after its block."""
+        with self.lock:
+            self.closed = True
+            self.held.clear()
+            self.asked.clear()
+            self.pending.clear()
+            self.sections = 0
+
+    def build_pending(self, pause: Callable[[], None] | None) -> None:
+        """Hold every pending block, in order (the caller's thread: the engine's Warmer)."""
+        while True:
+            with self.lock:
+                # A block stays pending until it is held: rankings meanwhile read it
+                # section by section rather than build it too.
+                while self.pending and not self.closed:
+                    key, (block, tokenizer) = next(iter(self.pending.items()))
+                    if key not in self.held:
+                        break
+                    del self.pending[key]
+                else:
+                    return
+            self.hold(key, _built(self, block, tokenizer, pause), block.sections)
+            with self.lock:
+                self.pending.pop(key, None)
 
 
-def _hold(key: _Key, names: HeldNames, sections: int) -> None:
-    global _held_sections
-    with _lock:
-        if key in _held:
-            return
-        _held[key] = names
-        _asked.pop(key, None)
-        _held_sections += sections
-        while _held_sections > _HELD_SECTIONS and len(_held) > 1:
-            _, dropped = _held.popitem(last=False)
-            _held_sections -= len(dropped.path_at) - 1
+_LINEAGE_LOCK = threading.Lock()  # (guards only the first Held of a lineage)
 
 
-def _held_for(key: _Key) -> HeldNames | None:
-    with _lock:
-        names = _held.get(key)
-        if names is not None:
-            _held.move_to_end(key)
-        return names
+def held_of(index: Index) -> Held:
+    """The held names of `index`'s lineage."""
+    held = index.lineage.get("names")
+    if held is None:
+        with _LINEAGE_LOCK:
+            held = index.lineage.setdefault("names", Held())
+    return held
+
+
+def _used(index: Index) -> set[Tokenizer]:
+    """The tokenisations rankings read `index`'s names under (for hold_all)."""
+    return index.derived.get("naming.used", set)
+
+
+def _prepared(index: Index) -> set[Tokenizer]:
+    """Those of them hold_all has planned already."""
+    return index.derived.get("naming.prepared", set)
 
 
 class Names:
@@ -239,6 +291,7 @@ class Names:
         "_known",
         "_name",
         "_spans",
+        "_store",
         "asked",
         "groups",
         "index",
@@ -260,12 +313,13 @@ class Names:
         self._budget = _BUILD_PER_RANKING  # sections this ranking may still build
         # per block (by id): its held words, or None while it is read section by section
         self._blocks: dict[int, HeldNames | None] = {}
-        self._deferred: set[int] = set()  # (by id) blocks the builder has yet to hold
+        self._deferred: set[int] = set()  # (by id) blocks hold_all has yet to hold
         # per held block (by id): it, and the ids of `asked` and of each group's words
         # among its names
         self._known: dict[int, tuple[HeldNames, frozenset[int], tuple[frozenset[int], ...]]] = {}
-        with _lock:
-            _used.setdefault(index, set()).add(tokenizer)
+        self._store = store = held_of(index)
+        with store.lock:
+            _used(index).add(tokenizer)
 
     def read(self, g: int) -> tuple[int, int, float]:
         """What the bonuses ask of section g: the bits of the groups with a word in its
@@ -308,100 +362,77 @@ class Names:
             if held is not None or self._budget <= 0 or b in self._deferred:
                 return held
         key = (block.key, self._name)
-        held = _held_for(key)
+        store = self._store
+        held = store.held_for(key)
         if held is None:
-            with _lock:
-                if key in _pending:  # the builder will hold it between requests
+            with store.lock:
+                if key in store.pending:  # hold_all will hold it between requests
                     self._deferred.add(b)
                     blocks[b] = None
                     return None
-                asked = _asked[key] = _asked.get(key, 0) + 1
-                if len(_asked) > 4 * len(_held) + 4_096:  # blocks long gone: count anew
-                    _asked.clear()
+                asked = store.asked[key] = store.asked.get(key, 0) + 1
+                if len(store.asked) > 4 * len(store.held) + 4_096:  # blocks long gone
+                    store.asked.clear()
             if self._budget > 0 and asked > max(_BUILD_MIN, block.sections // _BUILD_SHARE):
                 self._budget -= block.sections
-                held = _built(block, self.tokenizer)
-                _hold(key, held, block.sections)
+                held = _built(store, block, self.tokenizer)
+                store.hold(key, held, block.sections)
         blocks[b] = held
         return held
 
 
 def _built(
-    block: Block, tokenizer: Tokenizer, pause: Callable[[], None] | None = None
+    store: Held, block: Block, tokenizer: Tokenizer, pause: Callable[[], None] | None = None
 ) -> HeldNames:
     """HeldNames.build, or a stemming tokenisation's from the block's words as typed when
     those are held (a `recall` search asks for both). They are not held for it otherwise:
     building both costs more than the stems alone, and held twice as many sections."""
     if tokenizer.stemming != "none":
-        plain = _held_for((block.key, _tokenization(tokenizer.unstemmed)))
+        plain = store.held_for((block.key, _tokenization(tokenizer.unstemmed)))
         if plain is not None:
             return plain.stemmed(pause)
     return HeldNames.build(block, tokenizer, pause)
 
 
-def prepare(index: Index, pause: Callable[[], None] | None = None) -> threading.Thread | None:
-    """Hold, from a daemon thread, the names of every block of `index` under each
-    tokenisation a ranking has read them under (once per index and tokenisation: a
-    later index of the workspace shares its unchanged blocks, already held), the blocks
-    asked about most first, calling `pause` before each (Serving.wait_idle: it steps aside
-    while the engine serves a request). Not when they would not all fit in what is held,
-    nor for an index of fewer than _PREPARE_BLOCKS blocks.
-    The thread, if one runs, is returned."""
-    global _builder
-    with _lock:
-        done = _prepared.setdefault(index, set())
-        new = [tok for tok in _used.get(index, ()) if tok not in done]
+def hold_all(index: Index, pause: Callable[[], None] | None = None) -> None:
+    """Hold the names of every block of `index` under each tokenisation a ranking has read
+    them under (once per index and tokenisation: a later index of the workspace shares its
+    unchanged blocks, already held), the blocks asked about most first, calling `pause`
+    before each (the engine's Warmer runs it between requests; until a block is held,
+    rankings read it section by section). Not when they would not all fit in what is held,
+    nor for an index of fewer than _PREPARE_BLOCKS blocks."""
+    store = held_of(index)
+    with store.lock:
+        done = _prepared(index)
+        new = [tok for tok in _used(index) if tok not in done]
         fits = index.n * (len(done) + len(new)) <= _HELD_SECTIONS
-        if new and fits and len(index.blocks) >= _PREPARE_BLOCKS:
+        if new and fits and len(index.blocks) >= _PREPARE_BLOCKS and not store.closed:
             done.update(new)
             # The words as typed first: a block's stems are then derived from them (_built).
             toks = sorted(new, key=lambda tok: tok.stemming != "none")
             names = [_tokenization(tok) for tok in toks]
 
             def asked(block: Block) -> int:
-                return max(_asked.get((block.key, name), 0) for name in names)
+                return max(store.asked.get((block.key, name), 0) for name in names)
 
             for block in sorted(index.blocks, key=asked, reverse=True):  # (stable)
                 for tok, name in zip(toks, names, strict=True):
-                    if (block.key, name) not in _held:
-                        _pending.setdefault((block.key, name), (block, tok))
-        if _builder is None and _pending:
-            _builder = threading.Thread(
-                target=_build_pending, args=(pause,), name="citeline-names", daemon=True
-            )
-            _builder.start()
-        return _builder
+                    if (block.key, name) not in store.held:
+                        store.pending.setdefault((block.key, name), (block, tok))
+    store.build_pending(pause)
 
 
-def _build_pending(pause: Callable[[], None] | None) -> None:
-    global _builder
-    while True:
-        with _lock:
-            # A block stays pending until it is held: rankings meanwhile read it section
-            # by section rather than build it too.
-            while _pending:
-                key, (block, tokenizer) = next(iter(_pending.items()))
-                if key not in _held:
-                    break
-                del _pending[key]
-            else:
-                _builder = None
-                return
-        _hold(key, _built(block, tokenizer, pause), block.sections)
-        with _lock:
-            _pending.pop(key, None)
+def forget(index: Index) -> None:
+    """Drops every block held for `index`'s lineage (tests compare held and unheld answers),
+    and what was noted of `index` for hold_all."""
+    store = held_of(index)
+    with store.lock:
+        store.held.clear()
+        store.asked.clear()
+        store.pending.clear()
+        store.sections = 0
+        _used(index).clear()
+        _prepared(index).clear()
 
 
-def forget() -> None:
-    """Drops every held block (tests compare held and unheld answers)."""
-    global _held_sections
-    with _lock:
-        _held.clear()
-        _asked.clear()
-        _pending.clear()
-        _used.clear()
-        _prepared.clear()
-        _held_sections = 0
-
-
-__all__ = ["HeldNames", "Names", "forget", "prepare"]
+__all__ = ["Held", "HeldNames", "Names", "forget", "held_of", "hold_all"]

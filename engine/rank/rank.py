@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -52,21 +51,15 @@ def idf_of(n: int, df: int) -> float:
 
 
 # The length part of BM25 per section, per index and (k1, b): §5's and match=any's.
-_DENOMINATORS: weakref.WeakKeyDictionary[Index, dict[tuple[float, float], np.ndarray]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _denominators(index: Index, k1: float, b: float) -> np.ndarray:
     """k1·(1 − b + b·len/avglen) of every section, once per index and (k1, b), each
     evaluated as §5's formula writes it (a different rounding could reorder equal scores)."""
-    import numpy as np
 
-    known = _DENOMINATORS.setdefault(index, {})
-    pre = known.get((k1, b))
-    if pre is None:
+    def make() -> np.ndarray:
+        import numpy as np
+
         avglen = index.avglen
-        pre = known[(k1, b)] = np.array(
+        return np.array(
             [
                 k1 * (1 - b + b * length / avglen)
                 for block in index.blocks
@@ -74,7 +67,8 @@ def _denominators(index: Index, k1: float, b: float) -> np.ndarray:
             ],
             dtype=np.float64,
         )
-    return pre
+
+    return index.derived.get(("rank.denominators", k1, b), make)
 
 
 def rank(

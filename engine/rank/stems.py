@@ -21,12 +21,11 @@ on every word of the real corpora.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 
 from ..index.index import Index, most_frequent
 from ..index.postings import Postings, gather, merge
-from ..text.terms import _stem
+from ..text.terms import english_stem
 
 # Stems' postings a view keeps (its words' joined across the blocks and summed), counted in
 # postings (8 bytes each): a stem of a common word merges tens of thousands, and
@@ -45,7 +44,7 @@ def stem_of(token: str) -> str:
     """The stem the `stemming=english` tokenizer gives an indexed token. The tokenizer
     never stems a CJK bigram, and Snowball leaves every token of two characters or fewer
     as it is, so Snowball's answer is the tokenizer's for every token."""
-    return _stem(token)
+    return english_stem(token)
 
 
 def stem_prefix(stem: str) -> str:
@@ -93,7 +92,8 @@ class Stemmed:
                 self._where.move_to_end(stem)
                 return known
         index = self.index
-        found = merge([gather(index, index.where(word)) for word in self.words(stem)])
+        views = index.posting_views()
+        found = merge([gather(views, index.where(word)) for word in self.words(stem)])
         with self._lock:
             if stem not in self._where:
                 self._where[stem] = found
@@ -152,17 +152,9 @@ class Stemmed:
         return found
 
 
-_VIEWS: weakref.WeakKeyDictionary[Index, Stemmed] = weakref.WeakKeyDictionary()
-_VIEWS_LOCK = threading.Lock()
-
-
 def stemmed(index: Index) -> Stemmed:
     """The index's stem view, one per index (it remembers merged postings)."""
-    with _VIEWS_LOCK:
-        view = _VIEWS.get(index)
-        if view is None:
-            view = _VIEWS[index] = Stemmed(index)
-        return view
+    return index.derived.get("stems.view", lambda: Stemmed(index))
 
 
 __all__ = ["Stemmed", "stem_of", "stem_prefix", "stemmed"]

@@ -2,7 +2,7 @@
 the background.
 
 - `embed` gives a request the vectors of its candidates' passages: those in the persistent
-  cache (store.Vectors, checked), the missing ones computed in batches with a progress
+  cache (vectors.Vectors, checked), the missing ones computed in batches with a progress
   callback and the CancelToken checked between batches (and, by the backend, between
   passages), each batch written back as it is done. A cancelled request raises the
   engine's `cancelled` error: never a partial answer (what was computed stays cached).
@@ -29,12 +29,12 @@ from dataclasses import dataclass
 
 from ..base.cancel import CancelToken
 from ..base.errors import cancelled
-from ..store.store import Vectors
 from .semantic import Backend, Locked, Passage, decode_vector, encode_vector
+from .vectors import Vectors
 
 log = logging.getLogger("citeline.semantic")
 
-Progress = Callable[[int, int], None]
+Counted = Callable[[int, int], None]  # (passages embedded, of how many)
 """progress(done, total): passages whose vector is ready, of all the request needs."""
 
 # Passages embedded between two checks of the cancel token and two progress calls: small,
@@ -74,7 +74,7 @@ def embed(
     backend: Backend,
     vectors: Vectors,
     cancel: CancelToken | None = None,
-    progress: Progress | None = None,
+    progress: Counted | None = None,
     batch: int = BATCH,
 ) -> Embedded:
     """The vectors of `passages` (see the module's docstring). Passages with the same key
@@ -431,5 +431,5 @@ class BackgroundEmbedder:
         )
 
 
-__all__ = ["BATCH", "BackgroundEmbedder", "Embedded", "Progress", "Status", "embed", "foreground"]
+__all__ = ["BATCH", "BackgroundEmbedder", "Counted", "Embedded", "Status", "embed", "foreground"]
 __all__ += ["background_paused", "pause_background", "resume_background"]

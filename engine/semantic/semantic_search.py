@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..answer.lines import clip, window
+from ..answer.requests import check_threshold
 from ..base.errors import schema_error
 from ..index.hashes import section_sha256
 from ..text.terms import Tokenizer, check_query
@@ -217,17 +218,6 @@ class SemanticResult:
         }
 
 
-def check_threshold(value: object) -> float:
-    """A request's `threshold`: a number in [0, 1] (a bool is not one)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise schema_error("threshold must be a number from 0 to 1.", field="threshold")
-    if not 0 <= value <= 1:  # NaN fails too
-        raise schema_error(
-            f"threshold must be from 0 to 1, got {value}.", field="threshold", value=value
-        )
-    return float(value)
-
-
 def _check_int(value: object, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise schema_error(
@@ -350,7 +340,6 @@ __all__ = [
     "SemanticMatch",
     "SemanticResult",
     "candidate",
-    "check_threshold",
     "hybrid",
     "representative",
     "semantic_search",

@@ -303,50 +303,6 @@ class Store:
 _URI_ESCAPES = {"%": "%25", "?": "%3f", "#": "%23"}
 
 
-# -- the `vector` kind: a section's embedding (SPEC §15) ----------------------------------------
-
-VECTOR = "vector"
-
-
-class Vectors:
-    """Section vectors in a store, under the kind `vector`, keyed by semantic.passage_key
-    (which already names the model, the passage rule and the passage), the value
-    semantic.encode_vector's checked bytes (no pickle).
-
-    A value that fails semantic.decode_vector (truncated, altered, another model's) is
-    reported missing, so the caller recomputes it and the write replaces it: a cached
-    vector is never trusted unchecked. engine.semantic is imported on first use only:
-    the lexical paths that import this module load nothing of semantic mode
-    (tests/engine/test_semantic_isolation.py)."""
-
-    def __init__(self, store: Store, dim: int) -> None:
-        self.store = store
-        self.dim = dim
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, list[float]]:
-        """The vectors found and intact for `keys` (the others left out)."""
-        from ..semantic.semantic import decode_vector
-
-        found: dict[str, list[float]] = {}
-        for key, blob in self.store.get_many(VECTOR, list(dict.fromkeys(keys))).items():
-            try:
-                found[key] = decode_vector(blob, self.dim)
-            except ValueError as exc:
-                log.info("cached vector %s refused (%s): recomputed", key[:12], exc)
-        return found
-
-    def put_many(self, items: Iterable[tuple[str, Sequence[float]]]) -> bool:
-        """Store (key, vector) pairs in one transaction; False when the cache could not."""
-        from ..semantic.semantic import encode_vector
-
-        rows = []
-        for key, vector in items:
-            if len(vector) != self.dim:
-                raise ValueError(f"a vector of this model has {self.dim} components")
-            rows.append((VECTOR, key, encode_vector(vector)))
-        return self.store.put(rows) if rows else True
-
-
 def disabled() -> Store:
     """A store that remembers nothing (--no-cache, `cache: false`)."""
     return Store(None)
@@ -354,9 +310,7 @@ def disabled() -> Store:
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
-    "VECTOR",
     "Store",
-    "Vectors",
     "default_folder",
     "disabled",
     "refusal",

@@ -78,7 +78,7 @@ def normalise(text: str) -> str:
 
 
 @lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
+def english_stem(word: str) -> str:
     return _english().stemWord(word)
 
 
@@ -224,7 +224,7 @@ class Tokenizer:
             yield self._finish(word), 0, len(word)
 
     def _finish(self, piece: str) -> str:
-        return _stem(piece) if self.stemming == "english" else piece
+        return english_stem(piece) if self.stemming == "english" else piece
 
     def located(self, text: str) -> Iterator[tuple[str, int, int]]:
         """(token, start, end) with code-point offsets into the *original* text.

@@ -10,7 +10,7 @@ Run by hand, never by pytest::
     python tests/benchmarks/same_outputs.py compare /tmp/before.json
 
 Each front runs as its users start it: `python -m citeline.cli.cli ...` (and
-`python -m citeline.cli.launch ...` for the warm process), `... lsp` and `... mcp BUNDLE`
+`python -m citeline.cli.entry ...` for the warm process), `... lsp` and `... mcp BUNDLE`
 through `sys.executable`, so the citeline measured is the one that python imports (printed
 first). The corpora are read from CITELINE_CORPORA (default /work/shared/corpora); small
 bundles made here cover the errors, the reserved files, odd names and unparsable files. The
@@ -44,7 +44,7 @@ from rpc_frames import frame, read_frame  # noqa: E402
 CORPORA = Path(os.environ.get("CITELINE_CORPORA", "/work/shared/corpora"))
 PY = sys.executable
 CLI = [PY, "-m", "citeline.cli.cli"]
-LAUNCH = [PY, "-m", "citeline.cli.launch"]
+LAUNCH = [PY, "-m", "citeline.cli.entry"]
 
 
 # -- bundles ----------------------------------------------------------------------------------

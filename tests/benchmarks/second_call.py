@@ -30,7 +30,7 @@ base |= {
 cmd = [
     sys.executable,
     "-m",
-    "citeline.cli.launch",
+    "citeline.cli.entry",
     "search",
     bundle,
     "--json",

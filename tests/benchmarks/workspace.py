@@ -243,9 +243,7 @@ def launcher(use_repo: bool) -> Launcher:
             python,
             f"{python} -c <citeline mapped onto {REPO}; citeline.cli.cli.main()>",
         )
-    return Launcher(
-        (python, "-m", "citeline.cli.launch"), python, f"{python} -m citeline.cli.launch"
-    )
+    return Launcher((python, "-m", "citeline.cli.entry"), python, f"{python} -m citeline.cli.entry")
 
 
 def child_env(cache: str | None, warm: bool = False) -> dict[str, str]:

@@ -829,6 +829,10 @@ class Interrupted:
     def __init__(self, settings: Any, **_kwargs: Any) -> None:
         self.workers = argparse.Namespace(started=True, kill=lambda: None)
 
+    @classmethod
+    def one_shot(cls, settings: Any, **kwargs: Any) -> Interrupted:
+        return cls(settings, **kwargs)
+
     def search(self, *_args: Any, **_kwargs: Any) -> None:
         raise KeyboardInterrupt
 

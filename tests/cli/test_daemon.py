@@ -25,7 +25,7 @@ from needs import corpus
 
 from citeline.cli import launch
 
-CLIENT = [sys.executable, "-m", "citeline.cli.launch"]
+CLIENT = [sys.executable, "-m", "citeline.cli.entry"]
 MARK = b"citeline: answered by the warm process (CITELINE_DAEMON=0 turns it off)\n"
 FILES = {
     "guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n",
@@ -131,7 +131,7 @@ def same(a: Answer, b: Answer) -> None:
 
 def test_the_command_is_the_launcher() -> None:
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "citeline"]
-    assert script.value == "citeline.cli.launch:console"
+    assert script.value == "citeline.cli.entry:console"
 
 
 def test_answers_as_a_new_process_would(warm: Warm, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from daemon_support import serving, socket_path
 from other_user import NOBODY, needs_root, other_process, shared_folder
 from waiting import within
 
-from citeline.cli import cli, daemon, launch
+from citeline.cli import cli, daemon, entry, launch
 
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 FORGED = b"run 0 7 0\nforged\n"
@@ -40,7 +40,7 @@ def in_process(argv: list[str], capfd: pytest.CaptureFixture[str]) -> tuple[int,
 
 @pytest.fixture
 def command(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """launch.main as a script calls it (output to pipes); the warm processes it would start."""
+    """entry.main as a script calls it (output to pipes); the warm processes it would start."""
     started: list[str] = []
     monkeypatch.setattr(launch, "start", started.append)
     monkeypatch.setattr(os, "isatty", lambda fd: False)
@@ -50,7 +50,7 @@ def command(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def main(argv: list[str], monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
     monkeypatch.setattr(sys, "argv", ["citeline", *argv])
     capfd.readouterr()
-    code = within(launch.main, 60)
+    code = within(entry.main, 60)
     out, err = capfd.readouterr()
     return code, out.encode(), err.encode()
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from bundles import write_bundle as write
 
-from citeline.cli import launch
+from citeline.cli import entry, launch
 
-CLIENT = [sys.executable, "-m", "citeline.cli.launch"]
+CLIENT = [sys.executable, "-m", "citeline.cli.entry"]
 MARK = b"citeline: answered by the warm process (CITELINE_DAEMON=0 turns it off)\n"
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 LOCAL_PEERCRED = 0x001  # its value on macOS (<sys/un.h>), at level SOL_LOCAL (0)
@@ -92,19 +92,19 @@ def test_without_any_peer_check_there_is_no_warm_process(monkeypatch: pytest.Mon
     assert launch.usable() is False
     monkeypatch.setattr(os, "isatty", lambda fd: False)
     monkeypatch.setenv("CITELINE_DAEMON", "1")
-    assert launch.eligible(["search", "b", "-q", "x"]) is False
+    assert entry.eligible(["search", "b", "-q", "x"]) is False
 
 
 def test_windows_has_no_warm_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "isatty", lambda fd: False)
     monkeypatch.setenv("CITELINE_DAEMON", "1")
     argv = ["search", "b", "-q", "x"]
-    assert launch.eligible(argv) is True
+    assert entry.eligible(argv) is True
     monkeypatch.setenv("CITELINE_PLATFORM", "windows")  # the forced Windows configuration
-    assert launch.eligible(argv) is False
+    assert entry.eligible(argv) is False
     monkeypatch.delenv("CITELINE_PLATFORM")
     monkeypatch.setattr(sys, "platform", "win32")
-    assert launch.eligible(argv) is False
+    assert entry.eligible(argv) is False
     assert launch.open_private("C:\\Users\\me\\AppData\\Local\\Temp")[0] is None
     monkeypatch.setattr(sys, "platform", "linux")
     import _socket

@@ -16,7 +16,7 @@ import pytest
 from bundles import write_bundle as write
 from daemon_support import serving, socket_path
 
-from citeline.cli import cli, daemon, launch
+from citeline.cli import cli, daemon, entry, launch
 
 FILES = {
     "guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n",
@@ -99,7 +99,7 @@ def test_the_launcher_prints_the_answer(
     monkeypatch.setattr(sys, "argv", ["citeline", *argv])
     monkeypatch.setattr(os, "isatty", lambda fd: False)
     monkeypatch.setenv("CITELINE_LOG", "debug")
-    assert launch.main() == 0
+    assert entry.main() == 0
     out, err = capfd.readouterr()
     assert err == launch_mark()
     assert (0, out.encode(), b"") == in_process(argv, capfd)
@@ -118,16 +118,16 @@ def test_without_a_warm_process_the_call_is_answered_here_and_starts_one(
     monkeypatch.setattr(os, "isatty", lambda fd: False)
     argv = ["search", str(bundle), "-q", "hashtable", "--json"]
     monkeypatch.setattr(sys, "argv", ["citeline", *argv])
-    assert launch.main() == 0
+    assert entry.main() == 0
     out, err = capfd.readouterr()
     assert started == [launch.cache_key()] and err == ""
     assert (0, out.encode(), b"") == in_process(argv, capfd)
     # Not for a terminal, nor with the warm process off: answered here, nothing started.
     monkeypatch.setattr(os, "isatty", lambda fd: fd == 2)
-    assert launch.main() == 0
+    assert entry.main() == 0
     monkeypatch.setattr(os, "isatty", lambda fd: False)
     monkeypatch.setenv("CITELINE_DAEMON", "0")
-    assert launch.main() == 0
+    assert entry.main() == 0
     assert started == [launch.cache_key()]
 
 
@@ -163,17 +163,17 @@ def test_which_calls_go_to_the_warm_process(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(os, "isatty", lambda fd: False)
-    assert launch.eligible(argv) is expected
+    assert entry.eligible(argv) is expected
     for tty in (1, 2):
         monkeypatch.setattr(os, "isatty", lambda fd, tty=tty: fd == tty)
-        assert launch.eligible(argv) is False
+        assert entry.eligible(argv) is False
     monkeypatch.setattr(os, "isatty", lambda fd: False)
     # the platform's capabilities decide, not its name (test_daemon_platforms.py): macOS
     # has what it takes, Windows has not
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert launch.eligible(argv) is expected
+    assert entry.eligible(argv) is expected
     monkeypatch.setattr(sys, "platform", "win32")
-    assert launch.eligible(argv) is False
+    assert entry.eligible(argv) is False
 
 
 def test_why_there_is_no_answer(places: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -558,20 +558,20 @@ def test_a_warm_process_is_started_when_none_answers(
 ) -> None:
     monkeypatch.setattr(launch, "ask", lambda key, argv: why)
     monkeypatch.setattr(sys, "argv", ["citeline", "search", str(places), "-q", "x"])
-    assert launch.main() == 1  # answered here: nothing matched
+    assert entry.main() == 1  # answered here: nothing matched
     assert quiet_start == [launch.cache_key()]
     for other in ("other", "broken", "unsafe", "cwd"):
         monkeypatch.setattr(launch, "ask", lambda key, argv, other=other: other)
-        assert launch.main() == 1
+        assert entry.main() == 1
     assert quiet_start == [launch.cache_key()]
     # Not for a cache folder that is not there (the call could not make it) ...
     monkeypatch.setattr(launch, "ask", lambda key, argv: why)
     monkeypatch.setenv("CITELINE_CACHE_DIR", str(places / "not-made"))
     monkeypatch.setattr(cli, "main", lambda argv: 0)
-    assert launch.main() == 0 and len(quiet_start) == 1
+    assert entry.main() == 0 and len(quiet_start) == 1
     # ... but for the default folder, whatever it is.
     monkeypatch.delenv("CITELINE_CACHE_DIR")
-    assert launch.main() == 0 and quiet_start[1].startswith("default:")
+    assert entry.main() == 0 and quiet_start[1].startswith("default:")
     capfd.readouterr()
 
 
@@ -583,11 +583,11 @@ def test_ctrl_c_while_waiting(
 
     monkeypatch.setattr(launch, "ask", interrupted)
     monkeypatch.setattr(sys, "argv", ["citeline", "search", ".", "-q", "x", "--json"])
-    assert launch.main() == 130
+    assert entry.main() == 130
     out, err = capfd.readouterr()
     assert '"code":"cancelled"' in out and err == ""
     monkeypatch.setattr(sys, "argv", ["citeline", "search", ".", "-q", "x"])
-    assert launch.main() == 130
+    assert entry.main() == 130
     out, err = capfd.readouterr()
     assert out == "" and err.startswith("citeline: cancelled:")
     assert quiet_start == []
@@ -599,17 +599,17 @@ def test_the_answer_is_written_as_given(
     monkeypatch.setattr(launch, "ask", lambda key, argv: (5, b"out\n", b"err\n"))
     monkeypatch.setattr(sys, "argv", ["citeline", "search", ".", "-q", "x"])
     monkeypatch.delenv("CITELINE_LOG", raising=False)
-    assert launch.main() == 5
+    assert entry.main() == 5
     assert capfd.readouterr() == ("out\n", "err\n")
     monkeypatch.setenv("CITELINE_LOG", " Debug ")
-    assert launch.main() == 5
+    assert entry.main() == 5
     assert capfd.readouterr() == ("out\n", "err\n" + launch_mark())
 
     def broken(fd: int, data: bytes) -> None:
         raise BrokenPipeError
 
     monkeypatch.setattr(launch, "write_all", broken)
-    assert launch.main() == 0  # piped into `head`: quietly, as the CLI does
+    assert entry.main() == 0  # piped into `head`: quietly, as the CLI does
     assert quiet_start == []
 
 

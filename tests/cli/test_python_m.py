@@ -21,7 +21,7 @@ import citeline.engine as engine_package
 import citeline.lsp as lsp_package
 
 REPO = Path(__file__).resolve().parents[2]
-LAUNCH = [sys.executable, "-m", "citeline.cli.launch"]  # what the console script runs
+LAUNCH = [sys.executable, "-m", "citeline.cli.entry"]  # what the console script runs
 FILES = {"guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps insertion order.\n"}
 
 

@@ -1,11 +1,6 @@
-"""The layout docs/architecture.md promises: the engine never imports a front, no module of
-engine/ or lsp/ is part of an import circle, and no module or class is larger than the size
-rule allows unless docs/architecture.md says why (issue 29).
-
-Imports are read from the source (ast): those a module runs when it is imported — at its
-top level, outside `if TYPE_CHECKING:` — since a circle among them is what can break an
-import order; imports inside functions are made when the call needs them. A module's import
-of its own package is no edge: the package is always imported first.
+"""The size rule docs/architecture.md promises: no module or class larger than it allows
+unless docs/architecture.md says why (issue 29). The import rules (layers, no front imported
+by the engine, no circle) are import-linter's contracts: tests/contracts/test_import_contracts.py.
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ PACKAGES = {
     "mcp_server": "citeline.mcp_server",
     "fronts": "citeline.fronts",
 }
-FRONTS = ("citeline.lsp", "citeline.cli", "citeline.mcp_server", "citeline.fronts")
 MAX_MODULE_LINES = 450
 MAX_CLASS_LINES = 250
 # Larger than the rule, each with its sentence in docs/architecture.md ("## Sizes").
@@ -31,7 +25,6 @@ LARGER = {
     "engine/capture/ignore.py",
     "engine/capture/journal.py",
     "cli/cli.py",
-    "cli/launch.py",
     "mcp_server/server.py",
     "cli/render.py",
     "lsp/server.py",
@@ -39,103 +32,6 @@ LARGER = {
     "engine/capture/journal.py:Journal",
     "lsp/server.py:CitelineServer",
 }
-
-
-def modules() -> dict[str, Path]:
-    out = {}
-    for folder, package in PACKAGES.items():
-        for path in sorted((REPO / folder).rglob("*.py")):
-            rel = path.relative_to(REPO / folder).with_suffix("")
-            parts = [p for p in rel.parts if p != "__init__"]
-            out[".".join([package, *parts])] = path
-    return out
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def import_time_imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The citeline modules `name` imports when it is imported."""
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found: set[str] = set()
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, ast.If) and _is_type_checking(node.test):
-                visit(node.orelse)
-                continue
-            if isinstance(node, ast.If | ast.Try | ast.With):
-                for part in ("body", "orelse", "finalbody", "handlers"):
-                    for child in getattr(node, part, []):
-                        visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
-                continue
-            if isinstance(node, ast.Import):
-                found.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*up, *([base] if base else [])])
-                found.add(base)
-                found.update(f"{base}.{a.name}" for a in node.names)
-
-    visit(ast.parse(path.read_text(encoding="utf-8")).body)
-    # A package is imported before its modules, whatever they import: an import of one's
-    # own package (`from . import x`) closes no circle.
-    return {m for m in found if m in known and m != name and not name.startswith(m + ".")}
-
-
-def graph() -> dict[str, set[str]]:
-    mods = modules()
-    return {name: import_time_imports(name, path, set(mods)) for name, path in mods.items()}
-
-
-def test_the_reader_sees_imports() -> None:
-    edges = graph()
-    assert "citeline.engine.call" in edges["citeline.engine.core"]
-    assert "citeline.lsp.rpc" in edges["citeline.lsp.server"]  # `from .rpc import …`
-    assert "citeline.lsp.transport" in edges["citeline.lsp.server"]  # `from . import transport`
-    # under TYPE_CHECKING only: not an import the module runs
-    assert "citeline.engine.core" not in edges["citeline.engine.operations"]
-
-
-def test_the_engine_imports_no_front() -> None:
-    for path in (REPO / "engine").rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            assert not any(n.startswith(FRONTS) for n in names), path
-
-
-def test_no_import_circle() -> None:
-    edges = graph()
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-    path: list[str] = []
-
-    def visit(name: str) -> None:
-        state[name] = 1
-        path.append(name)
-        for dep in sorted(edges[name]):
-            if state.get(dep) == 1:
-                circle = [*path[path.index(dep) :], dep]
-                raise AssertionError("import circle: " + " -> ".join(circle))
-            if dep not in state:
-                visit(dep)
-        path.pop()
-        state[name] = 2
-
-    for name in sorted(edges):
-        if name not in state:
-            visit(name)
 
 
 def test_modules_and_classes_keep_the_size_rule_or_say_why() -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,24 @@ FILES: dict[str, str] = {
     ),
     "notes/unicode.md": ("# Café notes\n\nLe café crème coûte 3 €, the hashtable costs nothing.\n"),
 }
+
+
+# Files whose matching text ("zucchini") comes before their first heading: a hit the
+# editors name by the file's title (front matter `title`, else its first H1), else its path.
+PREAMBLES: dict[str, str] = {
+    "kitchen/titled.md": (
+        "---\ntitle: Kitchen Notes\n---\nThe zucchini soup needs garlic.\n\n# Soup\n\nSimmer.\n"
+    ),
+    "kitchen/bread.md": "Zucchini bread, from the old card.\n\n# Bread Basics\n\nKnead.\n",
+    "kitchen/plain.md": "zucchini, and nothing else\n",
+}
+LABELS_QUERY = "zucchini"
+
+
+def write_preambles(workspace: Path) -> None:
+    for rel, text in PREAMBLES.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_bytes(text.encode("utf-8"))
 
 
 def require_editors() -> bool:
@@ -112,3 +132,16 @@ def expected_column(workspace: Path, rel: str, line: int, needle: str) -> tuple[
     text = (workspace / rel).read_text("utf-8").split("\n")[line - 1]
     cp = text.index(needle)
     return cp + 1, len(text[:cp].encode("utf-8")) + 1
+
+
+def kept_share(cited: str, now: str) -> float:
+    """verify's `similarity` as engine/answer/verify.py defines it: the share of the cited
+    text's word tokens (a multiset, case-folded) that the section keeps."""
+    a = Counter(w.casefold() for w in re.findall(r"\w+", cited))
+    b = Counter(w.casefold() for w in re.findall(r"\w+", now))
+    return sum((a & b).values()) / sum(a.values())
+
+
+# The edit both editors' verify tests make inside the Collisions section: two words replaced.
+COLLISIONS_CITED = "## Collisions\n\nCollisions are resolved by chaining buckets."
+COLLISIONS_NOW = "## Collisions\n\nCollisions are resolved by open addressing."

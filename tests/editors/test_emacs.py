@@ -14,7 +14,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from editor_fixtures import REPO, cli_search, editor_or_skip, expected_column
+from editor_fixtures import (
+    COLLISIONS_CITED,
+    COLLISIONS_NOW,
+    LABELS_QUERY,
+    REPO,
+    cli_search,
+    editor_or_skip,
+    expected_column,
+    kept_share,
+    write_preambles,
+)
 
 pytestmark = pytest.mark.editor
 
@@ -54,7 +64,8 @@ def test_ert_suite_against_real_server(workspace, editor_env):
     output, results = run_ert(
         editor_env,
         '(not (or "citeline-e2e-unsaved-text" "citeline-e2e-semantic"'
-        ' "citeline-e2e-workspace-root"))',
+        ' "citeline-e2e-workspace-root" "citeline-e2e-verify-and-reanchor"'
+        ' "citeline-e2e-labels"))',
     )
     assert "0 unexpected" in output
     assert "skipped" not in output.split("Ran ", 1)[1], output  # e2e tests really ran
@@ -115,6 +126,78 @@ def test_unsaved_text_is_searched_and_marked(workspace, editor_env):
     ]
     assert unsaved["lines_at"] == [["guide.md", 16, 4]]
     assert (workspace / "guide.md").read_text("utf-8").count("zebrafish") == 0
+
+
+def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env):
+    """Real edits between citeline-search and the re-verify: the buffer saved (after-save-hook),
+    a file renamed on disk (focus gained; citeline-verify by hand), a section deleted and saved;
+    the *xref*
+    buffer's marks keep the order, and citeline-reanchor jumps to where the text is now."""
+    output, results = run_ert(editor_env, '"citeline-e2e-verify-and-reanchor"')
+    assert "Ran 1 test" in output and "0 unexpected" in output, output
+    out = results["verify"]
+    searched = out["searched"]
+    assert [(f, line) for _s, f, line in searched] == [
+        ("notes/hashing.md", 1),
+        ("notes/hashing.md", 5),
+        ("notes/unicode.md", 1),
+    ]
+    ordered, collisions, cafe = (s for s, _f, _l in searched)
+    assert not any(s.startswith("[") for s in (ordered, collisions, cafe))
+
+    def summaries(step: str) -> list[str]:
+        return [s for s, _f, _l in out[step]]
+
+    share = kept_share(COLLISIONS_CITED, COLLISIONS_NOW)
+    assert out["similarity"] == pytest.approx(share, abs=1e-4)
+    assert summaries("saved") == [
+        f"[moved → notes/hashing.md:3-6] {ordered}",
+        f"[changed {round(share * 100)}% → notes/hashing.md:7-9] {collisions}",
+        cafe,
+    ]
+    # The items keep their places as cited; the marks say where the text is now.
+    assert [(f, line) for _s, f, line in out["saved"]] == [(f, line) for _s, f, line in searched]
+    assert summaries("renamed") == [*summaries("saved")[:2], f"[moved → notes/cafe.md:1-3] {cafe}"]
+    assert summaries("deleted") == [
+        f"[moved → notes/hashing.md:3-6] {ordered}",
+        f"[missing] {collisions}",
+        f"[moved → notes/cafe.md:1-3] {cafe}",
+    ]
+    assert out["summary"] == "3 hits: 2 moved, 1 missing"
+    # (status, file, line) returned, then the buffer's file and line, and whether it is *xref*.
+    jumps = out["reanchored"]
+    assert jumps["renamed"] == ["moved", "notes/cafe.md", 1, "notes/cafe.md", 1, []]
+    assert jumps["moved"] == ["moved", "notes/hashing.md", 3, "notes/hashing.md", 3, []]
+    assert jumps["missing"][:3] == ["missing", [], []] and jumps["missing"][5] is True
+    assert (workspace / "notes" / "cafe.md").exists()
+    assert not (workspace / "notes" / "unicode.md").exists()
+
+
+def test_text_before_the_first_heading_is_named_by_the_file_title(workspace, editor_env):
+    """Issue 51: a hit whose heading is empty is named by the file's title (front matter
+    `title`, else its first H1), else its path; the server's labels, the same names
+    workspace/symbol gives those sections."""
+    write_preambles(workspace)
+    output, results = run_ert(
+        {**editor_env, "CITELINE_LABELS_QUERY": LABELS_QUERY}, '"citeline-e2e-labels"'
+    )
+    assert "Ran 1 test" in output and "0 unexpected" in output, output
+    out = results["labels"]
+    assert all(heading == "" for _p, _l, heading in out["hits"])
+    labels = {
+        (p, line): label for (p, line, _h), label in zip(out["hits"], out["labels"], strict=True)
+    }
+    assert labels == {
+        ("kitchen/titled.md", 4): "Kitchen Notes",
+        ("kitchen/bread.md", 1): "Bread Basics",
+        ("kitchen/plain.md", 1): "kitchen/plain.md",
+    }
+    # The xref summaries start with them, in the server's order.
+    assert [(p, line) for _s, p, line in out["rows"]] == list(labels)
+    assert [s.split(" — ")[0] for s, _p, _l in out["rows"]] == list(labels.values())
+    # workspace/symbol names the same sections the same way.
+    symbols = {(p, line): name for name, p, line in out["symbols"]}
+    assert {k: symbols.get(k) for k in labels} == labels
 
 
 # Search by meaning (SPEC §15) over the fixture: recall ranks Installation first (it shares

@@ -17,7 +17,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from editor_fixtures import REPO, cli_search, expected_column, nvim_binary, nvim_builds
+from editor_fixtures import (
+    COLLISIONS_CITED,
+    COLLISIONS_NOW,
+    LABELS_QUERY,
+    REPO,
+    cli_search,
+    expected_column,
+    kept_share,
+    nvim_binary,
+    nvim_builds,
+    write_preambles,
+)
 
 pytestmark = pytest.mark.editor
 
@@ -143,10 +154,47 @@ def test_unit_conversions(editor_env, nvim):
     assert [i["text"] for i in out["odd_lines"]] == ["[unsaved] a b", "[unsaved] plain", "disk"]
     assert [i["text"] for i in out["odd_concepts"]] == ["t — multi line"]
     assert out["display"] == ["a b", "a  b", "a b", ""]
+    # x-labels name the hits (one line each); a null label falls back to the path.
+    assert [i["text"] for i in out["labelled"]] == [
+        "Kitchen Notes — intro",
+        "Two lines — x",
+        "p.md — plain",
+        "q.md — more",
+    ]
     # JSON nulls do not break the conversion.
     assert [(i["filename"], i["text"]) for i in out["null_heading"]] == [("/ws/n.md", "n.md")]
     # Code point 202 of the buffer's line ("é" is 2 bytes) is byte column 402.
     assert [(i["lnum"], i["col"]) for i in out["unsaved_window"]] == [(2, 402)]
+
+    # Verify results (SPEC §18) as marks: none for a valid hit; moved and changed say where
+    # the text is now (changed: the share of the cited words kept, rounded).
+    assert out["verify_marks"] == [
+        None,
+        "[moved → c.md:40-48]",
+        "[changed 67% → s.md:5-9]",
+        "[changed → s.md:5-9]",
+        "[stale]",
+        "[missing]",
+        "[changed 13% → s.md:1-2]",  # half a percent rounds up, as in Emacs
+    ]
+    assert out["marked"] == [
+        "Second — body of b",
+        "[moved → c.md:40-48] a.md — preamble text",
+        "[missing] Setext — below",
+    ]
+    assert out["marked_again"] == [
+        "[changed 67% → s.md:5-9] Second — body of b",
+        "a.md — preamble text",
+        "Setext — below",
+    ]
+    assert out["verify_summary"] == "7 hits: 1 valid, 1 moved, 3 changed, 1 stale, 1 missing"
+    assert out["citation"] == {
+        "path": "b.md",
+        "line_start": 9,
+        "line_end": 12,
+        "snippet": "x",
+        "section_sha256": "a" * 64,
+    }
 
 
 def test_attach_search_symbols_outline(workspace, editor_env, nvim):
@@ -322,6 +370,7 @@ def test_late_setup_attaches_open_buffers_and_checkhealth(workspace, editor_env,
     )
     assert "search profile: recall" in text
     assert "unsaved text: not searched (files on disk)" in text
+    assert "search hits checked again: on write of a Markdown buffer and on focus" in text
     assert "ERROR" not in text and "WARNING" not in text, text
 
 
@@ -478,3 +527,98 @@ def test_path_helpers_follow_the_platform(editor_env, nvim):
     assert out["win_same"] == [True, False, False]
     assert out["found_root"] == out["expected_root"]
     assert out["no_marker"] == out["cwd"]  # walked up to / and stopped
+
+
+def test_hits_are_reverified_marked_and_reanchored(workspace, editor_env, nvim):
+    """Real edits between :CitelineSearch and the re-verify: a buffer written (BufWritePost),
+    a file renamed on disk (FocusGained), a section deleted; the marks keep the list's
+    order, and :CitelineReanchor jumps to where the text is now."""
+    out = run_nvim("verify.lua", editor_env, nvim)
+    ws = str(workspace)
+    hashing, unicode = f"{ws}/notes/hashing.md", f"{ws}/notes/unicode.md"
+    searched = [(i["filename"], i["lnum"], i["text"]) for i in out["search"]["items"]]
+    assert [s[:2] for s in searched] == [(hashing, 1), (hashing, 5), (unicode, 1)]
+    ordered, collisions, cafe = (s[2] for s in searched)
+    assert not any(t.startswith("[") for t in (ordered, collisions, cafe))
+
+    def texts(step: str) -> list[str]:
+        return [text for _file, _line, text in out[step]["items"]]
+
+    # Written: two lines above (moved); two words of Collisions replaced (changed); the
+    # file not touched stays unmarked.
+    (changed,) = [r for r in out["saved"]["results"] if r["status"] == "changed"]
+    share = kept_share(COLLISIONS_CITED, COLLISIONS_NOW)
+    assert changed["similarity"] == pytest.approx(share, abs=1e-4)
+    assert texts("saved") == [
+        f"[moved → notes/hashing.md:3-6] {ordered}",
+        f"[changed {round(share * 100)}% → notes/hashing.md:7-9] {collisions}",
+        cafe,
+    ]
+    # The items keep their places; Neovim moved those of the edited buffer with its lines.
+    assert [(f, line) for f, line, _t in out["saved"]["items"]] == [
+        (hashing, 3),
+        (hashing, 7),
+        (unicode, 1),
+    ]
+    # Renamed behind Neovim's back, seen when it gains focus: moved to the new name.
+    assert texts("focus") == [*texts("saved")[:2], f"[moved → notes/cafe.md:1-3] {cafe}"]
+
+    # Reanchor from the quickfix window (third item) and from a file window (the first).
+    assert out["reanchor_renamed"] == {
+        "err": False,
+        "status": "moved",
+        "file": f"{ws}/notes/cafe.md",
+        "line": 1,
+        "buftype": "",
+        "idx": 3,
+    }
+    assert (workspace / "notes" / "cafe.md").exists() and not Path(unicode).exists()
+    moved = out["reanchor_moved"]
+    assert (moved["status"], moved["file"], moved["line"]) == ("moved", hashing, 3)
+
+    # The Collisions section deleted: missing, and reanchor does not move the cursor.
+    assert texts("deleted") == [
+        f"[moved → notes/hashing.md:3-6] {ordered}",
+        f"[missing] {collisions}",
+        f"[moved → notes/cafe.md:1-3] {cafe}",
+    ]
+    missing = out["reanchor_missing"]
+    assert (missing["status"], missing["file"], missing["line"]) == ("missing", hashing, 1)
+    assert texts("by_hand") == texts("deleted")
+    assert out["by_hand_note"] == "citeline: 3 hits: 2 moved, 1 missing"
+
+    # A new search list starts bare; the older list keeps its marks and title.
+    assert not any(i["text"].startswith("[") for i in out["fresh"]["items"])
+    assert [t for _f, _l, t in out["older"]] == texts("deleted")
+    assert out["title"] == "citeline search: ordered hashtable"
+    assert out["server_alive"] is True
+    assert out["clients_after_stop"] == 0
+
+
+def test_text_before_the_first_heading_is_named_by_the_file_title(workspace, editor_env, nvim):
+    """Issue 51: a hit whose heading is empty is named by the file's title (front matter
+    `title`, else its first H1), else its path; the server's labels, the same names
+    workspace/symbol gives those sections."""
+    write_preambles(workspace)
+    out = run_nvim("labels.lua", {**editor_env, "CITELINE_LABELS_QUERY": LABELS_QUERY}, nvim)
+    ws = str(workspace)
+    hits = out["result"]["hits"]
+    assert all(h["heading"] == "" for h in hits)
+    labels = {
+        (f"{ws}/{h['path']}", h["line_start"]): label
+        for h, label in zip(hits, out["result"]["x-labels"], strict=True)
+    }
+    assert labels == {
+        (f"{ws}/kitchen/titled.md", 4): "Kitchen Notes",
+        (f"{ws}/kitchen/bread.md", 1): "Bread Basics",
+        (f"{ws}/kitchen/plain.md", 1): "kitchen/plain.md",
+    }
+    # The quickfix texts start with them, in the server's order.
+    items = out["search"]["items"]
+    assert [(i["filename"], i["lnum"]) for i in items] == list(labels)
+    assert [i["text"].split(" — ")[0] for i in items] == list(labels.values())
+    assert items[0]["text"].endswith(" — " + hits[0]["snippet"].strip().splitlines()[0])
+    # workspace/symbol names the same sections the same way.
+    symbols = {(s["uri"].removeprefix("file://"), s["line"] + 1): s["name"] for s in out["symbols"]}
+    assert {k: symbols.get(k) for k in labels} == labels
+    assert out["server_alive"] is True

@@ -473,3 +473,84 @@ def test_first_build_progress_and_a_broken_files_diagnostic(windows: Windows, st
         search_in_view(w, "gateway token")
         w.expect(w.results_message()).to_contain_text("sections")
         w.expect(w.result_rows(1).first).to_contain_text("pages/")
+
+
+OKAPI = "# Okapi habitat\n\nThe okapi lives in the Ituri forest.\n"
+
+
+def test_a_hit_whose_text_moved_is_marked_on_save_and_re_anchored(
+    main_window: Window, main_ws: Path, step: Any
+) -> None:
+    """Issue 53: saving a Markdown file sends the view's hits to citeline.verify; a hit
+    whose text moved is marked `moved → path:lines`, and Re-anchor opens it there."""
+    w = main_window
+    okapi = main_ws / "okapi.md"
+    okapi.write_text(OKAPI, "utf-8")
+    try:
+        with step(w):
+            search_in_view(w, "okapi")
+            rows = w.result_rows(1)
+            w.expect(rows).to_have_count(1)
+            assert w.row_label(rows.first) == "okapi.md:1-3 — Okapi habitat"
+            rows.first.click()
+            w.wait_editor("okapi.md")
+            # The section selected, the cursor on its heading: the editor has the keyboard
+            # (before that, keys would go to the results view's tree).
+            w.wait_cursor(1, 1, utf16(OKAPI.rstrip("\n")))
+            # Two lines typed above the heading, saved in the editor: the section's text
+            # is the same, two lines down.
+            w.page.keyboard.press("Control+Home")
+            w.page.keyboard.type("Intro line")
+            w.page.keyboard.press("Enter")
+            w.page.keyboard.press("Enter")
+            w.page.keyboard.press("Control+S")
+            w.expect(rows.first.locator(".label-description")).to_have_text("moved → okapi.md:3-5")
+            assert okapi.read_text("utf-8") == "Intro line\n\n" + OKAPI
+            w.expect(w.results_message()).to_contain_text("1 no longer where it was")
+            # Re-anchor, the row's inline action: the row names the new place, and the
+            # editor selects the section there, the cursor on its heading.
+            rows.first.hover()
+            rows.first.locator(".action-label[aria-label^='Re-anchor']").click()
+            w.expect(rows.first.locator(".label-name")).to_have_text("okapi.md:3-5 — Okapi habitat")
+            w.expect(rows.first.locator(".label-description")).to_have_text("")
+            w.wait_cursor(3, 1, utf16(OKAPI.rstrip("\n")))
+    finally:
+        okapi.unlink(missing_ok=True)
+
+
+QUOKKA = (
+    "---\ntitle: Quokka field notes\n---\nA quokka smiles at the camera.\n\n"
+    "## Diet\n\nThe quokka eats leaves.\n"
+)
+
+
+def test_text_before_the_first_heading_is_named_by_the_files_title(
+    main_window: Window, main_ws: Path, step: Any
+) -> None:
+    """Issue 51: the results view and the Quick Pick name a file's preamble by its title
+    (the server's x-labels), as Go to Symbol does, not by its path."""
+    w = main_window
+    quokka = main_ws / "quokka.md"
+    quokka.write_text(QUOKKA, "utf-8")
+    try:
+        hits = cli(main_ws, "quokka")["hits"]
+        preamble = next(h for h in hits if h["heading"] == "")
+        where = f"quokka.md:{preamble['line_start']}-{preamble['line_end']}"
+        with step(w):
+            search_in_view(w, "quokka")
+            rows = w.result_rows(1)
+            w.expect(rows).to_have_count(len(hits))
+            labels = {w.row_label(rows.nth(i)) for i in range(len(hits))}
+            assert f"{where} — Quokka field notes" in labels, labels
+            assert not any(label == where for label in labels), labels
+            w.run_command("citeline: Search Sections (Quick Pick)")
+            w.wait_quick_input_title("^citeline: Search Sections")
+            w.quick_input_box.fill("quokka")
+            picks = w.quick_rows()
+            w.expect(picks).to_have_count(len(hits))
+            names = {w.pick_label(picks.nth(i)) for i in range(len(hits))}
+            assert names == {"Quokka field notes", "Diet"}, names
+            w.page.keyboard.press("Escape")
+            w.expect(w.quick_input).to_be_hidden()
+    finally:
+        quokka.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ import pytest
 from citeline.engine import CitelineError, Engine
 from citeline.engine.answer.requests import Relevance
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine.capture.capture import CapturedFile
+from citeline.engine.capture.snapshot import CapturedFile
 from citeline.engine.index import build
 from citeline.engine.index.build import PARALLEL_MIN_BYTES, TARGET_BYTES, Ahead
 from citeline.engine.text.options import AnalysisOptions

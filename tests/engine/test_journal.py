@@ -425,10 +425,14 @@ def test_closed_journal_vouches_for_nothing(tree: Path) -> None:
     assert not d.vouched and d.reason == "closed"
 
 
-def test_concurrent_drains_lose_nothing(tree: Path) -> None:
+def test_concurrent_drains_lose_nothing(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Concurrency only: a drain's time bound (50 ms, test_journal_flood.py) is reached on a
+    # loaded machine, and a drain cut short is not vouched (its caller walks).
+    monkeypatch.setattr(jmod, "DRAIN_SECONDS", 60.0)
     j = started(tree)
     names = [f"t{i:03}.md" for i in range(300)]
     seen: set[str] = set()
+    failed: list[Any] = []
     lock = threading.Lock()
     done = threading.Event()
 
@@ -436,8 +440,9 @@ def test_concurrent_drains_lose_nothing(tree: Path) -> None:
         while True:
             finished = done.is_set()
             d = j.drain()
-            assert d.vouched, d
             with lock:
+                if not d.vouched:
+                    failed.append(d)
                 seen.update(d.paths)
             if finished:
                 return
@@ -451,4 +456,5 @@ def test_concurrent_drains_lose_nothing(tree: Path) -> None:
     for t in threads:
         t.join()
     seen.update(j.drain().paths)
+    assert not failed
     assert seen == set(names)

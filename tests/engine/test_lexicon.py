@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from citeline.engine import Engine, Settings
+from citeline.engine.base.warmer import Warmer
 from citeline.engine.capture.flights import Serving
 from citeline.engine.index import index as index_module
 from citeline.engine.index.blocks import Block
@@ -133,10 +134,11 @@ def test_an_index_made_ready_answers_from_its_lexicon_alike(
     made = Index(real_blocks)
     assert dict(made.prefixed("get")) == summed(real_blocks, "get")
     assert made._lexicon is None  # asked of each block until prepared
-    thread = made.prepare()
-    assert thread is not None and made.prepare() is thread  # one thread, however asked
-    thread.join(60)
-    assert made._lexicon is not None and made.prepare() is None
+    made.make_lexicon()
+    assert made._lexicon is not None
+    lexicon = made._lexicon
+    made.make_lexicon()
+    assert made._lexicon is lexicon  # made once, however often asked
     for prefix in ["g", "ge", "get-", "c", "ab", "zzz", "\u4e00", "set"]:
         assert made.expand(prefix) == unmade.expand(prefix)
         assert dict(made.prefixed(prefix)) == summed(real_blocks, prefix)
@@ -144,7 +146,7 @@ def test_an_index_made_ready_answers_from_its_lexicon_alike(
         assert made.where(word) == unmade.where(word), word
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", len(real_blocks) + 1)
     few = Index(real_blocks)  # fewer blocks than that: never made
-    assert few.prepare() is None and few.prepare(background=False) is None
+    few.make_lexicon()
     assert few._lexicon is None
 
 
@@ -155,15 +157,20 @@ def test_a_background_make_waits_while_a_request_is_served(
     the user waits for: the first answer at ten times tldr)."""
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", 2)
     serving = Serving()
+    warmer = Warmer(serving.wait_idle)  # the engine's background thread
     idx = Index(real_blocks)
     with serving.request():
-        thread = idx.prepare(pause=serving.wait_idle)
-        assert thread is not None
-        thread.join(0.5)
-        assert thread.is_alive() and idx._lexicon is None  # waiting, not making
-    thread.join(60)
-    assert not thread.is_alive() and idx._lexicon is not None
+        warmer.add(idx, idx.make_lexicon)
+        warmer.add(idx, idx.make_lexicon)  # (queued once)
+        assert not warmer.idle(0.5) and idx._lexicon is None  # waiting, not making
+    assert warmer.idle(60) and idx._lexicon is not None
     assert dict(idx.prefixed("get")) == summed(real_blocks, "get")
+    # Closed while a request is served: the job waiting to run is dropped.
+    other = Index(real_blocks)
+    with serving.request():
+        warmer.add(other, other.make_lexicon)
+        warmer.close()
+    assert warmer.idle(60) and other._lexicon is None
 
 
 SETTINGS = Settings(skip_invalid=True)
@@ -212,11 +219,9 @@ def test_an_edit_derives_the_lexicon_and_rankings_never_depend_on_it(
     monkeypatch.setattr(index_module, "LEXICON_BLOCKS", 4)
     engine = Engine(SETTINGS, prepare_in_background=True)
     first = _hits(engine, bundle)
+    assert engine.warmer.idle(60)  # made after the first answer, in the background
     assert first == without_lexicons() and any(first)
     before = _live_indexes(engine)
-    for idx in before:  # made after the first answer, in the background
-        assert idx._preparing is not None
-        idx._preparing.join(60)
     assert before and all(len(i.blocks) >= 8 and i._lexicon is not None for i in before)
 
     edited = bundle / pages[3].name
@@ -228,7 +233,6 @@ def test_an_edit_derives_the_lexicon_and_rankings_never_depend_on_it(
     assert len(after) == len(before) and not set(map(id, after)) & set(map(id, before))
     for idx in after:
         assert idx._lexicon is not None and idx._lexicon.changes  # derived, not made anew
-        assert idx._preparing is None  # (nothing left to make)
         fresh = Lexicon.of(idx.blocks)
         for prefix in [*probes(idx.blocks)[:200], "zyzzyva", "zyz"]:
             assert dict(idx._lexicon.prefixed(prefix)) == dict(fresh.prefixed(prefix)), prefix

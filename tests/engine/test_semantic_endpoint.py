@@ -356,7 +356,8 @@ def test_the_background_worker_sends_batches(fake: tuple[str, Behaviour], tmp_pa
     two in flight), not 40 round trips."""
     from citeline.engine.semantic.embedding import BackgroundEmbedder
     from citeline.engine.semantic.semantic import passage
-    from citeline.engine.store.store import Store, Vectors
+    from citeline.engine.semantic.vectors import Vectors
+    from citeline.engine.store.store import Store
 
     url, b = fake
     backend = EndpointBackend(spec(url, dim=8, batch=8, concurrency=2))

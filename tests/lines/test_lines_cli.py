@@ -106,11 +106,14 @@ def test_skip_invalid_names_the_skipped_files(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout == "ok.md:1:1:hit\n"
     reason = json.loads(cli("-F", "hit", "--skip-invalid", "--json", cwd=root).stdout)["skipped"][0]
-    assert out.stderr == f"citeline: skipped bad.md:2: {reason['reason']}\n"
+    assert out.stderr == f"citeline: skipped 1 unparsable file: bad.md:2: {reason['reason']}\n"
+    # The default skips them too (SPEC §17), and says so the same way.
+    default = cli("-F", "hit", cwd=root)
+    assert (default.returncode, default.stdout, default.stderr) == (0, out.stdout, out.stderr)
 
 
 def test_json_output_is_the_contract(docs: Path) -> None:
-    out = cli(docs, "-e", r"(?i)get-\w+", "--json", "-C", "1", "-m", "5")
+    out = cli(docs, "-e", r"(?i)get-\w+", "--json", "-C", "1", "-m", "5", "--strict")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     validate("lines.result", result)
@@ -126,9 +129,13 @@ def test_json_output_is_the_contract(docs: Path) -> None:
     }
     # The same bytes as the engine produces.
     direct = Engine().lines(
-        docs, {"pattern": r"(?i)get-\w+", "mode": "regex", "context": 1, "limit": 5}
+        docs, {"pattern": r"(?i)get-\w+", "mode": "regex", "context": 1, "limit": 5, "strict": True}
     )
-    assert result == direct
+    assert result == direct and result["strict"] is True
+    # By default (SPEC §17) the same matches, and the (empty) list of skipped files.
+    relaxed = json.loads(cli(docs, "-e", r"(?i)get-\w+", "--json", "-C", "1", "-m", "5").stdout)
+    del direct["strict"]
+    assert relaxed == {**direct, "skipped": []}
 
 
 def test_nothing_found_exits_1(docs: Path) -> None:
@@ -194,13 +201,17 @@ def test_missing_bundle_exits_4(tmp_path: Path) -> None:
 
 def test_invalid_utf8_exits_5(tmp_path: Path) -> None:
     root = bundle(tmp_path / "b", {"ok.md": "hit\n", "bad.md": b"hit\n\xfe\n"})
-    out = cli(root, "-F", "hit", "--json")
+    out = cli(root, "-F", "hit", "--json", "--strict")
     assert out.returncode == 5
     envelope = json.loads(out.stdout)
     validate("error", envelope)
     assert envelope["error"]["code"] == "parse_error"
     assert envelope["error"]["details"]["errors"][0]["path"] == "bad.md"
     assert envelope["error"]["details"]["errors"][0]["line"] == 2
-    plain = cli(root, "-F", "hit")
+    plain = cli(root, "-F", "hit", "--strict")
     assert (plain.returncode, plain.stdout) == (5, "")
     assert "bad.md:2" in plain.stderr
+    # By default the file is skipped and listed (SPEC §17): the search goes on.
+    relaxed = cli(root, "-F", "hit", "--json")
+    assert relaxed.returncode == 0
+    assert [s["path"] for s in json.loads(relaxed.stdout)["skipped"]] == ["bad.md"]

@@ -57,9 +57,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return now
 
 
-def progress() -> tuple[srv._Progress, FakeProgress]:
+def progress() -> tuple[job_pool.WorkDone, FakeProgress]:
     fake = FakeServer()
-    return srv._Progress(fake, ImmediateLoop(), "tok-1"), fake.work_done_progress  # type: ignore[arg-type]
+    return job_pool.WorkDone(fake, ImmediateLoop(), "tok-1"), fake.work_done_progress  # type: ignore[arg-type]
 
 
 def reports(fake: FakeProgress) -> list[tuple[str | None, int | None]]:
@@ -225,7 +225,7 @@ def test_a_progress_report_from_another_thread_reaches_the_loop() -> None:
 
     async def run() -> list[tuple[str | None, int | None]]:
         fake = FakeServer()
-        bar = srv._Progress(fake, asyncio.get_running_loop(), "tok-1")  # type: ignore[arg-type]
+        bar = job_pool.WorkDone(fake, asyncio.get_running_loop(), "tok-1")  # type: ignore[arg-type]
         await asyncio.to_thread(bar, "capture", 5, 10)
         await asyncio.sleep(0)
         return reports(fake.work_done_progress)
@@ -527,10 +527,10 @@ def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_t
 ) -> None:
     one, two = str(tmp_path / "one"), str(tmp_path / "two")
     ls = server_with([one, two])
-    seen: list[tuple[Any, Any, dict[str, Any]]] = []
+    seen: list[tuple[Any, Any]] = []
 
-    def symbols(bundle: Any, query: Any, **kw: Any) -> list[Any]:
-        seen.append((bundle, query, kw))
+    def symbols(call: Any, request: Any) -> list[Any]:
+        seen.append((call, request))
         return []
 
     ls.engine.symbols = symbols  # type: ignore[method-assign]
@@ -540,12 +540,14 @@ def test_workspace_symbols_hand_the_engine_cancel_progress_arrival_and_unsaved_t
     found = asyncio.run(features.workspace_symbols(ls, types.WorkspaceSymbolParams(query="hash")))
     after = time.monotonic()
     assert found == []
-    assert [(b, q) for b, q, _ in seen] == [(one, "hash"), (two, "hash")]
+    assert [(c.bundle, r.query) for c, r in seen] == [(one, "hash"), (two, "hash")]
     ((token, progress),) = handed
-    for bundle, _, kw in seen:
-        assert kw["cancel"] is token and kw["progress"] is progress
-        assert before <= kw["fresh_after"] <= after
-        assert kw["overlay"] == (None if bundle == one else {"a.md": two.encode()})
+    for call, request in seen:
+        assert call.cancel is token and call.progress is progress
+        assert before <= call.fresh_after <= after
+        assert call.overlay == (None if call.bundle == one else {"a.md": two.encode()})
+        assert call.settings == ls.engine_settings(call.bundle)
+        assert (request.cap, request.list_cap) == (ls.options.symbol_cap, ls.options.list_cap)
 
 
 def test_unsaved_text_with_a_lone_surrogate_is_searched_as_the_bytes_it_stands_for(
@@ -655,8 +657,8 @@ def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
     ]
     asked: list[tuple[Any, ...]] = []
 
-    def problems(bundle: str, analysis: Any, *, settings: Any, cancel: Any) -> list[Any]:
-        asked.append((bundle, analysis, settings, cancel))
+    def problems(call: Any, analysis: Any) -> list[Any]:
+        asked.append((call.bundle, analysis, call.settings, call.cancel))
         return on_disk
 
     ls.engine.problems = problems  # type: ignore[method-assign]
@@ -832,12 +834,13 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
     calls: list[str] = []
     first_may_finish = threading.Event()
 
-    def prepare(folder: str, options: Any, **kw: Any) -> Any:
+    def prepare(call: Any, options: Any) -> Any:
+        folder = call.bundle
         calls.append(folder)
         if len(calls) == 1:
             first_may_finish.wait(10)  # the first call of the first warm-up takes a while
-        assert kw["settings"] is ls.options.engine and isinstance(kw["cancel"], srv.CancelToken)
-        prepared.append((folder, options, kw["fresh_after"]))
+        assert call.settings is ls.options.engine and isinstance(call.cancel, srv.CancelToken)
+        prepared.append((folder, options, call.fresh_after))
         return SimpleNamespace(problems=[srv.Problem(f"{len(prepared)}.md", 1, "r")])
 
     checked: list[tuple[str, bool, Any]] = []
@@ -981,8 +984,9 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
     ls = server_with([one, two, three])
     prepared: list[tuple[str, Any]] = []
 
-    def prepare(folder: str, options: Any, **kw: Any) -> Any:
-        prepared.append((folder, kw["progress"]))
+    def prepare(call: Any, options: Any) -> Any:
+        folder = call.bundle
+        prepared.append((folder, call.progress))
         if folder == one:
             raise srv.CitelineError("resource_limit", "too many files in one.")
         if folder == two:
@@ -1115,7 +1119,7 @@ def test_run_engine_hands_each_job_its_token_and_progress_and_says_how_it_ended(
         with caplog.at_level(logging.DEBUG, "citeline.test-run-engine"):
             asyncio.run(scenario())
         ((token, progress),) = handed
-        assert isinstance(token, srv.CancelToken) and isinstance(progress, srv._Progress)
+        assert isinstance(token, srv.CancelToken) and isinstance(progress, job_pool.WorkDone)
         ends = [value.message for kind, _, value in fake.sent if kind == "end"]
         assert ends == ["done", "resource_limit", "cancelled", "internal_error", "cancelled"]
         jobs = [

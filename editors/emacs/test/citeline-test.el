@@ -50,6 +50,24 @@
     ;; Every item is an ordinary xref file location.
     (should (cl-every (lambda (x) (xref-file-location-p (xref-item-location x))) xrefs))))
 
+(ert-deftest citeline-test-search-xrefs-labels ()
+  ;; The server's labels (:x-labels) name the hits, on one line; a missing or empty
+  ;; label falls back to the heading, else the path.
+  (let ((xrefs (citeline-search-xrefs
+                '(:hits [(:path "t.md" :heading "" :line_start 4 :line_end 5 :snippet "intro"
+                          :match_spans [])
+                         (:path "h.md" :heading "Two\nlines" :line_start 1 :line_end 3
+                          :snippet "Two\nlines\n===\nx" :match_spans [])
+                         (:path "p.md" :heading "" :line_start 1 :line_end 1 :snippet "plain"
+                          :match_spans [])
+                         (:path "q.md" :heading "" :line_start 1 :line_end 1 :snippet "more"
+                          :match_spans [])]
+                  :x-labels ["Kitchen\r\nNotes" "Two lines" "p.md" nil])
+                "/ws/")))
+    (should (equal (mapcar (lambda (x) (substring-no-properties (xref-item-summary x))) xrefs)
+                   '("Kitchen Notes — intro  (L4-L5)" "Two lines — x  (L1-L3)"
+                     "p.md — plain  (L1-L1)" "q.md — more  (L1-L1)")))))
+
 (ert-deftest citeline-test-search-xrefs-highlight-spans ()
   (let* ((xrefs (citeline-search-xrefs citeline-test--search-result "/ws/"))
          (first (xref-item-summary (nth 0 xrefs)))
@@ -202,6 +220,51 @@
   ;; An explicit :unsaved in `citeline-settings' wins.
   (let ((citeline-settings '(:unsaved :json-false)) (citeline-unsaved t))
     (should (equal (citeline-server-settings) '(:unsaved :json-false)))))
+
+(ert-deftest citeline-test-verify-marks ()
+  (let ((results '((:status "valid" :path "b.md" :line_start 9 :line_end 12)
+                   (:status "moved" :path "c.md" :line_start 40 :line_end 48 :others 0)
+                   (:status "changed" :path "s.md" :line_start 5 :line_end 9 :similarity 0.6667)
+                   (:status "changed" :path "s.md" :line_start 5 :line_end 9 :similarity nil)
+                   (:status "stale" :path "a.md" :line_start nil :line_end nil)
+                   (:status "missing" :path nil :line_start nil :line_end nil))))
+    (should (equal (mapcar #'citeline-verify-mark results)
+                   '(nil "[moved → c.md:40-48]" "[changed 67% → s.md:5-9]" "[changed → s.md:5-9]"
+                         "[stale]" "[missing]")))
+    ;; Half a percent rounds up, as in the Neovim plugin.
+    (should (equal (citeline-verify-mark '(:status "changed" :path "s.md" :line_start 1
+                                           :line_end 2 :similarity 0.125))
+                   "[changed 13% → s.md:1-2]"))
+    (should (equal (citeline-verify-summary results)
+                   "6 hits: 1 valid, 1 moved, 2 changed, 1 stale, 1 missing"))
+    ;; The marks go before the summaries, as often as the results change, never stacked.
+    (let* ((xrefs (citeline-search-xrefs citeline-test--search-result "/ws/"))
+           (search (citeline--make-search citeline-test--search-result "/ws/" nil xrefs))
+           (summaries (lambda ()
+                        (mapcar (lambda (x) (substring-no-properties (xref-item-summary x)))
+                                (citeline--marked-xrefs search)))))
+      (setf (citeline--search-verify search) (list (nth 0 results) (nth 1 results) (nth 5 results)))
+      (should (equal (funcall summaries)
+                     '("Second — An ordered list  (L9-L12)"
+                       "[moved → c.md:40-48] a.md — preamble text  (L1-L3)"
+                       "[missing] Café — Le café ordered  (L20-L22)")))
+      (setf (citeline--search-verify search) (list (nth 2 results) (nth 0 results) (nth 0 results)))
+      (should (equal (funcall summaries)
+                     '("[changed 67% → s.md:5-9] Second — An ordered list  (L9-L12)"
+                       "a.md — preamble text  (L1-L3)"
+                       "Café — Le café ordered  (L20-L22)")))
+      ;; Each marked item knows its hit, and keeps its location.
+      (should (equal (mapcar (lambda (x) (get-text-property 0 'citeline-index (xref-item-summary x)))
+                             (citeline--marked-xrefs search))
+                     '(0 1 2)))
+      (should (equal (mapcar #'citeline-test--loc (citeline--marked-xrefs search))
+                     (mapcar #'citeline-test--loc xrefs)))))
+  ;; The citation sent: place, hashes, heading and snippet only.
+  (should (equal (citeline--citation '(:path "b.md" :line_start 9 :line_end 12 :heading "H"
+                                       :snippet "x" :section_sha256 "ab" :score 1.5
+                                       :match_spans []))
+                 '(:path "b.md" :line_start 9 :line_end 12 :section_sha256 "ab"
+                   :heading "H" :snippet "x"))))
 
 ;;;; The workspace root (no server)
 
@@ -560,6 +623,136 @@ BODY sees the folder as `top' (a directory name); the folder is removed after."
                (cons 'hybrid_profile (plist-get (plist-get hybrid-result :options) :profile))
                (cons 'hybrid_model (plist-get (plist-get hybrid-result :options) :model))))
         (should (jsonrpc-running-p server))))))
+
+(ert-deftest citeline-e2e-labels ()
+  ;; The hits of CITELINE_LABELS_QUERY (text before the first heading of files the pytest
+  ;; wrapper wrote) and the names workspace/symbol gives the same sections.
+  (skip-unless (and citeline-test--ws (getenv "CITELINE_LABELS_QUERY")))
+  (citeline-test--with-session "guide.md"
+    (let* ((query (getenv "CITELINE_LABELS_QUERY"))
+           (xrefs (citeline-search query))
+           (result citeline-last-result)
+           (symbols (append (jsonrpc-request server :workspace/symbol (list :query query)) nil)))
+      (citeline-test--report
+       "labels"
+       (list (cons 'rows (mapcar (lambda (x)
+                                   (let ((l (citeline-test--loc x)))
+                                     (list (substring-no-properties (xref-item-summary x))
+                                           (citeline-test--rel (nth 0 l)) (nth 1 l))))
+                                 xrefs))
+             (cons 'hits (mapcar (lambda (h) (list (plist-get h :path) (plist-get h :line_start)
+                                                   (plist-get h :heading)))
+                                 (append (plist-get result :hits) nil)))
+             (cons 'labels (append (plist-get result :x-labels) nil))
+             (cons 'symbols (mapcar (lambda (s)
+                                      (let ((loc (plist-get s :location)))
+                                        (list (plist-get s :name)
+                                              (citeline-test--rel
+                                               (eglot--uri-to-path (plist-get loc :uri)))
+                                              (1+ (plist-get (plist-get (plist-get loc :range)
+                                                                        :start)
+                                                             :line)))))
+                                    symbols)))))))
+
+;;;; Hits that moved or changed since the search (SPEC §18)
+
+(defun citeline-test--xref-rows ()
+  "(SUMMARY FILE LINE) of the items of the *xref* buffer, in its order."
+  (with-current-buffer (get-buffer "*xref*")
+    (let (rows seen)
+      (goto-char (point-min))
+      (while (not (eobp))
+        (let ((item (get-text-property (point) 'xref-item)))
+          (when (and item (not (memq item seen)))
+            (push item seen)
+            (let ((l (xref-item-location item)))
+              (push (list (substring-no-properties (xref-item-summary item))
+                          (citeline-test--rel (xref-file-location-file l))
+                          (xref-file-location-line l))
+                    rows))))
+        (forward-char 1))
+      (nreverse rows))))
+
+(defun citeline-test--await-verify (what)
+  "Wait until the last search's hits were checked again; fail after 15 s naming WHAT."
+  (let ((before (citeline--search-verify citeline--last-search))
+        (deadline (+ (float-time) 15)))
+    (while (and (eq before (citeline--search-verify citeline--last-search))
+                (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    (should-not (eq before (citeline--search-verify citeline--last-search)))
+    (ignore what)))
+
+(defun citeline-test--reanchor-at (n)
+  "Re-anchor the Nth item (1-based) of the *xref* buffer from it; where it went."
+  (let ((xref-buffer (get-buffer "*xref*")))
+    (pop-to-buffer xref-buffer)
+    (goto-char (point-min))
+    (let ((found 0))
+      (while (< found n)
+        (let ((at (next-single-property-change (point) 'xref-item)))
+          (goto-char at)
+          (when (get-text-property (point) 'xref-item) (cl-incf found)))))
+    (let ((where (citeline-reanchor)))
+      (list (nth 0 where)
+            (and (nth 1 where) (citeline-test--rel (nth 1 where)))
+            (nth 2 where)
+            (and buffer-file-name (citeline-test--rel buffer-file-name))
+            (line-number-at-pos)
+            (eq (current-buffer) xref-buffer)))))
+
+(ert-deftest citeline-e2e-verify-and-reanchor ()
+  ;; Real edits between citeline-search and the re-verify: the buffer saved (after-save-hook),
+  ;; a file renamed on disk (focus gained, then citeline-verify by hand), a section deleted
+  ;; and saved.
+  (skip-unless citeline-test--ws)
+  (citeline-test--with-session "notes/hashing.md"
+    (let ((searched (mapcar (lambda (x) (substring-no-properties (xref-item-summary x)))
+                            (citeline-search "ordered hashtable")))
+          saved renamed deleted reanchored results)
+      (setq searched (citeline-test--xref-rows))
+      ;; Two lines typed above the first heading; two words of Collisions replaced; saved.
+      (with-current-buffer buf
+        (goto-char (point-min))
+        (insert "Preface.\n\n")
+        (should (search-forward "chaining buckets" nil t))
+        (replace-match "open addressing")
+        (save-buffer))
+      (citeline-test--await-verify "after-save-hook")
+      (setq saved (citeline-test--xref-rows))
+      (setq results (citeline--search-verify citeline--last-search))
+      ;; Renamed behind Emacs's back; seen when Emacs gains focus (batch Emacs has no
+      ;; focus to gain: the frame says it has it, and Emacs's focus hook runs).
+      (rename-file (expand-file-name "notes/unicode.md" citeline-test--ws)
+                   (expand-file-name "notes/cafe.md" citeline-test--ws))
+      (cl-letf (((symbol-function 'frame-focus-state) (lambda (&optional _frame) t)))
+        (funcall after-focus-change-function))
+      (citeline-test--await-verify "after-focus-change-function")
+      (setq renamed (citeline-test--xref-rows))
+      ;; By hand: the same, and it says so.
+      (should (equal (mapcar (lambda (r) (plist-get r :status)) (citeline-verify))
+                     '("moved" "changed" "moved")))
+      (should (equal (citeline-test--xref-rows) renamed))
+      (push (cons 'renamed (citeline-test--reanchor-at 3)) reanchored)
+      (push (cons 'moved (citeline-test--reanchor-at 1)) reanchored)
+      ;; The Collisions section deleted and saved: missing; re-anchoring it stays put.
+      (with-current-buffer buf
+        (goto-char (point-min))
+        (should (search-forward "## Collisions" nil t))
+        (delete-region (line-beginning-position) (point-max))
+        (save-buffer))
+      (citeline-test--await-verify "after-save-hook, section deleted")
+      (setq deleted (citeline-test--xref-rows))
+      (push (cons 'missing (citeline-test--reanchor-at 2)) reanchored)
+      (citeline-test--report
+       "verify"
+       (list (cons 'searched searched) (cons 'saved saved) (cons 'renamed renamed)
+             (cons 'deleted deleted)
+             (cons 'similarity (plist-get (nth 1 results) :similarity))
+             (cons 'reanchored reanchored)
+             (cons 'summary (citeline-verify-summary
+                             (citeline--search-verify citeline--last-search)))))
+      (should (jsonrpc-running-p server)))))
 
 ;;;; The workspace of a file in no project, or in a git repository
 

@@ -95,3 +95,14 @@ export function startFailureMessage(command: string, error: unknown): string {
 export function isStartFailureReport(message: string): boolean {
   return /couldn't create connection to server|^Server initialization failed/i.test(message);
 }
+
+/**
+ * Whether a search failed only because the server does not know the language server's
+ * `labels` key (a citeline older than the extension: its engine lists unknown fields under
+ * `details.fields`). The extension then searches without it and names hits by heading.
+ */
+export function rejectsLabels(error: unknown): boolean {
+  const d = describeError(error);
+  const fields = isObject(d.details) ? d.details.fields : undefined;
+  return d.code === "schema_validation" && Array.isArray(fields) && fields.includes("labels");
+}

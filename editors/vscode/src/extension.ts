@@ -20,7 +20,7 @@ import {
   WorkDoneProgress,
 } from "vscode-languageclient/node";
 
-import { describeError, isStartFailureReport, startFailureMessage } from "./errors";
+import { describeError, isStartFailureReport, rejectsLabels, startFailureMessage } from "./errors";
 import { LiveQuery } from "./latest";
 import {
   LinesMode,
@@ -31,11 +31,13 @@ import {
   buildSearchRequest,
   bundlePathSegments,
   escapeIconsWithSpans,
+  hitLabels,
   hitToItemFields,
   isBlankQuery,
   lineMatchToItemFields,
   linesSummary,
   searchSummary,
+  withoutLabels,
   LineMatch,
 } from "./mapping";
 import { codePointColumnToUtf16 } from "./offsets";
@@ -68,13 +70,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   settings = currentSettings();
 
   const view = new ResultsView({
-    execute: (command, arg, signal, onProgress) => executeServerCommand(command, arg, signal, onProgress),
+    execute: (command, arg, signal, onProgress) =>
+      command === "citeline.search" ? searchCommand(arg, signal) : executeServerCommand(command, arg, signal, onProgress),
     describe: (error) => {
       const d = describeError(error);
       if (d.cancelled) return undefined;
       output.error(`${d.message}${d.details !== undefined ? ` ${JSON.stringify(d.details)}` : ""}`);
       return d.message;
     },
+    // Unknown until the server answered initialize: then its list decides.
+    supports: (command) => client?.initializeResult?.capabilities.executeCommandProvider?.commands.includes(command) ?? true,
   });
   results = view;
   context.subscriptions.push(
@@ -87,6 +92,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("citeline.ui.refreshResults", () => view.refresh()),
     vscode.commands.registerCommand("citeline.ui.clearResults", () => view.clear()),
     vscode.commands.registerCommand("citeline.ui.openResult", (node: ResultNode) => view.open(node)),
+    vscode.commands.registerCommand("citeline.ui.reanchorResult", (node: ResultNode) => view.reanchor(node)),
+    vscode.commands.registerCommand("citeline.ui.verifyResults", () => view.verify()),
+    // A hit's file may have changed since the search: check the shown rows after a save,
+    // and when the window gets focus back (an edit made in another program, a git checkout).
+    vscode.workspace.onDidSaveTextDocument((doc) => {
+      if (doc.languageId === "markdown") view.verifySoon();
+    }),
+    vscode.window.onDidChangeWindowState((state) => {
+      if (state.focused) view.verifySoon();
+    }),
     vscode.commands.registerCommand("citeline.ui.restartServer", () => restartServer()),
     vscode.commands.registerCommand("citeline.ui.showOutput", () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -232,6 +247,7 @@ async function stopClient(): Promise<void> {
 async function restartServer(): Promise<void> {
   if (starting !== undefined) await starting;
   lastFailure = undefined;
+  labelsUnsupported = false; // perhaps an upgraded server
   await stopClient();
   settings = currentSettings();
   const c = await ensureClient();
@@ -239,6 +255,26 @@ async function restartServer(): Promise<void> {
 }
 
 let progressTokens = 0;
+
+/** The server rejected `labels` (a citeline older than the extension): searches go without it. */
+let labelsUnsupported = false;
+
+/**
+ * citeline.search with the extension's `labels: true`; a server that does not know the key
+ * is asked again without it, once, and from then on until it restarts (its hits are then
+ * named by heading or path).
+ */
+async function searchCommand<T>(arg: object, signal?: AbortSignal): Promise<T> {
+  if (labelsUnsupported) return executeServerCommand<T>("citeline.search", withoutLabels(arg), signal);
+  try {
+    return await executeServerCommand<T>("citeline.search", arg, signal);
+  } catch (error) {
+    if (!rejectsLabels(error)) throw error;
+    labelsUnsupported = true;
+    output.warn("This citeline server does not name hits (`labels`): the text before a file's first heading is shown by its path. Upgrade citeline to match the extension.");
+    return executeServerCommand<T>("citeline.search", withoutLabels(arg), signal);
+  }
+}
 
 /**
  * Runs a server command. With `onProgress`, the request carries a workDoneToken of its own
@@ -380,9 +416,8 @@ async function searchSections(): Promise<void> {
 
   const live = new LiveQuery<string, SearchResult>({
     fetch: (query, signal) =>
-      executeServerCommand<SearchResult>(
-        "citeline.search",
-        buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root: root.toString() }),
+      searchCommand<SearchResult>(
+        buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root: root.toString(), labels: true }),
         signal,
       ),
     isEmpty: isBlankQuery,
@@ -394,7 +429,8 @@ async function searchSections(): Promise<void> {
     onResult: (_query, result) => {
       const hits = Array.isArray(result?.hits) ? result.hits : [];
       qp.title = `citeline: Search Sections — ${searchSummary({ ...result, hits })}`;
-      qp.items = hits.length === 0 ? [messageItem("No section matches.", "info")] : hits.map((hit) => hitItem(hit, root));
+      const names = hitLabels(result);
+      qp.items = hits.length === 0 ? [messageItem("No section matches.", "info")] : hits.map((hit, i) => hitItem(hit, root, names[i]));
     },
     onError: (_query, error) => {
       const message = report(error);
@@ -418,8 +454,8 @@ async function searchSections(): Promise<void> {
   void ensureClient();
 }
 
-function hitItem(hit: SearchHit, root: vscode.Uri): HitItem {
-  const f = hitToItemFields(hit);
+function hitItem(hit: SearchHit, root: vscode.Uri, name: string | undefined): HitItem {
+  const f = hitToItemFields(hit, { name });
   const label = escapeIconsWithSpans(f.label, f.labelHighlights);
   const detail = escapeIconsWithSpans(f.detail, f.detailHighlights);
   return {
@@ -550,7 +586,7 @@ function VIEW_BUTTON(): vscode.QuickInputButton {
 }
 
 function sectionRequest(query: string, root: string): object {
-  return buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root });
+  return buildSearchRequest(query, { limit: settings.searchLimit, profile: settings.server.profile, root, labels: true });
 }
 
 function linesRequest(query: LinesQuery, root: string): object {

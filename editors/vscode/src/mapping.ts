@@ -15,6 +15,8 @@ export interface SearchHit {
   line_start: number;
   line_end: number;
   content_sha256: string;
+  /** Of the section's text (SPEC §6): what `citeline.verify` checks a hit by. */
+  section_sha256?: string;
   snippet: string;
   score: number;
   matched_terms: string[];
@@ -31,6 +33,12 @@ export interface SearchResult {
   truncated: boolean;
   hits: SearchHit[];
   options?: Record<string, unknown>;
+  /**
+   * With `labels: true` in the request: one name per hit, in order, as workspace/symbol
+   * names the section (the heading on one line; for the text before a file's first
+   * heading the file's title, else its path). The language server's extension (docs/lsp.md).
+   */
+  "x-labels"?: string[];
 }
 
 export interface LineMatch {
@@ -61,6 +69,8 @@ export interface SearchRequest {
   limit?: number;
   profile?: Profile;
   root?: string;
+  /** Ask for `x-labels` (the language server's own key, like `root`). */
+  labels?: boolean;
 }
 
 export interface LinesRequest {
@@ -76,13 +86,33 @@ export interface LinesRequest {
 
 export function buildSearchRequest(
   query: string,
-  opts: { limit?: number; profile?: Profile; root?: string } = {},
+  opts: { limit?: number; profile?: Profile; root?: string; labels?: boolean } = {},
 ): SearchRequest {
   const req: SearchRequest = { query };
   if (opts.limit !== undefined) req.limit = opts.limit;
   if (opts.profile !== undefined) req.profile = opts.profile;
   if (opts.root !== undefined) req.root = opts.root;
+  if (opts.labels === true) req.labels = true;
   return req;
+}
+
+/** The same request without the `labels` key (for a server that does not know it). */
+export function withoutLabels<T extends object>(request: T): T {
+  if (!("labels" in request)) return request;
+  const { labels: _dropped, ...rest } = request as T & { labels?: unknown };
+  return rest as T;
+}
+
+/**
+ * The server's name for each hit (`x-labels`, asked for with `labels: true`), by index;
+ * undefined for a hit it does not name (an answer without labels, or a list that does not
+ * match the hits), which is then named by its heading or path.
+ */
+export function hitLabels(result: SearchResult | undefined): (string | undefined)[] {
+  const hits = Array.isArray(result?.hits) ? result.hits : [];
+  const labels = result?.["x-labels"];
+  if (!Array.isArray(labels) || labels.length !== hits.length) return hits.map(() => undefined);
+  return labels.map((l) => (typeof l === "string" && l.trim().length > 0 ? l : undefined));
 }
 
 export function buildLinesRequest(
@@ -288,7 +318,10 @@ function alignSpans(source: string, region: Span, target: string, spans: readonl
 // ------------------------------------------------------------ search → item
 
 export interface HitItemFields {
-  /** The heading on one line (the path for a body section without one). */
+  /**
+   * The heading on one line; for the text before a file's first heading the server's name
+   * for it (the file's title, `x-labels`) when given, else the path.
+   */
   label: string;
   description: string;
   detail: string;
@@ -313,11 +346,14 @@ export const DEFAULT_DETAIL_UNITS = 200;
  * line (without the heading's lines when the snippet starts with them), highlights
  * from match_spans.
  */
-export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number } = {}): HitItemFields {
+export function hitToItemFields(hit: SearchHit, opts: { maxDetailUnits?: number; name?: string } = {}): HitItemFields {
   const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
   const spans = byteSpansToUtf16(snippet, Array.isArray(hit.match_spans) ? hit.match_spans : []);
   const heading = typeof hit.heading === "string" ? hit.heading.trim() : "";
-  const label = heading.length > 0 ? heading : hit.path;
+  // A heading names its section; the text before the first heading has none, and the
+  // server names it (the file's title: front matter, else the first H1) when asked.
+  const named = typeof opts.name === "string" && opts.name.trim().length > 0 ? opts.name.trim() : undefined;
+  const label = heading.length > 0 ? heading : (named ?? hit.path);
 
   // Does the snippet start with the heading? Then highlight it in the label. The
   // heading's words are matched with any whitespace between them, so a Setext

@@ -22,6 +22,7 @@ import {
   SearchResult,
   escapeRegExp,
   flattenWithSpans,
+  hitLabels,
   hitToItemFields,
   isUnsaved,
   linesSummary,
@@ -71,8 +72,14 @@ export interface HitNode {
   /** 1-based rank in the server's order. */
   rank: number;
   hit: SearchHit;
-  /** `path:start-end — heading`, the heading's matched words highlighted (`path:start-end` alone without a heading). */
+  /**
+   * `path:start-end — heading`, the heading's matched words highlighted; for the text before
+   * a file's first heading `path:start-end — title` (the server's `x-labels`), or
+   * `path:start-end` alone when the file has no title.
+   */
   label: NodeLabel;
+  /** The server's name for the hit (`x-labels`), when it gave one. */
+  name?: string;
   /** `[unsaved]` for a hit from unsaved editor text, else empty. */
   description: string;
   tooltip: string;
@@ -116,39 +123,47 @@ export function snippetLines(snippet: string, spans: readonly Span[], parentId: 
 /** One node per hit, in the server's order. `prefix` makes ids unique per query. */
 export function searchNodes(result: SearchResult, prefix: string): HitNode[] {
   const hits = Array.isArray(result?.hits) ? result.hits : [];
-  return hits.map((hit, i) => {
-    const id = `${prefix}/h${i + 1}`;
-    const f = hitToItemFields(hit);
-    const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
-    const terms = Array.isArray(hit.matched_terms) ? hit.matched_terms.join(", ") : "";
-    const tooltip = [
-      `${f.label}`,
-      `${hit.path}, lines ${hit.line_start}–${hit.line_end}`,
-      typeof hit.score === "number" ? `score ${hit.score}${terms ? ` · matched: ${terms}` : ""}` : "",
-      f.unsaved ? "from the editor's unsaved text" : "",
-    ]
-      .filter((line) => line.length > 0)
-      .join("\n");
-    // `path:lines` first: a sidebar cuts a row's end, and where the section is matters
-    // as much as its heading (the tooltip has the whole row). A section without a heading
-    // (text before the first one) is its location alone: its label would be the path again.
-    const location = `${hit.path}:${hit.line_start}-${hit.line_end}`;
-    const headed = typeof hit.heading === "string" && hit.heading.trim().length > 0;
-    const where = headed ? location + HIT_LABEL_SEPARATOR : location;
-    const shifted = headed ? f.labelHighlights.map((s) => ({ start: s.start + where.length, end: s.end + where.length })) : [];
-    return {
-      kind: "hit",
-      id,
-      rank: i + 1,
-      hit,
-      label: { label: headed ? where + f.label : where, highlights: toHighlights(shifted) },
-      description: f.unsaved ? UNSAVED_MARK : "",
-      tooltip,
-      unsaved: f.unsaved,
-      spans: f.snippetHighlights,
-      lines: snippetLines(snippet, f.snippetHighlights, id),
-    };
-  });
+  const names = hitLabels(result);
+  return hits.map((hit, i) => hitNode(hit, i + 1, `${prefix}/h${i + 1}`, names[i]));
+}
+
+/**
+ * One hit's node (also a hit re-anchored to where its text is now, under the same id);
+ * `name`: the server's name for it (`x-labels`).
+ */
+export function hitNode(hit: SearchHit, rank: number, id: string, name?: string): HitNode {
+  const f = hitToItemFields(hit, { name });
+  const snippet = typeof hit.snippet === "string" ? hit.snippet : "";
+  const terms = Array.isArray(hit.matched_terms) ? hit.matched_terms.join(", ") : "";
+  const tooltip = [
+    `${f.label}`,
+    `${hit.path}, lines ${hit.line_start}–${hit.line_end}`,
+    typeof hit.score === "number" ? `score ${hit.score}${terms ? ` · matched: ${terms}` : ""}` : "",
+    f.unsaved ? "from the editor's unsaved text" : "",
+  ]
+    .filter((line) => line.length > 0)
+    .join("\n");
+  // `path:lines` first: a sidebar cuts a row's end, and where the section is matters
+  // as much as its heading (the tooltip has the whole row). A section without a heading
+  // (text before the first one) is named by its file's title; without one it is its location
+  // alone: its label would be the path again.
+  const location = `${hit.path}:${hit.line_start}-${hit.line_end}`;
+  const headed = (typeof hit.heading === "string" && hit.heading.trim().length > 0) || f.label !== hit.path;
+  const where = headed ? location + HIT_LABEL_SEPARATOR : location;
+  const shifted = headed ? f.labelHighlights.map((s) => ({ start: s.start + where.length, end: s.end + where.length })) : [];
+  return {
+    kind: "hit",
+    id,
+    rank,
+    hit,
+    ...(name !== undefined ? { name } : {}),
+    label: { label: headed ? where + f.label : where, highlights: toHighlights(shifted) },
+    description: f.unsaved ? UNSAVED_MARK : "",
+    tooltip,
+    unsaved: f.unsaved,
+    spans: f.snippetHighlights,
+    lines: snippetLines(snippet, f.snippetHighlights, id),
+  };
 }
 
 /** The profile that ranked a result: the server's report, else what was asked. */

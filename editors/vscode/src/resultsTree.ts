@@ -12,6 +12,7 @@ import { oneLine } from "./mapping";
 import {
   FileNode,
   HitNode,
+  hitNode,
   LinesQuery,
   MatchNode,
   NodeLabel,
@@ -24,7 +25,9 @@ import {
   snippetLineNumbers,
 } from "./results";
 import type { SectionNode, SemanticQuery, SemanticResult } from "./semantic";
-import { semanticMessage, semanticNodes } from "./semantic";
+import { sectionNode, semanticMessage, semanticNodes } from "./semantic";
+import type { Citation, Mark, Place } from "./verify";
+import { hitCitation, lineCitation, reanchoredHit, reanchoredMatch, reanchoredSection, sectionCitation, verifyRequests } from "./verify";
 
 export type ResultNode = HitNode | SnippetLineNode | FileNode | MatchNode | SectionNode;
 
@@ -43,8 +46,14 @@ export interface ItemDescription {
   description?: string;
   tooltip?: string;
   collapsible: "none" | "collapsed" | "expanded";
-  /** `citeline.hit`, `citeline.snippetLine`, `citeline.file`, `citeline.match` or `citeline.section`. */
+  /**
+   * `citeline.hit`, `citeline.snippetLine`, `citeline.file`, `citeline.match` or
+   * `citeline.section`; a row whose text moved or changed since the search ends in
+   * `.reanchor` (the Re-anchor action), one that is stale or missing in `.marked`.
+   */
   contextValue: string;
+  /** A verdict's icon (codicon id) and its theme colour id; undefined keeps the file's icon. */
+  icon?: { id: string; color: string };
   /** The workspace file the node is about (its icon), as root URI + bundle-relative path. */
   resource?: { root: string; path: string };
   /** Whether selecting the item opens it in an editor. */
@@ -57,16 +66,27 @@ export interface ItemDescription {
  */
 export type TextReader = (root: string, path: string) => Promise<string | undefined>;
 
+/** What a check of the shown rows sends: the rows' citations, one request per 100 rows. */
+export interface Verification {
+  /** The content the rows belong to: an answer for an older content is dropped. */
+  generation: number;
+  groups: { ids: string[]; request: { citations: Citation[]; root?: string } }[];
+}
+
 export class ResultsTree {
   private generation = 0;
   private content: TreeContent = { kind: "empty" };
   private texts = new Map<string, Promise<string | undefined>>();
   private readonly byId = new Map<string, ResultNode>();
+  /** The rows that are no longer `valid`, by id (citeline.verify's verdicts). */
+  private readonly marks = new Map<string, Mark>();
 
   constructor(
     private readonly readText: TextReader,
     /** Called after the content changed (the view refreshes from the root). */
     private readonly changed: () => void = () => undefined,
+    /** Called after rows were marked, unmarked or re-anchored (the same content, refreshed). */
+    private readonly marked: () => void = () => undefined,
   ) {}
 
   get state(): TreeContent {
@@ -101,8 +121,15 @@ export class ResultsTree {
     this.set({ kind: "empty" });
   }
 
-  /** The line above the tree: what was asked, how many results, which profile ranked them. */
+  /** The line above the tree: what was asked, how many results, which profile ranked them (and how many changed since). */
   get message(): string | undefined {
+    const base = this.baseMessage;
+    const n = this.marks.size;
+    if (base === undefined || n === 0) return base;
+    return `${base} · ${n} no longer where ${n === 1 ? "it was" : "they were"} (hover for details)`;
+  }
+
+  private get baseMessage(): string | undefined {
     const c = this.content;
     switch (c.kind) {
       case "search": {
@@ -200,7 +227,111 @@ export class ResultsTree {
     return found;
   }
 
+  /** The verdict on a row, when it is no longer `valid`. */
+  mark(node: ResultNode): Mark | undefined {
+    return this.isCurrent(node) ? this.marks.get(node.id) : undefined;
+  }
+
+  /** Number of marked rows. */
+  get markCount(): number {
+    return this.marks.size;
+  }
+
   item(node: ResultNode): ItemDescription {
+    const d = this.plainItem(node);
+    const mark = this.marks.get(node.id);
+    if (mark === undefined) return d;
+    return {
+      ...d,
+      description: d.description ? `${d.description} ${mark.text}` : mark.text,
+      tooltip: d.tooltip ? `${d.tooltip}\n${mark.tooltip}` : mark.tooltip,
+      contextValue: `${d.contextValue}${mark.now !== undefined ? ".reanchor" : ".marked"}`,
+      icon: { id: mark.icon, color: mark.color },
+    };
+  }
+
+  /**
+   * The shown rows as citations, to check against the files as they are now; undefined
+   * when the view shows no rows.
+   */
+  verification(): Verification | undefined {
+    const c = this.content;
+    let rows: { id: string; citation: Citation | undefined }[] = [];
+    if (c.kind === "search") rows = c.nodes.map((n) => ({ id: n.id, citation: hitCitation(n.hit) }));
+    else if (c.kind === "semantic") rows = c.nodes.map((n) => ({ id: n.id, citation: sectionCitation(n.match) }));
+    else if (c.kind === "lines") rows = c.nodes.flatMap((f) => f.matches.map((m) => ({ id: m.id, citation: lineCitation(m.match) })));
+    const groups = verifyRequests(rows, this.root);
+    return groups.length === 0 ? undefined : { generation: this.generation, groups };
+  }
+
+  /**
+   * Applies verdicts (row id → mark, undefined for `valid`) of a check made for
+   * `generation`; false, and nothing changes, when the view shows something else since.
+   */
+  applyMarks(generation: number, verdicts: ReadonlyMap<string, Mark | undefined>): boolean {
+    if (generation !== this.generation) return false;
+    let changed = false;
+    for (const [id, mark] of verdicts) {
+      if (!this.byId.has(id)) continue;
+      const before = this.marks.get(id);
+      if (mark === undefined) changed = this.marks.delete(id) || changed;
+      else if (before?.text !== mark.text || before?.tooltip !== mark.tooltip) {
+        this.marks.set(id, mark);
+        changed = true;
+      }
+    }
+    if (changed) {
+      // The files changed: snippet line numbers are read again when next shown.
+      this.texts = new Map();
+      this.marked();
+    }
+    return true;
+  }
+
+  /**
+   * Re-anchors a row whose text moved or changed: the row now names where the text is
+   * (same id, mark lifted) and is returned, with that place, for the view to open;
+   * undefined when the row has nowhere to go.
+   */
+  reanchor(node: ResultNode): { node: ResultNode; place: Place } | undefined {
+    const c = this.content;
+    const current = this.byId.get(node.id);
+    const place = this.marks.get(node.id)?.now;
+    if (current === undefined || place === undefined) return undefined;
+    let fresh: ResultNode | undefined;
+    if (current.kind === "hit" && c.kind === "search") {
+      // A heading names the section wherever it went; the text before a first heading
+      // keeps its file's title while it stays in that file.
+      const headed = typeof place.heading === "string" && place.heading.trim().length > 0;
+      const name = !headed && place.path === current.hit.path ? current.name : undefined;
+      const made = hitNode(reanchoredHit(current.hit, place), current.rank, current.id, name);
+      c.nodes[c.nodes.indexOf(current)] = made;
+      for (const l of current.lines) this.byId.delete(l.id);
+      for (const l of made.lines) this.byId.set(l.id, l);
+      fresh = made;
+    } else if (current.kind === "section" && c.kind === "semantic") {
+      const made = sectionNode(reanchoredSection(current.match, place), current.rank, current.id, c.result?.model);
+      c.nodes[c.nodes.indexOf(current)] = made;
+      fresh = made;
+    } else if (current.kind === "match" && c.kind === "lines") {
+      const m = reanchoredMatch(current.match, place);
+      const [file] = linesNodes({ ...c.result, total: 1, truncated: false, matches: [m] }, c.query, "reanchor");
+      const one = file.matches[0];
+      const description = m.path === current.match.path ? one.description : `${m.path}:${one.description}`;
+      const made = { ...one, id: current.id, parentId: current.parentId, description };
+      const parent = this.byId.get(current.parentId);
+      if (parent?.kind === "file") parent.matches[parent.matches.indexOf(current)] = made;
+      fresh = made;
+    }
+    if (fresh === undefined) return undefined;
+    this.byId.set(fresh.id, fresh);
+    this.marks.delete(fresh.id);
+    this.texts = new Map();
+    this.marked();
+    return { node: fresh, place };
+  }
+
+  private plainItem(node: ResultNode): ItemDescription {
     const root = this.root ?? "";
     switch (node.kind) {
       case "hit":
@@ -267,6 +398,7 @@ export class ResultsTree {
     this.content = content;
     this.texts = new Map();
     this.byId.clear();
+    this.marks.clear();
     if (content.kind === "search") {
       for (const h of content.nodes) {
         this.byId.set(h.id, h);

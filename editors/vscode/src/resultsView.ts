@@ -26,6 +26,8 @@ import {
 import { ResultNode, ResultsTree } from "./resultsTree";
 import type { SemanticQuery, SemanticResult, WorkDoneValue } from "./semantic";
 import { progressText, semanticTarget } from "./semantic";
+import type { VerifyResult } from "./verify";
+import { marksOf } from "./verify";
 
 export const VIEW_ID = "citeline.results";
 
@@ -37,6 +39,11 @@ export interface ResultsViewDeps {
   execute<T>(command: string, arg: object, signal?: AbortSignal, onProgress?: (value: WorkDoneValue) => void): Promise<T>;
   /** A failure as one line for the view, or undefined for a cancelled request. */
   describe(error: unknown): string | undefined;
+  /**
+   * Whether the running server offers a command (its executeCommandProvider); false skips
+   * the checks of a server older than citeline.verify instead of failing on every save.
+   */
+  supports?(command: string): boolean;
 }
 
 type LastQuery =
@@ -59,11 +66,14 @@ export class ResultsView implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private last: LastQuery | undefined;
   private running: AbortController | undefined;
+  private verifying: AbortController | undefined;
+  private verifyTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly deps: ResultsViewDeps) {
     this.tree = new ResultsTree(
       (root, path) => readText(vscode.Uri.parse(root), path),
       () => this.onContentChanged(),
+      () => this.onMarksChanged(),
     );
     const provider: vscode.TreeDataProvider<ResultNode> = {
       onDidChangeTreeData: this.emitter.event,
@@ -96,6 +106,8 @@ export class ResultsView implements vscode.Disposable {
 
   dispose(): void {
     this.running?.abort();
+    this.verifying?.abort();
+    if (this.verifyTimer !== undefined) clearTimeout(this.verifyTimer);
     for (const d of this.disposables) d.dispose();
   }
 
@@ -152,6 +164,7 @@ export class ResultsView implements vscode.Disposable {
 
   clear(): void {
     this.running?.abort();
+    this.verifying?.abort();
     this.last = undefined;
     this.tree.clear();
   }
@@ -173,9 +186,65 @@ export class ResultsView implements vscode.Disposable {
     await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
   }
 
+  // ------------------------------------------------------------ checking
+
+  /**
+   * Checks the shown rows against the files soon: saving several documents at once (Save
+   * All) or a burst of focus changes sends one check.
+   */
+  verifySoon(delayMs = 250): void {
+    if (this.verifyTimer !== undefined) clearTimeout(this.verifyTimer);
+    this.verifyTimer = setTimeout(() => {
+      this.verifyTimer = undefined;
+      void this.verify();
+    }, delayMs);
+  }
+
+  /**
+   * Sends the shown rows to `citeline.verify` (one request for a section search or a search
+   * by meaning; one per 100 rows of a line search) and marks the rows that are no longer
+   * where the search found them. A query running, or a newer one shown, drops the answer.
+   * True when every answer was applied.
+   */
+  async verify(): Promise<boolean> {
+    if (this.running !== undefined) return false; // its answer will be fresh
+    if (this.deps.supports?.("citeline.verify") === false) return false;
+    const plan = this.tree.verification();
+    if (plan === undefined) return false;
+    this.verifying?.abort();
+    const controller = new AbortController();
+    this.verifying = controller;
+    try {
+      for (const group of plan.groups) {
+        const result = await this.deps.execute<VerifyResult>("citeline.verify", group.request, controller.signal);
+        if (controller.signal.aborted) return false;
+        const marks = marksOf(group.ids, result);
+        if (marks === undefined || !this.tree.applyMarks(plan.generation, marks)) return false;
+      }
+      return true;
+    } catch (error) {
+      // The rows keep what they showed; the failure goes to the log (describe), not a toast.
+      if (!controller.signal.aborted) this.deps.describe(error);
+      return false;
+    } finally {
+      if (this.verifying === controller) this.verifying = undefined;
+    }
+  }
+
+  /** Re-anchor: the row takes the place where its text is now, and that place opens. */
+  async reanchor(node: ResultNode): Promise<void> {
+    const done = this.tree.reanchor(node);
+    if (done === undefined) {
+      void vscode.window.showInformationMessage("citeline: this result has nowhere to re-anchor to (its text is valid, stale or missing).");
+      return;
+    }
+    await this.open(done.node);
+  }
+
   /** Runs one query; only the latest one shows its answer (or its error). */
   private async run(title: string, job: (signal: AbortSignal) => Promise<() => void>): Promise<void> {
     this.running?.abort();
+    this.verifying?.abort();
     const controller = new AbortController();
     this.running = controller;
     await vscode.window.withProgress({ location: { viewId: VIEW_ID }, title }, async () => {
@@ -203,6 +272,11 @@ export class ResultsView implements vscode.Disposable {
     this.emitter.fire(undefined);
   }
 
+  private onMarksChanged(): void {
+    this.view.message = this.tree.message;
+    this.emitter.fire(undefined);
+  }
+
   private treeItem(node: ResultNode): vscode.TreeItem {
     const d = this.tree.item(node);
     const state =
@@ -223,6 +297,7 @@ export class ResultsView implements vscode.Disposable {
         // a path that is not bundle-relative gets no file icon
       }
     }
+    if (d.icon !== undefined) item.iconPath = new vscode.ThemeIcon(d.icon.id, new vscode.ThemeColor(d.icon.color));
     if (d.opens) item.command = { command: "citeline.ui.openResult", title: "Open", arguments: [node] };
     return item;
   }

@@ -28,6 +28,7 @@ export interface SemanticMatch {
   "x-line_end": number;
   "x-heading": string;
   "x-content_sha256": string;
+  "x-section_sha256"?: string;
   "x-unsaved"?: boolean;
 }
 
@@ -101,34 +102,37 @@ export interface SectionNode {
 /** One row per match, in the server's order (score, then path, then line). */
 export function semanticNodes(result: SemanticResult, prefix: string): SectionNode[] {
   const matches = Array.isArray(result?.matches) ? result.matches : [];
-  return matches.map((m, i) => {
-    const start = Number.isInteger(m["x-line_start"]) ? m["x-line_start"] : m.line;
-    const end = Number.isInteger(m["x-line_end"]) ? m["x-line_end"] : start;
-    const heading = typeof m["x-heading"] === "string" ? oneLine(m["x-heading"]).text.trim() : "";
-    const location = `${m.path}:${start}-${end}`;
-    const score = formatScore(m.score);
-    const unsaved = isUnsaved(m);
-    const text = oneLine(typeof m.text === "string" ? m.text : "").text.trim();
-    const tooltip = [
-      heading || m.path,
-      `${m.path}, lines ${start}–${end}`,
-      `score ${score} by meaning${typeof result.model === "string" ? ` (${result.model})` : ""}`,
-      text.length > 0 ? `line ${m.line}: ${text}` : "",
-      unsaved ? "from the editor's unsaved text" : "",
-    ]
-      .filter((line) => line.length > 0)
-      .join("\n");
-    return {
-      kind: "section",
-      id: `${prefix}/s${i + 1}`,
-      rank: i + 1,
-      match: m,
-      label: { label: heading ? location + HIT_LABEL_SEPARATOR + heading : location, highlights: [] },
-      description: unsaved ? `${UNSAVED_MARK} ${score}` : score,
-      tooltip,
-      unsaved,
-    };
-  });
+  return matches.map((m, i) => sectionNode(m, i + 1, `${prefix}/s${i + 1}`, result?.model));
+}
+
+/** One section's row (also a section re-anchored to where its text is now, under the same id). */
+export function sectionNode(m: SemanticMatch, rank: number, id: string, model: unknown): SectionNode {
+  const start = Number.isInteger(m["x-line_start"]) ? m["x-line_start"] : m.line;
+  const end = Number.isInteger(m["x-line_end"]) ? m["x-line_end"] : start;
+  const heading = typeof m["x-heading"] === "string" ? oneLine(m["x-heading"]).text.trim() : "";
+  const location = `${m.path}:${start}-${end}`;
+  const score = formatScore(m.score);
+  const unsaved = isUnsaved(m);
+  const text = oneLine(typeof m.text === "string" ? m.text : "").text.trim();
+  const tooltip = [
+    heading || m.path,
+    `${m.path}, lines ${start}–${end}`,
+    `score ${score} by meaning${typeof model === "string" ? ` (${model})` : ""}`,
+    text.length > 0 ? `line ${m.line}: ${text}` : "",
+    unsaved ? "from the editor's unsaved text" : "",
+  ]
+    .filter((line) => line.length > 0)
+    .join("\n");
+  return {
+    kind: "section",
+    id,
+    rank,
+    match: m,
+    label: { label: heading ? location + HIT_LABEL_SEPARATOR + heading : location, highlights: [] },
+    description: unsaved ? `${UNSAVED_MARK} ${score}` : score,
+    tooltip,
+    unsaved,
+  };
 }
 
 /** The view's message: the query, how many sections, the threshold, the snapshot and the model. */

@@ -3,7 +3,7 @@
  * initializationOptions and in workspace/didChangeConfiguration under the
  * section "citeline" (SPEC §11):
  *   { limits: {max_files, …}, reserved, use_ignore, skip_invalid,
- *     symbols: {cap, list_cap}, profile, unsaved }
+ *     symbols: {cap, list_cap}, profile, unsaved, background_embedding }
  * Pure: this module must not import `vscode`; the extension passes a getter.
  */
 
@@ -37,6 +37,12 @@ export interface ServerSettings {
    * off reaches the server too (a server without the setting keeps working).
    */
   unsaved?: true;
+  /**
+   * After a hybrid or semantic answer the server embeds the rest of the workspace in the
+   * background (docs/semantic.md). Sent only when turned off: absent means the server's
+   * default (on), so turning it on again reaches the server too.
+   */
+  background_embedding?: false;
   /**
    * The embedding model of a search by meaning and the hybrid profile (docs/semantic.md,
    * "Use your own model"): `{url, model, …}` (an OpenAI-compatible server such as Ollama)
@@ -122,6 +128,7 @@ export function readSettings(get: Getter): ClientSettings {
     profile,
   };
   if (bool("unsaved", false)) server.unsaved = true;
+  if (!bool("backgroundEmbedding", true)) server.background_embedding = false;
   const rawGlobs = get("globs");
   if (Array.isArray(rawGlobs) && rawGlobs.every((g) => typeof g === "string")) {
     if (rawGlobs.length > 0) server.globs = rawGlobs as string[];

@@ -32,7 +32,13 @@ interface CreatedView {
   view: Record<string, unknown>;
 }
 
-function makeVscodeStub(registered: string[], errors: string[], views: CreatedView[] = []) {
+/** The listeners the extension subscribes to the events that check the results view's rows. */
+interface CheckTriggers {
+  save: ((doc: { languageId: string }) => void)[];
+  windowState: ((state: { focused: boolean }) => void)[];
+}
+
+function makeVscodeStub(registered: string[], errors: string[], views: CreatedView[] = [], triggers: CheckTriggers = { save: [], windowState: [] }) {
   const disposable = { dispose() {} };
   // esbuild's ESM interop copies the module's own properties, so the classes and
   // enums the extension uses at activation must really be there.
@@ -100,12 +106,20 @@ function makeVscodeStub(registered: string[], errors: string[], views: CreatedVi
       },
       createTextEditorDecorationType: () => disposable,
       onDidChangeVisibleTextEditors: () => disposable,
+      onDidChangeWindowState: (l: CheckTriggers["windowState"][number]) => {
+        triggers.windowState.push(l);
+        return disposable;
+      },
       visibleTextEditors: [],
     },
     workspace: {
       getConfiguration: () => ({ get: () => undefined, has: () => false }),
       onDidChangeConfiguration: () => disposable,
       onDidChangeTextDocument: () => disposable,
+      onDidSaveTextDocument: (l: CheckTriggers["save"][number]) => {
+        triggers.save.push(l);
+        return disposable;
+      },
       workspaceFolders: undefined,
     },
   };
@@ -129,7 +143,8 @@ test("the bundle activates and registers exactly the contributed UI commands", a
   const registered: string[] = [];
   const errors: string[] = [];
   const views: CreatedView[] = [];
-  const stub = makeVscodeStub(registered, errors, views);
+  const triggers: CheckTriggers = { save: [], windowState: [] };
+  const stub = makeVscodeStub(registered, errors, views, triggers);
   const M = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
   const original = M._load;
   M._load = function (request: string, ...rest: unknown[]) {
@@ -155,6 +170,11 @@ test("the bundle activates and registers exactly the contributed UI commands", a
     const contributedViews = (manifest.contributes.views.citeline as { id: string }[]).map((v) => v.id);
     assert.deepEqual(contributedViews, ["citeline.results"]);
     assert.deepEqual(await views[0].options.treeDataProvider.getChildren(), []);
+    // The results view's rows are checked after a save and when the window gets focus
+    // (issue 53): one listener each; with nothing shown, firing them sends nothing.
+    assert.deepEqual([triggers.save.length, triggers.windowState.length], [1, 1]);
+    triggers.save[0]({ languageId: "markdown" });
+    triggers.windowState[0]({ focused: true });
     // Activation starts the client in the background; with this stub it cannot
     // start, which must end in a readable message, not an unhandled rejection.
     for (let i = 0; i < 50 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -180,6 +200,7 @@ test("package.json: activation, engines and the pinned client agree", () => {
   assert.equal(props["citeline.profile"].default, "recall");
   assert.equal(props["citeline.skipInvalid"].default, true); // the server's editor default (SPEC §11)
   assert.equal(props["citeline.unsaved"].default, false);
+  assert.equal(props["citeline.backgroundEmbedding"].default, true); // the server's default
   // The view container, its icon (shipped: not in .vscodeignore) and the view's toolbar.
   const container = manifest.contributes.viewsContainers.activitybar[0];
   assert.equal(container.id, "citeline");
@@ -191,7 +212,27 @@ test("package.json: activation, engines and the pinned client agree", () => {
     "citeline.ui.searchSemantic",
     "citeline.ui.refreshResults",
     "citeline.ui.clearResults",
+    "citeline.ui.verifyResults",
   ]);
+  // Re-anchor: on the rows whose text moved or changed (resultsTree.ts's `.reanchor`
+  // contextValue), inline and in the context menu; not in the palette (it needs a row).
+  const rowMenu = manifest.contributes.menus["view/item/context"] as { command: string; when: string; group: string }[];
+  assert.deepEqual(
+    rowMenu.map((m) => [m.command, m.group]),
+    [
+      ["citeline.ui.reanchorResult", "inline"],
+      ["citeline.ui.reanchorResult", "navigation@1"],
+    ],
+  );
+  for (const m of rowMenu) {
+    const rule = /viewItem =~ \/(.*)\/$/.exec(m.when);
+    assert.ok(rule, m.when);
+    const re = new RegExp(rule[1]);
+    assert.ok(re.test("citeline.hit.reanchor") && re.test("citeline.section.reanchor") && re.test("citeline.match.reanchor"));
+    assert.ok(!re.test("citeline.hit") && !re.test("citeline.hit.marked"));
+  }
+  const palette = manifest.contributes.menus.commandPalette as { command: string; when: string }[];
+  assert.ok(palette.some((m) => m.command === "citeline.ui.reanchorResult" && m.when === "false"));
   // The profiles the server knows (SPEC §15: hybrid needs its semantic extra, and says so),
   // and the threshold of a search by meaning, SPEC §15's default in [0, 1].
   assert.deepEqual(props["citeline.profile"].enum, ["recall", "contract", "hybrid"]);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { describeError, isStartFailureReport, startFailureMessage } from "../src/errors";
+import { describeError, isStartFailureReport, rejectsLabels, startFailureMessage } from "../src/errors";
 
 /** Shape of vscode-jsonrpc's ResponseError. */
 class FakeResponseError extends Error {
@@ -110,5 +110,27 @@ describe("isStartFailureReport: the language client's own toasts for a server th
     assert.ok(!isStartFailureReport("Request workspace/symbol failed."));
     assert.ok(!isStartFailureReport("The citeline server crashed 5 times in the last 3 minutes. The server will not be restarted."));
     assert.ok(!isStartFailureReport("Restarting server failed"));
+  });
+});
+
+describe("rejectsLabels", () => {
+  const unknown = (fields: unknown) =>
+    new FakeResponseError(-32602, "schema_validation", {
+      code: "schema_validation",
+      message: "Unknown field(s) in the search request: labels. Allowed: query, limit.",
+      details: { fields },
+    });
+
+  test("a server that does not know `labels` (an older citeline) is recognised by the field it names", () => {
+    assert.equal(rejectsLabels(unknown(["labels"])), true);
+    assert.equal(rejectsLabels(unknown(["labels", "strict"])), true);
+  });
+
+  test("any other failure is not", () => {
+    assert.equal(rejectsLabels(unknown(["strict"])), false);
+    assert.equal(rejectsLabels(unknown("labels")), false);
+    assert.equal(rejectsLabels(new FakeResponseError(-32803, "x", { code: "resource_limit", message: "m", details: { fields: ["labels"] } })), false);
+    assert.equal(rejectsLabels(new Error("labels")), false);
+    assert.equal(rejectsLabels(undefined), false);
   });
 });

@@ -9,7 +9,9 @@ import {
   bundlePathSegments,
   escapeIconsWithSpans,
   flattenWithSpans,
+  hitLabels,
   hitToItemFields,
+  withoutLabels,
   isBlankQuery,
   lineMatchToItemFields,
   linesSummary,
@@ -249,6 +251,35 @@ describe("requests and paths", () => {
       root: "file:///w",
     });
     assert.deepEqual(buildSearchRequest("q"), { query: "q" });
+    // The language server's `labels` key (issue 51): asked for, never sent as false.
+    assert.deepEqual(buildSearchRequest("q", { labels: true, root: "file:///w" }), { query: "q", root: "file:///w", labels: true });
+    assert.deepEqual(buildSearchRequest("q", { labels: false }), { query: "q" });
+    // For a server that does not know the key: the same request without it, the original kept.
+    const asked = buildSearchRequest("q", { labels: true, limit: 5 });
+    assert.deepEqual(withoutLabels(asked), { query: "q", limit: 5 });
+    assert.equal(asked.labels, true);
+    const plain = { query: "q" };
+    assert.equal(withoutLabels(plain), plain);
+  });
+
+  test("x-labels: one name per hit; an answer without them, or a list of another length, names none", () => {
+    const hits = [makeHit({ snippet: "a" }), makeHit({ snippet: "b" }), makeHit({ snippet: "c" })];
+    const result = { query: "q", terms: [], snapshot_revision: "r", total: 3, truncated: false, hits };
+    assert.deepEqual(hitLabels({ ...result, "x-labels": ["Guide", " ", "docs/c.md"] }), ["Guide", undefined, "docs/c.md"]);
+    assert.deepEqual(hitLabels({ ...result, "x-labels": ["Guide"] }), [undefined, undefined, undefined]);
+    assert.deepEqual(hitLabels(result), [undefined, undefined, undefined]);
+    assert.deepEqual(hitLabels({ ...result, "x-labels": [1, "B", null] as unknown as string[] }), [undefined, "B", undefined]);
+    assert.deepEqual(hitLabels(undefined), []);
+  });
+
+  test("the text before a file's first heading is named by the server's name for it; a heading always wins", () => {
+    const preamble = makeHit({ heading: "", path: "deploy.md", snippet: "Publish the site." });
+    assert.equal(hitToItemFields(preamble, { name: "Deploying to Pages" }).label, "Deploying to Pages");
+    assert.equal(hitToItemFields(preamble).label, "deploy.md");
+    assert.equal(hitToItemFields(preamble, { name: "  " }).label, "deploy.md");
+    assert.deepEqual(hitToItemFields(preamble, { name: "Deploying to Pages" }).labelHighlights, []);
+    const headed = makeHit({ heading: "Install", snippet: "## Install\n\nrun it" });
+    assert.equal(hitToItemFields(headed, { name: "Something else" }).label, "Install");
   });
 
   test("lines request defaults to exact, case sensitive", () => {

@@ -180,6 +180,22 @@ describe("searchNodes: one node per hit in the server's order", () => {
     assert.equal(blank[0].label.label, "b.md:3-3");
   });
 
+  test("x-labels name the text before a file's first heading by the file's title (issue 51)", () => {
+    const titled = makeHit({ heading: "", path: "notes/a.md", line_start: 1, line_end: 2, snippet: "Text before any heading." });
+    const bare = makeHit({ heading: "", path: "b.md", line_start: 1, line_end: 1, snippet: "x" });
+    const headed = makeHit({ heading: "Setup", path: "c.md", line_start: 3, line_end: 5, snippet: "## Setup" });
+    const nodes = searchNodes(searchResult([titled, bare, headed], { "x-labels": ["Deploying to Pages", "b.md", "Setup"] }), "g");
+    assert.deepEqual(
+      nodes.map((n) => [n.label.label, n.name]),
+      [
+        ["notes/a.md:1-2 — Deploying to Pages", "Deploying to Pages"],
+        ["b.md:1-1", "b.md"], // no title: the location alone, not the path twice
+        ["c.md:3-5 — Setup", "Setup"],
+      ],
+    );
+    assert.match(nodes[0].tooltip, /^Deploying to Pages\n/);
+  });
+
   test("a hit from unsaved text is marked in its description and tooltip", () => {
     const hit = makeHit({ heading: "Draft", path: "d.md", line_start: 2, line_end: 4, snippet: "# Draft", unsaved: true });
     const [node] = searchNodes(searchResult([hit]), "g");

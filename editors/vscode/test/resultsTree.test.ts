@@ -4,6 +4,9 @@ import { describe, test } from "node:test";
 import type { LinesResult, SearchResult } from "../src/mapping";
 import type { HitNode, MatchNode, SnippetLineNode } from "../src/results";
 import { ResultsTree } from "../src/resultsTree";
+import type { SemanticResult } from "../src/semantic";
+import type { VerifyEntry } from "../src/verify";
+import { marksOf } from "../src/verify";
 import { byteSpans, makeHit } from "./helpers";
 
 const ROOT = "file:///ws";
@@ -188,5 +191,166 @@ describe("ResultsTree", () => {
     assert.equal(tree.count, 0);
     tree.clear();
     assert.equal(tree.message, undefined);
+  });
+});
+
+describe("ResultsTree: checking rows against the files (citeline.verify)", () => {
+  const SHA = "c".repeat(64);
+  const withHashes = (): SearchResult => {
+    const r = searchResult();
+    r.hits = r.hits.map((h, i) => ({ ...h, section_sha256: String(i + 1).repeat(64) }));
+    return r;
+  };
+
+  test("a search's hits are one request of their own citations, for the shown content", () => {
+    const tree = new ResultsTree(reader([]));
+    assert.equal(tree.verification(), undefined);
+    tree.showSearch("q", ROOT, withHashes());
+    const plan = tree.verification();
+    assert.ok(plan);
+    assert.equal(plan.groups.length, 1);
+    const [g] = plan.groups;
+    assert.deepEqual(g.request.citations, tree.state.kind === "search" ? tree.state.result.hits : []);
+    assert.equal(g.request.root, ROOT);
+    assert.deepEqual(g.ids, tree.state.kind === "search" ? tree.state.nodes.map((n) => n.id) : []);
+    tree.showError("x", "y");
+    assert.equal(tree.verification(), undefined);
+  });
+
+  test("line matches and sections by meaning become line and section citations", () => {
+    const tree = new ResultsTree(reader([]));
+    tree.showLines({ pattern: "hashtable", mode: "exact", caseSensitive: true }, ROOT, linesResult());
+    const lines = tree.verification();
+    assert.deepEqual(
+      lines?.groups[0].request.citations,
+      linesResult().matches.map((m) => ({ path: m.path, line: m.line, text: m.text })),
+    );
+    const semantic: SemanticResult = {
+      pattern: "q",
+      mode: "semantic",
+      threshold: 0.5,
+      model: "m",
+      snapshot_revision: "r",
+      total: 1,
+      truncated: false,
+      matches: [{ path: "guide.md", line: 7, text: "x", score: 0.9, "x-line_start": 5, "x-line_end": 8, "x-heading": "Ordered hashtable", "x-content_sha256": SHA, "x-section_sha256": SHA }],
+    };
+    tree.showSemantic({ query: "q", threshold: 0.5 }, ROOT, semantic);
+    assert.deepEqual(tree.verification()?.groups[0].request.citations, [
+      { path: "guide.md", line_start: 5, line_end: 8, section_sha256: SHA, content_sha256: SHA, heading: "Ordered hashtable" },
+    ]);
+  });
+
+  test("verdicts mark rows (description, tooltip, icon, context), valid lifts a mark, an old answer is dropped", async () => {
+    let marked = 0;
+    let changed = 0;
+    const tree = new ResultsTree(reader([]), () => (changed += 1), () => (marked += 1));
+    tree.showSearch("q", ROOT, withHashes());
+    const plan = tree.verification();
+    assert.ok(plan);
+    const [h1, h2] = (await tree.children()) as HitNode[];
+    const moved: VerifyEntry = { status: "moved", path: "guide.md", line_start: 9, line_end: 12, section_sha256: "1".repeat(64), heading: "Ordered hashtable" };
+    const verdicts = marksOf(plan.groups[0].ids, { snapshot_revision: "r2", total: 2, results: [moved, { status: "missing", path: null, file_exists: true }] });
+    assert.ok(verdicts);
+    assert.equal(tree.applyMarks(plan.generation, verdicts), true);
+    assert.equal(marked, 1);
+    assert.equal(changed, 1); // only the search itself: marking keeps the content
+    const [i1, i2] = [tree.item(h1), tree.item(h2)];
+    assert.deepEqual(
+      [i1.description, i1.contextValue, i1.icon?.id],
+      ["moved → guide.md:9-12", "citeline.hit.reanchor", "arrow-swap"],
+    );
+    assert.match(i1.tooltip ?? "", /^Ordered hashtable\n[^]*\nMoved: the cited text is now at guide\.md:9-12/);
+    assert.deepEqual([i2.description, i2.contextValue, i2.icon?.id], ["[unsaved] missing", "citeline.hit.marked", "circle-slash"]);
+    assert.equal(tree.markCount, 2);
+    assert.match(tree.message ?? "", / · 2 no longer where they were/);
+    // The same verdicts again change nothing (no refresh); valid lifts the mark.
+    tree.applyMarks(plan.generation, verdicts);
+    assert.equal(marked, 1);
+    tree.applyMarks(plan.generation, new Map([[h2.id, undefined]]));
+    assert.equal(marked, 2);
+    assert.equal(tree.item(h2).contextValue, "citeline.hit");
+    assert.equal(tree.item(h2).icon, undefined);
+    assert.match(tree.message ?? "", / · 1 no longer where it was/);
+    // A new query: the old plan's answer is not applied, and nothing is marked.
+    tree.showSearch("q", ROOT, withHashes());
+    assert.equal(tree.applyMarks(plan.generation, verdicts), false);
+    assert.equal(tree.markCount, 0);
+  });
+
+  test("re-anchoring a moved hit: same row, the new place, its lines numbered from the file now", async () => {
+    const files: Record<string, string> = { ...FILES };
+    const reads: string[] = [];
+    const tree = new ResultsTree(async (root, path) => {
+      reads.push(path);
+      return files[path];
+    });
+    tree.showSearch("q", ROOT, withHashes());
+    const [h1] = (await tree.children()) as HitNode[];
+    assert.deepEqual(
+      ((await tree.children(h1)) as SnippetLineNode[]).map((l) => l.line),
+      [5, 7],
+    );
+    assert.equal(tree.reanchor(h1), undefined); // nothing to re-anchor to yet
+    // Three lines above the section, saved; the server says it moved.
+    files["guide.md"] = "one\ntwo\nthree\n" + FILES["guide.md"];
+    const plan = tree.verification();
+    assert.ok(plan);
+    const moved: VerifyEntry = { status: "moved", path: "guide.md", line_start: 8, line_end: 11, locator: "guide.md#L8-L11", section_sha256: "1".repeat(64), heading: "Ordered hashtable" };
+    tree.applyMarks(plan.generation, new Map([[h1.id, marksOf([h1.id], { snapshot_revision: "r", total: 1, results: [moved] })?.get(h1.id)]]));
+    const done = tree.reanchor(h1);
+    assert.ok(done && done.node.kind === "hit");
+    assert.equal(done.node.id, h1.id);
+    assert.deepEqual(done.place, { path: "guide.md", line_start: 8, line_end: 11, locator: "guide.md#L8-L11", section_sha256: "1".repeat(64), heading: "Ordered hashtable" });
+    assert.equal(tree.isCurrent(done.node), true);
+    assert.equal(tree.isCurrent(h1), false);
+    const item = tree.item(done.node);
+    assert.deepEqual([item.label.label, item.contextValue, item.icon], ["guide.md:8-11 — Ordered hashtable", "citeline.hit", undefined]);
+    assert.equal(tree.markCount, 0);
+    assert.equal(((await tree.children())[0] as HitNode).hit.locator, "guide.md#L8-L11");
+    // The snippet lines are numbered again from the file as it is now.
+    assert.deepEqual(
+      ((await tree.children(done.node)) as SnippetLineNode[]).map((l) => l.line),
+      [8, 10],
+    );
+    assert.deepEqual(reads, ["guide.md", "guide.md"]);
+    // The next check sends the re-anchored hit.
+    const again = tree.verification();
+    assert.equal((again?.groups[0].request.citations[0] as { line_start: number }).line_start, 8);
+  });
+
+  test("re-anchoring keeps a title-named preamble's name in its file, and takes the heading or path elsewhere", async () => {
+    const tree = new ResultsTree(reader([]));
+    const result = withHashes();
+    result.hits = [0, 1, 2].map((i) => makeHit({ heading: "", path: "deploy.md", line_start: 1, line_end: 2, snippet: `p${i}`, section_sha256: String(i + 1).repeat(64) }));
+    result["x-labels"] = ["Deploying", "Deploying", "Deploying"];
+    tree.showSearch("q", ROOT, result);
+    const nodes = (await tree.children()) as HitNode[];
+    const plan = tree.verification();
+    assert.ok(plan);
+    const to = (path: string, heading: string): VerifyEntry => ({ status: "moved", path, line_start: 3, line_end: 4, heading });
+    const verdicts = marksOf(plan.groups[0].ids, { snapshot_revision: "r", total: 3, results: [to("deploy.md", ""), to("other.md", ""), to("other.md", "Setup")] });
+    assert.ok(verdicts);
+    tree.applyMarks(plan.generation, verdicts);
+    const labels = nodes.map((n) => tree.item(tree.reanchor(n)?.node ?? n).label.label);
+    assert.deepEqual(labels, ["deploy.md:3-4 — Deploying", "other.md:3-4", "other.md:3-4 — Setup"]);
+  });
+
+  test("re-anchoring a line match that moved to another file names the file", async () => {
+    const tree = new ResultsTree(reader([]));
+    tree.showLines({ pattern: "hashtable", mode: "exact", caseSensitive: true }, ROOT, linesResult());
+    const [file] = await tree.children();
+    const [m1] = (await tree.children(file)) as MatchNode[];
+    const plan = tree.verification();
+    assert.ok(plan);
+    const verdicts = marksOf([m1.id], { snapshot_revision: "r", total: 1, results: [{ status: "moved", path: "other.md", line: 2, text: m1.match.text }] });
+    assert.ok(verdicts);
+    tree.applyMarks(plan.generation, verdicts);
+    assert.equal(tree.item(m1).description, "5:12 moved → other.md:2");
+    const done = tree.reanchor(m1);
+    assert.ok(done && done.node.kind === "match");
+    assert.deepEqual([done.node.match.path, done.node.match.line, tree.item(done.node).description], ["other.md", 2, "other.md:2:12"]);
+    assert.equal(tree.parent(done.node), file);
+    assert.deepEqual(((await tree.children(file)) as MatchNode[])[0], done.node);
   });
 });

@@ -115,10 +115,14 @@ function makeVscode(files: Record<string, string>) {
       constructor(readonly id: string) {}
     },
     ThemeIcon: class {
-      constructor(readonly id: string) {}
+      constructor(
+        readonly id: string,
+        readonly color?: { id: string },
+      ) {}
     },
     TreeItem: class {
       id?: string;
+      iconPath?: { id: string; color?: { id: string } };
       description?: string;
       tooltip?: string;
       contextValue?: string;
@@ -149,6 +153,9 @@ function makeVscode(files: Record<string, string>) {
       },
       showErrorMessage: async (m: string) => {
         errors.push(m);
+      },
+      showInformationMessage: async (m: string) => {
+        errors.push(`info: ${m}`);
       },
       get visibleTextEditors() {
         return visible;
@@ -485,5 +492,115 @@ describe("ResultsView", () => {
     await view.refresh();
     assert.equal(calls.length, 2);
     assert.equal(calls[1].command, "citeline.lines");
+  });
+
+  test("checking: one citeline.verify with the view's hits, the verdicts marked on the rows and in the message", async () => {
+    const moved = { status: "moved", path: "guide.md", line_start: 8, line_end: 10, section_sha256: "1".repeat(64), heading: "Ordered hashtable" };
+    const answer = { snapshot_revision: "r2", total: 2, results: [moved, { status: "valid", path: "notes.md", line_start: 1, line_end: 3 }] };
+    const { view, views, calls } = setup(async (command) => (command === "citeline.verify" ? answer : searchResult()));
+    assert.equal(await view.verify(), false); // nothing shown: nothing sent
+    assert.equal(calls.length, 0);
+    await view.search("ordered hashtable", FOLDER as never, request);
+    assert.equal(await view.verify(), true);
+    assert.deepEqual(
+      calls.map((c) => c.command),
+      ["citeline.search", "citeline.verify"],
+    );
+    assert.deepEqual(calls[1].arg, { citations: searchResult().hits, root: "file:///ws" });
+    const tv = views[0];
+    assert.match(String(tv.message), /· 1 no longer where it was/);
+    const provider = (tv.options as { treeDataProvider: { getChildren(n?: ResultNode): Promise<ResultNode[]>; getTreeItem(n: ResultNode): InstanceType<ReturnType<typeof makeVscode>["vscode"]["TreeItem"]> } }).treeDataProvider;
+    const [h1, h2] = await provider.getChildren();
+    const item = provider.getTreeItem(h1);
+    assert.equal(item.description, "moved → guide.md:8-10");
+    assert.deepEqual([item.iconPath?.id, item.iconPath?.color?.id], ["arrow-swap", "list.warningForeground"]);
+    assert.equal(item.contextValue, "citeline.hit.reanchor");
+    assert.match(String(item.tooltip), /Moved: the cited text is now at guide\.md:8-10/);
+    const plain = provider.getTreeItem(h2);
+    assert.deepEqual([plain.description, plain.iconPath, plain.contextValue], [undefined, undefined, "citeline.hit"]);
+  });
+
+  test("checking: a query running or shown since drops the answer; verifySoon sends one check for a burst", async () => {
+    let release: () => void = () => undefined;
+    const answer = { snapshot_revision: "r2", total: 2, results: [{ status: "missing", path: null }, { status: "missing", path: null }] };
+    const { view, calls } = setup(async (command) => {
+      if (command === "citeline.verify") {
+        await new Promise<void>((r) => (release = r));
+        return answer;
+      }
+      return searchResult();
+    });
+    await view.search("q", FOLDER as never, request);
+    const checking = view.verify();
+    await new Promise((r) => setTimeout(r, 5));
+    await view.search("q", FOLDER as never, request); // a new search while the check runs
+    release();
+    assert.equal(await checking, false);
+    assert.equal(view.tree.markCount, 0);
+    // A burst of saves and focus changes: one check.
+    const before = calls.length;
+    view.verifySoon(10);
+    view.verifySoon(10);
+    view.verifySoon(10);
+    await new Promise((r) => setTimeout(r, 40));
+    release();
+    await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(
+      calls.slice(before).map((c) => c.command),
+      ["citeline.verify"],
+    );
+    assert.equal(view.tree.markCount, 2);
+  });
+
+  test("checking: a server that does not offer citeline.verify is not asked", async () => {
+    const fake = makeVscode(FILES);
+    const { ResultsView } = loadView(fake.vscode);
+    const sent: string[] = [];
+    const view: ResultsViewType = new ResultsView({
+      execute: async <T>(command: string) => {
+        sent.push(command);
+        return searchResult() as T;
+      },
+      describe: (error: unknown) => String(error),
+      supports: (command: string) => command !== "citeline.verify",
+    });
+    await view.search("q", FOLDER as never, request);
+    assert.equal(await view.verify(), false);
+    assert.deepEqual(sent, ["citeline.search"]);
+  });
+
+  test("checking: a failed check leaves the rows as they were and tells no one but the log", async () => {
+    const { view, errors } = setup(async (command) => {
+      if (command === "citeline.verify") throw new Error("unknown command citeline.verify");
+      return searchResult();
+    });
+    await view.search("q", FOLDER as never, request);
+    assert.equal(await view.verify(), false);
+    assert.equal(view.tree.markCount, 0);
+    assert.deepEqual(errors, []);
+    assert.match(view.tree.message ?? "", /^“q”: 2 sections/);
+  });
+
+  test("re-anchor: the row takes the text's place today and opens there", async () => {
+    // The notes hit's text is now lines 4-6 of guide.md (a move across files).
+    const now = { status: "moved", path: "guide.md", line_start: 4, line_end: 6, section_sha256: "2".repeat(64), heading: "Ordered hashtable" };
+    const { view, editors, errors } = setup(async (command) =>
+      command === "citeline.verify" ? { snapshot_revision: "r", total: 2, results: [{ status: "valid", path: "guide.md", line_start: 4, line_end: 6 }, now] } : searchResult(),
+    );
+    await view.search("q", FOLDER as never, request);
+    const [h1, h2] = (await view.tree.children()) as HitNode[];
+    await view.reanchor(h1); // valid: nowhere to go
+    assert.equal(editors.length, 0);
+    assert.match(errors[0], /^info: .*nowhere to re-anchor/);
+    await view.verify();
+    await view.reanchor(h2);
+    const editor = editors[0];
+    assert.equal(editor.document.uri.toString(), "file:///ws/guide.md");
+    // The lone CR makes VS Code's line numbers one more than citeline's.
+    assert.equal(text(editor, editor.selection), "## Ordered hashtable\n\nAn ordered hashtable keeps order.");
+    const [, moved] = (await view.tree.children()) as HitNode[];
+    assert.equal(moved.id, h2.id);
+    assert.deepEqual([moved.hit.path, moved.hit.line_start, moved.hit.line_end], ["guide.md", 4, 6]);
+    assert.equal(view.tree.markCount, 0);
   });
 });

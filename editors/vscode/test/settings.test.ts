@@ -37,6 +37,16 @@ describe("readSettings", () => {
     assert.deepEqual(s.problems, []);
   });
 
+  test("backgroundEmbedding off is sent as background_embedding: false, on as nothing", () => {
+    assert.equal(readSettings(getter({ ...DEFAULTS, backgroundEmbedding: true })).server.background_embedding, undefined);
+    const off = readSettings(getter({ ...DEFAULTS, backgroundEmbedding: false }));
+    assert.equal(off.server.background_embedding, false);
+    assert.deepEqual(off.problems, []);
+    const bad = readSettings(getter({ ...DEFAULTS, backgroundEmbedding: "no" }));
+    assert.equal(bad.server.background_embedding, undefined);
+    assert.equal(bad.problems.length, 1);
+  });
+
   test("nothing set at all gives the same defaults", () => {
     const s = readSettings(() => undefined);
     assert.equal(s.command, "citeline");

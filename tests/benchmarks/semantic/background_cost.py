@@ -121,7 +121,7 @@ class Warm:
         # The command's module where the code measured has it (before issue 50's moves,
         # citeline.lsp.launch).
         old = self.code is not None and not (Path(self.code) / "citeline" / "cli").is_dir()
-        launch = "citeline.lsp.launch" if old else "citeline.cli.launch"
+        launch = "citeline.lsp.launch" if old else "citeline.cli.entry"
         done = subprocess.run(
             [sys.executable, "-m", launch, *args],
             capture_output=True,

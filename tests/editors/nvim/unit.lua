@@ -49,6 +49,17 @@ lib.run(function()
   lib.out.null_heading = c.search_items({
     hits = { { path = "n.md", heading = vim.NIL, line_start = 1, line_end = 2, snippet = vim.NIL } },
   }, "/ws")
+  -- The server's labels (x-labels) name the hits: a file's title for text before its
+  -- first heading; a missing or empty label falls back to the heading, else the path.
+  lib.out.labelled = c.search_items({
+    hits = {
+      { path = "t.md", heading = "", line_start = 4, line_end = 5, snippet = "intro" },
+      { path = "h.md", heading = "Two\nlines", line_start = 1, line_end = 3, snippet = "Two\nlines\n===\nx" },
+      { path = "p.md", heading = "", line_start = 1, line_end = 1, snippet = "plain" },
+      { path = "q.md", heading = "", line_start = 1, line_end = 1, snippet = "more" },
+    },
+    ["x-labels"] = { "Kitchen\r\nNotes", "Two lines", "p.md", vim.NIL },
+  }, "/ws")
   -- A windowed match (long line) in unsaved text: its byte column comes from the
   -- buffer's line, not the file's (the file does not even exist).
   local long = string.rep("é", 200) .. " needle " .. string.rep("x", 200)
@@ -129,4 +140,43 @@ lib.run(function()
   end, entries)
   lib.out.root_marker = c.find_root(lib.ws .. "/notes/hashing.md")
   lib.out.root_none = c.find_root("/")
+
+  -- Verify results → marks (SPEC §18); a valid hit and a result without a status stay bare.
+  local verified = {
+    { status = "valid", path = "b.md", line_start = 9, line_end = 12 },
+    { status = "moved", path = "c.md", line_start = 40, line_end = 48, others = 0 },
+    { status = "changed", path = "s.md", line_start = 5, line_end = 9, similarity = 0.6667 },
+    { status = "changed", path = "s.md", line_start = 5, line_end = 9, similarity = vim.NIL },
+    { status = "stale", path = "a.md", line_start = vim.NIL, line_end = vim.NIL },
+    { status = "missing", path = vim.NIL, line_start = vim.NIL, line_end = vim.NIL },
+    { status = "changed", path = "s.md", line_start = 1, line_end = 2, similarity = 0.125 },
+  }
+  lib.out.verify_marks = vim.tbl_map(function(r)
+    return c.verify_mark(r) or vim.NIL
+  end, verified)
+  local marked = c.mark_items(
+    c.search_items(result, "/ws"),
+    { "Second — body of b", "a.md — preamble text", "Setext — below" },
+    { verified[1], verified[2], verified[6] }
+  )
+  lib.out.marked = vim.tbl_map(function(i)
+    return i.text
+  end, marked)
+  -- Marking a marked list again from the search's texts does not stack the marks.
+  local base = { "Second — body of b", "a.md — preamble text", "Setext — below" }
+  lib.out.marked_again = vim.tbl_map(function(i)
+    return i.text
+  end, c.mark_items(marked, base, { verified[3], verified[1], verified[1] }))
+  lib.out.verify_summary = c.verify_summary(verified)
+  -- The citation sent for a hit: place, hashes, heading, snippet; nothing else.
+  lib.out.citation = c.citation({
+    path = "b.md",
+    line_start = 9,
+    line_end = 12,
+    heading = vim.NIL,
+    snippet = "x",
+    section_sha256 = string.rep("a", 64),
+    score = 1.5,
+    match_spans = {},
+  })
 end)

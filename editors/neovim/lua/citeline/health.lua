@@ -60,6 +60,11 @@ function M.check()
   info("semantic threshold: " .. tostring(citeline.config.semantic_threshold))
   local unsaved = (citeline.config.settings or {}).unsaved == true
   info("unsaved text: " .. (unsaved and "searched (settings.unsaved = true)" or "not searched (files on disk)"))
+  if citeline.config.verify then
+    info("search hits checked again: on write of a Markdown buffer and on focus (verify = true)")
+  else
+    info("search hits checked again: by hand only, :CitelineVerify (verify = false)")
+  end
 end
 
 return M

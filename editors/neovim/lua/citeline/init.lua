@@ -2,7 +2,10 @@
 --
 -- Starts (or attaches to) the citeline language server for Markdown buffers and
 -- offers :CitelineSearch, :CitelineLines[!], :CitelineSemantic and :CitelineConcepts,
--- which fill the quickfix list in the server's order. Works on Neovim 0.7 through 0.11+:
+-- which fill the quickfix list in the server's order. A search list's hits are checked
+-- again on writing a Markdown buffer and on focus (:CitelineVerify by hand): those whose
+-- text moved, changed or went away are marked, and :CitelineReanchor jumps to where the
+-- text is now. Works on Neovim 0.7 through 0.11+:
 --   0.11+      vim.lsp.config + vim.lsp.enable
 --   0.8-0.10   vim.lsp.start
 --   0.7        vim.lsp.start_client + vim.lsp.buf_attach_client
@@ -45,6 +48,10 @@ local defaults = {
   -- Where :CitelineSearch shows hits: "quickfix" or "select" (vim.ui.select, so
   -- whatever UI you plugged into it: telescope-ui-select, dressing.nvim, fzf-lua...).
   ui = "quickfix",
+  -- Check the hits of the last :CitelineSearch list again when a Markdown buffer is
+  -- written and when Neovim gains focus, and mark those no longer where they were
+  -- ("[moved → b.md:40-48]", "[changed 80% → a.md:3-9]", "[missing]").
+  verify = true,
   -- Start the server automatically for `filetypes`.
   autostart = true,
   -- Milliseconds to wait for the server to initialize before a command gives up.
@@ -390,9 +397,14 @@ function M.error_message(err)
 end
 
 --- Run `workspace/executeCommand` for `command` with the one request object `args`.
---- `callback(err, result, root)` runs on the main loop.
-function M.execute(command, args, callback, bufnr)
-  local client = M.get_client(bufnr)
+--- `callback(err, result, root)` runs on the main loop. With `root` (a folder), the
+--- client serving that folder runs it, whatever the current buffer.
+function M.execute(command, args, callback, bufnr, root)
+  local client = root
+      and citeline_clients(function(c)
+        return client_root(c) == root
+      end)[1]
+    or M.get_client(bufnr)
   if not client then
     callback({ message = "no citeline language server is running" }, nil, nil)
     return
@@ -475,14 +487,28 @@ function M.snippet_line(snippet, heading)
   return ""
 end
 
+--- The name of hit `i` of a citeline.search result: the server's label for it (`x-labels`,
+--- asked for with `labels = true`: the heading; for the text before a file's first heading
+--- the file's title, else its path, as workspace/symbol names it), else the heading, else
+--- the path (a server that does not send labels).
+function M.hit_label(result, i)
+  local hit = result.hits[i]
+  local labels = result["x-labels"]
+  if type(labels) == "table" and type(labels[i]) == "string" and labels[i] ~= "" then
+    return M.display(labels[i])
+  end
+  local heading = M.display(hit.heading)
+  if heading == "" then
+    return hit.path
+  end
+  return heading
+end
+
 --- Quickfix items for a citeline.search result, in server order.
 function M.search_items(result, root)
   local items = {}
-  for _, hit in ipairs((result or {}).hits or {}) do
-    local heading = M.display(hit.heading)
-    if heading == "" then
-      heading = hit.path
-    end
+  for i, hit in ipairs((result or {}).hits or {}) do
+    local heading = M.hit_label(result, i)
     local line = M.snippet_line(hit.snippet, hit.heading)
     local text = heading
     if line ~= "" then
@@ -614,8 +640,15 @@ end
 -- Commands
 ---------------------------------------------------------------------------
 
-local function set_qf(title, items, result, opts)
-  vim.fn.setqflist({}, " ", { title = title, items = items, context = { citeline = result } })
+local function set_qf(title, items, result, opts, root)
+  opts = opts or {}
+  -- The context keeps what a re-verify needs: the hits as cited, and the root their
+  -- paths are relative to.
+  local context = { citeline = result, citeline_root = root, citeline_kind = opts.kind }
+  vim.fn.setqflist({}, " ", { title = title, items = items, context = context })
+  if opts.kind == "search" then
+    M._track_search(vim.fn.getqflist({ id = 0 }).id)
+  end
   if #items == 0 then
     notify("no results for " .. title)
   elseif M.config.open_quickfix and not (opts and opts.no_open) then
@@ -661,7 +694,7 @@ local function run(command, args, title, to_items, opts)
     if (opts.ui or M.config.ui) == "select" then
       M.select(title, items)
     else
-      set_qf(title, items, result, opts)
+      set_qf(title, items, result, opts, root)
     end
     if result and result.truncated then
       notify(string.format("showing %d of %d results", #items, result.total or #items))
@@ -675,11 +708,14 @@ end
 --- Ranked section search; results in the quickfix list.
 function M.search(query, opts)
   opts = opts or {}
-  local args = { query = query, limit = opts.limit or M.config.limit }
+  -- labels: the server names each hit as workspace/symbol does (x-labels), so text before
+  -- a file's first heading shows the file's title; no YAML parser needed here.
+  local args = { query = query, limit = opts.limit or M.config.limit, labels = true }
   local profile = opts.profile or M.config.profile
   if profile then
     args.profile = profile
   end
+  opts = vim.tbl_extend("keep", { kind = "search" }, opts)
   run("citeline.search", args, "citeline search: " .. query, M.search_items, opts)
 end
 
@@ -724,6 +760,328 @@ function M.concepts(query, opts)
   run("citeline.concepts", args, "citeline concepts: " .. query, M.concepts_items, opts)
 end
 
+---------------------------------------------------------------------------
+-- Re-verifying a search's hits (SPEC §18): after files change, each hit of a
+-- :CitelineSearch list is checked against the files as they are now, and the hits
+-- that are no longer where they were are marked in the list.
+---------------------------------------------------------------------------
+
+-- The server takes at most this many citations per request.
+M.VERIFY_BATCH = 100
+
+--- The citation sent for a hit: its place, its hashes, its heading, and its snippet (so
+--- that the server can say how much of the cited text a changed section keeps).
+function M.citation(hit)
+  local c = { path = hit.path, line_start = hit.line_start, line_end = hit.line_end }
+  for _, key in ipairs({ "section_sha256", "content_sha256", "heading", "snippet" }) do
+    if type(hit[key]) == "string" then
+      c[key] = hit[key]
+    end
+  end
+  return c
+end
+
+--- "path:a-b" of a verify result's place today ("path" without lines), nil without one.
+function M.verify_place(r)
+  if type(r.path) ~= "string" then
+    return nil
+  end
+  if type(r.line_start) == "number" and type(r.line_end) == "number" then
+    return string.format("%s:%d-%d", r.path, r.line_start, r.line_end)
+  end
+  return r.path
+end
+
+--- The mark shown before a hit that verify did not find `valid` ("[moved → b.md:40-48]",
+--- "[changed 80% → a.md:3-9]", "[stale]", "[missing]"); nil for a valid hit.
+function M.verify_mark(r)
+  if type(r) ~= "table" or r.status == "valid" then
+    return nil
+  end
+  local where = M.verify_place(r)
+  local arrow = where and (" → " .. M.display(where)) or ""
+  if r.status == "moved" then
+    return "[moved" .. arrow .. "]"
+  elseif r.status == "changed" then
+    local kept = ""
+    if type(r.similarity) == "number" then
+      kept = string.format(" %d%%", math.floor(r.similarity * 100 + 0.5))
+    end
+    return "[changed" .. kept .. arrow .. "]"
+  end
+  return "[" .. tostring(r.status) .. "]"
+end
+
+--- `items` (quickfix items of a search, in order) with the texts `texts` (the items' texts
+--- as the search made them), each preceded by the mark of its verify result.
+function M.mark_items(items, texts, results)
+  local out = {}
+  for i, item in ipairs(items) do
+    local copy = vim.deepcopy(item)
+    local text = texts[i] or item.text
+    local mark = M.verify_mark((results or {})[i])
+    copy.text = mark and (mark .. " " .. text) or text
+    out[i] = copy
+  end
+  return out
+end
+
+-- Quickfix list ids of :CitelineSearch lists, oldest first.
+M._search_lists = {}
+-- Per list id: the number of the newest verify sent, so a late answer to an older
+-- one does not overwrite a newer one's marks.
+local verify_generation = {}
+
+local function is_search_context(ctx)
+  return type(ctx) == "table"
+    and ctx.citeline_kind == "search"
+    and type(ctx.citeline) == "table"
+    and type(ctx.citeline.hits) == "table"
+end
+
+--- The citeline search list to verify, as (id, context): the current quickfix list when
+--- it is one, else the newest such list still in the stack; nil when there is none.
+function M.search_list()
+  local current = vim.fn.getqflist({ id = 0, context = 1 })
+  if current.id ~= 0 and is_search_context(current.context) then
+    return current.id, current.context
+  end
+  for i = #M._search_lists, 1, -1 do
+    local id = M._search_lists[i]
+    local list = vim.fn.getqflist({ id = id, context = 1 })
+    if list.id == id and is_search_context(list.context) then
+      return id, list.context
+    end
+  end
+  return nil
+end
+
+local function matches_filetype(bufnr)
+  local ft = vim.bo[bufnr].filetype
+  for _, f in ipairs(M.config.filetypes) do
+    if f == ft then
+      return true
+    end
+  end
+  return false
+end
+
+local function watch_files()
+  if M._watching then
+    return
+  end
+  M._watching = true
+  local group = vim.api.nvim_create_augroup("citeline_verify", { clear = true })
+  vim.api.nvim_create_autocmd("BufWritePost", {
+    group = group,
+    callback = function(ev)
+      local name = vim.api.nvim_buf_get_name(ev.buf)
+      local markdown = matches_filetype(ev.buf) or name:match("%.md$") or name:match("%.markdown$")
+      if M.config.verify and markdown then
+        M.verify({ quiet = true })
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("FocusGained", {
+    group = group,
+    callback = function()
+      if M.config.verify then
+        M.verify({ quiet = true })
+      end
+    end,
+  })
+end
+
+function M._track_search(id)
+  table.insert(M._search_lists, id)
+  -- The stack holds at most ten lists: forget the ids that have left it.
+  while #M._search_lists > 10 do
+    table.remove(M._search_lists, 1)
+  end
+  watch_files()
+end
+
+--- Write verify `results` into the list `id` (made with `context`): its items keep their
+--- places (which Neovim moves along with edits in loaded buffers) and get the marks.
+local function apply_verify(id, context, results)
+  local list = vim.fn.getqflist({ id = id, items = 1, context = 1, idx = 0 })
+  if list.id ~= id or not is_search_context(list.context) then
+    return false -- the list left the stack
+  end
+  local texts = {}
+  for i, item in ipairs(M.search_items(context.citeline, context.citeline_root)) do
+    texts[i] = item.text
+  end
+  local items = {}
+  for i, item in ipairs(list.items) do
+    items[i] = {
+      bufnr = item.bufnr,
+      lnum = item.lnum,
+      end_lnum = item.end_lnum,
+      col = item.col,
+      end_col = item.end_col,
+      vcol = item.vcol,
+      type = item.type,
+      text = item.text,
+    }
+  end
+  list.context.citeline_verify = results
+  vim.fn.setqflist({}, "r", {
+    id = id,
+    items = M.mark_items(items, texts, results),
+    context = list.context,
+    idx = list.idx,
+  })
+  return true
+end
+
+--- A summary of verify results: "3 hits: 2 valid, 1 moved".
+function M.verify_summary(results)
+  local counts, order = {}, { "valid", "moved", "changed", "stale", "missing" }
+  for _, r in ipairs(results or {}) do
+    counts[r.status] = (counts[r.status] or 0) + 1
+  end
+  local parts = {}
+  for _, status in ipairs(order) do
+    if counts[status] then
+      table.insert(parts, counts[status] .. " " .. status)
+    end
+  end
+  local n = #(results or {})
+  return string.format("%d hit%s: %s", n, n == 1 and "" or "s", table.concat(parts, ", "))
+end
+
+--- Verify the hits of the citeline search list (the current one, else the newest in the
+--- stack) against the files as they are now, in one request per 100 hits, and mark in
+--- the list the hits that are no longer valid. opts.quiet: say nothing (the automatic
+--- re-verify on save and focus); opts.on_done(err, results, id) runs when it is done.
+function M.verify(opts)
+  opts = opts or {}
+  local function done(err, results, id)
+    if err then
+      M.last_verify_error = err
+      if not opts.quiet then
+        notify(M.error_message(err), vim.log.levels.ERROR)
+      end
+    elseif not opts.quiet then
+      notify(M.verify_summary(results))
+    end
+    if opts.on_done then
+      opts.on_done(err, results, id)
+    end
+  end
+  local id, context = M.search_list()
+  if not id then
+    return done({ message = "no :CitelineSearch list to verify" }, nil, nil)
+  end
+  local hits = context.citeline.hits
+  if #hits == 0 then
+    return done(nil, {}, id)
+  end
+  if opts.quiet and #citeline_clients() == 0 then
+    return -- the server was stopped: a write or a focus change does not start one
+  end
+  verify_generation[id] = (verify_generation[id] or 0) + 1
+  local generation = verify_generation[id]
+  local root = context.citeline_root
+  local results, pending, failed = {}, 0, nil
+  for first = 1, #hits, M.VERIFY_BATCH do
+    local citations = {}
+    for i = first, math.min(#hits, first + M.VERIFY_BATCH - 1) do
+      table.insert(citations, M.citation(hits[i]))
+    end
+    pending = pending + 1
+    local args = { citations = citations }
+    if type(root) == "string" then
+      args.root = vim.uri_from_fname(root)
+    end
+    M.execute("citeline.verify", args, function(err, result)
+      if err then
+        failed = failed or err
+      else
+        for j, r in ipairs((result or {}).results or {}) do
+          results[first + j - 1] = r
+        end
+      end
+      pending = pending - 1
+      if pending > 0 then
+        return
+      end
+      if failed then
+        return done(failed, nil, id)
+      end
+      if verify_generation[id] ~= generation then
+        return -- a newer verify of this list is on its way
+      end
+      M.last_verify = results
+      apply_verify(id, context, results)
+      done(nil, results, id)
+    end, nil, type(root) == "string" and root or nil)
+  end
+end
+
+local function leave_quickfix_window()
+  if vim.bo.buftype ~= "quickfix" then
+    return
+  end
+  vim.cmd("wincmd p")
+  if vim.bo.buftype == "quickfix" then
+    vim.cmd("aboveleft new") -- the quickfix window was the only one
+  end
+end
+
+--- Jump from the current item of the citeline search list to where its text is now: the
+--- list is verified again (its marks updated), then the item's file is opened at the place
+--- verify gives (its place as cited when still valid). In the quickfix window the item is
+--- the one under the cursor. opts.on_done(err, result) runs after the jump (or failure).
+function M.reanchor(opts)
+  opts = opts or {}
+  local current = vim.fn.getqflist({ id = 0, idx = 0, context = 1, winid = 0 })
+  if current.id == 0 or not is_search_context(current.context) then
+    notify("the quickfix list is not a :CitelineSearch list", vim.log.levels.ERROR)
+    if opts.on_done then
+      opts.on_done({ message = "not a citeline search list" }, nil)
+    end
+    return
+  end
+  local idx = current.idx
+  if vim.bo.buftype == "quickfix" and vim.api.nvim_get_current_win() == current.winid then
+    idx = vim.fn.line(".")
+  end
+  local root = current.context.citeline_root
+  M.verify({
+    quiet = true,
+    on_done = function(err, results, id)
+      local r = results and results[idx]
+      if err or r == nil then
+        notify(err and M.error_message(err) or "no verify result for this item", vim.log.levels.ERROR)
+        if opts.on_done then
+          opts.on_done(err or { message = "no result" }, nil)
+        end
+        return
+      end
+      if r.status == "missing" or type(r.path) ~= "string" then
+        notify("the cited text is gone (missing): search again", vim.log.levels.WARN)
+        if opts.on_done then
+          opts.on_done(nil, r)
+        end
+        return
+      end
+      vim.fn.setqflist({}, "a", { id = id, idx = idx })
+      leave_quickfix_window()
+      vim.cmd("edit " .. vim.fn.fnameescape(resolve(type(root) == "string" and root or nil, r.path)))
+      local line = type(r.line_start) == "number" and r.line_start or 1
+      pcall(vim.api.nvim_win_set_cursor, 0, { line, 0 })
+      if r.status ~= "valid" then
+        notify(r.status .. (M.verify_place(r) and (" → " .. M.verify_place(r)) or ""))
+      end
+      if opts.on_done then
+        opts.on_done(nil, r)
+      end
+    end,
+  })
+end
+
 function M.create_commands()
   local cmd = vim.api.nvim_create_user_command
   cmd("CitelineSearch", function(o)
@@ -742,6 +1100,14 @@ function M.create_commands()
   cmd("CitelineConcepts", function(o)
     M.concepts(o.args)
   end, { nargs = "+", desc = "citeline: concepts whose id or title contains the text" })
+  cmd("CitelineVerify", function()
+    M.verify()
+  end, {
+    desc = "citeline: check the search list's hits against the files now; mark those that moved or changed",
+  })
+  cmd("CitelineReanchor", function()
+    M.reanchor()
+  end, { desc = "citeline: jump from the current search hit to where its text is now" })
   cmd("CitelineStart", function()
     M.attach(0)
   end, { desc = "citeline: start/attach the language server for this buffer" })
@@ -771,16 +1137,6 @@ function M.update_settings(settings)
   if has("nvim-0.11") and M._start_path == "enable" then
     vim.lsp.config(M.name, { settings = payload, init_options = payload })
   end
-end
-
-local function matches_filetype(bufnr)
-  local ft = vim.bo[bufnr].filetype
-  for _, f in ipairs(M.config.filetypes) do
-    if f == ft then
-      return true
-    end
-  end
-  return false
 end
 
 function M.setup(opts)

@@ -71,7 +71,7 @@ function M.search(opts)
     return
   end
   local citeline = require("citeline")
-  local args = { query = query, limit = opts.limit or citeline.config.limit }
+  local args = { query = query, limit = opts.limit or citeline.config.limit, labels = true }
   args.profile = opts.profile or citeline.config.profile
   citeline.execute("citeline.search", args, function(err, result, root)
     if err then
