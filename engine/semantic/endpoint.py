@@ -27,6 +27,7 @@ import http.client
 import json
 import math
 import os
+import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -73,8 +74,6 @@ class _Attempt:
         sock = self.conn.sock
         try:
             if sock is not None:
-                import socket
-
                 sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # (already closed)
