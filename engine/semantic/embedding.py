@@ -364,9 +364,13 @@ class BackgroundEmbedder:
     def _embed_chunk(self, chunk: list[Passage], cancel: CancelToken) -> None:
         found = self.vectors.get_many([p.key for p in chunk])
         self._count(cancel, len(found))
-        for p in chunk:
-            if p.key in found:
-                continue
+        missing = [p for p in chunk if p.key not in found]
+        # One passage at a time, but a backend that batches (an endpoint: one request per
+        # batch; an ONNX folder) is given its batch: a request per passage would make a
+        # folder of thousands of sections as many round trips.
+        step = max(1, int(getattr(self.backend, "batch", 1)))
+        for start in range(0, len(missing), step):
+            group = missing[start : start + step]
             with self._cond:  # between passages: wait while held, stop when asked
                 while _GATE.held() and not cancel.is_cancelled and not self._closed:
                     self._cond.wait()
@@ -376,13 +380,15 @@ class BackgroundEmbedder:
                 self._cond.notify_all()
             try:
                 wall, cpu = time.monotonic(), time.thread_time()
-                (vector,) = self.backend.embed_passages([p.text], cancel)
+                got = self.backend.embed_passages([p.text for p in group], cancel)
                 wall, cpu = time.monotonic() - wall, time.thread_time() - cpu
-                self.vectors.put_many([(p.key, vector)])
+                if len(got) != len(group):
+                    raise ValueError(f"the backend gave {len(got)} vectors for {len(group)}")
+                self.vectors.put_many([(p.key, v) for p, v in zip(group, got, strict=True)])
             except BaseException:
                 self._count(cancel, 0)  # no longer in hand
                 raise
-            self._count(cancel, 1, embedded=1)  # counted as it leaves the hand
+            self._count(cancel, len(group), embedded=len(group))  # as they leave the hand
             self._log_progress(False)
             if cpu < BUSY_SHARE * wall:
                 self._step_aside(cancel, min(MOST_ASIDE, STEP_ASIDE * cpu))

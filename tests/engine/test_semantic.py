@@ -307,3 +307,56 @@ def test_an_unknown_backend_is_refused() -> None:
     with pytest.raises(CitelineError) as caught:
         semantic_backends.load("sentence-transformers")
     assert "unknown semantic backend" in caught.value.message
+
+
+# -- the score of a model nobody fitted (semantic.Standing) ----------------------------------
+
+
+def test_the_standing_score_is_half_at_the_centre_and_rises_with_the_cosine() -> None:
+    from citeline.engine.semantic.semantic import STANDING_CENTRE, Standing
+
+    st_ = Standing("m", mean=0.75, spread=0.02)
+    at_centre = 0.75 + STANDING_CENTRE * 0.02
+    assert st_.score(at_centre, "latin") == pytest.approx(0.5)
+    scores = [st_.score(0.70 + k * 0.01, "latin") for k in range(30)]
+    assert scores == sorted(scores) and scores[0] < 0.2 and scores[-1] > 0.8
+    assert st_.score(at_centre, "cjk") == st_.score(at_centre, "latin")  # no script term
+
+
+@given(
+    st.lists(st.floats(-1, 1), min_size=2, max_size=60),
+    st.floats(0.01, 1),
+    st.floats(-0.5, 0.5),
+)
+@settings(max_examples=60, deadline=None)
+def test_the_standing_score_ignores_the_model_s_own_scale(
+    cosines: list[float], scale: float, shift: float
+) -> None:
+    """Two models whose cosines differ by an affine map (e5's compressed near 0.8,
+    MiniLM's spread around 0) score a section the same: the rule is the cosine's standing
+    among the query's cosines with the reference passages, not the cosine."""
+    from citeline.engine.semantic.semantic import Standing
+
+    def made(values: list[float]) -> Standing:
+        mean = sum(values) / len(values)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        return Standing("m", mean, spread)
+
+    a = made(cosines)
+    b = made([shift + scale * c for c in cosines])
+    if min(a.spread, b.spread) < 1e-3:
+        return  # (no spread: below MIN_SPREAD the two scales differ by design)
+    for c in cosines:
+        assert a.score(c, "latin") == pytest.approx(b.score(shift + scale * c, "latin"), abs=1e-9)
+
+
+def test_standing_of_vectors_uses_the_reference_cosines() -> None:
+    from citeline.engine.semantic.semantic import standing
+
+    query = [1.0, 0.0]
+    reference = [[math.cos(a), math.sin(a)] for a in (1.0, 1.2, 1.4)]
+    got = standing("m", query, reference)
+    cos = [math.cos(a) for a in (1.0, 1.2, 1.4)]
+    assert got.mean == pytest.approx(sum(cos) / 3)
+    assert got.spread == pytest.approx(math.sqrt(sum((c - got.mean) ** 2 for c in cos) / 3))
+    assert standing("m", query, []).score(0.0, "latin") < 0.5  # no reference: nothing stands out

