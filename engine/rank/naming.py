@@ -257,15 +257,11 @@ class Held:
                 self.pending.pop(key, None)
 
 
-_LINEAGE_LOCK = threading.Lock()  # (guards only the first Held of a lineage)
-
-
 def held_of(index: Index) -> Held:
     """The held names of `index`'s lineage."""
     held = index.lineage.get("names")
-    if held is None:
-        with _LINEAGE_LOCK:
-            held = index.lineage.setdefault("names", Held())
+    if held is None:  # (setdefault is atomic: two first rankings get the same one)
+        held = index.lineage.setdefault("names", Held())
     return held
 
 

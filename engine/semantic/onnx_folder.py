@@ -34,9 +34,6 @@ ONNX_HINT = "pip install 'citeline[onnx]'"
 MAX_TOKENS = 96
 BATCH = 8  # passages per run of the model (and per hold of semantic.Locked's lock)
 
-_hashes: dict[tuple[str, int, int], str] = {}
-_hashing = threading.Lock()
-
 
 def onnx_unavailable(reason: str) -> CitelineError:
     """The onnx extra is missing: the error names it (as semantic.unavailable does)."""
@@ -49,19 +46,12 @@ def onnx_unavailable(reason: str) -> CitelineError:
 
 
 def _file_hash(path: Path) -> str:
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    with _hashing:
-        found = _hashes.get(key)
-    if found is None:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        found = digest.hexdigest()
-        with _hashing:
-            _hashes[key] = found
-    return found
+    """The file's SHA-256 (read once per load of the model: load_model keeps the backend)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def folder_config(folder: Path) -> dict[str, Any]:
