@@ -111,6 +111,10 @@ class Reuse:
         self._known: OrderedDict[str, StatIndex] = OrderedDict()
         self._live: OrderedDict[tuple[str, str, tuple[str, ...]], Live] = OrderedDict()
         self._lock = threading.Lock()
+        # Files this engine parsed into blocks (not those reused from memory or the cache):
+        # what a log or a test reads to tell a request that analysed files from one that
+        # used an index already built.
+        self.files_analysed = 0
 
     # -- the stat index ------------------------------------------------------------------
 
@@ -190,6 +194,8 @@ class Reuse:
     ) -> None:
         live = Live(revision, index)
         self._keep_live(key, live)
+        with self._lock:
+            self.files_analysed += sum(len(b.paths) for b in new_blocks)
         if self.store.enabled:
             for block in new_blocks:  # one at a time: a big workspace's blocks are many MiB
                 if block.key not in stored:

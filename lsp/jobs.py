@@ -65,8 +65,9 @@ class WorkDone:
 
 
 class Jobs:
-    def __init__(self, ls: LanguageServer) -> None:
+    def __init__(self, ls: LanguageServer, analysed: Callable[[], int] = lambda: 0) -> None:
         self.ls = ls  # where work-done progress is sent
+        self.analysed = analysed  # files the engine has parsed so far (for the DEBUG log)
         self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="citeline-engine")
         self.tokens: set[CancelToken] = set()  # running engine jobs, cancelled at shutdown
         self.tokens_lock = threading.Lock()
@@ -109,7 +110,13 @@ class Jobs:
                 how = "stopped (cancelled)" if err.code == "cancelled" else f"failed ({err.code})"
                 raise
             finally:
-                log.debug("engine job %s %s after %.3fs", title, how, time.monotonic() - started)
+                log.debug(
+                    "engine job %s %s after %.3fs (files analysed so far: %d)",
+                    title,
+                    how,
+                    time.monotonic() - started,
+                    self.analysed(),
+                )
 
         try:
             result = await loop.run_in_executor(self.pool, run)

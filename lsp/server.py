@@ -82,7 +82,7 @@ class CitelineServer(LanguageServer):
         super().__init__("citeline", VERSION, protocol_cls=CitelineProtocol)
         self.options = ServerSettings()
         self.engine = Engine.long_lived(self.options.engine, cache=self.options.cache)
-        self.jobs = Jobs(self)
+        self.jobs = Jobs(self, lambda: self.engine.reuse.files_analysed)
         self.diagnostics = Diagnostics(self)
         self.background: set[asyncio.Task[Any]] = set()
         self.exit_requested = False

@@ -165,20 +165,23 @@ def workspace(root: Path, files: int = 120) -> Path:
     return root
 
 
-def engine_job_log(srv: RawServer) -> list[tuple[str, str, float]]:
-    """(title, how it ended, seconds) of each engine job, in the order they ended, from the
-    server's DEBUG log (start it with CITELINE_LOG=DEBUG)."""
+def engine_job_log(srv: RawServer) -> list[tuple[str, str, float, int]]:
+    """(title, how it ended, seconds, files the engine had analysed by then) of each engine
+    job, in the order they ended, from the server's DEBUG log (start it with
+    CITELINE_LOG=DEBUG)."""
     found = []
     for raw in list(srv.stderr):
         line = raw.decode("utf-8", "replace")
         m = re.search(
-            r"engine job (.+) (finished|stopped \(cancelled\)|failed.*) after ([0-9.]+)s", line
+            r"engine job (.+) (finished|stopped \(cancelled\)|failed.*) after ([0-9.]+)s"
+            r" \(files analysed so far: ([0-9]+)\)",
+            line,
         )
         if m:
-            found.append((m.group(1), m.group(2), float(m.group(3))))
+            found.append((m.group(1), m.group(2), float(m.group(3)), int(m.group(4))))
     return found
 
 
 def engine_jobs(srv: RawServer, title: str) -> list[str]:
     """How each engine job named `title` ended."""
-    return [how for name, how, _ in engine_job_log(srv) if name == title]
+    return [how for name, how, _, _ in engine_job_log(srv) if name == title]
