@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 import re2
@@ -166,9 +165,10 @@ def _compile(pattern: str, opts: re2.Options) -> Any:
         ) from None
 
 
-@lru_cache(maxsize=64)
 def matcher(pattern: str, mode: str, case_sensitive: bool) -> Matcher:
-    """Compile the request's pattern once (raises schema_validation for a bad regex)."""
+    """The request's pattern compiled (raises schema_validation for a bad regex). Parsing a
+    request compiles it to check it and the search compiles it again: tens of microseconds,
+    where a memo would be module state."""
     if mode not in MODES:
         raise schema_error(f"mode must be 'exact' or 'regex'; got {mode!r}.", field="mode")
     if mode == "exact" and "\n" in pattern:

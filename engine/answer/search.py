@@ -20,7 +20,7 @@ from ..rank.rank import rank
 from ..text.terms import QueryTerms, normalise, query_terms, word_re
 from .present import SectionHit, hit, search_result
 from .requests import SearchRequest, SymbolsRequest
-from .snippets import snippet
+from .snippets import Finders, snippet
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,7 @@ def search_sections(
     if cancel is not None:
         cancel.check()
     shown: dict[str, str] = {}  # decoded once per file, however many hits it has
+    finders: Finders = {}
     outline = rel.context == "outline"
     hits = []
     sections = []
@@ -65,7 +66,7 @@ def search_sections(
         text = shown.get(sec.path)
         if text is None:
             text = shown[sec.path] = decoded_text(fetch(file))
-        cut = snippet(text[sec.start : sec.end], scored.matched, rel.tokenizer)
+        cut = snippet(text[sec.start : sec.end], scored.matched, rel.tokenizer, finders)
         digest = section_sha256(text, sec.start, sec.end)
         hits.append(
             hit(sec, scored, cut, outline=outline, unsaved=file.unsaved, section_sha256=digest)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ..text.terms import Tokenizer
 
@@ -20,7 +19,6 @@ class Snippet:
     spans: tuple[tuple[int, int], ...]  # UTF-8 byte offsets into text, sorted, disjoint
 
 
-@lru_cache(maxsize=256)
 def _ascii_finder(terms: frozenset[str]) -> re.Pattern[str] | None:
     """The query terms as whole ASCII tokens, or None when no term is ASCII.
 
@@ -39,12 +37,20 @@ def _fast(text: str, tokenizer: Tokenizer) -> bool:
     return tokenizer.ascii_words and text.isascii()
 
 
+# The finders of one request's hits, by their set of matched terms (the caller's: a memo
+# that lives as long as the request, where one shared by every request would be module state).
+Finders = dict[frozenset[str], "re.Pattern[str] | None"]
+
+
 def _occurrences(
-    text: str, terms: Collection[str], tokenizer: Tokenizer
+    text: str, terms: Collection[str], tokenizer: Tokenizer, finders: Finders | None
 ) -> Iterator[tuple[str, int, int]]:
     """(token, start, end) of each token of `text` equal to a term, in text order."""
     if _fast(text, tokenizer):
-        finder = _ascii_finder(frozenset(terms))
+        key = frozenset(terms)
+        if finders is None:
+            finders = {}
+        finder = finders[key] if key in finders else finders.setdefault(key, _ascii_finder(key))
         for found in finder.finditer(text) if finder is not None else ():
             yield found.group().lower(), found.start(), found.end()
         return
@@ -53,16 +59,18 @@ def _occurrences(
             yield token, start, end
 
 
-def window(text: str, terms: Collection[str], tokenizer: Tokenizer) -> str:
+def window(
+    text: str, terms: Collection[str], tokenizer: Tokenizer, finders: Finders | None = None
+) -> str:
     """512 code points from 80 before the first token equal to a query term."""
-    for _token, start, _end in _occurrences(text, terms, tokenizer):
+    for _token, start, _end in _occurrences(text, terms, tokenizer, finders):
         begin = start - LEAD if start >= LEAD else 0
         return text[begin : begin + WIDTH]
     return text[:WIDTH]
 
 
 def match_spans(
-    snippet: str, terms: Sequence[str], tokenizer: Tokenizer
+    snippet: str, terms: Sequence[str], tokenizer: Tokenizer, finders: Finders | None = None
 ) -> tuple[tuple[int, int], ...]:
     """Occurrences of the terms in the snippet, at most max(1, 100 // k) per term, folded."""
     if not terms:
@@ -70,7 +78,7 @@ def match_spans(
     budget = max(1, MAX_SPANS // len(terms))
     left = dict.fromkeys(terms, budget)
     ranges: list[tuple[int, int]] = []
-    for token, start, end in _occurrences(snippet, left, tokenizer):
+    for token, start, end in _occurrences(snippet, left, tokenizer, finders):
         if left[token] > 0:
             left[token] -= 1
             ranges.append((start, end))
@@ -104,7 +112,10 @@ def _to_bytes(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]
     return out
 
 
-def snippet(text: str, terms: Sequence[str], tokenizer: Tokenizer) -> Snippet:
-    wanted = frozenset(terms)
-    shown = window(text, wanted, tokenizer)
-    return Snippet(shown, match_spans(shown, terms, tokenizer))
+def snippet(
+    text: str, terms: Sequence[str], tokenizer: Tokenizer, finders: Finders | None = None
+) -> Snippet:
+    """`finders`: a memo the caller keeps for one request (see Finders)."""
+    finders = {} if finders is None else finders  # window's and the spans' finder: one
+    shown = window(text, frozenset(terms), tokenizer, finders)
+    return Snippet(shown, match_spans(shown, terms, tokenizer, finders))

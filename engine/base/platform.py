@@ -235,11 +235,11 @@ class VolumeRules(NamedTuple):
         return path.lower() if self.folds_case else path
 
 
-@cache
 def volume_rules(folder: str) -> VolumeRules:
     """The rules of the volume holding `folder`, tested on its own names where they can
     tell (its name with the case swapped is the same folder or nothing; its NFD or NFC
-    spelling likewise), else the platform's default volumes' rules."""
+    spelling likewise), else the platform's default volumes' rules. Tested at each call (a
+    few stats), never remembered: a folder may be another volume's by the next request."""
     folds_case = folds_spelling(folder, str.swapcase)
     folds_norm = folds_spelling(folder, other_normalisation)
     return VolumeRules(

@@ -36,7 +36,7 @@ from .files import (
 from .journaled import list_changed, rules_above
 from .revision import snapshot_revision
 from .snapshot import CapturedFile, Snapshot, Walked
-from .stats import Captured, FileState, StatIndex
+from .stats import Captured, FileState, StatIndex, interned
 from .walk import (
     UNREAD,
     FileRead,
@@ -183,6 +183,7 @@ def capture(
     reserved = set(settings.reserved)
     files = []
     states: dict[str, FileState] = {}
+    devices: dict[int, int] = {}  # see stats.interned
     total = 0
     read = 0
     max_file = limits.max_file_bytes
@@ -215,7 +216,9 @@ def capture(
                     continue
                 assert isinstance(content, FileRead)
                 size, digest, data = len(content.data), content.sha256, content.data
-                states[rel] = FileState.read(content.stat, digest, content.read_ns)
+                states[rel] = FileState.read(
+                    interned(content.stat, devices), digest, content.read_ns
+                )
                 read += 1
             unsaved = False
             if overlay and rel in overlay:

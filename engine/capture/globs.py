@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 from ..base.errors import CitelineError, quoted
@@ -100,7 +99,6 @@ def _invalid(message: str, field: str, glob: str | None = None) -> CitelineError
     return CitelineError("schema_validation", message, details)
 
 
-@lru_cache(maxsize=512)
 def _compile(glob: str, body: str) -> list[Any]:
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
@@ -175,7 +173,6 @@ def echo(result: dict[str, Any], globs: tuple[str, ...]) -> dict[str, Any]:
     return result
 
 
-@lru_cache(maxsize=64)
 def globs_of(globs: tuple[str, ...]) -> Globs | None:
     """The compiled globs of a Settings (None when there are none: nothing to check)."""
     return Globs(globs) if globs else None

@@ -36,19 +36,21 @@ COARSE_NS = 0
 CTIME_CHANGES = PLATFORM.ctime_changes
 
 
-# One int object per device: each stat makes a new one, and the stat index keeps a
-# fingerprint per file (1.2 MiB for the tldr pages' 38,365 files on one device).
-_DEVICES: dict[int, int] = {}
-
-
 def fingerprint(st: object) -> Fingerprint:
     dev, ino, size = st.st_dev, st.st_ino, st.st_size  # type: ignore[attr-defined]
-    dev = _DEVICES.setdefault(dev, dev)
     mtime, ctime = st.st_mtime_ns, st.st_ctime_ns  # type: ignore[attr-defined]
     if COARSE_NS:
         mtime -= mtime % COARSE_NS
         ctime -= ctime % COARSE_NS
     return (dev, ino, size, mtime, ctime)
+
+
+def interned(stat: Fingerprint, devices: dict[int, int]) -> Fingerprint:
+    """`stat` holding the one int object of its device that `devices` (a capture's) keeps:
+    each stat makes a new one, and the stat index keeps a fingerprint per file (1.2 MiB for
+    the tldr pages' 38,365 files on one device)."""
+    dev = devices.setdefault(stat[0], stat[0])
+    return stat if dev is stat[0] else (dev, stat[1], stat[2], stat[3], stat[4])
 
 
 class FileState(NamedTuple):

@@ -22,12 +22,17 @@ NAMES = (
 
 
 @cache
+def _schemas() -> dict[str, dict[str, Any]]:
+    """Every schema, read when one is first asked for (a lazy constant)."""
+    folder = resources.files(__name__)
+    return {n: json.loads(folder.joinpath(f"{n}.json").read_text(encoding="utf-8")) for n in NAMES}
+
+
 def schema(name: str) -> dict[str, Any]:
     """The schema `name` (e.g. "search.result") as a dict."""
     if name not in NAMES:
         raise KeyError(f"no contract named {name!r}; known: {', '.join(NAMES)}")
-    text = resources.files(__name__).joinpath(f"{name}.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return _schemas()[name]
 
 
 def validate(name: str, value: Any) -> None:

@@ -33,7 +33,6 @@ import os
 import stat
 import struct
 import sys
-import time
 from collections.abc import Callable
 
 from ..base.platform import NATIVE
@@ -208,20 +207,16 @@ def _open_to_others(st: os.stat_result, bits: int, me: int) -> bool:
     return bool(st.st_mode & bits & 0o070) and not _private_group(st.st_gid, me)
 
 
-_PRIVATE_GROUPS: dict[int, tuple[float, bool]] = {}  # gid: (when read, private)
-GROUPS_FOR = 60.0  # seconds a group's answer is kept (a warm process asks at every call)
-
-
 def _private_group(gid: int, me: int) -> bool:
     """Whether group `gid` is the user's own: their primary group, named as they are, with
     no other member, and no other account's primary group (whose members the group's list
-    does not name)."""
+    does not name).
+
+    Asked again at each check, never remembered: a group's members may change while a
+    process lives, and only a folder or file with group permission bits reaches here (the
+    cache's own are 0700/0600), where one answer costs a third of a millisecond."""
     if sys.platform == "win32" or gid != os.getegid():
         return False
-    now = time.monotonic()
-    known = _PRIVATE_GROUPS.get(gid)
-    if known is not None and now - known[0] < GROUPS_FOR:
-        return known[1]
     try:
         import grp
         import pwd
@@ -234,7 +229,6 @@ def _private_group(gid: int, me: int) -> bool:
         )
     except (ImportError, KeyError):
         found = False
-    _PRIVATE_GROUPS[gid] = (now, found)
     return found
 
 

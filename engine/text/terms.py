@@ -14,13 +14,16 @@ import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from functools import cache, lru_cache
+from functools import cache
 from itertools import pairwise
+from typing import TypeVar
 
 from ..base.errors import CitelineError, schema_error
 from ..base.limits import MAX_QUERY_CODEPOINTS, MAX_QUERY_TERMS, MAX_TERM_CODEPOINTS
 from ..base.relevance import Cjk, Identifiers, Stemming
 from .unicode_tables import CJK_RANGES, bmp_part, word_class
+
+T = TypeVar("T")
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
@@ -77,9 +80,11 @@ def normalise(text: str) -> str:
     return _NFC("NFC", text.casefold())
 
 
-@lru_cache(maxsize=200_000)
 def english_stem(word: str) -> str:
-    return _english().stemWord(word)
+    stem = _WORDS.stems.get(word)
+    if stem is None:
+        stem = _remember(_WORDS.stems, word, _english().stemWord(word), _STEMS_SIZE)
+    return stem
 
 
 # A Snowball stemmer holds the word it is stemming in the object itself: one shared by the
@@ -282,40 +287,48 @@ class Tokenizer:
 
 CONTRACT = Tokenizer()
 
-# Per tokenisation: word (or run) -> its tokens. Bounded: emptied when full, which costs only
-# the refining of the words seen next.
-_MEMO_SIZE = 65_536
-# Keyed by the tokeniser's fields as a plain tuple: hashing and comparing the dataclass
-# itself runs two generated Python functions, a third of the cost of tokenising a heading.
-_MEMOS: dict[tuple[str, str, str], dict[str, tuple[str, ...]]] = {}
+
+class _Words:
+    """What refining a word gave per tokenizer (keyed by its fields as a plain tuple: hashing
+    the dataclass runs two generated functions): tokens, located tokens, English stems. A
+    word's tokens depend on the word and those fields only, so every engine of the process
+    shares them (docs/architecture.md, "Module state"); a full table is emptied."""
+
+    __slots__ = ("located", "stems", "tokens")
+
+    def __init__(self) -> None:
+        self.tokens: dict[tuple[str, str, str], dict[str, tuple[str, ...]]] = {}
+        self.located: dict[tuple[str, str, str], dict[str, tuple[tuple[str, int, int], ...]]]
+        self.located = {}
+        self.stems: dict[str, str] = {}
+
+
+_WORDS = _Words()
+_MEMO_SIZE = 65_536  # words (or runs) per tokenizer
+_STEMS_SIZE = 200_000
 
 
 def _memo(tokenizer: Tokenizer) -> dict[str, tuple[str, ...]]:
     key = (tokenizer.cjk, tokenizer.stemming, tokenizer.identifiers)
-    memo = _MEMOS.get(key)
+    memo = _WORDS.tokens.get(key)
     if memo is None:
-        memo = _MEMOS[key] = {}
+        memo = _WORDS.tokens[key] = {}
     return memo
-
-
-_LOCATED: dict[tuple[str, str, str], dict[str, tuple[tuple[str, int, int], ...]]] = {}
 
 
 def _located_memo(tokenizer: Tokenizer) -> dict[str, tuple[tuple[str, int, int], ...]]:
     key = (tokenizer.cjk, tokenizer.stemming, tokenizer.identifiers)
-    memo = _LOCATED.get(key)
+    memo = _WORDS.located.get(key)
     if memo is None:
-        memo = _LOCATED[key] = {}
+        memo = _WORDS.located[key] = {}
     return memo
 
 
-def _remember(
-    memo: dict[str, tuple[str, ...]], word: str, tokens: tuple[str, ...]
-) -> tuple[str, ...]:
-    if len(memo) >= _MEMO_SIZE:
+def _remember(memo: dict[str, T], word: str, value: T, size: int = _MEMO_SIZE) -> T:
+    if len(memo) >= size:
         memo.clear()
-    memo[word] = tokens
-    return tokens
+    memo[word] = value
+    return value
 
 
 def check_text(value: object, what: str) -> str:

@@ -256,7 +256,6 @@ def test_nfd_names_compare_equal_on_a_normalising_volume() -> None:
 def test_volume_rules_tested_on_the_folders_own_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    platform.volume_rules.cache_clear()
     folder = tmp_path / "Notes" / "café"
     folder.mkdir(parents=True)
     here = platform.volume_rules(str(folder))
@@ -271,21 +270,16 @@ def test_volume_rules_tested_on_the_folders_own_names(
         return real(text, *args, **kwargs)
 
     monkeypatch.setattr(platform.os, "lstat", folding)
-    platform.volume_rules.cache_clear()
-    try:
-        assert platform.volume_rules(str(folder)) == VolumeRules(True, True)
-    finally:
-        platform.volume_rules.cache_clear()
+    # Tested again, not remembered: the same folder now answers as the folding volume.
+    assert platform.volume_rules(str(folder)) == VolumeRules(True, True)
 
 
 def test_volume_rules_fall_back_on_the_platform_where_names_cannot_tell(tmp_path: Path) -> None:
-    platform.volume_rules.cache_clear()
     folder = tmp_path / "1" / "2"
     folder.mkdir(parents=True)
     # every name of tmp_path's own path is tried, so only a path of uncased names is blind
     assert platform.folds_spelling("/", str.swapcase) is None
     assert platform.volume_rules(str(folder)).folds_normalisation is False
-    platform.volume_rules.cache_clear()
 
 
 # -- processes ------------------------------------------------------------------------------------
