@@ -63,8 +63,8 @@ in a folder that is not watched (outside the bundle, in a dot folder such as `.g
 ignored folder). The capture keeps stating files seen with more than one link, or changed
 without an event naming them; docs/security.md says what stays open.
 
-The binding is inotify_simple (docs/decisions.md says why): a thin, maintained wrapper of
-inotify_init1/inotify_add_watch/inotify_rm_watch over ctypes, read without blocking here.
+The binding (inotify.py) is inotify_simple (docs/decisions.md says why), read without
+blocking.
 """
 
 from __future__ import annotations
@@ -77,41 +77,29 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from .ignore import Ignores
-from .watched import DIR_FLAGS, FolderRules, Seen, open_folder
-
-# inotify(7) masks (the kernel's ABI, the same on every architecture).
-IN_MODIFY = 0x00000002
-IN_ATTRIB = 0x00000004
-IN_CLOSE_WRITE = 0x00000008
-IN_MOVED_FROM = 0x00000040
-IN_MOVED_TO = 0x00000080
-IN_CREATE = 0x00000100
-IN_DELETE = 0x00000200
-IN_DELETE_SELF = 0x00000400
-IN_MOVE_SELF = 0x00000800
-IN_UNMOUNT = 0x00002000
-IN_Q_OVERFLOW = 0x00004000
-IN_IGNORED = 0x00008000
-IN_ONLYDIR = 0x01000000
-IN_EXCL_UNLINK = 0x04000000
-IN_ISDIR = 0x40000000
-
-WATCHED = (
-    IN_MODIFY
-    | IN_ATTRIB
-    | IN_CLOSE_WRITE
-    | IN_MOVED_FROM
-    | IN_MOVED_TO
-    | IN_CREATE
-    | IN_DELETE
-    | IN_DELETE_SELF
-    | IN_MOVE_SELF
-    | IN_ONLYDIR
+from .inotify import (
+    IN_ATTRIB,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DELETE_SELF,
+    IN_IGNORED,
+    IN_ISDIR,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    IN_Q_OVERFLOW,
+    IN_UNMOUNT,
+    NETWORK_FS,
+    WATCHED,
+    Binding,
+    file_system_type,
+    open_inotify,
+    read_events,
 )
-# (not IN_EXCL_UNLINK: a write through a descriptor of a removed hard link must be reported)
+from .watched import DIR_FLAGS, FolderRules, Seen, open_folder
 
 # A drain's bound (per request): events read, time spent, and one read's size. Reading and
 # weighing 8,192 events takes about the 50 ms here (5.8 µs each at a load of 3 on 2 cores);
@@ -119,25 +107,6 @@ WATCHED = (
 DRAIN_EVENTS = 8192
 DRAIN_SECONDS = 0.05
 READ_BYTES = 64 * 1024  # ~2,000 events of a short name (an event is 16 bytes and its name)
-
-# statfs(2) f_type of file systems whose files may change without this kernel seeing it.
-NETWORK_FS = {
-    0x6969: "nfs",
-    0x517B: "smb",
-    0xFF534D42: "cifs",
-    0xFE534D42: "smb2",
-    0x65735546: "fuse",
-    0x00C36400: "ceph",
-    0x01021997: "9p",
-    0x5346414F: "afs",
-    0x6B414653: "afs",
-    0x73757245: "coda",
-    0x564C: "ncp",
-    0x0BD00BD0: "lustre",
-    0x47504653: "gpfs",
-    0x786F4256: "vboxsf",
-    0x6A656A63: "virtiofs",  # FUSE-based, but reported as its own magic on some kernels
-}
 
 # Names whose change alters what the capture takes (engine/capture/ignore.py): the rules, and the
 # entry that makes a folder a repository's root.
@@ -176,37 +145,6 @@ class Drained:
     restat: bool = False
 
 
-class Binding(Protocol):
-    """What the journal needs of an inotify instance (inotify_simple.INotify)."""
-
-    def add_watch(self, path: str | bytes, mask: int) -> int: ...
-    def rm_watch(self, wd: int) -> None: ...
-    def fileno(self) -> int: ...
-    def close(self) -> None: ...
-
-
-def _inotify() -> Binding:
-    from inotify_simple import INotify
-
-    return INotify(nonblocking=True)
-
-
-def _fs_type(fd: int) -> int | None:
-    """statfs(2)'s f_type of the file system holding the open folder `fd`, or None when it
-    cannot be asked. f_type is the first field of struct statfs on every Linux ABI; only
-    it is read (the rest of the buffer is room for the whole struct)."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        buf = ctypes.create_string_buffer(512)
-        if libc.fstatfs(fd, buf) != 0:
-            return None
-    except (OSError, AttributeError):
-        return None
-    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
-
-
 def is_markdown(name: bytes) -> bool:
     """SPEC §2's captured names (.md, .markdown, ASCII case-insensitive)."""
     return name.lower().endswith(MARKDOWN_SUFFIXES)
@@ -239,9 +177,9 @@ class Journal:
         root: str,
         *,
         membership: Sequence[bool] = (True, False, False),
-        binding: Callable[[], Binding] = _inotify,
+        binding: Callable[[], Binding] = open_inotify,
         max_watches: int | None = None,
-        fs_type: Callable[[int], int | None] = _fs_type,
+        fs_type: Callable[[int], int | None] = file_system_type,
         max_events: int | None = None,
     ) -> None:
         self.root = os.fsencode(root)
@@ -448,17 +386,7 @@ class Journal:
 
     def _batch(self) -> list[Any]:
         """The next events queued (one read of at most READ_BYTES), [] once there are none."""
-        if self._inotify is None:
-            return []
-        try:
-            data = os.read(self._inotify.fileno(), READ_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return []
-        except (OSError, ValueError):
-            return []  # (closed under us: the drain after says so)
-        from inotify_simple import parse_events
-
-        return parse_events(data)  # type: ignore[no-any-return]
+        return read_events(self._inotify, READ_BYTES)
 
     def _result(self, paths: frozenset[str], count: int, restat: bool = False) -> Drained:
         if self.off:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from citeline.engine.capture import journal as jmod
+from citeline.engine.capture.inotify import NETWORK_FS, file_system_type
 from citeline.engine.capture.journal import Drained, Journal, open_journal
 
 pytestmark = pytest.mark.skipif(
@@ -330,7 +331,7 @@ def test_no_inotify_instance_left_is_said(tree: Path) -> None:
     assert isinstance(reason, str) and "inotify is not available" in reason
 
 
-@pytest.mark.parametrize("magic", sorted(jmod.NETWORK_FS))
+@pytest.mark.parametrize("magic", sorted(NETWORK_FS))
 def test_a_network_file_system_turns_the_journal_off(tree: Path, magic: int) -> None:
     assert open_journal(str(tree), fs_type=lambda fd: magic) == jmod.NETWORK
 
@@ -361,7 +362,7 @@ def mounted(tree: Path) -> Any:
 def test_a_network_mount_inside_the_bundle_turns_it_off(tree: Path, mounted: Path) -> None:
     # Each device's file system is asked once: here the tmpfs stands for an NFS mount.
     def fs_type(fd: int) -> int | None:
-        real = jmod._fs_type(fd)
+        real = file_system_type(fd)
         return 0x6969 if real == TMPFS_MAGIC else real
 
     assert open_journal(str(tree), fs_type=fs_type) == jmod.NETWORK
@@ -394,14 +395,14 @@ def test_a_mount_over_a_watched_folder_is_not_vouched(tree: Path) -> None:
 def test_the_file_system_type_is_statfs_f_type(tree: Path) -> None:
     fd = os.open(tree, os.O_RDONLY)
     try:
-        got = jmod._fs_type(fd)
+        got = file_system_type(fd)
     finally:
         os.close(fd)
     shown = subprocess.run(
         ["stat", "-f", "-c", "%t", str(tree)], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert got == int(shown, 16)
-    assert got not in jmod.NETWORK_FS
+    assert got not in NETWORK_FS
 
 
 @pytest.mark.parametrize("platform", ["darwin", "win32", "cygwin", "freebsd14"])
