@@ -22,13 +22,11 @@ MAX_CLASS_LINES = 250
 LARGER = {
     "engine/core.py",
     "engine/capture/ignore.py",
-    "engine/capture/journal.py",
     "cli/cli.py",
     "mcp_server/server.py",
     "cli/render.py",
     "lsp/server.py",
     "engine/core.py:Engine",
-    "engine/capture/journal.py:Journal",
     "lsp/server.py:CitelineServer",
 }
 
