@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from citeline.engine.capture import files
+from citeline.engine.capture import descriptor_backend, files, path_backend, reads
+from citeline.engine.capture.path_backend import PathFolder
 
 
 def backend() -> files.Backend:
@@ -25,14 +26,14 @@ def forced() -> bool:
 
 def folder_inode(handle: Any) -> int:
     """The inode of the folder a handle stands for."""
-    if isinstance(handle, files.PathFolder):
+    if isinstance(handle, PathFolder):
         return handle.ident[1]
     return os.fstat(handle).st_ino
 
 
 def folder_path(handle: Any) -> str:
     """The real path of the folder a handle stands for."""
-    if isinstance(handle, files.PathFolder):
+    if isinstance(handle, PathFolder):
         return os.path.realpath(handle.path)
     return os.readlink(f"/proc/self/fd/{handle}")
 
@@ -41,3 +42,10 @@ def hook(monkeypatch: pytest.MonkeyPatch, method: str, wrap: Callable[[Any], Any
     """Replace the backend's `method` ("entries", "read", …) by `wrap(real method)`."""
     bk = files.BACKEND
     monkeypatch.setattr(bk, method, wrap(getattr(bk, method)))
+
+
+def swap_os(monkeypatch: pytest.MonkeyPatch, fake: Any) -> None:
+    """Make `fake` the os module of the capture's backends and their reads (files.py,
+    reads.py and each backend's module): what the system is asked while a bundle is read."""
+    for module in (files, reads, descriptor_backend, path_backend):
+        monkeypatch.setattr(module, "os", fake)

@@ -23,17 +23,10 @@ from ..base.cancel import CancelToken
 from ..base.errors import CitelineError
 from ..base.limits import Limits, Settings, limit_error
 from . import files as reading
-from .files import (
-    Changed,
-    Fetcher,
-    Folders,
-    bundle_error,
-    check_bundle,
-    is_markdown,
-    read_file,
-    read_inside,
-)
+from .descriptor_backend import read_file
+from .files import Changed, Fetcher, Folders, check_bundle, read_inside
 from .journaled import list_changed, rules_above
+from .reads import bundle_error, is_markdown
 from .revision import snapshot_revision
 from .snapshot import CapturedFile, Snapshot, Walked
 from .stats import Captured, FileState, StatIndex, interned

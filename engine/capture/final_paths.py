@@ -1,5 +1,5 @@
 """Where an open file is (SPEC §16): the path the system holds for an open handle, which
-the path backend (files.PathBackend) compares with the bundle's own to prove that a file
+the path backend (path_backend.PathBackend) compares with the bundle's own to prove that a file
 it opened by path lies in the bundle. An open by path goes wherever the path leads at
 that instant, a folder on it swapped for a link or junction and back included, and no
 look before or after the open can tell; the handle can (docs/security.md).

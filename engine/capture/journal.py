@@ -63,55 +63,40 @@ in a folder that is not watched (outside the bundle, in a dot folder such as `.g
 ignored folder). The capture keeps stating files seen with more than one link, or changed
 without an event naming them; docs/security.md says what stays open.
 
-The binding is inotify_simple (docs/decisions.md says why): a thin, maintained wrapper of
-inotify_init1/inotify_add_watch/inotify_rm_watch over ctypes, read without blocking here.
+The binding (inotify.py) is inotify_simple (docs/decisions.md says why), read without
+blocking. The watches themselves (set folder by folder, dropped, all given back when the
+journal turns off) are watches.py's; this module says what each event means.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
 import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from .ignore import Ignores
-from .watched import DIR_FLAGS, FolderRules, Seen, open_folder
-
-# inotify(7) masks (the kernel's ABI, the same on every architecture).
-IN_MODIFY = 0x00000002
-IN_ATTRIB = 0x00000004
-IN_CLOSE_WRITE = 0x00000008
-IN_MOVED_FROM = 0x00000040
-IN_MOVED_TO = 0x00000080
-IN_CREATE = 0x00000100
-IN_DELETE = 0x00000200
-IN_DELETE_SELF = 0x00000400
-IN_MOVE_SELF = 0x00000800
-IN_UNMOUNT = 0x00002000
-IN_Q_OVERFLOW = 0x00004000
-IN_IGNORED = 0x00008000
-IN_ONLYDIR = 0x01000000
-IN_EXCL_UNLINK = 0x04000000
-IN_ISDIR = 0x40000000
-
-WATCHED = (
-    IN_MODIFY
-    | IN_ATTRIB
-    | IN_CLOSE_WRITE
-    | IN_MOVED_FROM
-    | IN_MOVED_TO
-    | IN_CREATE
-    | IN_DELETE
-    | IN_DELETE_SELF
-    | IN_MOVE_SELF
-    | IN_ONLYDIR
+from .inotify import (
+    IN_ATTRIB,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DELETE_SELF,
+    IN_IGNORED,
+    IN_ISDIR,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    IN_Q_OVERFLOW,
+    IN_UNMOUNT,
+    Binding,
+    file_system_type,
+    open_inotify,
+    read_events,
 )
-# (not IN_EXCL_UNLINK: a write through a descriptor of a removed hard link must be reported)
+from .watched import DIR_FLAGS, Seen
+from .watches import Watches, skipped
 
 # A drain's bound (per request): events read, time spent, and one read's size. Reading and
 # weighing 8,192 events takes about the 50 ms here (5.8 µs each at a load of 3 on 2 cores);
@@ -120,40 +105,20 @@ DRAIN_EVENTS = 8192
 DRAIN_SECONDS = 0.05
 READ_BYTES = 64 * 1024  # ~2,000 events of a short name (an event is 16 bytes and its name)
 
-# statfs(2) f_type of file systems whose files may change without this kernel seeing it.
-NETWORK_FS = {
-    0x6969: "nfs",
-    0x517B: "smb",
-    0xFF534D42: "cifs",
-    0xFE534D42: "smb2",
-    0x65735546: "fuse",
-    0x00C36400: "ceph",
-    0x01021997: "9p",
-    0x5346414F: "afs",
-    0x6B414653: "afs",
-    0x73757245: "coda",
-    0x564C: "ncp",
-    0x0BD00BD0: "lustre",
-    0x47504653: "gpfs",
-    0x786F4256: "vboxsf",
-    0x6A656A63: "virtiofs",  # FUSE-based, but reported as its own magic on some kernels
-}
-
 # Names whose change alters what the capture takes (engine/capture/ignore.py): the rules, and the
 # entry that makes a folder a repository's root.
 RULE_NAMES = frozenset({b".gitignore", b".git"})
 MARKDOWN_SUFFIXES = (b".md", b".markdown")
 
-# Reasons a drain does not vouch (Drained.reason).
+# Reasons a drain does not vouch (Drained.reason; the watches' own, WATCH_LIMIT and NETWORK, are
+# watches.py's).
 FIRST = "first drain"
 OVERFLOW = "queue overflow"
-WATCH_LIMIT = "watch limit"
 NEW_FOLDER = "folder created or moved in"
 FOLDER_GONE = "folder moved away or deleted"
 RULES = "ignore rules changed"
 ROOT = "bundle folder moved, deleted or replaced"
 UNMOUNTED = "file system unmounted"
-NETWORK = "network file system"
 UNSUPPORTED = "no synchronous journal on this platform"
 FOLDER_ATTRIBUTES = "a folder's attributes changed"
 BOUND = "drain bound reached"
@@ -176,45 +141,9 @@ class Drained:
     restat: bool = False
 
 
-class Binding(Protocol):
-    """What the journal needs of an inotify instance (inotify_simple.INotify)."""
-
-    def add_watch(self, path: str | bytes, mask: int) -> int: ...
-    def rm_watch(self, wd: int) -> None: ...
-    def fileno(self) -> int: ...
-    def close(self) -> None: ...
-
-
-def _inotify() -> Binding:
-    from inotify_simple import INotify
-
-    return INotify(nonblocking=True)
-
-
-def _fs_type(fd: int) -> int | None:
-    """statfs(2)'s f_type of the file system holding the open folder `fd`, or None when it
-    cannot be asked. f_type is the first field of struct statfs on every Linux ABI; only
-    it is read (the rest of the buffer is room for the whole struct)."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        buf = ctypes.create_string_buffer(512)
-        if libc.fstatfs(fd, buf) != 0:
-            return None
-    except (OSError, AttributeError):
-        return None
-    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
-
-
 def is_markdown(name: bytes) -> bool:
     """SPEC §2's captured names (.md, .markdown, ASCII case-insensitive)."""
     return name.lower().endswith(MARKDOWN_SUFFIXES)
-
-
-def skipped(name: bytes) -> bool:
-    """Entries the capture never takes (SPEC §2: a name starting with a dot)."""
-    return name.startswith(b".")
 
 
 def unsupported_reason(platform: str | None = None) -> str | None:
@@ -239,27 +168,18 @@ class Journal:
         root: str,
         *,
         membership: Sequence[bool] = (True, False, False),
-        binding: Callable[[], Binding] = _inotify,
+        binding: Callable[[], Binding] = open_inotify,
         max_watches: int | None = None,
-        fs_type: Callable[[int], int | None] = _fs_type,
+        fs_type: Callable[[int], int | None] = file_system_type,
         max_events: int | None = None,
     ) -> None:
         self.root = os.fsencode(root)
         # (tests) a queue that holds this many events: more in one drain is an overflow,
         # as the kernel's would be past /proc/sys/fs/inotify/max_queued_events
         self._max_events = max_events
-        self._binding = binding
-        self._max_watches = max_watches
-        self._fs_type = fs_type
         self._lock = threading.Lock()
-        self._inotify: Binding | None = None
-        self._wd: dict[int, bytes] = {}  # watch descriptor → folder (bundle-relative)
-        self._folder: dict[bytes, int] = {}  # folder → watch descriptor
-        self._rules = FolderRules(root, membership)
-        self._ignores: dict[bytes, Ignores] = {}  # watched folder → the rules inside it
-        self._devices: dict[int, bool] = {}  # st_dev → whether its file system is local
+        self._watches = Watches(root, membership, binding, max_watches, fs_type)
         self._identity: tuple[int, int] | None = None  # the bundle folder's (dev, ino)
-        self.off: str = ""  # a reason the journal stays off (watch limit, network fs)
         self._pending = FIRST  # why the next drain cannot vouch ("" when it can)
         self._rearm = False  # the watches must be set again (the bundle folder moved)
         # A file system mounted over a watched folder changes what is there without an
@@ -267,13 +187,19 @@ class Journal:
         self._mounts = self._mount_table()
         self._start()
 
+    @property
+    def off(self) -> str:
+        """A reason the journal stays off (watch limit, network fs), "" while it is on."""
+        return self._watches.off
+
     # -- watches ---------------------------------------------------------------------------
 
     def _start(self) -> None:
         """(Re)arm: every folder of the bundle watched, then the next drain does not vouch."""
-        self._drop_all()
+        w = self._watches
+        w.drop_all()
         self._pending = self._pending or ROOT
-        self._rules.refresh()  # the rules above the bundle the watches follow
+        w.rules.refresh()  # the rules above the bundle the watches follow
         try:
             fd = os.open(self.root, DIR_FLAGS)
         except OSError:
@@ -282,117 +208,19 @@ class Journal:
         try:
             st = os.fstat(fd)
             self._identity = (st.st_dev, st.st_ino)
-            if self._inotify is None:
-                try:
-                    self._inotify = self._binding()
-                except OSError as exc:  # EMFILE: the user's inotify instances are used up
-                    self._turn_off(f"inotify is not available ({os.strerror(exc.errno or 0)})")
-                    return
-            self._watch_tree(b"", fd, self._rules.top())
+            if w.begin():
+                w.tree(b"", fd, w.rules.top())
         finally:
             os.close(fd)
 
-    def _watch_tree(self, rel: bytes, fd: int, ignores: Ignores) -> None:
-        """Watch the folder open as `fd` (bundle-relative `rel`; `ignores`: the rules in
-        force where it is), then the subfolders the walk enters: each watch is set before
-        the folder's ignore file is read and the folder listed, so nothing made or changed
-        in it afterwards is missed."""
-        todo = [(rel, os.dup(fd), ignores)]
-        while todo:
-            rel, fd, ignores = todo.pop()
-            try:
-                if not self._watch(rel, fd):
-                    break
-                ignores = self._ignores[rel] = self._rules.inside(ignores, rel, fd)
-                with os.scandir(fd) as entries:
-                    names = [
-                        os.fsencode(e.name)
-                        for e in entries
-                        if e.is_dir(follow_symlinks=False) and not skipped(os.fsencode(e.name))
-                    ]
-                for name in names:
-                    sub = rel + b"/" + name if rel else name
-                    if self._rules.skips(ignores, sub):
-                        continue  # the walk does not enter it: no watch (issue 49)
-                    try:
-                        child = os.open(name, DIR_FLAGS, dir_fd=fd)
-                    except OSError:
-                        continue  # gone, or swapped for a link: not a folder the capture walks
-                    todo.append((sub, child, ignores))
-            except OSError:
-                pass  # a folder removed while being watched: its events say so
-            finally:
-                os.close(fd)
-        for _, fd, _ in todo:
-            os.close(fd)
-
-    def _watch(self, rel: bytes, fd: int) -> bool:
-        """One folder's watch, set through its open descriptor (/proc/self/fd/N names the
-        very folder opened without following links: no path is resolved again). False when
-        the journal had to turn itself off."""
-        if self.off or self._inotify is None:
-            return False
-        dev = os.fstat(fd).st_dev
-        local = self._devices.get(dev)
-        if local is None:
-            kind = self._fs_type(fd)
-            local = self._devices[dev] = kind not in NETWORK_FS
-        if not local:
-            self._turn_off(NETWORK)
-            return False
-        if self._max_watches is not None and len(self._wd) >= self._max_watches:
-            self._turn_off(WATCH_LIMIT)
-            return False
-        try:
-            wd = self._inotify.add_watch(f"/proc/self/fd/{fd}", WATCHED)
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.ENOMEM):
-                self._turn_off(WATCH_LIMIT)
-                return False
-            if exc.errno in (errno.EACCES, errno.ENOENT, errno.ENOTDIR):
-                # A folder this user cannot list (the capture cannot either), or one gone:
-                # a change of its mode, or its removal, is an event of its parent's.
-                return True
-            self._turn_off(f"inotify refused a watch ({os.strerror(exc.errno or 0)})")
-            return False
-        old = self._wd.get(wd)
-        if old is not None and old != rel:  # the same folder under another name
-            self._folder.pop(old, None)
-        self._wd[wd] = rel
-        self._folder[rel] = wd
-        return True
-
-    def _forget(self, rel: bytes) -> None:
-        """Drop the watches of a folder and of everything under it."""
-        inside = rel + b"/"
-        for folder in [f for f in self._folder if f == rel or f.startswith(inside)]:
-            self._ignores.pop(folder, None)
-            wd = self._folder.pop(folder)
-            self._wd.pop(wd, None)
-            if self._inotify is not None:
-                with contextlib.suppress(OSError):  # already gone with its folder
-                    self._inotify.rm_watch(wd)
-
-    def _drop_all(self) -> None:
-        if self._inotify is not None:
-            self._inotify.close()  # every watch goes with the instance
-            self._inotify = None
-        self._wd.clear()
-        self._folder.clear()
-        self._ignores.clear()
-
-    def _turn_off(self, reason: str) -> None:
-        self.off = reason
-        self._drop_all()
-
     @property
     def watches(self) -> int:
-        return len(self._wd)
+        return len(self._watches.wd)
 
     def close(self) -> None:
         with self._lock:
-            self._drop_all()
-            self.off = self.off or "closed"
+            self._watches.drop_all()
+            self._watches.off = self._watches.off or "closed"
 
     # -- the queue -------------------------------------------------------------------------
 
@@ -402,7 +230,7 @@ class Journal:
         with self._lock:
             if self.off:
                 return Drained(False, reason=self.off)
-            if self._inotify is None or not self._same_root():
+            if self._watches.inotify is None or not self._same_root():
                 self._not_vouched(ROOT)
                 self._start()
                 return self._result(frozenset(), 0)
@@ -411,7 +239,7 @@ class Journal:
             if mounts != self._mounts:
                 self._mounts = mounts
                 self._not_vouched(MOUNTS)
-            if self._rules.changed_above():
+            if self._watches.rules.changed_above():
                 self._not_vouched(RULES)  # a folder may be ignored, or no longer: watch anew
                 self._rearm = True
             paths: set[str] = set()
@@ -448,17 +276,7 @@ class Journal:
 
     def _batch(self) -> list[Any]:
         """The next events queued (one read of at most READ_BYTES), [] once there are none."""
-        if self._inotify is None:
-            return []
-        try:
-            data = os.read(self._inotify.fileno(), READ_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return []
-        except (OSError, ValueError):
-            return []  # (closed under us: the drain after says so)
-        from inotify_simple import parse_events
-
-        return parse_events(data)  # type: ignore[no-any-return]
+        return read_events(self._watches.inotify, READ_BYTES)
 
     def _result(self, paths: frozenset[str], count: int, restat: bool = False) -> Drained:
         if self.off:
@@ -491,13 +309,11 @@ class Journal:
             self._not_vouched(OVERFLOW)
             self._rearm = True
             return
-        folder = self._wd.get(event.wd)
+        folder = self._watches.wd.get(event.wd)
         if folder is None:
             return  # a watch dropped already (its last events, IN_IGNORED)
         if mask & IN_IGNORED:  # the kernel dropped the watch: its folder went
-            self._wd.pop(event.wd, None)
-            self._folder.pop(folder, None)
-            self._ignores.pop(folder, None)
+            self._watches.dropped(event.wd, folder)
             self._not_vouched(FOLDER_GONE)
             return
         if mask & IN_UNMOUNT:
@@ -508,7 +324,7 @@ class Journal:
             if folder == b"":
                 self._rearm = True  # once the queue is read: the old watches' events first
             else:
-                self._forget(folder)
+                self._watches.forget(folder)
             return
         name = os.fsencode(event.name)
         if not name:
@@ -523,7 +339,7 @@ class Journal:
             self._not_vouched(RULES)
             # What is ignored may have changed: every watch set again under the new rules
             # (a folder no longer ignored is watched before the capture walks it).
-            self._rearm = self._rearm or self._rules.use_ignore
+            self._rearm = self._rearm or self._watches.rules.use_ignore
             return
         if skipped(name):
             return  # never captured, and nothing under it is either
@@ -533,31 +349,16 @@ class Journal:
                 # A subfolder's mode changed: one that could not be listed (nor watched)
                 # may be readable now, so it is watched again, and walked.
                 self._not_vouched(FOLDER_ATTRIBUTES)
-                self._watch_new(rel)
+                self._watches.new(rel)
             elif mask & (IN_CREATE | IN_MOVED_TO):
                 self._not_vouched(NEW_FOLDER)
-                self._watch_new(rel)
+                self._watches.new(rel)
             elif mask & (IN_DELETE | IN_MOVED_FROM):
                 self._not_vouched(FOLDER_GONE)
-                self._forget(rel)
+                self._watches.forget(rel)
             return
         if is_markdown(name):
             paths.add(os.fsdecode(rel))
-
-    def _watch_new(self, rel: bytes) -> None:
-        """A folder that appeared: its subtree watched now (the capture walks it after),
-        unless the walk leaves it out (ignored where it is)."""
-        ignores = self._ignores.get(rel.rpartition(b"/")[0])
-        if ignores is None or self._rules.skips(ignores, rel):
-            return  # its parent is not watched (gone meanwhile), or it is ignored
-        fd = open_folder(self.root, rel)
-        if fd is None:
-            return  # gone again, or not a folder: the capture's walk will see
-        try:
-            self._forget(rel)  # a folder moved over another one's name
-            self._watch_tree(rel, fd, ignores)
-        finally:
-            os.close(fd)
 
     def _not_vouched(self, reason: str) -> None:
         if not self._pending:

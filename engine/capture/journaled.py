@@ -13,10 +13,11 @@ from typing import Any
 from ..base.cancel import CancelToken
 from ..base.limits import Settings, limit_error
 from ..base.platform import GONE_ERRNOS
-from . import files, stats
-from .files import Backend, unreadable
+from . import files, reads, stats
+from .files import Backend
 from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .reads import unreadable
 from .snapshot import Walked
 from .stats import FileState, fingerprint
 from .walk import UNREAD, Listing, Prefetch, above_signature, check_utf8, read_listed
@@ -111,7 +112,7 @@ def list_changed(
             *dirs, name = rel.split("/")
             state = known.get(rel)
             if state is None:
-                if name.startswith(".") or not files.is_markdown(name):
+                if name.startswith(".") or not reads.is_markdown(name):
                     continue
                 ignores = ignores_in(dirs)
                 if ignores is None or (ignores.active and ignores.ignored(rel)):
@@ -134,7 +135,7 @@ def list_changed(
                 st = None  # (as the walk: the read says what is wrong)
             if st is None:
                 pass
-            elif not files.S_ISREG(st.st_mode):
+            elif not reads.S_ISREG(st.st_mode):
                 linked.discard(rel)
                 continue  # a link, a folder, a FIFO now: the walk leaves it out
             elif st.st_nlink > 1:

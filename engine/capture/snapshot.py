@@ -1,6 +1,6 @@
 """What a capture makes (SPEC §2): a snapshot of a bundle, its files, and what the next
 journaled capture needs of its walk. Types only, so that every part of capture (the
-backends in files.py, the walk, the journal) may name them without importing capture.py.
+backends behind files.py, the walk, the journal) may name them without importing capture.py.
 """
 
 from __future__ import annotations

@@ -19,9 +19,10 @@ from ..base.cancel import CancelToken
 from ..base.errors import CitelineError, quoted
 from ..base.limits import Limits, Settings, limit_error
 from . import files, stats
-from .files import Backend, unreadable
+from .files import Backend
 from .globs import globs_of
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .reads import unreadable
 from .snapshot import Walked
 from .stats import FileState, Fingerprint, fingerprint
 

@@ -219,9 +219,10 @@ class FolderRules:
 def _descriptors() -> Any:
     """The capture's descriptor backend (a journal exists only where there is one)."""
     from . import files
+    from .descriptor_backend import DescriptorBackend
 
     bk = files.BACKEND
-    return bk if getattr(bk, "name", "") == "descriptor" else files.DescriptorBackend()
+    return bk if getattr(bk, "name", "") == "descriptor" else DescriptorBackend()
 
 
 def _folder(rel: bytes) -> str:

@@ -49,7 +49,8 @@ from workspace import stat_walk
 
 from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
-from citeline.engine.capture.journal import IN_ATTRIB, Journal, open_journal
+from citeline.engine.capture.inotify import IN_ATTRIB
+from citeline.engine.capture.journal import Journal, open_journal
 
 ROOMY = Settings(limits=Limits(max_files=1_000_000, max_total_bytes=2_000_000_000))
 

@@ -18,6 +18,7 @@ import citeline.engine.capture.capture as cap
 from citeline.engine import CitelineError, Engine, Limits, Settings
 from citeline.engine.capture import files
 from citeline.engine.capture.capture import capture
+from citeline.engine.capture.descriptor_backend import DescriptorBackend
 from citeline.engine.index.index import MAX_EXPANSIONS
 from citeline.fronts.remedies import COMMAND_LINE, EDITOR, worded
 
@@ -94,7 +95,7 @@ class _Os:
 
 
 def refuse(monkeypatch: pytest.MonkeyPatch, name: str, error: OSError) -> None:
-    monkeypatch.setattr(files, "os", _Os(name, error))
+    backends.swap_os(monkeypatch, _Os(name, error))
 
 
 def assert_folder_refused(err: CitelineError, shown: str) -> None:
@@ -179,8 +180,8 @@ def test_out_of_descriptors_past_the_depth_limit_is_that_limit(
     max_path_components allows, so that limit is the answer, as with descriptors to spare."""
     bundle = make_bundle({"a.md": "# A\nalpha\n", "/".join(["d"] * 70 + ["deep.md"]): "alpha\n"})
     # (the descriptor backend: the path backend holds no descriptor per folder)
-    monkeypatch.setattr(files, "BACKEND", files.DescriptorBackend())
-    monkeypatch.setattr(files, "os", _FewDescriptors("d", 64))
+    monkeypatch.setattr(files, "BACKEND", DescriptorBackend())
+    backends.swap_os(monkeypatch, _FewDescriptors("d", 64))
     err = worded(capture_fails(bundle), COMMAND_LINE if advice == "cli" else EDITOR)
     folder = "/".join(["d"] * 64)
     assert err.code == "resource_limit"
@@ -199,8 +200,8 @@ def test_out_of_descriptors_within_the_depth_limit_names_the_folder(
     make_bundle: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = make_bundle({"/".join(["dX"] * 70 + ["deep.md"]): "alpha\n"})
-    monkeypatch.setattr(files, "BACKEND", files.DescriptorBackend())  # (as above)
-    monkeypatch.setattr(files, "os", _FewDescriptors("dX", 63))  # one short of the limit
+    monkeypatch.setattr(files, "BACKEND", DescriptorBackend())  # (as above)
+    backends.swap_os(monkeypatch, _FewDescriptors("dX", 63))  # one short of the limit
     err = capture_fails(bundle)
     folder = "/".join(["dX"] * 63)
     assert err.code == "bundle_invalid"
@@ -252,7 +253,7 @@ def test_a_file_that_opens_but_fails_while_read(
 ) -> None:
     bundle = make_bundle(FILES)
     failing = _FailingReads("x.md", error)
-    monkeypatch.setattr(files, "os", failing)
+    backends.swap_os(monkeypatch, failing)
     err = capture_fails(bundle)
     assert failing.fds, "x.md was never opened"
     assert (err.code, err.message, err.details) == (
@@ -624,7 +625,7 @@ def test_an_entry_gone_while_its_folder_is_listed_leaves_the_rest(
                 entries = sorted(it, key=lambda e: e.name)
             return _Listing([_Entry(e) if e.name == "a.md" else e for e in entries])
 
-    monkeypatch.setattr(files, "os", Os("none", OSError()))
+    backends.swap_os(monkeypatch, Os("none", OSError()))
     assert [f.path for f in capture(bundle, Settings()).files] == ["b.md", "c.md"]
 
 

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from citeline.engine.capture import journal as jmod
+from citeline.engine.capture.inotify import NETWORK_FS, file_system_type
 from citeline.engine.capture.journal import Drained, Journal, open_journal
+from citeline.engine.capture.watches import NETWORK, WATCH_LIMIT
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd") or not hasattr(os, "O_NOFOLLOW"),
@@ -268,13 +270,13 @@ def test_a_checkout_of_thousands_of_files_is_named_or_walked(tree: Path) -> None
 
 
 def test_the_watch_limit_turns_the_journal_off_and_frees_its_watches(tree: Path) -> None:
-    assert open_journal(str(tree), max_watches=2) == jmod.WATCH_LIMIT
+    assert open_journal(str(tree), max_watches=2) == WATCH_LIMIT
     j = started(tree, max_watches=3)
     (tree / "more").mkdir()  # a fourth folder: over the limit
-    not_vouched(j, jmod.WATCH_LIMIT)
+    not_vouched(j, WATCH_LIMIT)
     assert j.watches == 0
     (tree / "a.md").write_text("changed\n")
-    not_vouched(j, jmod.WATCH_LIMIT)
+    not_vouched(j, WATCH_LIMIT)
 
 
 def test_enospc_from_the_kernel_is_the_watch_limit(tree: Path) -> None:
@@ -284,7 +286,7 @@ def test_enospc_from_the_kernel_is_the_watch_limit(tree: Path) -> None:
         def add_watch(self, path: Any, mask: int) -> int:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    assert open_journal(str(tree), binding=lambda: Limited(nonblocking=True)) == jmod.WATCH_LIMIT
+    assert open_journal(str(tree), binding=lambda: Limited(nonblocking=True)) == WATCH_LIMIT
 
 
 def test_other_add_watch_errors_turn_the_journal_off(tree: Path) -> None:
@@ -330,9 +332,9 @@ def test_no_inotify_instance_left_is_said(tree: Path) -> None:
     assert isinstance(reason, str) and "inotify is not available" in reason
 
 
-@pytest.mark.parametrize("magic", sorted(jmod.NETWORK_FS))
+@pytest.mark.parametrize("magic", sorted(NETWORK_FS))
 def test_a_network_file_system_turns_the_journal_off(tree: Path, magic: int) -> None:
-    assert open_journal(str(tree), fs_type=lambda fd: magic) == jmod.NETWORK
+    assert open_journal(str(tree), fs_type=lambda fd: magic) == NETWORK
 
 
 TMPFS_MAGIC = 0x01021994
@@ -361,10 +363,10 @@ def mounted(tree: Path) -> Any:
 def test_a_network_mount_inside_the_bundle_turns_it_off(tree: Path, mounted: Path) -> None:
     # Each device's file system is asked once: here the tmpfs stands for an NFS mount.
     def fs_type(fd: int) -> int | None:
-        real = jmod._fs_type(fd)
+        real = file_system_type(fd)
         return 0x6969 if real == TMPFS_MAGIC else real
 
-    assert open_journal(str(tree), fs_type=fs_type) == jmod.NETWORK
+    assert open_journal(str(tree), fs_type=fs_type) == NETWORK
     # As it is (a local tmpfs), the mount is watched like any folder.
     j = started(tree)
     (mounted / "m.md").write_text("changed\n")
@@ -394,14 +396,14 @@ def test_a_mount_over_a_watched_folder_is_not_vouched(tree: Path) -> None:
 def test_the_file_system_type_is_statfs_f_type(tree: Path) -> None:
     fd = os.open(tree, os.O_RDONLY)
     try:
-        got = jmod._fs_type(fd)
+        got = file_system_type(fd)
     finally:
         os.close(fd)
     shown = subprocess.run(
         ["stat", "-f", "-c", "%t", str(tree)], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert got == int(shown, 16)
-    assert got not in jmod.NETWORK_FS
+    assert got not in NETWORK_FS
 
 
 @pytest.mark.parametrize("platform", ["darwin", "win32", "cygwin", "freebsd14"])

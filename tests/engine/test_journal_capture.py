@@ -28,6 +28,7 @@ from citeline.engine.capture import journal as jmod
 from citeline.engine.capture import stats
 from citeline.engine.capture.journal import open_journal
 from citeline.engine.capture.journals import Journals, Look
+from citeline.engine.capture.watches import WATCH_LIMIT
 
 pytestmark = pytest.mark.skipif(
     jmod.unsupported_reason() is not None, reason="no synchronous journal on this platform"
@@ -290,7 +291,7 @@ def test_every_step_is_the_full_reads_capture(
         assert reasons[jmod.OVERFLOW] > 5, reasons
         assert used, reasons  # and a step with few events still used it
     else:
-        assert reasons[jmod.WATCH_LIMIT] > 10, reasons
+        assert reasons[WATCH_LIMIT] > 10, reasons
 
 
 def test_a_same_size_rewrite_in_one_tick_is_read_again(

@@ -91,10 +91,10 @@ def test_unreadable_file_is_reported_after_path_limits(make_bundle, monkeypatch)
     """Files are read during the walk, but a read error waits for its turn (SPEC §2 order)."""
     import errno
 
-    from citeline.engine.capture import files
+    from citeline.engine.capture import files, reads
 
     def denied(folder, name, rel, max_bytes):
-        raise files.unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))
+        raise reads.unreadable("File", rel, PermissionError(errno.EACCES, "Permission denied"))
 
     monkeypatch.setattr(files.BACKEND, "read", denied)
     bundle = make_bundle({"a.md": "alpha\n", "deep/er/c.md": "alpha\n"})

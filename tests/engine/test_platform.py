@@ -368,7 +368,7 @@ def test_peer_credentials_here() -> None:
     assert platform.peer_credentials() == "SO_PEERCRED"
 
 
-# -- an open file's final path (the path backend's proof, engine/capture/files.py)
+# -- an open file's final path (the path backend's proof, engine/capture/path_backend.py)
 # ------------------
 
 

@@ -22,26 +22,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import backends
 import pytest
 from bundles import write_bundle as write
 from other_user import NOBODY, needs_root, other_process, shared_folder
 
 from citeline.engine import CitelineError, Settings
 from citeline.engine.base import platform
-from citeline.engine.capture import files, final_paths
+from citeline.engine.capture import files, final_paths, path_backend
 from citeline.engine.capture.capture import capture, read_inside
+from citeline.engine.capture.descriptor_backend import DescriptorBackend
+from citeline.engine.capture.path_backend import PathBackend, PathFolder
 
 OUTSIDE = b"privatesecretword"
 FORCED = platform.detect({"CITELINE_PLATFORM": "windows"})
 BACKENDS: dict[str, Callable[[], files.Backend]] = {
-    "descriptor": files.DescriptorBackend,
-    "path": lambda: files.PathBackend(FORCED),
+    "descriptor": DescriptorBackend,
+    "path": lambda: PathBackend(FORCED),
     # where the system cannot tell an open file's path (docs/security.md): identities only
-    "path-identities": lambda: files.PathBackend(FORCED._replace(final_paths=False)),
+    "path-identities": lambda: PathBackend(FORCED._replace(final_paths=False)),
 }
 TREE = {"a.md": "# A\npublic\n", "top/t.md": "# T\npublic\n", "top/sub/b.md": "# B\npublic\n"}
-# The system calls of files.py and final_paths.py that touch a path or a descriptor: the
-# points between which another process may act.
+# The system calls of the backends' modules and final_paths.py that touch a path or a
+# descriptor: the points between which another process may act.
 CALLS = frozenset(
     {"lstat", "stat", "open", "fstat", "read", "lseek", "close", "scandir", "readlink"}
 )
@@ -82,7 +85,7 @@ class Swapper:
 
 
 class Os:
-    """files.py's `os`: call number `first` of CALLS is preceded by swap_in, call number
+    """The backends' `os`: call number `first` of CALLS is preceded by swap_in, call number
     `last` followed by swap_out (never, for -1); counts every such call."""
 
     def __init__(self, swapper: Swapper | None, first: int = -1, last: int = -1) -> None:
@@ -111,8 +114,8 @@ class Os:
 
 
 def through(monkeypatch: pytest.MonkeyPatch, calls: Os) -> None:
-    """files.py and final_paths.py make their system calls through `calls`."""
-    monkeypatch.setattr(files, "os", calls)
+    """The backends' modules and final_paths.py make their system calls through `calls`."""
+    backends.swap_os(monkeypatch, calls)
     monkeypatch.setattr(final_paths, "os", calls)
 
 
@@ -208,7 +211,7 @@ def test_a_swap_loop_of_another_user_gets_no_private_byte_in(
     needs_root()
     if not hasattr(ctypes.CDLL(None), "renameat2"):
         pytest.fail("this C library has no renameat2 (glibc 2.28 or later has it)")
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
     with shared_folder(0o755, owner=NOBODY) as shared, shared_folder(0o700) as private:
         names = [f"p{i}.md" for i in range(8)]
         write(private, {name: b"# Private\n" + OUTSIDE + b"\n" for name in names})
@@ -237,14 +240,14 @@ def test_the_bundle_found_by_name_as_windows_finds_it_refuses_a_swapped_root(
     """Windows' way to the bundle's final path (os.path.realpath, which follows a junction
     at its end) with the identity check after it: the bundle swapped and back around any
     call of the capture gives nothing from outside."""
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
-    monkeypatch.setattr(files, "final_folder", final_paths.final_folder_by_name)
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
+    monkeypatch.setattr(path_backend, "final_folder", final_paths.final_folder_by_name)
     bundle = write(tmp_path / "bundle", TREE)
     swapper = Swapper(bundle, "", tmp_path / "private")
     leaks = single_swaps(monkeypatch, swapper, lambda: captured(bundle))
     assert leaks == [], f"{len(leaks)} of the swaps let private bytes in, first {leaks[:5]}"
     root = files.BACKEND.root(str(bundle))
-    assert isinstance(root, files.PathFolder) and root.final == str(bundle.resolve())
+    assert isinstance(root, PathFolder) and root.final == str(bundle.resolve())
 
 
 @pytest.mark.parametrize("folds", [True, False])
@@ -254,9 +257,9 @@ def test_a_final_path_in_another_case_is_the_same_file_where_the_volume_folds_ca
     """NTFS gives a file's final path in its stored case; the names walked come from its
     listing, in the same case, but a volume that folds case would name the same file in
     either (here: the final path as such a volume could give it)."""
-    backend = files.PathBackend(FORCED._replace(folds_case=folds))
+    backend = PathBackend(FORCED._replace(folds_case=folds))
     real = final_paths.final_path
-    monkeypatch.setattr(files, "final_path", lambda fd: (real(fd) or "").upper())
+    monkeypatch.setattr(path_backend, "final_path", lambda fd: (real(fd) or "").upper())
     bundle = write(tmp_path / "bundle", {"a.md": "# A\n"})
     folder = backend.root(str(bundle))
     got = backend.read(folder, "a.md", "a.md", 100)

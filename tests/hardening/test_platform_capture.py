@@ -18,20 +18,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import backends
 import pytest
 from bundles import write_bundle as write
 
 from citeline.engine import Engine, Settings
 from citeline.engine.base.platform import IO_REPARSE_TAG_CLOUD, IO_REPARSE_TAG_MOUNT_POINT, detect
-from citeline.engine.capture import files, final_paths, stats
+from citeline.engine.capture import files, final_paths, path_backend, stats
 from citeline.engine.capture.capture import capture, read_inside
+from citeline.engine.capture.descriptor_backend import DescriptorBackend
+from citeline.engine.capture.path_backend import PathBackend, PathFolder
 from citeline.engine.capture.stats import FileState, StatIndex
 
 OUTSIDE = "outsidesecret"
 FORCED = detect({"CITELINE_PLATFORM": "windows"})
 BACKENDS: dict[str, Callable[[], files.Backend]] = {
-    "descriptor": files.DescriptorBackend,
-    "path": lambda: files.PathBackend(FORCED),
+    "descriptor": DescriptorBackend,
+    "path": lambda: PathBackend(FORCED),
 }
 
 
@@ -155,7 +158,7 @@ def test_a_folder_swapped_after_its_parent_was_listed(
 
     def listing_then_swap(handle: Any) -> Iterator[tuple[str, bool, Any]]:
         entries = list(real(handle))
-        ino = handle.ident[1] if isinstance(handle, files.PathFolder) else os.fstat(handle).st_ino
+        ino = handle.ident[1] if isinstance(handle, PathFolder) else os.fstat(handle).st_ino
         if ino == root_ino and (bundle / "sub").is_dir() and not (bundle / "sub").is_symlink():
             shutil.rmtree(bundle / "sub")
             os.symlink(outside, bundle / "sub")
@@ -185,7 +188,7 @@ def test_a_folder_swapped_while_its_files_are_read(
                 os.symlink(outside, bundle / "sub")
             return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(files, "os", Os())
+    backends.swap_os(monkeypatch, Os())
     snap = capture(bundle, Settings())
     assert swapped
     assert [f.path for f in snap.files] == ["a.md"]
@@ -213,7 +216,7 @@ def test_a_file_swapped_for_a_link_right_before_its_open(
                 os.symlink(outside / "b.md", bundle / "sub" / "b.md")
             return os.open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(files, "os", Os())
+    backends.swap_os(monkeypatch, Os())
     snap = capture(bundle, Settings())
     assert swapped
     assert [f.path for f in snap.files] == ["a.md"]
@@ -239,7 +242,7 @@ def test_a_folder_swapped_under_a_later_read(
                 os.symlink(outside, bundle / "sub")
             return os.open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(files, "os", Os())
+    backends.swap_os(monkeypatch, Os())
     assert read_inside(str(bundle), "sub/b.md", 1000) is None
     assert swapped
 
@@ -328,10 +331,10 @@ class Listing:
         pass
 
 
-def windows_listings(monkeypatch: pytest.MonkeyPatch, tags: dict[str, int]) -> files.PathBackend:
+def windows_listings(monkeypatch: pytest.MonkeyPatch, tags: dict[str, int]) -> PathBackend:
     """The path backend with reparse points on, listings and lstat as Windows gives them:
     every entry with st_ino 0, the names in `tags` with those reparse tags."""
-    backend = files.PathBackend(FORCED._replace(reparse_points=True))
+    backend = PathBackend(FORCED._replace(reparse_points=True))
     monkeypatch.setattr(files, "BACKEND", backend)
 
     class Os:
@@ -346,7 +349,7 @@ def windows_listings(monkeypatch: pytest.MonkeyPatch, tags: dict[str, int]) -> f
             st = os.lstat(path, *args, **kwargs)
             return with_fields(st, tags.get(os.path.basename(os.fsdecode(path)), 0), None, None)
 
-    monkeypatch.setattr(files, "os", Os())
+    backends.swap_os(monkeypatch, Os())
     return backend
 
 
@@ -457,8 +460,8 @@ def test_a_128_bit_file_id_survives_a_new_process(
             st = os.fstat(fd)
             return with_fields(st, None, st.st_ino + big, None)
 
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
-    monkeypatch.setattr(files, "os", Os())
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
+    backends.swap_os(monkeypatch, Os())
     monkeypatch.setattr(final_paths, "os", Os())  # (the bundle's final path: the same ids)
     cache = tmp_path / "cache"
     first = Engine(cache=cache).search(bundle, {"query": "alpha"})
@@ -507,9 +510,9 @@ def locking(monkeypatch: pytest.MonkeyPatch, name: str, times: int) -> list[str]
                     raise sharing_violation()
             return os.open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(files, "SHARING_WAITS", (0.0, 0.0, 0.0))
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
-    monkeypatch.setattr(files, "os", Os())
+    monkeypatch.setattr(path_backend, "SHARING_WAITS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
+    backends.swap_os(monkeypatch, Os())
     return tries
 
 
@@ -534,7 +537,7 @@ def test_a_file_that_stays_locked_is_an_error_naming_it(
         {"path": "sub/b.md", "reason": "locked"},
     )
     assert "permission" not in str(err.value) and "another program" in str(err.value)
-    assert len(tries) == len(files.SHARING_WAITS) + 1
+    assert len(tries) == len(path_backend.SHARING_WAITS) + 1
 
 
 def text_mode(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
@@ -558,8 +561,8 @@ def text_mode(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
                 data = data.split(b"\x1a")[0].replace(b"\r\n", b"\n")
             return data
 
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
-    monkeypatch.setattr(files, "os", Os())
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
+    backends.swap_os(monkeypatch, Os())
 
 
 @pytest.mark.parametrize("content", [b"# W\r\nalpha\r\n", b"# W\nalpha\x1a and more\n"])
@@ -599,8 +602,8 @@ def test_a_file_that_shrank_while_read_is_what_was_read(
                 target.write_bytes(b"# S\nalpha\n")  # truncated right after the first fstat
             return st
 
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
-    monkeypatch.setattr(files, "os", Os())
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
+    backends.swap_os(monkeypatch, Os())
     snap = capture(bundle, Settings())
     assert [(f.path, f.data) for f in snap.files] == [("s.md", b"# S\nalpha\n")]
 
@@ -620,7 +623,7 @@ def test_a_socket_refused_as_macos_refuses_it_is_not_in_the_snapshot(
                 raise OSError(errno.EOPNOTSUPP, "Operation not supported on socket")
             return os.open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(files, "os", Os())
+    backends.swap_os(monkeypatch, Os())
     assert [f.path for f in capture(bundle, Settings()).files] == ["a.md"]
 
 
@@ -628,7 +631,7 @@ def test_the_path_backend_opens_in_binary_mode_where_the_platform_has_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(os, "O_BINARY", 0x8000, raising=False)
-    win = files.PathBackend(detect({"CITELINE_PLATFORM": "windows"}))
+    win = PathBackend(detect({"CITELINE_PLATFORM": "windows"}))
     assert win.flags & 0x8000
     assert not win.flags & getattr(os, "O_NOFOLLOW", 0)
 
@@ -652,8 +655,8 @@ def test_a_file_replaced_between_its_lstat_and_its_open_is_read_as_the_new_one(
                 os.replace(bundle / "a.tmp", bundle / "a.md")
             return os.open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
-    monkeypatch.setattr(files, "os", Os())
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
+    backends.swap_os(monkeypatch, Os())
     snap = capture(bundle, Settings())
     assert replaced and [(f.path, f.data) for f in snap.files] == [("a.md", b"# A\nnew\n")]
 
@@ -673,8 +676,8 @@ def test_a_file_replaced_at_every_look_is_left_out(
                 os.replace(bundle / "a.tmp", bundle / "a.md")
             return os.open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(files, "BACKEND", files.PathBackend(FORCED))
-    monkeypatch.setattr(files, "os", Os())
+    monkeypatch.setattr(files, "BACKEND", PathBackend(FORCED))
+    backends.swap_os(monkeypatch, Os())
     assert [f.path for f in capture(bundle, Settings()).files] == ["z.md"]
 
 
@@ -682,8 +685,8 @@ def test_regular_files_only_by_identity_and_mode(tmp_path: Path) -> None:
     """The path backend reads regular files only: a FIFO is left out before it is opened."""
     bundle = write(tmp_path / "b", {"a.md": "# A\n"})
     os.mkfifo(bundle / "f.md")
-    folder = files.PathBackend(FORCED).root(str(bundle))
-    assert files.PathBackend(FORCED).read(folder, "f.md", "f.md", 100) is None
-    got = files.PathBackend(FORCED).read(folder, "a.md", "a.md", 100)
+    folder = PathBackend(FORCED).root(str(bundle))
+    assert PathBackend(FORCED).read(folder, "f.md", "f.md", 100) is None
+    got = PathBackend(FORCED).read(folder, "a.md", "a.md", 100)
     assert got is not None and got[0] == b"# A\n"
     assert stat.S_ISFIFO(os.lstat(bundle / "f.md").st_mode)
