@@ -760,12 +760,12 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     from citeline.engine import Call, CitelineError
     from citeline.engine.operations import OPERATIONS
 
-    from . import interrupt, render
+    from . import interrupt, render, style
 
     engines = engines or FreshEngine()
 
     bundle = args.bundle if args.bundle is not None else "."
-    color = render.use_color(args.color, sys.stdout)
+    color = style.use_color(args.color, sys.stdout)
     progress = render.ProgressBar()
     recall: dict[str, Any] | None = None
     recall_error: CitelineError | None = None
@@ -820,7 +820,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
         failed = worded_for_cli(recall_error, args)
         notes.append(
             "citeline: the --profile recall search failed: "
-            f"{failed.code}: {render.terminal(failed.message)}"
+            f"{failed.code}: {style.terminal(failed.message)}"
         )
     if args.stats or sys.stderr.isatty():
         summary = render.SUMMARIES[args.command](result)
@@ -937,7 +937,7 @@ def report(err: CitelineError, as_json: bool) -> int:
             sys.stdout.write(encode(err.to_json()) + "\n")
             sys.stdout.flush()
         else:
-            from .render import terminal
+            from .style import terminal
 
             sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
             sys.stderr.flush()
@@ -988,7 +988,7 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
         }
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
-        from .render import terminal
+        from .style import terminal
 
         sys.stderr.write(f"{usage}\n{culprit.prog}: error: {terminal(err.message)}\n")
     return exit_status("schema_validation")
@@ -1091,7 +1091,7 @@ def report_bug(exc: BaseException, as_json: bool) -> int:
             sys.stdout.write(encode(envelope) + "\n")
             sys.stdout.flush()
         else:
-            from .render import terminal
+            from .style import terminal
 
             sys.stderr.write(f"citeline: {INTERNAL}: {terminal(envelope['error']['message'])}\n")
     return INTERNAL_EXIT
@@ -1253,7 +1253,7 @@ def status_text(report: dict[str, Any], as_json: bool) -> str:
         from citeline.engine.answer.present import encode
 
         return encode(report) + "\n"
-    from .render import terminal
+    from .style import terminal
 
     steer = "paused (--resume resumes it)" if report["paused"] else "on (--pause pauses it)"
     lines = [

@@ -269,7 +269,7 @@ def test_cli_module_imports_no_engine() -> None:
     code = (
         "import sys, citeline.cli.cli as c; "
         "print(sorted(m for m in sys.modules if m.startswith(('citeline.engine', 'mcp', "
-        "'citeline.cli.render'))))"
+        "'citeline.cli.render', 'citeline.cli.style'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

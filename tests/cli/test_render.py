@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.cli import render
-from citeline.cli.render import BOLD, BOLD_RED, DIM, GREEN, MAGENTA, RESET
+from citeline.cli import render, style
+from citeline.cli.style import BOLD, BOLD_RED, DIM, GREEN, MAGENTA, RESET
 from citeline.fronts import hits
 
 
@@ -32,7 +32,7 @@ def test_one_escaping_for_every_front() -> None:
     from citeline.fronts import escape
     from citeline.mcp_server import server as mcp
 
-    assert render.terminal is escape.escaped
+    assert style.terminal is escape.escaped
     assert mcp.escaped is escape.escaped
     imported = [
         n
@@ -45,7 +45,7 @@ def test_one_escaping_for_every_front() -> None:
 def test_line_separators_are_escaped_too() -> None:
     """U+2028 and U+2029 end a line in JavaScript and in some renderers: escaped as the C0
     and C1 controls are, so no file name or line breaks the line it is shown on."""
-    assert render.terminal("a\u2028b\u2029c\x85d\ne\rf\x1bg\th") == (
+    assert style.terminal("a\u2028b\u2029c\x85d\ne\rf\x1bg\th") == (
         "a\\u2028b\\u2029c\\x85d\\ne\\rf\\x1bg\th"
     )
 
@@ -78,35 +78,35 @@ def test_colour_only_on_a_terminal(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     stream = Tty() if tty else io.StringIO()
-    assert render.use_color(choice, stream) is expected
+    assert style.use_color(choice, stream) is expected
 
 
 def test_paint_and_marked() -> None:
-    assert render.paint("x", GREEN, True) == f"{GREEN}x{RESET}"
-    assert render.paint("x", GREEN, False) == "x"
-    assert render.paint("", GREEN, True) == ""  # nothing to colour: no escape codes
+    assert style.paint("x", GREEN, True) == f"{GREEN}x{RESET}"
+    assert style.paint("x", GREEN, False) == "x"
+    assert style.paint("", GREEN, True) == ""  # nothing to colour: no escape codes
     text = "an ordered hashtable"
     spans = ((3, 10), (11, 20))
-    assert render.marked(text, spans, False) == text
-    assert render.marked(text, spans, True) == (
+    assert style.marked(text, spans, False) == text
+    assert style.marked(text, spans, True) == (
         f"an {BOLD_RED}ordered{RESET} {BOLD_RED}hashtable{RESET}"
     )
-    assert render.marked(text, (), True) == text
+    assert style.marked(text, (), True) == text
 
 
 # -- paths -----------------------------------------------------------------------------------------
 
 
 def test_display_path_as_the_user_opens_it() -> None:
-    assert render.display_path(None, "a/b.md") == "a/b.md"
-    assert render.display_path(".", "a/b.md") == "a/b.md"
-    assert render.display_path("./", "a/b.md") == "a/b.md"
-    assert render.display_path("docs", "a/b.md") == os.path.join("docs", "a", "b.md")
-    assert render.display_path("/abs/docs", "x.md") == os.path.join("/abs/docs", "x.md")
+    assert style.display_path(None, "a/b.md") == "a/b.md"
+    assert style.display_path(".", "a/b.md") == "a/b.md"
+    assert style.display_path("./", "a/b.md") == "a/b.md"
+    assert style.display_path("docs", "a/b.md") == os.path.join("docs", "a", "b.md")
+    assert style.display_path("/abs/docs", "x.md") == os.path.join("/abs/docs", "x.md")
 
 
 def test_short_revision() -> None:
-    assert render.short("3f9c2a77aa") == "3f9c2a…"
+    assert style.short("3f9c2a77aa") == "3f9c2a…"
 
 
 # -- summaries and notes ---------------------------------------------------------------------------
@@ -163,8 +163,8 @@ def test_reserved_note_names_the_files_present(tmp_path: Path) -> None:
 
 
 def test_one_line_headings() -> None:
-    assert render.one_line("a\nb\rc\u2028d\x85e") == "a b c d e"
-    assert render.one_line("plain") == "plain"
+    assert style.one_line("a\nb\rc\u2028d\x85e") == "a b c d e"
+    assert style.one_line("plain") == "plain"
 
 
 def test_no_hit_notice() -> None:
@@ -574,7 +574,7 @@ def test_sources_and_paths_split_only_at_slashes(tmp_path: Path) -> None:
     """Paths may hold spaces; '/' alone separates their folders."""
     import hashlib
 
-    assert render.display_path("docs", "my notes/a b.md") == os.path.join(
+    assert style.display_path("docs", "my notes/a b.md") == os.path.join(
         "docs", "my notes", "a b.md"
     )
     (tmp_path / "my notes").mkdir()
