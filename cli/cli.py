@@ -684,11 +684,11 @@ def _usage(message: str) -> CitelineError:
 def recall_request(request: dict[str, Any]) -> dict[str, Any]:
     """The search to suggest when no section holds every word: `recall`, keeping the
     options the user chose except `match` (recall's point is to accept any word)."""
-    from . import render
+    from . import sections
 
     again = {k: v for k, v in request.items() if k != "match"}
     again["profile"] = "recall"
-    again["limit"] = min(request.get("limit", render.RECALL_SHOWN), render.RECALL_SHOWN)
+    again["limit"] = min(request.get("limit", sections.RECALL_SHOWN), sections.RECALL_SHOWN)
     return again
 
 
@@ -889,7 +889,7 @@ def draw(
 ) -> str:
     from citeline.fronts.hits import Sources
 
-    from . import render
+    from . import render, sections
 
     bundle = args.bundle if args.bundle is not None else "."
     if args.command == "verify":
@@ -913,14 +913,14 @@ def draw(
         )
     else:
         sources = Sources(bundle, texts)
-        body = render.render_search(
+        body = sections.render_search(
             result, color, bundle=args.bundle, sources=sources, context=args.context_lines
         )
         if not result["total"] and (recall is not None or wants_recall(args, result)):
-            notice = render.no_hit_notice(recall["total"] if recall is not None else None)
+            notice = sections.no_hit_notice(recall["total"] if recall is not None else None)
             hits = ""
             if recall is not None and recall["hits"]:
-                hits = "\n\n" + render.render_search(
+                hits = "\n\n" + sections.render_search(
                     recall, color, bundle=args.bundle, sources=sources, context=args.context_lines
                 )
             body = notice + hits

@@ -26,7 +26,6 @@ LARGER = {
     "engine/capture/journal.py",
     "cli/cli.py",
     "mcp_server/server.py",
-    "cli/render.py",
     "lsp/server.py",
     "engine/core.py:Engine",
     "engine/capture/journal.py:Journal",
