@@ -17,6 +17,7 @@ from typing import Any
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.answer.present import encode
 from citeline.mcp_server import server as mcp
+from citeline.mcp_server.tools import TOOL_BY_NAME
 
 CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     # (label, corpus folder, tool, arguments)
@@ -84,7 +85,7 @@ def measure(corpora: Path) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     for label, folder, tool, args in CASES:
-        contract = mcp.TOOL_BY_NAME[tool].contract
+        contract = TOOL_BY_NAME[tool].contract
         call = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
         data = call[contract](corpora / folder, args)
         text = mcp.render_text(tool, data)

@@ -34,12 +34,11 @@ from citeline.fronts.hits import Sources
 from citeline.mcp_server.server import (
     NO_HIT_ANY,
     NO_HIT_HINT,
-    PARAMETERS,
     fenced,
     render_text,
     success,
-    wire_schema,
 )
+from citeline.mcp_server.tools import PARAMETERS, wire_schema
 
 CLI = [sys.executable, "-m", "citeline.cli.cli"]
 TOOLS = {
