@@ -30,7 +30,7 @@ def test_one_escaping_for_every_front() -> None:
     import ast
 
     from citeline.fronts import escape
-    from citeline.mcp_server import server as mcp
+    from citeline.mcp_server import text as mcp
 
     assert style.terminal is escape.escaped
     assert mcp.escaped is escape.escaped

@@ -44,8 +44,8 @@ from citeline.mcp_server.server import (
     _progress_token,
     _report_progress,
     main,
-    render_text,
 )
+from citeline.mcp_server.text import NO_HIT_HINT, render_text
 from citeline.mcp_server.tools import TEXT_FORMAT, VERIFY, tool_list, wire_schema
 
 REV = "e" * 64
@@ -351,9 +351,7 @@ def test_search_text_counts_in_the_singular() -> None:
 
 def test_search_text_without_hits_is_the_count_then_the_hint() -> None:
     empty = render_text("search_sections", search_result([], total=0))
-    assert empty == (
-        f'0 of 0 sections for "alpha 网关"; snapshot_revision {REV}\n{front_module.NO_HIT_HINT}'
-    )
+    assert empty == f'0 of 0 sections for "alpha 网关"; snapshot_revision {REV}\n{NO_HIT_HINT}'
 
 
 def test_search_text_says_which_words_matched_under_options() -> None:
