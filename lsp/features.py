@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from citeline.engine.base.limits import Settings
 
     from .jobs import Job
+    from .places import Places
     from .settings import ServerSettings
 
 log = logging.getLogger("citeline.lsp")
@@ -51,11 +52,13 @@ T = TypeVar("T")
 
 class CitelineServer(Protocol):
     """What the features need of the server (lsp/server.py's CitelineServer has it): its
-    engine, settings and workspace, and how it runs a job. Named here, not imported, so
-    that the server imports its features and never the reverse (no import circle)."""
+    engine, settings, workspace and folders (lsp/places.py), and how it runs a job. Named
+    here, not imported, so that the server imports its features and never the reverse (no
+    import circle)."""
 
     engine: Engine
     options: ServerSettings
+    places: Places
 
     @property
     def workspace(self) -> Workspace: ...
@@ -63,15 +66,9 @@ class CitelineServer(Protocol):
     @property
     def work_done_progress(self) -> Any: ...
 
-    def folders(self) -> list[tuple[str, str]]: ...
-
-    def choose_folder(self, root: object) -> str: ...
-
     def engine_settings(self, folder: str, strict: bool = False) -> Settings: ...
 
     def overlay(self, folder: str) -> dict[str, bytes] | None: ...
-
-    def closed_document(self, path: str | None) -> tuple[str, str] | None: ...
 
     def client_has_progress(self) -> bool: ...
 
@@ -115,7 +112,7 @@ async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams
                 labels = request.pop("labels")
                 if not isinstance(labels, bool):
                     raise schema("labels must be a boolean.", field="labels")
-        bundle = ls.choose_folder(root)
+        bundle = ls.places.choose_folder(root)
         if params.command == "citeline.search" and isinstance(request, dict):
             request = ls.options.search_request(request)
     except CitelineError as err:
@@ -159,7 +156,7 @@ def with_labels(result: dict[str, Any], bundle: str, texts: Mapping[str, str]) -
 async def workspace_symbols(
     ls: CitelineServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
-    folders = [path for _, path in ls.folders()]
+    folders = [path for _, path in ls.places.folders()]
     opts = ls.options
     engine = ls.engine
     request = SymbolsRequest(params.query, opts.symbol_cap, opts.list_cap, opts.relevance_options)
@@ -197,7 +194,7 @@ async def document_symbols(
     units = ls.workspace.position_codec.client_num_units
     is_open = any(d is doc for d in ls.workspace.text_documents.values())
     text = doc.source if is_open else None
-    closed = None if is_open else ls.closed_document(doc.path)
+    closed = None if is_open else ls.places.closed_document(doc.path)
     max_bytes = ls.options.engine.limits.max_file_bytes
 
     def job(cancel: CancelToken, progress: Progress | None) -> list[types.DocumentSymbol]:
@@ -235,7 +232,7 @@ async def warm_up(
         if previous is not None and not previous.done():
             await asyncio.wait([previous])  # one warm-up at a time: they share the files
         if folders is None:
-            folders = [path for _, path in ls.folders()]
+            folders = [path for _, path in ls.places.folders()]
         token: str | None = None
         if ls.client_has_progress():
             token = f"citeline-warmup-{uuid.uuid4()}"

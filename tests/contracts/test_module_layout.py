@@ -28,7 +28,6 @@ LARGER = {
     "lsp/server.py",
     "engine/core.py:Engine",
     "engine/capture/journal.py:Journal",
-    "lsp/server.py:CitelineServer",
 }
 
 

@@ -145,7 +145,7 @@ def _close_servers_made() -> Iterator[None]:
 
 def server_with(folders: list[str]) -> srv.CitelineServer:
     ls = srv.CitelineServer()
-    ls.folders = lambda: [(f"file://{p}", p) for p in folders]  # type: ignore[method-assign]
+    ls.places.folders = lambda: [(f"file://{p}", p) for p in folders]  # type: ignore[method-assign]
     _MADE.append(ls)
     return ls
 
@@ -153,14 +153,14 @@ def server_with(folders: list[str]) -> srv.CitelineServer:
 def test_a_file_belongs_to_the_deepest_folder_that_holds_it(tmp_path: Path) -> None:
     outer, inner, sibling = tmp_path / "ws", tmp_path / "ws" / "sub", tmp_path / "ws-other"
     ls = server_with([str(outer), str(inner), str(sibling)])
-    assert ls.folder_of(str(inner / "a.md")) == str(inner)
-    assert ls.folder_of(str(outer / "a.md")) == str(outer)
-    assert ls.folder_of(str(sibling / "a.md")) == str(sibling)  # not "ws" by prefix
-    assert ls.folder_of(str(tmp_path / "elsewhere.md")) is None
-    assert ls.folder_of(str(outer)) is None  # the folder itself is not in it
+    assert ls.places.folder_of(str(inner / "a.md")) == str(inner)
+    assert ls.places.folder_of(str(outer / "a.md")) == str(outer)
+    assert ls.places.folder_of(str(sibling / "a.md")) == str(sibling)  # not "ws" by prefix
+    assert ls.places.folder_of(str(tmp_path / "elsewhere.md")) is None
+    assert ls.places.folder_of(str(outer)) is None  # the folder itself is not in it
     # given in the other order, the deepest still wins
-    ls.folders = lambda: [(f"file://{p}", p) for p in (str(inner), str(outer))]  # type: ignore[method-assign]
-    assert ls.folder_of(str(inner / "b" / "c.md")) == str(inner)
+    ls.places.folders = lambda: [(f"file://{p}", p) for p in (str(inner), str(outer))]  # type: ignore[method-assign]
+    assert ls.places.folder_of(str(inner / "b" / "c.md")) == str(inner)
 
 
 def test_a_change_on_disk_marks_the_file_and_rechecks_its_folder(tmp_path: Path) -> None:
@@ -357,37 +357,37 @@ def test_main_log_level_from_the_environment_and_quiet_error_answers(
 def test_choose_folder_by_uri_or_path_and_the_error_naming_the_open_ones(tmp_path: Path) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
     ls = server_with([str(one), str(two)])
-    assert ls.choose_folder(None) == str(one)  # the first folder by default
-    assert ls.choose_folder(f"file://{two}") == str(two)  # the client's own URI
-    assert ls.choose_folder(two.as_uri()) == str(two)
-    assert ls.choose_folder(f"file://{two}/") == str(two)  # another spelling of it
-    assert ls.choose_folder(str(two)) == str(two)  # a plain path
-    assert ls.choose_folder(str(two) + "/") == str(two)  # normalised
+    assert ls.places.choose_folder(None) == str(one)  # the first folder by default
+    assert ls.places.choose_folder(f"file://{two}") == str(two)  # the client's own URI
+    assert ls.places.choose_folder(two.as_uri()) == str(two)
+    assert ls.places.choose_folder(f"file://{two}/") == str(two)  # another spelling of it
+    assert ls.places.choose_folder(str(two)) == str(two)  # a plain path
+    assert ls.places.choose_folder(str(two) + "/") == str(two)  # normalised
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder(42)
+        ls.places.choose_folder(42)
     assert err.value.code == "schema_validation"
     assert err.value.message == "root must be a file URI of a workspace folder."
     assert err.value.details["field"] == "root"
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder((tmp_path / "three").as_uri())
+        ls.places.choose_folder((tmp_path / "three").as_uri())
     assert err.value.code == "schema_validation"
     assert err.value.details["field"] == "root"
     assert err.value.message == (
         f"root {(tmp_path / 'three').as_uri()!r} is not a workspace folder; open "
         f"folders: file://{one}, file://{two}."
     )
-    ls.folders = lambda: []  # type: ignore[method-assign]
+    ls.places.folders = lambda: []  # type: ignore[method-assign]
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder(two.as_uri())
+        ls.places.choose_folder(two.as_uri())
     assert err.value.message.endswith("open folders: none.")
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder(None)
+        ls.places.choose_folder(None)
     assert err.value.code == "bundle_not_found"
 
 
 def test_a_folder_given_with_a_trailing_slash_still_holds_its_files(tmp_path: Path) -> None:
     ls = server_with([str(tmp_path / "ws") + "/"])
-    assert ls.folder_of(str(tmp_path / "ws" / "a.md")) == str(tmp_path / "ws") + "/"
+    assert ls.places.folder_of(str(tmp_path / "ws" / "a.md")) == str(tmp_path / "ws") + "/"
 
 
 def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> None:
@@ -558,7 +558,7 @@ def test_unsaved_text_with_a_lone_surrogate_is_searched_as_the_bytes_it_stands_f
     parse error like a broken file on disk, and not an internal error of the server."""
     folder = str(tmp_path / "ws")
     ls = server_with([folder])
-    ls.open_texts = lambda f: {"a.md": "# A\n\ud800\n", "b.md": "# B\n"}  # type: ignore[method-assign]
+    ls.places.open_texts = lambda f: {"a.md": "# A\n\ud800\n", "b.md": "# B\n"}  # type: ignore[method-assign]
     assert ls.overlay(folder) is None  # the setting is off by default
     assert ls.apply_settings({"unsaved": True})
     assert ls.overlay(folder) == {"a.md": b"# A\n\xed\xa0\x80\n", "b.md": b"# B\n"}
@@ -627,9 +627,9 @@ def test_open_texts_are_the_open_markdown_documents_of_the_folder(
     )
     ls = server_with([str(ws)])
     expected = {"a.md": "A", "sub/B.MARKDOWN": "B"}
-    assert ls.open_texts(str(ws)) == expected
-    assert ls.open_texts(str(ws) + "/") == expected  # the folder spelt with a slash
-    assert ls.open_texts(str(tmp_path / "elsewhere")) == {}
+    assert ls.places.open_texts(str(ws)) == expected
+    assert ls.places.open_texts(str(ws) + "/") == expected  # the folder spelt with a slash
+    assert ls.places.open_texts(str(tmp_path / "elsewhere")) == {}
 
 
 def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
@@ -648,7 +648,7 @@ def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
         "surrogate.md": "# A\n\ud800\n",  # captured
         "still-broken.md": broken_yaml,  # broken on disk, not in the last capture
     }
-    ls.open_texts = lambda f: open_docs if f == folder else {}  # type: ignore[method-assign]
+    ls.places.open_texts = lambda f: open_docs if f == folder else {}  # type: ignore[method-assign]
     ls.captured = lambda f, rel: rel in {"broken-in-editor.md", "surrogate.md"}  # type: ignore[method-assign]
     on_disk = [
         srv.Problem("fixed.md", 1, "invalid UTF-8 (byte 0xff at offset 0)"),
