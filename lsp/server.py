@@ -41,20 +41,12 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.uris import to_fs_path
 
-from citeline.engine import (
-    Call,
-    CancelToken,
-    CitelineError,
-    Engine,
-    Problem,
-    Progress,
-)
-from citeline.engine.base.errors import ParseIssue
+from citeline.engine import CancelToken, CitelineError, Engine, Problem
 from citeline.engine.base.limits import Settings
 from citeline.fronts import names
 from citeline.fronts.json_names import json_type
 
-from . import diagnostics, features, transport
+from . import features, transport
 from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
 from .jobs import PROGRESS_INTERVAL, Job, Jobs
 from .places import MARKDOWN_SUFFIXES, Places
@@ -194,56 +186,6 @@ class CitelineServer(LanguageServer):
         texts = self.places.open_texts(folder)
         return {p: t.encode("utf-8", "surrogatepass") for p, t in texts.items()} or None
 
-    def problems_of(
-        self, folder: str, cancel: CancelToken, found: list[Problem] | None = None
-    ) -> list[Problem]:
-        """Parse errors of the folder's searchable files (`found`: those of the index the
-        warm-up just built); open documents use the editor text."""
-        opts = self.options
-        if found is None:
-            call = Call(folder, self.engine_settings(folder), cancel)
-            found = self.engine.problems(call, opts.relevance_options.analysis)
-        open_docs = self.places.open_texts(folder)
-        out = [p for p in found if p.path not in open_docs]
-        for rel, text in open_docs.items():
-            if not any(p.path == rel for p in found) and not self.captured(folder, rel):
-                continue
-            from citeline.engine.text import analysis
-
-            outline = analysis.outline_tree(text.encode("utf-8", "surrogatepass"))
-            if isinstance(outline, ParseIssue):
-                out.append(Problem(rel, outline.line, outline.reason))
-        out.sort(key=lambda p: p.path)
-        return out
-
-    def captured(self, folder: str, rel: str) -> bool:
-        """Whether the last capture of `folder` holds `rel` (a searchable file)."""
-        known = self.engine.reuse.known(os.path.abspath(folder))
-        reserved = rel in self.options.engine.reserved
-        return known is not None and rel in known.files and not reserved
-
-    async def check_folder(
-        self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
-    ) -> None:
-        def job(cancel: CancelToken, progress: Progress | None) -> list[Problem]:
-            return self.problems_of(folder, cancel, found)
-
-        try:
-            problems = await self.run_engine(job, after_warm_up=after_warm_up)
-        except JsonRpcException as exc:
-            log.warning("diagnostics for %s: %s", folder, exc.message)
-            self.tell_failure(folder, exc)
-            return
-        if problems and self.options.engine.skip_invalid:
-            message, key = diagnostics.skipped_message(folder, problems)
-            self.tell(folder, message, key=key)
-        else:
-            self.tell(folder, None)
-        editor_uris = {}
-        if problems and not names.volume_rules(folder).exact:
-            editor_uris = {rel: uri for rel, (uri, _) in self.places.open_documents(folder).items()}
-        self.diagnostics.publish(folder, diagnostics.by_uri(folder, problems, editor_uris))
-
     def tell(self, folder: str, message: str | None, key: str | None = None) -> None:
         """Show `message` once per change of the folder's situation (None: all is well)."""
         self.diagnostics.tell(folder, message, key)
@@ -256,7 +198,9 @@ class CitelineServer(LanguageServer):
 
     def schedule_check(self, folder: str, delay: float = DIAGNOSTIC_DELAY) -> None:
         """Debounced re-check of one folder's diagnostics."""
-        self.diagnostics.schedule(folder, delay, lambda: self.spawn(self.check_folder(folder)))
+        self.diagnostics.schedule(
+            folder, delay, lambda: self.spawn(features.check_folder(self, folder))
+        )
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)

@@ -25,7 +25,6 @@ LARGER = {
     "engine/capture/ignore.py",
     "engine/capture/journal.py",
     "cli/cli.py",
-    "lsp/server.py",
     "engine/core.py:Engine",
     "engine/capture/journal.py:Journal",
 }

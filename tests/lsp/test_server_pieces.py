@@ -396,11 +396,11 @@ def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> No
     (ws / "a.md").write_text("# A\n")
     (ws / "index.md").write_text("# Index\n")
     ls = server_with([str(ws)])
-    assert ls.captured(str(ws), "a.md") is False  # nothing captured yet
+    assert features.captured(ls, str(ws), "a.md") is False  # nothing captured yet
     ls.engine.prepare(ws)
-    assert ls.captured(str(ws), "a.md") is True
-    assert ls.captured(str(ws), "b.md") is False  # not in the capture
-    assert ls.captured(str(ws), "index.md") is False  # captured, but reserved
+    assert features.captured(ls, str(ws), "a.md") is True
+    assert features.captured(ls, str(ws), "b.md") is False  # not in the capture
+    assert features.captured(ls, str(ws), "index.md") is False  # captured, but reserved
 
 
 def test_a_failure_on_the_workspace_itself_is_told_once_per_folder(tmp_path: Path) -> None:
@@ -649,7 +649,8 @@ def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
         "still-broken.md": broken_yaml,  # broken on disk, not in the last capture
     }
     ls.places.open_texts = lambda f: open_docs if f == folder else {}  # type: ignore[method-assign]
-    ls.captured = lambda f, rel: rel in {"broken-in-editor.md", "surrogate.md"}  # type: ignore[method-assign]
+    searchable = {"broken-in-editor.md", "surrogate.md"}
+    monkeypatch.setattr(features, "captured", lambda _ls, f, rel: rel in searchable)
     on_disk = [
         srv.Problem("fixed.md", 1, "invalid UTF-8 (byte 0xff at offset 0)"),
         srv.Problem("closed.md", 4, "invalid YAML in front matter: on disk"),
@@ -670,16 +671,16 @@ def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
         srv.Problem("surrogate.md", 2, "invalid UTF-8 (byte 0xed at offset 4)"),
     ]
     token = srv.CancelToken()
-    assert ls.problems_of(folder, token) == expected
+    assert features.problems_of(ls, folder, token) == expected
     opts = ls.options
     assert asked == [(folder, opts.relevance_options.analysis, opts.engine, token)]
     # the warm-up hands over the problems of the index it built: not asked again
-    assert ls.problems_of(folder, token, found=on_disk) == expected
+    assert features.problems_of(ls, folder, token, found=on_disk) == expected
     assert len(asked) == 1
 
 
 def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = str(tmp_path / "ws")
     ls = server_with([folder])
@@ -696,22 +697,22 @@ def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
         kw["token"] = token
         return job(token, None)
 
-    def problems_of(f: str, cancel: Any, found: Any = "not given") -> list[Any]:
+    def problems_of(_ls: Any, f: str, cancel: Any, found: Any = "not given") -> list[Any]:
         checked.append((f, cancel, found))
         return []
 
     ls.run_engine = run_engine  # type: ignore[method-assign]
-    ls.problems_of = problems_of  # type: ignore[method-assign]
+    monkeypatch.setattr(features, "problems_of", problems_of)
     ls.tell_failure = lambda f, exc: failures.append((f, exc))  # type: ignore[method-assign]
     ls.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
     handed = [srv.Problem("a.md", 1, "r")]
-    asyncio.run(ls.check_folder(folder))
-    asyncio.run(ls.check_folder(folder, after_warm_up=False, found=handed))
+    asyncio.run(features.check_folder(ls, folder))
+    asyncio.run(features.check_folder(ls, folder, after_warm_up=False, found=handed))
     assert [r["after_warm_up"] for r in runs] == [True, False]
     assert checked == [(folder, runs[0]["token"], None), (folder, runs[1]["token"], handed)]
     outcome[0] = JsonRpcException("the folder is gone.", data={"code": "bundle_not_found"})
     with caplog.at_level(logging.WARNING, "citeline"):
-        asyncio.run(ls.check_folder(folder))
+        asyncio.run(features.check_folder(ls, folder))
     logged = citeline_log(caplog)
     assert logged == [f"diagnostics for {folder}: the folder is gone."]
     assert failures == [(folder, outcome[0])]
@@ -753,12 +754,12 @@ def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
     ):
         outcome.append(problems)
         before = len(shown)
-        asyncio.run(ls.check_folder(folder))
+        asyncio.run(features.check_folder(ls, folder))
         assert shown[before:] == told, problems
     # each folder has its own situation: the same file name elsewhere is news
     other = str(tmp_path / "other")
     outcome.append([a])
-    asyncio.run(ls.check_folder(other))
+    asyncio.run(features.check_folder(ls, other))
     assert shown[-1] == one.replace(folder, other)
 
 
@@ -845,7 +846,9 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
 
     checked: list[tuple[str, bool, Any]] = []
 
-    async def check_folder(folder: str, after_warm_up: bool = True, found: Any = None) -> None:
+    async def check_folder(
+        _ls: Any, folder: str, after_warm_up: bool = True, found: Any = None
+    ) -> None:
         checked.append((folder, after_warm_up, found))
 
     class Refusing:
@@ -853,7 +856,7 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
             raise RuntimeError("the client refused the token")
 
     ls.engine.prepare = prepare  # type: ignore[method-assign]
-    ls.check_folder = check_folder  # type: ignore[method-assign]
+    monkeypatch.setattr(features, "check_folder", check_folder)
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: Refusing()))
     monkeypatch.setattr(features.gc, "freeze", lambda: None)  # not the test process's objects
@@ -1000,11 +1003,13 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
     client = Accepting()
     checked: list[str] = []
 
-    async def check_folder(folder: str, after_warm_up: bool = True, found: Any = None) -> None:
+    async def check_folder(
+        _ls: Any, folder: str, after_warm_up: bool = True, found: Any = None
+    ) -> None:
         checked.append(folder)
 
     ls.engine.prepare = prepare  # type: ignore[method-assign]
-    ls.check_folder = check_folder  # type: ignore[method-assign]
+    monkeypatch.setattr(features, "check_folder", check_folder)
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: client))
     monkeypatch.setattr(features.gc, "freeze", lambda: None)
