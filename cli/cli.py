@@ -684,11 +684,11 @@ def _usage(message: str) -> CitelineError:
 def recall_request(request: dict[str, Any]) -> dict[str, Any]:
     """The search to suggest when no section holds every word: `recall`, keeping the
     options the user chose except `match` (recall's point is to accept any word)."""
-    from . import render
+    from . import sections
 
     again = {k: v for k, v in request.items() if k != "match"}
     again["profile"] = "recall"
-    again["limit"] = min(request.get("limit", render.RECALL_SHOWN), render.RECALL_SHOWN)
+    again["limit"] = min(request.get("limit", sections.RECALL_SHOWN), sections.RECALL_SHOWN)
     return again
 
 
@@ -760,12 +760,12 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
     from citeline.engine import Call, CitelineError
     from citeline.engine.operations import OPERATIONS
 
-    from . import interrupt, render
+    from . import interrupt, render, style
 
     engines = engines or FreshEngine()
 
     bundle = args.bundle if args.bundle is not None else "."
-    color = render.use_color(args.color, sys.stdout)
+    color = style.use_color(args.color, sys.stdout)
     progress = render.ProgressBar()
     recall: dict[str, Any] | None = None
     recall_error: CitelineError | None = None
@@ -820,7 +820,7 @@ def run_query(args: argparse.Namespace, engines: Engines | None = None) -> int:
         failed = worded_for_cli(recall_error, args)
         notes.append(
             "citeline: the --profile recall search failed: "
-            f"{failed.code}: {render.terminal(failed.message)}"
+            f"{failed.code}: {style.terminal(failed.message)}"
         )
     if args.stats or sys.stderr.isatty():
         summary = render.SUMMARIES[args.command](result)
@@ -889,7 +889,7 @@ def draw(
 ) -> str:
     from citeline.fronts.hits import Sources
 
-    from . import render
+    from . import render, sections
 
     bundle = args.bundle if args.bundle is not None else "."
     if args.command == "verify":
@@ -913,14 +913,14 @@ def draw(
         )
     else:
         sources = Sources(bundle, texts)
-        body = render.render_search(
+        body = sections.render_search(
             result, color, bundle=args.bundle, sources=sources, context=args.context_lines
         )
         if not result["total"] and (recall is not None or wants_recall(args, result)):
-            notice = render.no_hit_notice(recall["total"] if recall is not None else None)
+            notice = sections.no_hit_notice(recall["total"] if recall is not None else None)
             hits = ""
             if recall is not None and recall["hits"]:
-                hits = "\n\n" + render.render_search(
+                hits = "\n\n" + sections.render_search(
                     recall, color, bundle=args.bundle, sources=sources, context=args.context_lines
                 )
             body = notice + hits
@@ -937,7 +937,7 @@ def report(err: CitelineError, as_json: bool) -> int:
             sys.stdout.write(encode(err.to_json()) + "\n")
             sys.stdout.flush()
         else:
-            from .render import terminal
+            from .style import terminal
 
             sys.stderr.write(f"citeline: {err.code}: {terminal(err.message)}\n")
             sys.stderr.flush()
@@ -988,7 +988,7 @@ def usage_error(err: UsageError, argv: Sequence[str]) -> int:
         }
         sys.stdout.write(json.dumps(envelope, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
-        from .render import terminal
+        from .style import terminal
 
         sys.stderr.write(f"{usage}\n{culprit.prog}: error: {terminal(err.message)}\n")
     return exit_status("schema_validation")
@@ -1091,7 +1091,7 @@ def report_bug(exc: BaseException, as_json: bool) -> int:
             sys.stdout.write(encode(envelope) + "\n")
             sys.stdout.flush()
         else:
-            from .render import terminal
+            from .style import terminal
 
             sys.stderr.write(f"citeline: {INTERNAL}: {terminal(envelope['error']['message'])}\n")
     return INTERNAL_EXIT
@@ -1253,7 +1253,7 @@ def status_text(report: dict[str, Any], as_json: bool) -> str:
         from citeline.engine.answer.present import encode
 
         return encode(report) + "\n"
-    from .render import terminal
+    from .style import terminal
 
     steer = "paused (--resume resumes it)" if report["paused"] else "on (--pause pauses it)"
     lines = [

@@ -1,6 +1,6 @@
 r"""The workspace's text made safe to show: SPEC §10's escaping, one function for every front.
 
-Human output (the CLI's, cli/render.py) and MCP's text content (mcp_server/server.py) carry the
+Human output (the CLI's, cli/style.py) and MCP's text content (mcp_server/text.py) carry the
 workspace's bytes — file names, headings, titles, ids, lines — and messages that quote them.
 A terminal obeys the control characters among them (ESC starts sequences that set the window
 title, clear the screen or write the clipboard; a lone CR overwrites the line); a model, and

@@ -4,7 +4,7 @@ situation each folder's user was told of (so that a warning is shown once per ch
 once per check), and the debounced re-check after edits.
 
 Handed a plain pygls server (to publish and to show messages); what the problems are is the
-citeline server's to find (CitelineServer.problems_of), and the engine's.
+features' to find (lsp/features.py problems_of), and the engine's.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The language server's features: each builds its request and Call, runs it in the job
-pool (lsp/jobs.py) and converts the answer (lsp/symbols.py). Module-level functions over the
+pool (lsp/jobs.py) and converts the answer (lsp/symbols.py): the commands, workspace and
+document symbols, a folder's diagnostics and the warm-up. Module-level functions over the
 server's state (lsp/server.py registers them as its handlers), as jedi-language-server's are.
 """
 
@@ -10,6 +11,7 @@ import gc
 import heapq
 import itertools
 import logging
+import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -31,8 +33,10 @@ from citeline.engine.answer.requests import SymbolsRequest, front_request, stric
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.capture.capture import read_inside
 from citeline.engine.operations import OPERATIONS
+from citeline.fronts import names
 from citeline.fronts.hits import Sources, hit_label
 
+from . import diagnostics
 from . import symbols as conv
 from .rpc import rpc_error, schema
 
@@ -42,7 +46,9 @@ if TYPE_CHECKING:
     from citeline.engine import Engine
     from citeline.engine.base.limits import Settings
 
+    from .diagnostics import Diagnostics
     from .jobs import Job
+    from .places import Places
     from .settings import ServerSettings
 
 log = logging.getLogger("citeline.lsp")
@@ -51,11 +57,14 @@ T = TypeVar("T")
 
 class CitelineServer(Protocol):
     """What the features need of the server (lsp/server.py's CitelineServer has it): its
-    engine, settings and workspace, and how it runs a job. Named here, not imported, so
-    that the server imports its features and never the reverse (no import circle)."""
+    engine, settings, workspace and folders (lsp/places.py), and how it runs a job. Named
+    here, not imported, so that the server imports its features and never the reverse (no
+    import circle)."""
 
     engine: Engine
     options: ServerSettings
+    places: Places
+    diagnostics: Diagnostics
 
     @property
     def workspace(self) -> Workspace: ...
@@ -63,23 +72,15 @@ class CitelineServer(Protocol):
     @property
     def work_done_progress(self) -> Any: ...
 
-    def folders(self) -> list[tuple[str, str]]: ...
-
-    def choose_folder(self, root: object) -> str: ...
-
     def engine_settings(self, folder: str, strict: bool = False) -> Settings: ...
 
     def overlay(self, folder: str) -> dict[str, bytes] | None: ...
 
-    def closed_document(self, path: str | None) -> tuple[str, str] | None: ...
-
     def client_has_progress(self) -> bool: ...
 
-    def tell_failure(self, folder: str, exc: JsonRpcException) -> None: ...
+    def tell(self, folder: str, message: str | None, key: str | None = None) -> None: ...
 
-    async def check_folder(
-        self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
-    ) -> None: ...
+    def tell_failure(self, folder: str, exc: JsonRpcException) -> None: ...
 
     async def run_engine(
         self,
@@ -115,7 +116,7 @@ async def execute_command(ls: CitelineServer, params: types.ExecuteCommandParams
                 labels = request.pop("labels")
                 if not isinstance(labels, bool):
                     raise schema("labels must be a boolean.", field="labels")
-        bundle = ls.choose_folder(root)
+        bundle = ls.places.choose_folder(root)
         if params.command == "citeline.search" and isinstance(request, dict):
             request = ls.options.search_request(request)
     except CitelineError as err:
@@ -159,7 +160,7 @@ def with_labels(result: dict[str, Any], bundle: str, texts: Mapping[str, str]) -
 async def workspace_symbols(
     ls: CitelineServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
-    folders = [path for _, path in ls.folders()]
+    folders = [path for _, path in ls.places.folders()]
     opts = ls.options
     engine = ls.engine
     request = SymbolsRequest(params.query, opts.symbol_cap, opts.list_cap, opts.relevance_options)
@@ -197,7 +198,7 @@ async def document_symbols(
     units = ls.workspace.position_codec.client_num_units
     is_open = any(d is doc for d in ls.workspace.text_documents.values())
     text = doc.source if is_open else None
-    closed = None if is_open else ls.closed_document(doc.path)
+    closed = None if is_open else ls.places.closed_document(doc.path)
     max_bytes = ls.options.engine.limits.max_file_bytes
 
     def job(cancel: CancelToken, progress: Progress | None) -> list[types.DocumentSymbol]:
@@ -220,6 +221,63 @@ async def document_symbols(
     return await ls.run_engine(job)
 
 
+def problems_of(
+    ls: CitelineServer, folder: str, cancel: CancelToken, found: list[Problem] | None = None
+) -> list[Problem]:
+    """Parse errors of the folder's searchable files (`found`: those of the index the
+    warm-up just built); open documents use the editor text."""
+    opts = ls.options
+    if found is None:
+        call = Call(folder, ls.engine_settings(folder), cancel)
+        found = ls.engine.problems(call, opts.relevance_options.analysis)
+    open_docs = ls.places.open_texts(folder)
+    out = [p for p in found if p.path not in open_docs]
+    for rel, text in open_docs.items():
+        if not any(p.path == rel for p in found) and not captured(ls, folder, rel):
+            continue
+        from citeline.engine.text import analysis
+
+        outline = analysis.outline_tree(text.encode("utf-8", "surrogatepass"))
+        if isinstance(outline, ParseIssue):
+            out.append(Problem(rel, outline.line, outline.reason))
+    out.sort(key=lambda p: p.path)
+    return out
+
+
+def captured(ls: CitelineServer, folder: str, rel: str) -> bool:
+    """Whether the last capture of `folder` holds `rel` (a searchable file)."""
+    known = ls.engine.reuse.known(os.path.abspath(folder))
+    reserved = rel in ls.options.engine.reserved
+    return known is not None and rel in known.files and not reserved
+
+
+async def check_folder(
+    ls: CitelineServer, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
+) -> None:
+    """textDocument/publishDiagnostics for `folder`: its files' parse problems (problems_of)
+    per document, and the user told once per change of its situation (files left out of
+    search, or a check that failed on the workspace itself)."""
+
+    def job(cancel: CancelToken, progress: Progress | None) -> list[Problem]:
+        return problems_of(ls, folder, cancel, found)
+
+    try:
+        problems = await ls.run_engine(job, after_warm_up=after_warm_up)
+    except JsonRpcException as exc:
+        log.warning("diagnostics for %s: %s", folder, exc.message)
+        ls.tell_failure(folder, exc)
+        return
+    if problems and ls.options.engine.skip_invalid:
+        message, key = diagnostics.skipped_message(folder, problems)
+        ls.tell(folder, message, key=key)
+    else:
+        ls.tell(folder, None)
+    editor_uris = {}
+    if problems and not names.volume_rules(folder).exact:
+        editor_uris = {rel: uri for rel, (uri, _) in ls.places.open_documents(folder).items()}
+    ls.diagnostics.publish(folder, diagnostics.by_uri(folder, problems, editor_uris))
+
+
 async def warm_up(
     ls: CitelineServer,
     folders: list[str] | None,
@@ -235,7 +293,7 @@ async def warm_up(
         if previous is not None and not previous.done():
             await asyncio.wait([previous])  # one warm-up at a time: they share the files
         if folders is None:
-            folders = [path for _, path in ls.folders()]
+            folders = [path for _, path in ls.places.folders()]
         token: str | None = None
         if ls.client_has_progress():
             token = f"citeline-warmup-{uuid.uuid4()}"
@@ -279,11 +337,19 @@ async def warm_up(
         if not gate.done():
             gate.set_result(None)
     for folder in folders:
-        await ls.check_folder(folder, after_warm_up=False, found=problems.get(folder))
+        await check_folder(ls, folder, after_warm_up=False, found=problems.get(folder))
     # What the warm-up built lives as long as the server: out of the cyclic collector's
     # way, so that its full collections during requests need not walk it again.
     gc.collect()
     gc.freeze()
 
 
-__all__ = ["document_symbols", "execute_command", "warm_up", "workspace_symbols"]
+__all__ = [
+    "captured",
+    "check_folder",
+    "document_symbols",
+    "execute_command",
+    "problems_of",
+    "warm_up",
+    "workspace_symbols",
+]

@@ -9,7 +9,8 @@ Every feature is a thin adapter: take the request apart, run the engine in a wor
   run as the request's own task so that ``$/cancelRequest`` reaches them;
 - lsp/transport.py: reading frames from stdin, and the watch on the client process
   (initialize's processId) that ends the server when the client dies;
-- here: the state (folders, settings, open documents, diagnostics published), the job pool
+- lsp/places.py: the workspace folders, and how an editor's paths and documents meet them;
+- here: the state (settings, the folders' places, diagnostics published), the job pool
   (engine work in a private thread pool from ``async def`` handlers; a cancelled handler
   sets the engine's CancelToken, checked between files and stages, and pygls answers
   -32800: nothing partial is ever sent), the warm-up and work-done progress.
@@ -40,22 +41,15 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.uris import to_fs_path
 
-from citeline.engine import (
-    Call,
-    CancelToken,
-    CitelineError,
-    Engine,
-    Problem,
-    Progress,
-)
-from citeline.engine.base.errors import ParseIssue
+from citeline.engine import CancelToken, CitelineError, Engine, Problem
 from citeline.engine.base.limits import Settings
 from citeline.fronts import names
 from citeline.fronts.json_names import json_type
 
-from . import diagnostics, features, transport
+from . import features, transport
 from .diagnostics import DIAGNOSTIC_DELAY, Diagnostics
 from .jobs import PROGRESS_INTERVAL, Job, Jobs
+from .places import MARKDOWN_SUFFIXES, Places
 from .rpc import (
     COMMANDS,
     CitelineProtocol,
@@ -63,7 +57,6 @@ from .rpc import (
     bug_error,
     guarded,
     rpc_error,
-    schema,
 )
 from .settings import ServerSettings, parse_settings, unwrap
 from .stdio import FrameReader
@@ -74,7 +67,6 @@ log = logging.getLogger("citeline.lsp")
 T = TypeVar("T")
 
 VERSION = "0.1.0"
-MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
 class CitelineServer(LanguageServer):
@@ -87,82 +79,14 @@ class CitelineServer(LanguageServer):
         self.background: set[asyncio.Task[Any]] = set()
         self.exit_requested = False
         self.closing: asyncio.Event | None = None  # set to stop serving (client process gone)
-        self.spelling = names.Spelling()  # editor paths -> the names the disk stores
-
-    # -- workspace -----------------------------------------------------------------------
-
-    def folders(self) -> list[tuple[str, str]]:
-        """(uri, path) of each workspace folder, in the client's order."""
-        out = []
-        for folder in self.workspace.folders.values():
-            path = to_fs_path(folder.uri)
-            if path and os.path.isabs(path):
-                out.append((folder.uri, path))
-        root = self.workspace.root_path
-        if not out and self.workspace.root_uri and root and os.path.isabs(root):
-            out.append((self.workspace.root_uri, root))
-        # A URI whose path is relative (`file:docs`) names no folder: searched from the
-        # server's working directory, it would give symbols whose URIs do not exist
-        # (on_initialize logs it).
-        return out
-
-    def choose_folder(self, root: object) -> str:
-        folders = self.folders()
-        if root is None:
-            if not folders:
-                raise CitelineError(
-                    "bundle_not_found",
-                    "No workspace folder is open; open a folder or pass a root URI.",
-                    {"root": None},
-                )
-            return folders[0][1]
-        if not isinstance(root, str):
-            raise schema("root must be a file URI of a workspace folder.", field="root")
-        wanted = to_fs_path(root) if "://" in root else root
-        for uri, path in folders:
-            if root == uri or (
-                wanted
-                and os.path.isabs(wanted)
-                and names.same_folder(wanted, path, names.volume_rules(path))
-            ):
-                return path
-        raise schema(
-            f"root {root!r} is not a workspace folder; open folders: "
-            + (", ".join(u for u, _ in folders) or "none")
-            + ".",
-            field="root",
-            root=root,
-            folders=[u for u, _ in folders],
-        )
-
-    def folder_of(self, file_path: str) -> str | None:
-        """The deepest workspace folder holding `file_path`, its names compared as the
-        folder's volume compares them (SPEC §16: case-insensitive on macOS and Windows)."""
-        best, left = None, 0
-        for _, path in self.folders():
-            inside = names.below(path, file_path, names.volume_rules(path))
-            if inside is not None and (best is None or len(inside) < left):
-                best, left = path, len(inside)  # fewer names left: a deeper folder
-        return best
+        # the workspace folders, and how editor paths and open documents meet them
+        self.places = Places(self, lambda folder: self.engine.reuse.known(folder))
 
     def engine_settings(self, folder: str, strict: bool = False) -> Settings:
         """The engine's settings for `folder`: the user's (or, for a request with `"strict":
         true`, okf's contract's), with `.gitignore` comparing names as the folder's volume does
         (fronts/names.py)."""
         return names.for_volume(self.options.engine_for(strict), folder)
-
-    def relative(self, folder: str, file_path: str) -> str | None:
-        """`file_path` relative to `folder` (with `/`), spelt as the disk stores its names:
-        the path the capture records, marks and overlays; None when it is not inside."""
-        rules = names.volume_rules(folder)
-        inside = names.below(folder, file_path, rules)
-        if inside is None:
-            return None
-        rel = "/".join(inside)
-        if rules.exact:
-            return rel
-        known = self.engine.reuse.known(os.path.abspath(folder))
-        return self.spelling.on_disk(folder, rel, rules, known.files if known else None)
 
     # -- running engine work -------------------------------------------------------------
 
@@ -252,98 +176,15 @@ class CitelineServer(LanguageServer):
         """A command of the operations table (lsp/rpc.py dispatches here)."""
         return await features.execute_command(self, params)
 
-    def closed_document(self, path: str | None) -> tuple[str, str] | None:
-        """(workspace folder, bundle-relative path) of a document that is not open, when it is
-        a Markdown file inside a workspace folder; None otherwise. Its outline is then read
-        with the capture's rules (engine.capture.read_inside: no link followed at any
-        component inside the folder, non-blocking, regular files only, bounded), never with
-        a plain open() that would follow a link out of the workspace, wait on a FIFO or read
-        /dev/zero until memory runs out (issue 31)."""
-        if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
-            return None
-        folder = self.folder_of(path)
-        rel = None if folder is None else self.relative(folder, path)
-        if folder is None or rel is None:
-            return None
-        return folder, rel  # read_inside refuses "..", "." and empty components
-
     # -- diagnostics ---------------------------------------------------------------------
-
-    def open_texts(self, folder: str) -> dict[str, str]:
-        """Bundle-relative path (as the disk spells it) -> editor text of the open Markdown
-        documents in `folder`."""
-        return {rel: text for rel, (_, text) in self.open_documents(folder).items()}
-
-    def open_documents(self, folder: str) -> dict[str, tuple[str, str]]:
-        """Bundle-relative path (as the disk spells it) -> (the editor's URI, its text) of
-        the open Markdown documents in `folder`."""
-        out = {}
-        for uri, doc in self.workspace.text_documents.items():
-            path = doc.path
-            if not path or not path.lower().endswith(MARKDOWN_SUFFIXES):
-                continue
-            rel = self.relative(folder, path)
-            if rel is not None:
-                out[rel] = (uri, doc.source)
-        return out
 
     def overlay(self, folder: str) -> dict[str, bytes] | None:
         """With the setting `unsaved`, the open documents' text to search instead of the
         disk's (SPEC §11 "Unsaved text")."""
         if not self.options.unsaved:
             return None
-        texts = self.open_texts(folder)
+        texts = self.places.open_texts(folder)
         return {p: t.encode("utf-8", "surrogatepass") for p, t in texts.items()} or None
-
-    def problems_of(
-        self, folder: str, cancel: CancelToken, found: list[Problem] | None = None
-    ) -> list[Problem]:
-        """Parse errors of the folder's searchable files (`found`: those of the index the
-        warm-up just built); open documents use the editor text."""
-        opts = self.options
-        if found is None:
-            call = Call(folder, self.engine_settings(folder), cancel)
-            found = self.engine.problems(call, opts.relevance_options.analysis)
-        open_docs = self.open_texts(folder)
-        out = [p for p in found if p.path not in open_docs]
-        for rel, text in open_docs.items():
-            if not any(p.path == rel for p in found) and not self.captured(folder, rel):
-                continue
-            from citeline.engine.text import analysis
-
-            outline = analysis.outline_tree(text.encode("utf-8", "surrogatepass"))
-            if isinstance(outline, ParseIssue):
-                out.append(Problem(rel, outline.line, outline.reason))
-        out.sort(key=lambda p: p.path)
-        return out
-
-    def captured(self, folder: str, rel: str) -> bool:
-        """Whether the last capture of `folder` holds `rel` (a searchable file)."""
-        known = self.engine.reuse.known(os.path.abspath(folder))
-        reserved = rel in self.options.engine.reserved
-        return known is not None and rel in known.files and not reserved
-
-    async def check_folder(
-        self, folder: str, after_warm_up: bool = True, found: list[Problem] | None = None
-    ) -> None:
-        def job(cancel: CancelToken, progress: Progress | None) -> list[Problem]:
-            return self.problems_of(folder, cancel, found)
-
-        try:
-            problems = await self.run_engine(job, after_warm_up=after_warm_up)
-        except JsonRpcException as exc:
-            log.warning("diagnostics for %s: %s", folder, exc.message)
-            self.tell_failure(folder, exc)
-            return
-        if problems and self.options.engine.skip_invalid:
-            message, key = diagnostics.skipped_message(folder, problems)
-            self.tell(folder, message, key=key)
-        else:
-            self.tell(folder, None)
-        editor_uris = {}
-        if problems and not names.volume_rules(folder).exact:
-            editor_uris = {rel: uri for rel, (uri, _) in self.open_documents(folder).items()}
-        self.diagnostics.publish(folder, diagnostics.by_uri(folder, problems, editor_uris))
 
     def tell(self, folder: str, message: str | None, key: str | None = None) -> None:
         """Show `message` once per change of the folder's situation (None: all is well)."""
@@ -357,7 +198,9 @@ class CitelineServer(LanguageServer):
 
     def schedule_check(self, folder: str, delay: float = DIAGNOSTIC_DELAY) -> None:
         """Debounced re-check of one folder's diagnostics."""
-        self.diagnostics.schedule(folder, delay, lambda: self.spawn(self.check_folder(folder)))
+        self.diagnostics.schedule(
+            folder, delay, lambda: self.spawn(features.check_folder(self, folder))
+        )
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -370,11 +213,11 @@ class CitelineServer(LanguageServer):
         path = to_fs_path(uri)
         if not path:
             return
-        folder = self.folder_of(path)
+        folder = self.places.folder_of(path)
         if folder is None:
             return
         if on_disk:
-            rel = self.relative(folder, path)
+            rel = self.places.relative(folder, path)
             if rel is not None:
                 self.engine.changed(folder, [rel])
         if path.lower().endswith(MARKDOWN_SUFFIXES) or not on_disk:
@@ -465,7 +308,7 @@ def on_configuration(ls: CitelineServer, params: types.DidChangeConfigurationPar
         ):
             ls.start_warm_up()  # indexes of the new settings; it checks every folder too
         else:
-            for _, folder in ls.folders():
+            for _, folder in ls.places.folders():
                 ls.schedule_check(folder, 0)
 
 

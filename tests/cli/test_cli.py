@@ -14,7 +14,7 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
-from citeline.cli import cli, render
+from citeline.cli import cli, render, style
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.contracts import validate
@@ -96,7 +96,7 @@ def test_paths_open_from_where_the_command_ran(bundle: Path) -> None:
 def test_color_always_marks_spans(bundle: Path) -> None:
     out = run("search", str(bundle), "-q", "hashtable", "--color", "always")
     assert out.returncode == 0
-    assert f"{render.BOLD_RED}hashtable{render.RESET}" in out.stdout
+    assert f"{style.BOLD_RED}hashtable{style.RESET}" in out.stdout
     plain = run("search", str(bundle), "-q", "hashtable")
     assert "\x1b[" not in plain.stdout and "[hashtable]" not in plain.stdout
 

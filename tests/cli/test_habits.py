@@ -13,7 +13,7 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
-from citeline.cli import cli, render
+from citeline.cli import cli, sections
 from citeline.engine import Engine
 from citeline.engine.contracts import validate
 from citeline.fronts import hits
@@ -219,17 +219,17 @@ def test_long_line_is_cut_at_word_boundaries(tmp_path: Path) -> None:
     line = f"{words} needle {words}"
     start = line.index(body)
     assert line[start - 1] == " " and line[start + len(body)] == " "
-    assert len(body) <= render.WIDTH
+    assert len(body) <= sections.WIDTH
 
 
 def test_clip_keeps_spans_on_the_same_text() -> None:
     text = "alpha " * 40 + "needle " + "omega " * 40
     start = text.index("needle")
-    clipped, spans = render.clip(text, ((start, start + 6),))
+    clipped, spans = sections.clip(text, ((start, start + 6),))
     ((s, e),) = spans
     assert clipped[s:e] == "needle"
     assert clipped.startswith("…alpha") and clipped.endswith("omega…")
-    assert render.clip("short needle", ((6, 12),)) == ("short needle", ((6, 12),))
+    assert sections.clip("short needle", ((6, 12),)) == ("short needle", ((6, 12),))
 
 
 def test_snippet_cut_mid_word_starts_at_the_next_word() -> None:
@@ -244,7 +244,7 @@ def test_snippet_cut_mid_word_starts_at_the_next_word() -> None:
         "snippet": snippet,
         "match_spans": [{"start": start, "end": start + 6}],
     }
-    jump, shown = render.snippet_lines(hit, 0)
+    jump, shown = sections.snippet_lines(hit, 0)
     (line,) = shown
     assert line is not None and line.number is None  # unknown: the snippet was cut
     assert line.text.startswith("…words before")
@@ -255,7 +255,7 @@ def test_snippet_cut_mid_word_starts_at_the_next_word() -> None:
 def test_changed_file_falls_back_to_the_snippet(docs: Path) -> None:
     result = Engine().search(docs, {"query": "amend"})
     (docs / "ps.md").write_text("# Changed\n", encoding="utf-8")
-    text = render.render_search(result, False, bundle="docs", sources=hits.Sources(str(docs)))
+    text = sections.render_search(result, False, bundle="docs", sources=hits.Sources(str(docs)))
     head, *body = text.splitlines()
     assert head.startswith("docs/ps.md:7: Amending  (lines 5-7, score ")  # known: from the start
     assert head.endswith(", changed since the search)")
@@ -269,7 +269,7 @@ def test_cli_module_imports_no_engine() -> None:
     code = (
         "import sys, citeline.cli.cli as c; "
         "print(sorted(m for m in sys.modules if m.startswith(('citeline.engine', 'mcp', "
-        "'citeline.cli.render'))))"
+        "'citeline.cli.render', 'citeline.cli.sections', 'citeline.cli.style'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

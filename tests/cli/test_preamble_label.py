@@ -109,7 +109,7 @@ def semantic_result(bundle: Path) -> dict[str, object]:
 def test_semantic_matches_name_it_the_same_way(bundle: Path) -> None:
     from citeline.cli.render import render_semantic
     from citeline.fronts.hits import Sources
-    from citeline.mcp_server.server import render_text
+    from citeline.mcp_server.text import render_text
 
     result = semantic_result(bundle)
     shown = render_semantic(result, False, sources=Sources(str(bundle))).splitlines()

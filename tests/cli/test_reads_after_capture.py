@@ -24,7 +24,7 @@ from bundles import write_bundle
 from inprocess import _call
 
 import citeline.engine.capture.capture as cap
-from citeline.cli import render
+from citeline.cli import sections
 from citeline.engine import Engine
 from citeline.fronts import hits
 
@@ -119,7 +119,7 @@ def test_sources_without_the_engine_text_read_with_the_capture_rules(
     sources = hits.Sources(str(bundle))
     hit = next(h for h in result["hits"] if h["path"] == "a.md")
     assert within(lambda: sources.lines("a.md", hit["content_sha256"])) is None
-    text = within(lambda: render.render_search(result, False, sources=sources))
+    text = within(lambda: sections.render_search(result, False, sources=sources))
     assert "a.md:" in text and "changed since the search" in text
 
 

@@ -1,7 +1,7 @@
-"""cli/render.py in process: the human output's pieces as docs/cli.md describes them
-(colour, paths, the lines shown for a hit, line cutting, the lines format, the notes on
-stderr). The end-to-end command-line tests are test_cli.py, test_habits.py and
-tests/lines; these pin the rules those leave open."""
+"""cli/render.py, cli/sections.py and cli/style.py in process: the human output's pieces
+as docs/cli.md describes them (colour, paths, the lines shown for a hit, line cutting, the
+lines format, the notes on stderr). The end-to-end command-line tests are test_cli.py,
+test_habits.py and tests/lines; these pin the rules those leave open."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.cli import render
-from citeline.cli.render import BOLD, BOLD_RED, DIM, GREEN, MAGENTA, RESET
+from citeline.cli import render, sections, style
+from citeline.cli.style import BOLD, BOLD_RED, DIM, GREEN, MAGENTA, RESET
 from citeline.fronts import hits
 
 
@@ -30,9 +30,9 @@ def test_one_escaping_for_every_front() -> None:
     import ast
 
     from citeline.fronts import escape
-    from citeline.mcp_server import server as mcp
+    from citeline.mcp_server import text as mcp
 
-    assert render.terminal is escape.escaped
+    assert style.terminal is escape.escaped
     assert mcp.escaped is escape.escaped
     imported = [
         n
@@ -45,7 +45,7 @@ def test_one_escaping_for_every_front() -> None:
 def test_line_separators_are_escaped_too() -> None:
     """U+2028 and U+2029 end a line in JavaScript and in some renderers: escaped as the C0
     and C1 controls are, so no file name or line breaks the line it is shown on."""
-    assert render.terminal("a\u2028b\u2029c\x85d\ne\rf\x1bg\th") == (
+    assert style.terminal("a\u2028b\u2029c\x85d\ne\rf\x1bg\th") == (
         "a\\u2028b\\u2029c\\x85d\\ne\\rf\\x1bg\th"
     )
 
@@ -78,35 +78,35 @@ def test_colour_only_on_a_terminal(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     stream = Tty() if tty else io.StringIO()
-    assert render.use_color(choice, stream) is expected
+    assert style.use_color(choice, stream) is expected
 
 
 def test_paint_and_marked() -> None:
-    assert render.paint("x", GREEN, True) == f"{GREEN}x{RESET}"
-    assert render.paint("x", GREEN, False) == "x"
-    assert render.paint("", GREEN, True) == ""  # nothing to colour: no escape codes
+    assert style.paint("x", GREEN, True) == f"{GREEN}x{RESET}"
+    assert style.paint("x", GREEN, False) == "x"
+    assert style.paint("", GREEN, True) == ""  # nothing to colour: no escape codes
     text = "an ordered hashtable"
     spans = ((3, 10), (11, 20))
-    assert render.marked(text, spans, False) == text
-    assert render.marked(text, spans, True) == (
+    assert style.marked(text, spans, False) == text
+    assert style.marked(text, spans, True) == (
         f"an {BOLD_RED}ordered{RESET} {BOLD_RED}hashtable{RESET}"
     )
-    assert render.marked(text, (), True) == text
+    assert style.marked(text, (), True) == text
 
 
 # -- paths -----------------------------------------------------------------------------------------
 
 
 def test_display_path_as_the_user_opens_it() -> None:
-    assert render.display_path(None, "a/b.md") == "a/b.md"
-    assert render.display_path(".", "a/b.md") == "a/b.md"
-    assert render.display_path("./", "a/b.md") == "a/b.md"
-    assert render.display_path("docs", "a/b.md") == os.path.join("docs", "a", "b.md")
-    assert render.display_path("/abs/docs", "x.md") == os.path.join("/abs/docs", "x.md")
+    assert style.display_path(None, "a/b.md") == "a/b.md"
+    assert style.display_path(".", "a/b.md") == "a/b.md"
+    assert style.display_path("./", "a/b.md") == "a/b.md"
+    assert style.display_path("docs", "a/b.md") == os.path.join("docs", "a", "b.md")
+    assert style.display_path("/abs/docs", "x.md") == os.path.join("/abs/docs", "x.md")
 
 
 def test_short_revision() -> None:
-    assert render.short("3f9c2a77aa") == "3f9c2a…"
+    assert style.short("3f9c2a77aa") == "3f9c2a…"
 
 
 # -- summaries and notes ---------------------------------------------------------------------------
@@ -116,8 +116,8 @@ def test_summaries_count_and_agree_in_number() -> None:
     revision = "abcdef0123"
     one = {"hits": [{}], "total": 1, "snapshot_revision": revision}
     many = {"hits": [{}, {}], "total": 12, "snapshot_revision": revision}
-    assert render.search_summary(one) == "1 of 1 section · snapshot abcdef…"
-    assert render.search_summary(many) == "2 of 12 sections · snapshot abcdef…"
+    assert sections.search_summary(one) == "1 of 1 section · snapshot abcdef…"
+    assert sections.search_summary(many) == "2 of 12 sections · snapshot abcdef…"
     concepts = {"concepts": [{}], "total": 1, "snapshot_revision": revision}
     assert render.concepts_summary(concepts) == "1 of 1 concept · snapshot abcdef…"
     assert render.concepts_summary({**concepts, "total": 3}) == "1 of 3 concepts · snapshot abcdef…"
@@ -163,15 +163,15 @@ def test_reserved_note_names_the_files_present(tmp_path: Path) -> None:
 
 
 def test_one_line_headings() -> None:
-    assert render.one_line("a\nb\rc\u2028d\x85e") == "a b c d e"
-    assert render.one_line("plain") == "plain"
+    assert style.one_line("a\nb\rc\u2028d\x85e") == "a b c d e"
+    assert style.one_line("plain") == "plain"
 
 
 def test_no_hit_notice() -> None:
     first = "No section holds every word of the query."
-    assert render.no_hit_notice(None) == first
-    assert render.no_hit_notice(0) == first + " None holds any of them either (--profile recall)."
-    assert render.no_hit_notice(3) == (
+    assert sections.no_hit_notice(None) == first
+    assert sections.no_hit_notice(0) == first + " None holds any of them either (--profile recall)."
+    assert sections.no_hit_notice(3) == (
         first + "\nBest sections with --profile recall, which accepts any of the words:"
     )
 
@@ -190,18 +190,18 @@ def test_overlapping_matches_are_marked_once() -> None:
         "line_end": 2,
         "matched_terms": ["inlineprediction", "inline", "prediction"],
     }
-    jump, shown = render.hit_lines(
+    jump, shown = sections.hit_lines(
         hit, ["# Title", "Use InlinePrediction here"], tokenizer(identifiers="split"), 0
     )
     assert jump == 2
-    assert shown == [render.Shown(2, "Use InlinePrediction here", ((4, 20),), True)]
+    assert shown == [sections.Shown(2, "Use InlinePrediction here", ((4, 20),), True)]
 
 
 def test_fold_merges_overlaps_and_keeps_touching_runs_apart() -> None:
-    assert render._fold([(6, 16), (0, 6), (0, 16)]) == ((0, 16),)
-    assert render._fold([(3, 5), (0, 3)]) == ((0, 3), (3, 5))  # touching: two runs
-    assert render._fold([(0, 4), (2, 3)]) == ((0, 4),)  # inside: the outer one
-    assert render._fold([]) == ()
+    assert sections._fold([(6, 16), (0, 6), (0, 16)]) == ((0, 16),)
+    assert sections._fold([(3, 5), (0, 3)]) == ((0, 3), (3, 5))  # touching: two runs
+    assert sections._fold([(0, 4), (2, 3)]) == ((0, 4),)  # inside: the outer one
+    assert sections._fold([]) == ()
 
 
 def test_the_first_line_of_each_word_then_more_up_to_four() -> None:
@@ -218,12 +218,12 @@ def test_the_first_line_of_each_word_then_more_up_to_four() -> None:
         "beta at last",  # 8
     ]
     hit = {"line_start": 1, "line_end": 8, "matched_terms": ["alpha", "beta"]}
-    jump, shown = render.hit_lines(hit, lines, tokenizer(), 0)
+    jump, shown = sections.hit_lines(hit, lines, tokenizer(), 0)
     assert jump == 1
     numbers = [s.number if s else None for s in shown]
     assert numbers == [1, 2, 3, None, 8]  # alpha at 1, beta at 8, then 2 and 3
     assert all(s is None or s.match for s in shown)
-    with_context = render.hit_lines(hit, lines, tokenizer(), 1)[1]
+    with_context = sections.hit_lines(hit, lines, tokenizer(), 1)[1]
     assert [(s.number, s.match) if s else None for s in with_context] == [
         (1, True),
         (2, True),
@@ -237,26 +237,26 @@ def test_the_first_line_of_each_word_then_more_up_to_four() -> None:
 
 def test_a_hit_matched_by_its_title_only_shows_its_first_line() -> None:
     hit = {"line_start": 3, "line_end": 5, "matched_terms": ["guide"]}
-    jump, shown = render.hit_lines(hit, ["---", "title: Guide", "", "  ", "text"], tokenizer(), 0)
+    jump, shown = sections.hit_lines(hit, ["---", "title: Guide", "", "  ", "text"], tokenizer(), 0)
     assert jump == 3
-    assert shown == [render.Shown(5, "text", (), False)]
+    assert shown == [sections.Shown(5, "text", (), False)]
 
 
 def test_gutter_width_and_markers() -> None:
     shown = [
-        render.Shown(9, "nine", ((0, 4),), True),
+        sections.Shown(9, "nine", ((0, 4),), True),
         None,
-        render.Shown(10, "ten", (), False),
-        render.Shown(None, "unknown line", (), True),
+        sections.Shown(10, "ten", (), False),
+        sections.Shown(None, "unknown line", (), True),
     ]
-    assert render._draw_lines(shown, False) == [
+    assert sections._draw_lines(shown, False) == [
         "   9: nine",
         "   …",
         "  10- ten",
         "    : unknown line",
     ]
-    assert render._draw_lines(shown[:1], True) == [f"  {GREEN}9{RESET}: {BOLD_RED}nine{RESET}"]
-    assert render._draw_lines([render.Shown(3, "", (), True)], False) == ["  3:"]
+    assert sections._draw_lines(shown[:1], True) == [f"  {GREEN}9{RESET}: {BOLD_RED}nine{RESET}"]
+    assert sections._draw_lines([sections.Shown(3, "", (), True)], False) == ["  3:"]
 
 
 # -- reading a hit's file back ---------------------------------------------------------------------
@@ -284,7 +284,7 @@ def test_a_hit_whose_file_is_gone_is_drawn_from_its_snippet(tmp_path: Path) -> N
     (tmp_path / "a.md").write_text("# Alpha\n\nalpha words here\n")
     result = Engine().search(tmp_path, {"query": "alpha"})
     (tmp_path / "a.md").unlink()
-    text = render.render_search(result, False, bundle="b", sources=hits.Sources(str(tmp_path)))
+    text = sections.render_search(result, False, bundle="b", sources=hits.Sources(str(tmp_path)))
     head, *body = text.splitlines()
     assert head.startswith(f"{os.path.join('b', 'a.md')}:1: Alpha  (lines 1-3, score ")
     assert head.endswith(", changed since the search)")
@@ -303,7 +303,7 @@ def test_snippet_lines_with_context_and_gaps() -> None:
         "snippet": snippet,
         "match_spans": [{"start": start, "end": start + 5}, {"start": later, "end": later + 5}],
     }
-    jump, shown = render.snippet_lines(hit, 1)
+    jump, shown = sections.snippet_lines(hit, 1)
     assert jump == 5  # the first line holding a match, numbered from the section's start
     assert [(s.number, s.text, s.match) if s else None for s in shown] == [
         (4, "# H", False),
@@ -321,7 +321,7 @@ def test_snippet_that_starts_at_a_word_is_not_trimmed() -> None:
     snippet = " " * 85 + "word alpha"
     start = snippet.index("alpha")
     hit = {"line_start": 2, "snippet": snippet, "match_spans": [{"start": start, "end": start + 5}]}
-    jump, (line,) = render.snippet_lines(hit, 0)
+    jump, (line,) = sections.snippet_lines(hit, 0)
     assert line is not None and line.number is None and jump == 2
     assert line.text == snippet  # nothing cut: it starts with spaces, not inside a word
 
@@ -333,25 +333,25 @@ def test_a_snippet_line_ending_in_cr_is_shown_without_it() -> None:
     snippet = "# H\r\none alpha\r\ntwo"
     start = snippet.index("alpha")
     hit = {"line_start": 3, "snippet": snippet, "match_spans": [{"start": start, "end": start + 5}]}
-    assert render.snippet_lines(hit, 1) == (
+    assert sections.snippet_lines(hit, 1) == (
         4,
         [
-            render.Shown(3, "# H", (), False),
-            render.Shown(4, "one alpha", ((4, 9),), True),
-            render.Shown(5, "two", (), False),
+            sections.Shown(3, "# H", (), False),
+            sections.Shown(4, "one alpha", ((4, 9),), True),
+            sections.Shown(5, "two", (), False),
         ],
     )
     last = {"line_start": 3, "snippet": "# H\nalpha", "match_spans": [{"start": 4, "end": 9}]}
-    assert render.snippet_lines(last, 1) == (
+    assert sections.snippet_lines(last, 1) == (
         4,
-        [render.Shown(3, "# H", (), False), render.Shown(4, "alpha", ((0, 5),), True)],
+        [sections.Shown(3, "# H", (), False), sections.Shown(4, "alpha", ((0, 5),), True)],
     )
 
 
 def test_a_snippet_from_the_section_start_keeps_its_first_word() -> None:
     """A section without a heading starts with a word: that is no cut word."""
     hit = {"line_start": 1, "snippet": "alpha beta", "match_spans": [{"start": 0, "end": 5}]}
-    assert render.snippet_lines(hit, 0) == (1, [render.Shown(1, "alpha beta", ((0, 5),), True)])
+    assert sections.snippet_lines(hit, 0) == (1, [sections.Shown(1, "alpha beta", ((0, 5),), True)])
 
 
 def test_line_numbers_are_known_only_within_the_contracts_lead() -> None:
@@ -361,10 +361,10 @@ def test_line_numbers_are_known_only_within_the_contracts_lead() -> None:
     word is dropped."""
     at_79 = "w" * 78 + " alpha"
     hit = {"line_start": 7, "snippet": at_79, "match_spans": [{"start": 79, "end": 84}]}
-    assert render.snippet_lines(hit, 0) == (7, [render.Shown(7, at_79, ((79, 84),), True)])
+    assert sections.snippet_lines(hit, 0) == (7, [sections.Shown(7, at_79, ((79, 84),), True)])
     at_80 = "w" * 79 + " alpha"
     hit = {"line_start": 7, "snippet": at_80, "match_spans": [{"start": 80, "end": 85}]}
-    assert render.snippet_lines(hit, 0) == (7, [render.Shown(None, "…alpha", ((1, 6),), True)])
+    assert sections.snippet_lines(hit, 0) == (7, [sections.Shown(None, "…alpha", ((1, 6),), True)])
 
 
 def test_a_cut_snippet_jumps_to_the_sections_start() -> None:
@@ -373,115 +373,119 @@ def test_a_cut_snippet_jumps_to_the_sections_start() -> None:
     snippet = "lorem ipsum " * 8 + "\nalpha"
     start = snippet.index("alpha")
     hit = {"line_start": 7, "snippet": snippet, "match_spans": [{"start": start, "end": start + 5}]}
-    assert render.snippet_lines(hit, 0) == (7, [render.Shown(None, "alpha", ((0, 5),), True)])
+    assert sections.snippet_lines(hit, 0) == (7, [sections.Shown(None, "alpha", ((0, 5),), True)])
 
 
 def test_a_snippet_without_matches_shows_its_first_line() -> None:
     """Matched through the title or the outline only: the section's first line."""
     hit = {"line_start": 5, "snippet": "# H\nbody", "match_spans": []}
-    assert render.snippet_lines(hit, 0) == (5, [render.Shown(5, "# H", (), False)])
+    assert sections.snippet_lines(hit, 0) == (5, [sections.Shown(5, "# H", (), False)])
 
 
 # -- cutting a long line at word boundaries --------------------------------------------------------
 
 
 def test_word_start_moves_past_a_cut_word_never_beyond_its_limit() -> None:
-    assert render.word_start("-abcd e", 3, 7) == 6  # to the end of "abcd", then the space
-    assert render.word_start("ab cd", 0, 5) == 0  # the line's start cuts no word
-    assert render.word_start("ab cd", 1, 5) == 3  # past "b" and the space
-    assert render.word_start("abcd", 1, 2) == 2  # stops at the limit, inside the word
-    assert render.word_start("ab  cd", 1, 3) == 3  # the spaces too stop at the limit
-    assert render.word_start("ab.cd", 1, 5) == 2  # punctuation ends a word
+    assert sections.word_start("-abcd e", 3, 7) == 6  # to the end of "abcd", then the space
+    assert sections.word_start("ab cd", 0, 5) == 0  # the line's start cuts no word
+    assert sections.word_start("ab cd", 1, 5) == 3  # past "b" and the space
+    assert sections.word_start("abcd", 1, 2) == 2  # stops at the limit, inside the word
+    assert sections.word_start("ab  cd", 1, 3) == 3  # the spaces too stop at the limit
+    assert sections.word_start("ab.cd", 1, 5) == 2  # punctuation ends a word
     # CJK characters stand alone: a cut beside one cuts no word.
-    assert render.word_start("ab漢字", 2, 4) == 2
-    assert render.word_start("漢字", 1, 2) == 1
+    assert sections.word_start("ab漢字", 2, 4) == 2
+    assert sections.word_start("漢字", 1, 2) == 1
 
 
 def test_word_end_moves_back_before_a_cut_word_never_below_its_floor() -> None:
-    assert render.word_end("abc", 3, 0) == 3  # the line's end cuts no word
-    assert render.word_end("ab cd", 4, 0) == 2  # before "cd" and the space
-    assert render.word_end("abcd", 3, 2) == 2  # stops at the floor, inside the word
-    assert render.word_end("ab  cd", 4, 3) == 3  # the spaces too stop at the floor
+    assert sections.word_end("abc", 3, 0) == 3  # the line's end cuts no word
+    assert sections.word_end("ab cd", 4, 0) == 2  # before "cd" and the space
+    assert sections.word_end("abcd", 3, 2) == 2  # stops at the floor, inside the word
+    assert sections.word_end("ab  cd", 4, 3) == 3  # the spaces too stop at the floor
 
 
 def test_a_short_line_is_not_cut() -> None:
-    assert render.clip("abc", ((0, 3),), width=3) == ("abc", ((0, 3),))
+    assert sections.clip("abc", ((0, 3),), width=3) == ("abc", ((0, 3),))
 
 
 def test_a_line_without_a_match_is_cut_from_its_start() -> None:
-    assert render.clip("one two three four", (), width=9, lead=0) == ("one two…", ())
-    assert render.clip("one two three four", (), width=9) == ("one two…", ())
+    assert sections.clip("one two three four", (), width=9, lead=0) == ("one two…", ())
+    assert sections.clip("one two three four", (), width=9) == ("one two…", ())
 
 
 def test_a_cut_line_is_never_empty() -> None:
     """With no word boundary within the width, the cut keeps one code point rather than
     showing an empty line; a match is never cut away, and a one-letter match keeps no
     space after it."""
-    assert render.clip("x" * 12, (), width=5) == ("x…", ())
-    assert render.clip("abcdefghijkl mn", ((0, 12),), width=5, lead=2) == ("abcde…", ((0, 5),))
-    assert render.clip("5 " + "x" * 10, ((0, 1),), width=5, lead=2) == ("5…", ((0, 1),))
+    assert sections.clip("x" * 12, (), width=5) == ("x…", ())
+    assert sections.clip("abcdefghijkl mn", ((0, 12),), width=5, lead=2) == ("abcde…", ((0, 5),))
+    assert sections.clip("5 " + "x" * 10, ((0, 1),), width=5, lead=2) == ("5…", ((0, 1),))
 
 
 def test_a_cut_line_keeps_its_match_and_the_lead_before_it() -> None:
     text = "aa bb cc dd ee ff gg hh"
     # 4 code points before "ee" fall inside "cc dd": start after the cut "cc" and its space.
-    assert render.clip(text, ((12, 14),), width=10, lead=4) == ("…dd ee ff…", ((4, 6),))
+    assert sections.clip(text, ((12, 14),), width=10, lead=4) == ("…dd ee ff…", ((4, 6),))
     # Near the end the window moves back so that the width is used; trailing spaces are
     # no cut, so no … after them.
     text = "aa bb cc dd ee ff gg hh  "
-    assert render.clip(text, ((21, 23),), width=10, lead=4) == ("…ff gg hh  ", ((7, 9),))
+    assert sections.clip(text, ((21, 23),), width=10, lead=4) == ("…ff gg hh  ", ((7, 9),))
 
 
 def test_a_cut_line_is_marked_only_where_it_was_cut() -> None:
     # A match at the start: nothing cut before it.
-    assert render.clip("aa bb cc dd ee", ((0, 2),), width=8, lead=4) == ("aa bb cc…", ((0, 2),))
+    assert sections.clip("aa bb cc dd ee", ((0, 2),), width=8, lead=4) == ("aa bb cc…", ((0, 2),))
     # Leading spaces (indentation) are kept: the line starts there.
-    assert render.clip("  aa bb cc dd", ((2, 4),), width=8, lead=4) == ("  aa bb…", ((2, 4),))
+    assert sections.clip("  aa bb cc dd", ((2, 4),), width=8, lead=4) == ("  aa bb…", ((2, 4),))
     # Cut one code point in, after a punctuation mark: no word to skip, still a cut.
-    assert render.clip("-aa bb cc dd ee", ((7, 9),), width=8, lead=6) == ("…aa bb cc…", ((7, 9),))
+    assert sections.clip("-aa bb cc dd ee", ((7, 9),), width=8, lead=6) == ("…aa bb cc…", ((7, 9),))
     # Cut one code point in, inside a word: that word goes.
-    assert render.clip("xaa bb cc dd ee", ((7, 9),), width=8, lead=6) == ("…bb cc dd…", ((4, 6),))
+    assert sections.clip("xaa bb cc dd ee", ((7, 9),), width=8, lead=6) == ("…bb cc dd…", ((4, 6),))
 
 
 def test_matches_outside_a_cut_line_are_dropped() -> None:
     spans = ((0, 4), (5, 9), (10, 14))
-    assert render.clip("aaaa-bbbb cccc", spans, width=5, lead=2) == ("aaaa-…", ((0, 4),))
+    assert sections.clip("aaaa-bbbb cccc", spans, width=5, lead=2) == ("aaaa-…", ((0, 4),))
 
 
 def test_a_snippet_cut_mid_word_starts_at_the_next_word() -> None:
-    assert render.trim_leading_word("rd alpha", ()) == ("…alpha", ())
+    assert sections.trim_leading_word("rd alpha", ()) == ("…alpha", ())
     # Never past the first match, even when it is the end of the cut word (identifiers=split
     # matches "prediction" inside "linePrediction").
-    assert render.trim_leading_word("linePrediction rest", ((4, 14),)) == (
+    assert sections.trim_leading_word("linePrediction rest", ((4, 14),)) == (
         "…Prediction rest",
         ((1, 11),),
     )
     # A one-letter cut word: the punctuation after it stays.
-    assert render.trim_leading_word("s, and alpha", ((7, 12),)) == ("…, and alpha", ((7, 12),))
-    assert render.trim_leading_word(" alpha", ((1, 6),)) == (" alpha", ((1, 6),))  # no word cut
+    assert sections.trim_leading_word("s, and alpha", ((7, 12),)) == ("…, and alpha", ((7, 12),))
+    assert sections.trim_leading_word(" alpha", ((1, 6),)) == (" alpha", ((1, 6),))  # no word cut
 
 
 def test_the_first_line_of_each_word_is_chosen_before_repeats() -> None:
     """Line 3 holds "a" again after "c" was seen: a repeat, left for "d" on line 4."""
     found = {0: {"a"}, 1: {"b"}, 2: {"c"}, 3: {"a"}, 4: {"d"}}
-    assert render._choose(found) == [0, 1, 2, 4]
+    assert sections._choose(found) == [0, 1, 2, 4]
 
 
 def test_a_hit_of_blank_lines_shows_its_first_line() -> None:
     """No word of the hit is in its lines and they are all blank: its first line, never a
     line past the section."""
     hit = {"line_start": 2, "line_end": 3, "matched_terms": ["guide"]}
-    assert render.hit_lines(hit, ["# Guide", "", "   ", "after"], tokenizer(), 0) == (
+    assert sections.hit_lines(hit, ["# Guide", "", "   ", "after"], tokenizer(), 0) == (
         2,
-        [render.Shown(2, "", (), False)],
+        [sections.Shown(2, "", (), False)],
     )
 
 
 def test_gutter_without_line_numbers() -> None:
-    shown = [render.Shown(None, "alpha", ((0, 5),), True), None, render.Shown(None, "b", (), False)]
-    assert render._draw_lines(shown, False) == ["   : alpha", "  …", "   - b"]
+    shown = [
+        sections.Shown(None, "alpha", ((0, 5),), True),
+        None,
+        sections.Shown(None, "b", (), False),
+    ]
+    assert sections._draw_lines(shown, False) == ["   : alpha", "  …", "   - b"]
     # No number: no colour in the gutter either.
-    assert render._draw_lines(shown[:1], True) == [f"   : {BOLD_RED}alpha{RESET}"]
+    assert sections._draw_lines(shown[:1], True) == [f"   : {BOLD_RED}alpha{RESET}"]
 
 
 # -- whole outputs ---------------------------------------------------------------------------------
@@ -522,7 +526,7 @@ def search_result() -> dict[str, object]:
 
 
 def test_render_search_without_colour() -> None:
-    assert render.render_search(search_result(), False) == (
+    assert sections.render_search(search_result(), False) == (
         "notes/a.md:1: Alpha  (lines 1-3, score 0.500; matched: alpha; missing: beta, gamma)\n"
         "  1: # Alpha\n"
         "  …\n"
@@ -534,7 +538,7 @@ def test_render_search_without_colour() -> None:
 
 
 def test_render_search_in_colour() -> None:
-    text = render.render_search(search_result(), True)
+    text = sections.render_search(search_result(), True)
     first = text.split("\n\n")[0]
     about = "(lines 1-3, score 0.500; matched: alpha; missing: beta, gamma)"
     assert first.splitlines() == [
@@ -565,7 +569,7 @@ def test_a_hit_to_the_files_last_line_is_drawn_from_the_file(tmp_path: Path) -> 
     }
     result = {"query": "alpha", "hits": [hit], "total": 1, "snapshot_revision": "ab"}
     sources = hits.Sources(str(tmp_path))
-    assert render.render_search(result, False, sources=sources) == (
+    assert sections.render_search(result, False, sources=sources) == (
         "a.md:1: Alpha  (lines 1-2, score 0.500)\n  1: # Alpha\n  2: alpha here"
     )
 
@@ -574,7 +578,7 @@ def test_sources_and_paths_split_only_at_slashes(tmp_path: Path) -> None:
     """Paths may hold spaces; '/' alone separates their folders."""
     import hashlib
 
-    assert render.display_path("docs", "my notes/a b.md") == os.path.join(
+    assert style.display_path("docs", "my notes/a b.md") == os.path.join(
         "docs", "my notes", "a b.md"
     )
     (tmp_path / "my notes").mkdir()

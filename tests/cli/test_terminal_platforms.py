@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from bundles import write_bundle as write
 
-from citeline.cli import cli, render
+from citeline.cli import cli, render, style
 
 FILES = {"café/guide.md": "# Ordered hashtables\n\nAn ordered hashtable keeps order.\n"}
 
@@ -156,12 +156,12 @@ def as_windows_console(monkeypatch: pytest.MonkeyPatch, console: Console) -> Non
     monkeypatch.setitem(sys.modules, "msvcrt", msvcrt)
     monkeypatch.setattr(ctypes, "WinDLL", lambda name, use_last_error=False: console, raising=False)
     monkeypatch.setattr(sys, "platform", "win32")
-    monkeypatch.setattr(render, "_SHOWN", {})
+    monkeypatch.setattr(style, "_SHOWN", {})
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm")
 
 
-VT = render.ENABLE_VIRTUAL_TERMINAL_PROCESSING
+VT = style.ENABLE_VIRTUAL_TERMINAL_PROCESSING
 
 
 def test_colour_on_a_console_whose_virtual_terminal_processing_is_turned_on(
@@ -169,30 +169,30 @@ def test_colour_on_a_console_whose_virtual_terminal_processing_is_turned_on(
 ) -> None:
     console = Console({101: 0x3, 102: 0x3 | VT})
     as_windows_console(monkeypatch, console)
-    assert render.use_color("auto", Tty(1)) is True
+    assert style.use_color("auto", Tty(1)) is True
     assert console.modes[101] == 0x3 | VT and console.set_calls == [(101, 0x3 | VT)]
-    assert render.use_color("auto", Tty(2)) is True  # already on: nothing set
-    assert render.use_color("auto", Tty(1)) is True and len(console.set_calls) == 1  # once
+    assert style.use_color("auto", Tty(2)) is True  # already on: nothing set
+    assert style.use_color("auto", Tty(1)) is True and len(console.set_calls) == 1  # once
     assert render.ProgressBar(Tty(2)).enabled is True
     monkeypatch.setenv("NO_COLOR", "1")
-    assert render.use_color("auto", Tty(1)) is False  # NO_COLOR honoured on Windows too
+    assert style.use_color("auto", Tty(1)) is False  # NO_COLOR honoured on Windows too
 
 
 def test_no_colour_where_the_console_cannot_show_escapes(monkeypatch: pytest.MonkeyPatch) -> None:
     console = Console({101: 0x3}, settable=False)  # an old console (before Windows 10 1511)
     as_windows_console(monkeypatch, console)
-    assert render.use_color("auto", Tty(1)) is False
+    assert style.use_color("auto", Tty(1)) is False
     assert render.ProgressBar(Tty(1)).enabled is False  # it would print \x1b[2K
-    assert render.use_color("always", Tty(1)) is True  # asked for: the user's choice
+    assert style.use_color("always", Tty(1)) is True  # asked for: the user's choice
     # a handle that is no console (a pipe a terminal emulator's pty stands for)
-    assert render.use_color("auto", Tty(5)) is False
+    assert style.use_color("auto", Tty(5)) is False
     # no msvcrt (not Windows after all): no colour rather than a failure
     monkeypatch.setitem(sys.modules, "msvcrt", None)
-    monkeypatch.setattr(render, "_SHOWN", {})
-    assert render.shows_escapes(Tty(1)) is False
+    monkeypatch.setattr(style, "_SHOWN", {})
+    assert style.shows_escapes(Tty(1)) is False
 
 
 def test_elsewhere_a_terminal_shows_escapes_without_asking(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ctypes, "WinDLL", None, raising=False)  # never asked
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert render.shows_escapes(Tty(1)) is True
+    assert style.shows_escapes(Tty(1)) is True

@@ -18,33 +18,36 @@ PACKAGES = {
 }
 MAX_MODULE_LINES = 450
 MAX_CLASS_LINES = 250
-# Larger than the rule, each with its sentence in docs/architecture.md ("## Sizes").
+# Larger than the rule, each with its sentence in docs/architecture.md ("## Sizes"), and the
+# lines it may reach: a ratchet (issue 50: at most four, none may grow; lower a ceiling when
+# its unit shrinks, drop the entry when the unit is back within the rule).
 LARGER = {
-    "engine/core.py",
-    "engine/capture/ignore.py",
-    "cli/cli.py",
-    "mcp_server/server.py",
-    "cli/render.py",
-    "lsp/server.py",
-    "engine/core.py:Engine",
-    "lsp/server.py:CitelineServer",
+    "engine/core.py": 614,
+    "engine/core.py:Engine": 541,
+    "engine/capture/ignore.py": 479,
+    "cli/cli.py": 1285,
 }
+MAX_LARGER = 4
 
 
 def test_modules_and_classes_keep_the_size_rule_or_say_why() -> None:
-    larger = set()
+    larger: dict[str, int] = {}
     for folder in PACKAGES:
         for path in sorted((REPO / folder).rglob("*.py")):
             rel = path.relative_to(REPO).as_posix()
             text = path.read_text(encoding="utf-8")
             if text.count("\n") > MAX_MODULE_LINES:
-                larger.add(rel)
+                larger[rel] = text.count("\n")
             for node in ast.walk(ast.parse(text)):
                 if isinstance(node, ast.ClassDef):
                     assert node.end_lineno is not None
                     if node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES:
-                        larger.add(f"{rel}:{node.name}")
-    assert larger == LARGER  # a new one needs its reason; one back within the rule leaves
+                        larger[f"{rel}:{node.name}"] = node.end_lineno - node.lineno + 1
+    assert len(LARGER) <= MAX_LARGER
+    # A new one needs its reason (and one of the four places); one back within the rule leaves.
+    assert set(larger) == set(LARGER), larger
+    grown = {unit: (lines, LARGER[unit]) for unit, lines in larger.items() if lines > LARGER[unit]}
+    assert not grown, f"larger than their ceilings (lines, ceiling): {grown}"
     doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     sizes = doc.split("## Sizes", 1)[1].split("\n## ", 1)[0]
     for item in LARGER:

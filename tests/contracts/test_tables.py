@@ -116,7 +116,7 @@ def test_every_front_offers_each_operation_once() -> None:
     from citeline.cli import cli, render
     from citeline.engine.operations import OPERATIONS
     from citeline.lsp import rpc
-    from citeline.mcp_server.server import TOOLS
+    from citeline.mcp_server.tools import TOOLS
 
     names = list(OPERATIONS)
     assert tuple(f"citeline.{n}" for n in names) == rpc.COMMANDS

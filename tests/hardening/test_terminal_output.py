@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from bundles import write_bundle
 
-from citeline.cli import render
+from citeline.cli import render, style
 
 C0 = "".join(chr(c) for c in range(0x01, 0x20) if c not in (0x09, 0x0A))  # NUL: no name holds it
 C1 = "".join(chr(c) for c in range(0x80, 0xA0))
@@ -155,13 +155,13 @@ def test_json_stays_exact(hostile: Path) -> None:
 def test_terminal_escapes_every_control_character_but_tab() -> None:
     for code in range(0x100):
         c = chr(code)
-        shown = render.terminal(c)
+        shown = style.terminal(c)
         if (code < 0x20 and c != "\t") or 0x7F <= code < 0xA0:
             assert shown.startswith("\\") and shown.isascii() and shown.isprintable(), code
         else:
             assert shown == c, code
-    assert render.terminal("\n\r\x1b") == "\\n\\r\\x1b"
-    assert render.terminal(render.terminal("\x1b[2J")) == "\\x1b[2J"  # idempotent
+    assert style.terminal("\n\r\x1b") == "\\n\\r\\x1b"
+    assert style.terminal(style.terminal("\x1b[2J")) == "\\x1b[2J"  # idempotent
 
 
 def test_progress_bar_stage_is_escaped() -> None:

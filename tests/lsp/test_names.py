@@ -171,7 +171,7 @@ def folding_server(
 ) -> srv.CitelineServer:
     monkeypatch.setenv(names.FORCE, rules)
     ls = srv.CitelineServer()
-    ls.folders = lambda: [(Path(p).as_uri(), p) for p in folders]  # type: ignore[method-assign]
+    ls.places.folders = lambda: [(Path(p).as_uri(), p) for p in folders]  # type: ignore[method-assign]
     return ls
 
 
@@ -182,17 +182,17 @@ def test_the_server_finds_the_folder_and_the_disk_name_of_an_editor_path(
     ls = folding_server(monkeypatch, [str(ws)])
     try:
         editor = str(tmp_path / "notes" / NFC / "guide.md")
-        assert ls.folder_of(editor) == str(ws)
-        assert ls.relative(str(ws), editor) == f"{NFD}/Guide.md"
-        assert ls.closed_document(editor) == (str(ws), f"{NFD}/Guide.md")
-        assert ls.choose_folder((tmp_path / "NOTES").as_uri()) == str(ws)
+        assert ls.places.folder_of(editor) == str(ws)
+        assert ls.places.relative(str(ws), editor) == f"{NFD}/Guide.md"
+        assert ls.places.closed_document(editor) == (str(ws), f"{NFD}/Guide.md")
+        assert ls.places.choose_folder((tmp_path / "NOTES").as_uri()) == str(ws)
         marked: list[Any] = []
         ls.engine.changed = lambda bundle, paths=None: marked.append((bundle, paths))  # type: ignore[method-assign]
         ls.schedule_check = lambda f, delay=0.0: marked.append(f)  # type: ignore[method-assign]
         ls.document_changed(Path(editor).as_uri())
         assert marked == [(str(ws), [f"{NFD}/Guide.md"]), str(ws)]
         monkeypatch.setenv(names.FORCE, "exact")  # as on Linux: another spelling is elsewhere
-        assert ls.folder_of(editor) is None
+        assert ls.places.folder_of(editor) is None
     finally:
         ls.engine.close()
 

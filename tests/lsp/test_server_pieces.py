@@ -145,7 +145,7 @@ def _close_servers_made() -> Iterator[None]:
 
 def server_with(folders: list[str]) -> srv.CitelineServer:
     ls = srv.CitelineServer()
-    ls.folders = lambda: [(f"file://{p}", p) for p in folders]  # type: ignore[method-assign]
+    ls.places.folders = lambda: [(f"file://{p}", p) for p in folders]  # type: ignore[method-assign]
     _MADE.append(ls)
     return ls
 
@@ -153,14 +153,14 @@ def server_with(folders: list[str]) -> srv.CitelineServer:
 def test_a_file_belongs_to_the_deepest_folder_that_holds_it(tmp_path: Path) -> None:
     outer, inner, sibling = tmp_path / "ws", tmp_path / "ws" / "sub", tmp_path / "ws-other"
     ls = server_with([str(outer), str(inner), str(sibling)])
-    assert ls.folder_of(str(inner / "a.md")) == str(inner)
-    assert ls.folder_of(str(outer / "a.md")) == str(outer)
-    assert ls.folder_of(str(sibling / "a.md")) == str(sibling)  # not "ws" by prefix
-    assert ls.folder_of(str(tmp_path / "elsewhere.md")) is None
-    assert ls.folder_of(str(outer)) is None  # the folder itself is not in it
+    assert ls.places.folder_of(str(inner / "a.md")) == str(inner)
+    assert ls.places.folder_of(str(outer / "a.md")) == str(outer)
+    assert ls.places.folder_of(str(sibling / "a.md")) == str(sibling)  # not "ws" by prefix
+    assert ls.places.folder_of(str(tmp_path / "elsewhere.md")) is None
+    assert ls.places.folder_of(str(outer)) is None  # the folder itself is not in it
     # given in the other order, the deepest still wins
-    ls.folders = lambda: [(f"file://{p}", p) for p in (str(inner), str(outer))]  # type: ignore[method-assign]
-    assert ls.folder_of(str(inner / "b" / "c.md")) == str(inner)
+    ls.places.folders = lambda: [(f"file://{p}", p) for p in (str(inner), str(outer))]  # type: ignore[method-assign]
+    assert ls.places.folder_of(str(inner / "b" / "c.md")) == str(inner)
 
 
 def test_a_change_on_disk_marks_the_file_and_rechecks_its_folder(tmp_path: Path) -> None:
@@ -357,37 +357,37 @@ def test_main_log_level_from_the_environment_and_quiet_error_answers(
 def test_choose_folder_by_uri_or_path_and_the_error_naming_the_open_ones(tmp_path: Path) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
     ls = server_with([str(one), str(two)])
-    assert ls.choose_folder(None) == str(one)  # the first folder by default
-    assert ls.choose_folder(f"file://{two}") == str(two)  # the client's own URI
-    assert ls.choose_folder(two.as_uri()) == str(two)
-    assert ls.choose_folder(f"file://{two}/") == str(two)  # another spelling of it
-    assert ls.choose_folder(str(two)) == str(two)  # a plain path
-    assert ls.choose_folder(str(two) + "/") == str(two)  # normalised
+    assert ls.places.choose_folder(None) == str(one)  # the first folder by default
+    assert ls.places.choose_folder(f"file://{two}") == str(two)  # the client's own URI
+    assert ls.places.choose_folder(two.as_uri()) == str(two)
+    assert ls.places.choose_folder(f"file://{two}/") == str(two)  # another spelling of it
+    assert ls.places.choose_folder(str(two)) == str(two)  # a plain path
+    assert ls.places.choose_folder(str(two) + "/") == str(two)  # normalised
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder(42)
+        ls.places.choose_folder(42)
     assert err.value.code == "schema_validation"
     assert err.value.message == "root must be a file URI of a workspace folder."
     assert err.value.details["field"] == "root"
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder((tmp_path / "three").as_uri())
+        ls.places.choose_folder((tmp_path / "three").as_uri())
     assert err.value.code == "schema_validation"
     assert err.value.details["field"] == "root"
     assert err.value.message == (
         f"root {(tmp_path / 'three').as_uri()!r} is not a workspace folder; open "
         f"folders: file://{one}, file://{two}."
     )
-    ls.folders = lambda: []  # type: ignore[method-assign]
+    ls.places.folders = lambda: []  # type: ignore[method-assign]
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder(two.as_uri())
+        ls.places.choose_folder(two.as_uri())
     assert err.value.message.endswith("open folders: none.")
     with pytest.raises(srv.CitelineError) as err:
-        ls.choose_folder(None)
+        ls.places.choose_folder(None)
     assert err.value.code == "bundle_not_found"
 
 
 def test_a_folder_given_with_a_trailing_slash_still_holds_its_files(tmp_path: Path) -> None:
     ls = server_with([str(tmp_path / "ws") + "/"])
-    assert ls.folder_of(str(tmp_path / "ws" / "a.md")) == str(tmp_path / "ws") + "/"
+    assert ls.places.folder_of(str(tmp_path / "ws" / "a.md")) == str(tmp_path / "ws") + "/"
 
 
 def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> None:
@@ -396,11 +396,11 @@ def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> No
     (ws / "a.md").write_text("# A\n")
     (ws / "index.md").write_text("# Index\n")
     ls = server_with([str(ws)])
-    assert ls.captured(str(ws), "a.md") is False  # nothing captured yet
+    assert features.captured(ls, str(ws), "a.md") is False  # nothing captured yet
     ls.engine.prepare(ws)
-    assert ls.captured(str(ws), "a.md") is True
-    assert ls.captured(str(ws), "b.md") is False  # not in the capture
-    assert ls.captured(str(ws), "index.md") is False  # captured, but reserved
+    assert features.captured(ls, str(ws), "a.md") is True
+    assert features.captured(ls, str(ws), "b.md") is False  # not in the capture
+    assert features.captured(ls, str(ws), "index.md") is False  # captured, but reserved
 
 
 def test_a_failure_on_the_workspace_itself_is_told_once_per_folder(tmp_path: Path) -> None:
@@ -558,7 +558,7 @@ def test_unsaved_text_with_a_lone_surrogate_is_searched_as_the_bytes_it_stands_f
     parse error like a broken file on disk, and not an internal error of the server."""
     folder = str(tmp_path / "ws")
     ls = server_with([folder])
-    ls.open_texts = lambda f: {"a.md": "# A\n\ud800\n", "b.md": "# B\n"}  # type: ignore[method-assign]
+    ls.places.open_texts = lambda f: {"a.md": "# A\n\ud800\n", "b.md": "# B\n"}  # type: ignore[method-assign]
     assert ls.overlay(folder) is None  # the setting is off by default
     assert ls.apply_settings({"unsaved": True})
     assert ls.overlay(folder) == {"a.md": b"# A\n\xed\xa0\x80\n", "b.md": b"# B\n"}
@@ -627,9 +627,9 @@ def test_open_texts_are_the_open_markdown_documents_of_the_folder(
     )
     ls = server_with([str(ws)])
     expected = {"a.md": "A", "sub/B.MARKDOWN": "B"}
-    assert ls.open_texts(str(ws)) == expected
-    assert ls.open_texts(str(ws) + "/") == expected  # the folder spelt with a slash
-    assert ls.open_texts(str(tmp_path / "elsewhere")) == {}
+    assert ls.places.open_texts(str(ws)) == expected
+    assert ls.places.open_texts(str(ws) + "/") == expected  # the folder spelt with a slash
+    assert ls.places.open_texts(str(tmp_path / "elsewhere")) == {}
 
 
 def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
@@ -648,8 +648,9 @@ def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
         "surrogate.md": "# A\n\ud800\n",  # captured
         "still-broken.md": broken_yaml,  # broken on disk, not in the last capture
     }
-    ls.open_texts = lambda f: open_docs if f == folder else {}  # type: ignore[method-assign]
-    ls.captured = lambda f, rel: rel in {"broken-in-editor.md", "surrogate.md"}  # type: ignore[method-assign]
+    ls.places.open_texts = lambda f: open_docs if f == folder else {}  # type: ignore[method-assign]
+    searchable = {"broken-in-editor.md", "surrogate.md"}
+    monkeypatch.setattr(features, "captured", lambda _ls, f, rel: rel in searchable)
     on_disk = [
         srv.Problem("fixed.md", 1, "invalid UTF-8 (byte 0xff at offset 0)"),
         srv.Problem("closed.md", 4, "invalid YAML in front matter: on disk"),
@@ -670,16 +671,16 @@ def test_problems_of_a_folder_follow_the_editor_text_of_its_open_documents(
         srv.Problem("surrogate.md", 2, "invalid UTF-8 (byte 0xed at offset 4)"),
     ]
     token = srv.CancelToken()
-    assert ls.problems_of(folder, token) == expected
+    assert features.problems_of(ls, folder, token) == expected
     opts = ls.options
     assert asked == [(folder, opts.relevance_options.analysis, opts.engine, token)]
     # the warm-up hands over the problems of the index it built: not asked again
-    assert ls.problems_of(folder, token, found=on_disk) == expected
+    assert features.problems_of(ls, folder, token, found=on_disk) == expected
     assert len(asked) == 1
 
 
 def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = str(tmp_path / "ws")
     ls = server_with([folder])
@@ -696,22 +697,22 @@ def test_check_folder_runs_after_the_warm_up_and_says_which_folder_failed(
         kw["token"] = token
         return job(token, None)
 
-    def problems_of(f: str, cancel: Any, found: Any = "not given") -> list[Any]:
+    def problems_of(_ls: Any, f: str, cancel: Any, found: Any = "not given") -> list[Any]:
         checked.append((f, cancel, found))
         return []
 
     ls.run_engine = run_engine  # type: ignore[method-assign]
-    ls.problems_of = problems_of  # type: ignore[method-assign]
+    monkeypatch.setattr(features, "problems_of", problems_of)
     ls.tell_failure = lambda f, exc: failures.append((f, exc))  # type: ignore[method-assign]
     ls.text_document_publish_diagnostics = lambda params: None  # type: ignore[method-assign]
     handed = [srv.Problem("a.md", 1, "r")]
-    asyncio.run(ls.check_folder(folder))
-    asyncio.run(ls.check_folder(folder, after_warm_up=False, found=handed))
+    asyncio.run(features.check_folder(ls, folder))
+    asyncio.run(features.check_folder(ls, folder, after_warm_up=False, found=handed))
     assert [r["after_warm_up"] for r in runs] == [True, False]
     assert checked == [(folder, runs[0]["token"], None), (folder, runs[1]["token"], handed)]
     outcome[0] = JsonRpcException("the folder is gone.", data={"code": "bundle_not_found"})
     with caplog.at_level(logging.WARNING, "citeline"):
-        asyncio.run(ls.check_folder(folder))
+        asyncio.run(features.check_folder(ls, folder))
     logged = citeline_log(caplog)
     assert logged == [f"diagnostics for {folder}: the folder is gone."]
     assert failures == [(folder, outcome[0])]
@@ -753,12 +754,12 @@ def test_skipped_files_are_told_once_per_set_and_again_after_they_were_fixed(
     ):
         outcome.append(problems)
         before = len(shown)
-        asyncio.run(ls.check_folder(folder))
+        asyncio.run(features.check_folder(ls, folder))
         assert shown[before:] == told, problems
     # each folder has its own situation: the same file name elsewhere is news
     other = str(tmp_path / "other")
     outcome.append([a])
-    asyncio.run(ls.check_folder(other))
+    asyncio.run(features.check_folder(ls, other))
     assert shown[-1] == one.replace(folder, other)
 
 
@@ -845,7 +846,9 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
 
     checked: list[tuple[str, bool, Any]] = []
 
-    async def check_folder(folder: str, after_warm_up: bool = True, found: Any = None) -> None:
+    async def check_folder(
+        _ls: Any, folder: str, after_warm_up: bool = True, found: Any = None
+    ) -> None:
         checked.append((folder, after_warm_up, found))
 
     class Refusing:
@@ -853,7 +856,7 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
             raise RuntimeError("the client refused the token")
 
     ls.engine.prepare = prepare  # type: ignore[method-assign]
-    ls.check_folder = check_folder  # type: ignore[method-assign]
+    monkeypatch.setattr(features, "check_folder", check_folder)
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: Refusing()))
     monkeypatch.setattr(features.gc, "freeze", lambda: None)  # not the test process's objects
@@ -1000,11 +1003,13 @@ def test_a_warm_up_goes_on_after_a_folder_fails_and_stops_when_cancelled(
     client = Accepting()
     checked: list[str] = []
 
-    async def check_folder(folder: str, after_warm_up: bool = True, found: Any = None) -> None:
+    async def check_folder(
+        _ls: Any, folder: str, after_warm_up: bool = True, found: Any = None
+    ) -> None:
         checked.append(folder)
 
     ls.engine.prepare = prepare  # type: ignore[method-assign]
-    ls.check_folder = check_folder  # type: ignore[method-assign]
+    monkeypatch.setattr(features, "check_folder", check_folder)
     ls.client_has_progress = lambda: True  # type: ignore[method-assign]
     monkeypatch.setattr(srv.CitelineServer, "work_done_progress", property(lambda s: client))
     monkeypatch.setattr(features.gc, "freeze", lambda: None)

@@ -17,6 +17,8 @@ from typing import Any
 from citeline.engine import Engine, Limits, Settings
 from citeline.engine.answer.present import encode
 from citeline.mcp_server import server as mcp
+from citeline.mcp_server.text import render_text
+from citeline.mcp_server.tools import TOOL_BY_NAME
 
 CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     # (label, corpus folder, tool, arguments)
@@ -84,10 +86,10 @@ def measure(corpora: Path) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     for label, folder, tool, args in CASES:
-        contract = mcp.TOOL_BY_NAME[tool].contract
+        contract = TOOL_BY_NAME[tool].contract
         call = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
         data = call[contract](corpora / folder, args)
-        text = mcp.render_text(tool, data)
+        text = render_text(tool, data)
         old = mcp.types.CallToolResult(
             content=[mcp.types.TextContent(text=encode(data))], structured_content=data
         )

@@ -31,15 +31,9 @@ from citeline.engine.answer.present import encode
 from citeline.engine.contracts import schema, validate
 from citeline.engine.operations import OPERATIONS
 from citeline.fronts.hits import Sources
-from citeline.mcp_server.server import (
-    NO_HIT_ANY,
-    NO_HIT_HINT,
-    PARAMETERS,
-    fenced,
-    render_text,
-    success,
-    wire_schema,
-)
+from citeline.mcp_server.server import success
+from citeline.mcp_server.text import NO_HIT_ANY, NO_HIT_HINT, fenced, render_text
+from citeline.mcp_server.tools import PARAMETERS, wire_schema
 
 CLI = [sys.executable, "-m", "citeline.cli.cli"]
 TOOLS = {

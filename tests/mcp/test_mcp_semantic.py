@@ -26,7 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from citeline.engine.contracts import schema, validate
 from citeline.engine.semantic.semantic import DEFAULT_MODEL
-from citeline.mcp_server.server import NO_SEMANTIC_MATCH, render_text
+from citeline.mcp_server.text import NO_SEMANTIC_MATCH, render_text
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,9 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import inject_faults
 
-from citeline.mcp_server.server import CitelineMCP, render_text, tool_list
+from citeline.mcp_server.server import CitelineMCP
+from citeline.mcp_server.text import render_text
+from citeline.mcp_server.tools import tool_list
 
 REV = "f" * 64
 

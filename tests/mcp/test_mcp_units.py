@@ -37,18 +37,16 @@ from citeline.engine.index.parallel import default_workers
 from citeline.engine.operations import Operation
 from citeline.engine.store.store import default_folder
 from citeline.mcp_server import server as front_module
+from citeline.mcp_server import tools as tools_module
 from citeline.mcp_server.server import (
-    TEXT_FORMAT,
-    VERIFY,
     CitelineMCP,
     _Progress,
     _progress_token,
     _report_progress,
     main,
-    render_text,
-    tool_list,
-    wire_schema,
 )
+from citeline.mcp_server.text import NO_HIT_HINT, render_text
+from citeline.mcp_server.tools import TEXT_FORMAT, VERIFY, tool_list, wire_schema
 
 REV = "e" * 64
 SHA = "a" * 64
@@ -106,7 +104,7 @@ def test_search_description_paragraphs() -> None:
     assert "it is in Chinese, Japanese or Korean, or a first try found nothing." in recall
     assert recall.endswith("few exact keywords. Each argument is described in the input schema.")
     assert text == TEXT_FORMAT
-    assert (verify, errors) == (VERIFY, front_module.ERRORS)
+    assert (verify, errors) == (VERIFY, tools_module.ERRORS)
     assert revision.startswith("snapshot_revision: a fingerprint (SHA-256) of every file")
     # Each field as docs/mcp.md explains it.
     assert each.startswith("Each hit: path (")
@@ -158,7 +156,7 @@ def test_concepts_description_paragraphs() -> None:
         'profile="recall" for a question in plain words).'
     )
     assert text.startswith("The text content lists one concept per line: `")
-    assert text.endswith("; structuredContent holds the full result. " + front_module.NAMES)
+    assert text.endswith("; structuredContent holds the full result. " + tools_module.NAMES)
     assert each.startswith("Each concept: concept_id (")
     assert each.endswith("truncated (total > concepts returned).")
     concept, result = each.split(". Result: ")
@@ -173,7 +171,7 @@ def test_concepts_description_paragraphs() -> None:
         ),
     }
     assert fields(result) == {"total": "all matches", "truncated": "total > concepts returned"}
-    assert (revision, errors) == (front_module.REVISION, front_module.ERRORS)
+    assert (revision, errors) == (tools_module.REVISION, tools_module.ERRORS)
 
 
 def test_concepts_description_shows_the_line_the_text_has() -> None:
@@ -208,7 +206,7 @@ def test_lines_description_paragraphs() -> None:
     )
     assert text.endswith(
         "`--` between groups that do not touch. structuredContent holds the full result. "
-        + front_module.NAMES
+        + tools_module.NAMES
     )
     # The formats it names are those lines_text writes (with values filled in).
     assert re.findall(r"`([^`]+)`", text) == [
@@ -240,7 +238,7 @@ def test_lines_description_paragraphs() -> None:
     for said in ("x-content_sha256", "calibrated score", "threshold (default 0.5)"):
         assert said in semantic
     assert "pip install 'citeline[semantic]'" in semantic
-    assert (revision, errors) == (front_module.REVISION, front_module.ERRORS)
+    assert (revision, errors) == (tools_module.REVISION, tools_module.ERRORS)
 
 
 def test_recall_profile_is_spelled_out_in_the_profile_parameter() -> None:
@@ -353,9 +351,7 @@ def test_search_text_counts_in_the_singular() -> None:
 
 def test_search_text_without_hits_is_the_count_then_the_hint() -> None:
     empty = render_text("search_sections", search_result([], total=0))
-    assert empty == (
-        f'0 of 0 sections for "alpha 网关"; snapshot_revision {REV}\n{front_module.NO_HIT_HINT}'
-    )
+    assert empty == f'0 of 0 sections for "alpha 网关"; snapshot_revision {REV}\n{NO_HIT_HINT}'
 
 
 def test_search_text_says_which_words_matched_under_options() -> None:

@@ -14,7 +14,7 @@ from citeline.engine.answer.requests import CHOICES, RECALL, Relevance, SearchRe
 from citeline.engine.contracts import validate
 from citeline.engine.text.terms import Tokenizer, identifier_parts, query_terms
 from citeline.lsp.settings import parse_settings
-from citeline.mcp_server.server import tool_list
+from citeline.mcp_server.tools import tool_list
 
 SPLIT = Tokenizer(identifiers="split")
 
