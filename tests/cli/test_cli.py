@@ -15,7 +15,7 @@ from bundles import write_bundle as write
 from inprocess import run_cli
 
 from citeline.cli import cli, render, style
-from citeline.engine import Engine, Limits, Settings
+from citeline.engine import Call, Engine, Limits, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.contracts import validate
 
@@ -45,7 +45,7 @@ def test_human_output_blocks(bundle: Path) -> None:
     assert out.returncode == 0, out.stderr
     scores = {
         h["path"]: h["score"]
-        for h in Engine().search(bundle, {"query": "ordered hashtable"})["hits"]
+        for h in Engine().search(Call(bundle, Settings()), {"query": "ordered hashtable"})["hits"]
     }
     assert out.stdout == (
         f"b/guide.md:6: Ordered hashtables  (lines 6-9, score {scores['guide.md']:.3f})\n"
@@ -64,7 +64,8 @@ def test_human_output_blocks(bundle: Path) -> None:
 def test_summary_on_stderr_with_stats(bundle: Path) -> None:
     out = run("search", str(bundle), "-q", "ordered hashtable", "--stats", "--strict")
     assert out.returncode == 0
-    revision = Engine().search(bundle, {"query": "ordered hashtable"})["snapshot_revision"]
+    result = Engine().search(Call(bundle, Settings()), {"query": "ordered hashtable"})
+    revision = result["snapshot_revision"]
     assert out.stderr == (
         f"2 of 2 sections · snapshot {revision[:6]}… · index.md at the root is not searched "
         "(navigation files); --no-reserved includes them\n"
@@ -104,7 +105,9 @@ def test_color_always_marks_spans(bundle: Path) -> None:
 def test_json_is_byte_identical_to_the_engine(bundle: Path) -> None:
     out = run("search", str(bundle), "-q", "ordered hashtable", "--json", "-m", "1", "--strict")
     assert out.returncode == 0
-    expected = Engine().search(bundle, {"query": "ordered hashtable", "limit": 1, "strict": True})
+    expected = Engine().search(
+        Call(bundle, Settings()), {"query": "ordered hashtable", "limit": 1, "strict": True}
+    )
     assert out.stdout == encode(expected) + "\n"
     result = json.loads(out.stdout)
     validate("search.result", result)
@@ -205,10 +208,10 @@ def test_no_ignore_flag(bundle: Path) -> None:
 
 def _needed(bundle: Path) -> dict[str, int]:
     """The value each limit reaches on the fixture bundle (exactly at it must pass)."""
-    snap = Engine().capture(bundle)
+    snap = Engine().capture(Call(bundle, Settings()))
     paths = [f.path for f in snap.files]
     idx = Engine().index(snap)
-    result = Engine().search(bundle, {"query": "hashtable", "strict": True})
+    result = Engine().search(Call(bundle, Settings()), {"query": "hashtable", "strict": True})
     return {
         "max_files": len(paths),
         "max_total_bytes": sum(f.size for f in snap.files),

@@ -15,7 +15,7 @@ from bundles import write_bundle as write
 from inprocess import run_cli
 
 from citeline.cli import cli
-from citeline.engine import CitelineError, Engine, Limits
+from citeline.engine import Call, CitelineError, Engine, Limits, Settings
 from citeline.engine.answer.present import encode
 from citeline.fronts.remedies import with_limit_advice
 
@@ -103,7 +103,7 @@ def test_version_without_installed_metadata(
 def test_a_failed_recall_suggestion_is_said_on_stderr(docs: Path) -> None:
     """No section holds every word; the recall search suggested instead fails (its hits do
     not fit the response limit): the notice stays, the failure is one line on stderr."""
-    empty = Engine().search(docs, {"query": "remote zeppelin", "strict": True})
+    empty = Engine().search(Call(docs, Settings()), {"query": "remote zeppelin", "strict": True})
     size = len(encode(empty).encode())
     out = run_cli(
         [

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from bundles import write_bundle as write
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.contracts import validate
 
 CLI = [sys.executable, "-m", "citeline.cli.cli"]
@@ -268,4 +268,6 @@ def test_nothing_found_exits_1(bundle: Path, tmp_path: Path) -> None:
     # And 0 as soon as one thing matches.
     found = piped(["concepts", str(bundle), "-q", "b", "--json", "--strict"], env)
     assert found.returncode == 0
-    assert json.loads(found.stdout) == Engine().concepts(bundle, {"query": "b", "strict": True})
+    assert json.loads(found.stdout) == Engine().concepts(
+        Call(bundle, Settings()), {"query": "b", "strict": True}
+    )

@@ -11,7 +11,7 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.contracts import validate
 
 FILES = {
@@ -122,12 +122,14 @@ def test_excluded_folder_is_not_walked(bundle: Path) -> None:
 
     with open(os.path.join(os.fsencode(bundle / "old"), b"bad\xff.md"), "wb") as f:
         f.write(b"Deploy\n")
-    res = Engine(Settings(globs=("!old/**",))).lines(bundle, {"pattern": "Deploy"})
+    excluded = Settings(globs=("!old/**",))
+    res = Engine(excluded).lines(Call(bundle, excluded), {"pattern": "Deploy"})
     assert _paths(res) == {"guide.md", "draft-plan.md", "notes/deploy.markdown"}
     from citeline.engine import CitelineError
 
+    included = Settings(globs=("!old/**", "old/*.md"))
     with pytest.raises(CitelineError) as err:
-        Engine(Settings(globs=("!old/**", "old/*.md"))).lines(bundle, {"pattern": "Deploy"})
+        Engine(included).lines(Call(bundle, included), {"pattern": "Deploy"})
     assert err.value.code == "bundle_invalid"
 
 
@@ -135,7 +137,7 @@ def test_excluded_files_do_not_count_in_limits(bundle: Path) -> None:
     from citeline.engine import Limits
 
     few = Settings(limits=Limits(max_files=3), globs=("!old/**",))
-    res = Engine(few).lines(bundle, {"pattern": "Deploy"})
+    res = Engine(few).lines(Call(bundle, few), {"pattern": "Deploy"})
     assert _paths(res) == {"guide.md", "draft-plan.md", "notes/deploy.markdown"}
 
 
@@ -148,8 +150,8 @@ def test_a_long_lived_engine_applies_each_calls_globs(bundle: Path, journal: boo
     engine = Engine(Settings(), journal=journal)
     for globs in [(), ("!old/**",), (), ("*.markdown",), ("!old/**",)]:
         settings = replace(Settings(), globs=globs)
-        warm = engine.lines(bundle, {"pattern": "Deploy"}, settings=settings)
-        cold = Engine(settings, cache=False).lines(bundle, {"pattern": "Deploy"})
+        warm = engine.lines(engine.call(bundle, settings=settings), {"pattern": "Deploy"})
+        cold = Engine(settings, cache=False).lines(Call(bundle, settings), {"pattern": "Deploy"})
         assert warm == cold, globs
         (bundle / "old" / f"new{len(globs)}.md").write_text("# New\n\nDeploy new.\n")
         (bundle / "notes" / f"n{len(globs)}.markdown").write_text("Deploy n.\n")

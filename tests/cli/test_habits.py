@@ -14,7 +14,7 @@ from bundles import write_bundle as write
 from inprocess import run_cli
 
 from citeline.cli import cli, sections
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.contracts import validate
 from citeline.fronts import hits
 
@@ -170,7 +170,9 @@ def test_no_hit_shows_the_best_recall_sections(docs: Path) -> None:
     lines = out.stdout.splitlines()
     assert lines[0] == "No section holds every word of the query."
     assert lines[1] == "Best sections with --profile recall, which accepts any of the words:"
-    recall = Engine().search(docs, {"query": "remote zeppelin", "profile": "recall", "limit": 5})
+    recall = Engine().search(
+        Call(docs, Settings()), {"query": "remote zeppelin", "profile": "recall", "limit": 5}
+    )
     heads = [line for line in lines if line.startswith(str(docs))]
     assert len(heads) == len(recall["hits"]) >= 1
     assert heads[0].startswith(f"{docs / 'ps.md'}:1: Remote commands  ")
@@ -253,7 +255,7 @@ def test_snippet_cut_mid_word_starts_at_the_next_word() -> None:
 
 
 def test_changed_file_falls_back_to_the_snippet(docs: Path) -> None:
-    result = Engine().search(docs, {"query": "amend"})
+    result = Engine().search(Call(docs, Settings()), {"query": "amend"})
     (docs / "ps.md").write_text("# Changed\n", encoding="utf-8")
     text = sections.render_search(result, False, bundle="docs", sources=hits.Sources(str(docs)))
     head, *body = text.splitlines()

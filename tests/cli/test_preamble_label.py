@@ -10,7 +10,7 @@ import pytest
 from bundles import write_bundle as write
 from inprocess import run_cli
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.text.sections import label_in, section_label
 from citeline.lsp.symbols import symbol_name
 
@@ -65,7 +65,8 @@ def test_cli_human_output_names_the_preamble_by_title(bundle: Path) -> None:
 
 
 def test_lsp_symbols_name_it_the_same_way(bundle: Path) -> None:
-    hits = Engine(Settings()).symbols(bundle, "deploy", relevance={"profile": "recall"})
+    call = Call(bundle, Settings())
+    hits = Engine().symbols(call, "deploy", relevance={"profile": "recall"})
     names = {h.path: symbol_name(h) for h in hits if not h.heading}
     assert names == EXPECTED
 

@@ -25,7 +25,7 @@ from inprocess import _call
 
 import citeline.engine.capture.capture as cap
 from citeline.cli import sections
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.fronts import hits
 
 T = TypeVar("T")
@@ -97,8 +97,8 @@ def test_cli_search_output_is_drawn_from_the_bytes_searched(
 
 def test_the_engine_hands_out_the_text_it_searched(bundle: Path) -> None:
     texts: dict[str, str] = {}
-    result = Engine().search(bundle, {"query": "alpha"}, texts=texts)
-    plain = Engine().search(bundle, {"query": "alpha"})
+    result = Engine().search(Call(bundle, Settings()), {"query": "alpha"}, texts=texts)
+    plain = Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     assert result == plain  # the result itself is untouched
     data = (bundle / "a.md").read_bytes()
     assert texts == {
@@ -114,7 +114,7 @@ def test_sources_without_the_engine_text_read_with_the_capture_rules(
 ) -> None:
     """Sources given only a result (no texts) read the file back: a FIFO or a huge sparse
     file swapped in gives None at once (drawn from the snippet), never a hang or 8 GiB."""
-    result = Engine().search(bundle, {"query": "alpha"})
+    result = Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     SWAPS[swap](bundle / "a.md")
     sources = hits.Sources(str(bundle))
     hit = next(h for h in result["hits"] if h["path"] == "a.md")

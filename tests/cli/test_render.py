@@ -279,10 +279,10 @@ def test_sources_trust_only_the_bytes_that_were_searched(tmp_path: Path) -> None
 
 
 def test_a_hit_whose_file_is_gone_is_drawn_from_its_snippet(tmp_path: Path) -> None:
-    from citeline.engine import Engine
+    from citeline.engine import Call, Engine, Settings
 
     (tmp_path / "a.md").write_text("# Alpha\n\nalpha words here\n")
-    result = Engine().search(tmp_path, {"query": "alpha"})
+    result = Engine().search(Call(tmp_path, Settings()), {"query": "alpha"})
     (tmp_path / "a.md").unlink()
     text = sections.render_search(result, False, bundle="b", sources=hits.Sources(str(tmp_path)))
     head, *body = text.splitlines()

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from needs import corpus
 
-from citeline.engine import CitelineError, Engine
+from citeline.engine import Call, CitelineError, Engine, Settings
 from citeline.engine.answer.requests import ConceptsRequest, SearchRequest
 from citeline.engine.contracts import NAMES, schema, validate
 
@@ -48,7 +48,7 @@ def _bundle(tmp_path: Path) -> Path:
     ],
 )
 def test_real_search_results_obey_the_schema(tmp_path: Path, request_: dict[str, Any]) -> None:
-    result = Engine().search(_bundle(tmp_path), request_)
+    result = Engine().search(Call(_bundle(tmp_path), Settings()), request_)
     validate("search.request", request_)
     validate("search.result", result)
     assert result["hits"], "a schema check on an empty result proves little"
@@ -56,16 +56,16 @@ def test_real_search_results_obey_the_schema(tmp_path: Path, request_: dict[str,
 
 def test_real_concepts_and_errors_obey_the_schema(tmp_path: Path) -> None:
     bundle = _bundle(tmp_path)
-    result = Engine().concepts(bundle, {"query": "a"})
+    result = Engine().concepts(Call(bundle, Settings()), {"query": "a"})
     validate("concepts.result", result)
     assert result["concepts"]
     with pytest.raises(CitelineError) as caught:
-        Engine().search(bundle / "missing", {"query": "x"})
+        Engine().search(Call(bundle / "missing", Settings()), {"query": "x"})
     validate("error", caught.value.to_json())
 
 
 def test_schema_rejects_what_the_contract_forbids(tmp_path: Path) -> None:
-    result = Engine().search(_bundle(tmp_path), {"query": "strasse"})
+    result = Engine().search(Call(_bundle(tmp_path), Settings()), {"query": "strasse"})
     broken = {**result, "hits": [{**result["hits"][0], "line_start": 0}]}
     with pytest.raises(jsonschema.ValidationError):
         validate("search.result", broken)
@@ -127,9 +127,9 @@ def test_corpus_results_obey_the_schema() -> None:
     bundle = corpus("apisix-zh")
     engine = Engine()
     for query in ("jwt", "upstream", "limit-count", "consumer"):
-        result = engine.search(bundle, {"query": query, "limit": 100})
+        result = engine.search(engine.call(bundle), {"query": query, "limit": 100})
         validate("search.result", result)
         assert result["hits"]
-    recall = engine.search(bundle, {"query": "如何配置限流", "profile": "recall"})
+    recall = engine.search(engine.call(bundle), {"query": "如何配置限流", "profile": "recall"})
     validate("search.result", recall)
     assert recall["hits"]

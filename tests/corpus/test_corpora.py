@@ -91,13 +91,13 @@ def code_and_comment_lines(text: str) -> tuple[set[int], set[int]]:
 
 def test_apisix_searches(engine: Engine) -> None:
     for query in ["APISIX", "plugin", "route upstream", "limit-req", "Admin API", "etcd"]:
-        check_hits(APISIX, engine.search(APISIX, {"query": query, "limit": 100}))
+        check_hits(APISIX, engine.search(engine.call(APISIX), {"query": query, "limit": 100}))
 
 
 def test_apisix_cjk_and_mixed_queries(engine: Engine) -> None:
     found = 0
     for query in ["描述", "注意", "参数", "示例", "APISIX 描述"]:
-        res = engine.search(APISIX, {"query": query, "limit": 50})
+        res = engine.search(engine.call(APISIX), {"query": query, "limit": 50})
         if res["hits"]:
             found += 1
             check_hits(APISIX, res)
@@ -105,7 +105,7 @@ def test_apisix_cjk_and_mixed_queries(engine: Engine) -> None:
 
 
 def test_apisix_no_section_starts_in_code_or_comments(engine: Engine) -> None:
-    idx = engine.prepare(APISIX)
+    idx = engine.prepare(engine.call(APISIX))
     by_path: dict[str, list] = {}
     for g in range(idx.n):
         sec = idx.section(g)
@@ -133,13 +133,13 @@ def test_apisix_no_section_starts_in_code_or_comments(engine: Engine) -> None:
 
 
 def test_apisix_revision_is_stable(engine: Engine) -> None:
-    one = engine.search(APISIX, {"query": "APISIX"})["snapshot_revision"]
-    two = engine.concepts(APISIX, {"query": "plugin"})["snapshot_revision"]
-    assert one == two == engine.capture(APISIX).revision
+    one = engine.search(engine.call(APISIX), {"query": "APISIX"})["snapshot_revision"]
+    two = engine.concepts(engine.call(APISIX), {"query": "plugin"})["snapshot_revision"]
+    assert one == two == engine.capture(engine.call(APISIX)).revision
 
 
 def test_apisix_concepts(engine: Engine) -> None:
-    res = engine.concepts(APISIX, {"query": "plugins/", "limit": 100})
+    res = engine.concepts(engine.call(APISIX), {"query": "plugins/", "limit": 100})
     assert res["total"] > 20
     ids = [c["concept_id"] for c in res["concepts"]]
     assert ids == sorted(ids)
@@ -149,7 +149,7 @@ def test_apisix_concepts(engine: Engine) -> None:
 
 
 def test_powershell_skips_invalid_front_matter(engine: Engine) -> None:
-    res = engine.search(POWERSHELL, {"query": "pipeline"}, settings=PS_SETTINGS)
+    res = engine.search(engine.call(POWERSHELL, settings=PS_SETTINGS), {"query": "pipeline"})
     skipped = res["skipped"]
     assert [s["path"] for s in skipped] == [
         "reference/7.6/Microsoft.PowerShell.Core/ForEach-Object.md"
@@ -157,13 +157,18 @@ def test_powershell_skips_invalid_front_matter(engine: Engine) -> None:
     assert skipped[0]["line"] > 1
     assert "YAML" in skipped[0]["reason"]
     # the revision still covers the skipped file
-    assert res["snapshot_revision"] == engine.capture(POWERSHELL, settings=PS_SETTINGS).revision
+    assert (
+        res["snapshot_revision"]
+        == engine.capture(engine.call(POWERSHELL, settings=PS_SETTINGS)).revision
+    )
     check_hits(POWERSHELL, res)
 
 
 def test_powershell_searches(engine: Engine) -> None:
     for query in ["Get-Process", "pipeline variable", "ForEach-Object", "execution policy"]:
-        res = engine.search(POWERSHELL, {"query": query, "limit": 100}, settings=PS_SETTINGS)
+        res = engine.search(
+            engine.call(POWERSHELL, settings=PS_SETTINGS), {"query": query, "limit": 100}
+        )
         check_hits(POWERSHELL, res)
         assert all(
             h["path"] != "reference/7.6/Microsoft.PowerShell.Core/ForEach-Object.md"
@@ -175,11 +180,14 @@ def test_powershell_default_token_limit_is_reported(engine: Engine) -> None:
     from citeline.engine import CitelineError
 
     with pytest.raises(CitelineError) as err:
-        engine.search(POWERSHELL, {"query": "pipeline"}, settings=Settings(skip_invalid=True))
+        engine.search(
+            engine.call(POWERSHELL, settings=Settings(skip_invalid=True)), {"query": "pipeline"}
+        )
     assert err.value.code == "resource_limit"
     assert err.value.details["limit"] == "max_tokens"
     with pytest.raises(CitelineError) as err:
         engine.search(
-            POWERSHELL, {"query": "pipeline"}, settings=Settings(limits=Limits(max_tokens=10**8))
+            engine.call(POWERSHELL, settings=Settings(limits=Limits(max_tokens=10**8))),
+            {"query": "pipeline"},
         )
     assert err.value.code == "parse_error"

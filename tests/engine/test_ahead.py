@@ -66,8 +66,8 @@ def answers(engine: Engine, bundle: Path, profile: str) -> list[object]:
     out: list[object] = []
     for q in QUERIES:
         request = {"query": q, "limit": 50, "profile": profile}
-        out.append(engine.search(bundle, request, settings=ROOMY))
-    listing = engine.symbols(bundle, "", list_cap=100_000, settings=ROOMY)
+        out.append(engine.search(engine.call(bundle, settings=ROOMY), request))
+    listing = engine.symbols(engine.call(bundle, settings=ROOMY), "", list_cap=100_000)
     out.append([(h.concept_id, h.line_start) for h in listing])
     return out
 
@@ -102,7 +102,7 @@ def test_no_workers_for_a_small_cold_build(make_bundle) -> None:
     bundle = make_bundle({f"a{i}.md": "# A\n" + "alpha " * 1000 for i in range(100)})
     engine = Engine(workers=2)
     try:
-        assert engine.search(bundle, {"query": "alpha"})["total"] == 100
+        assert engine.search(engine.call(bundle), {"query": "alpha"})["total"] == 100
         assert not engine.workers.started
     finally:
         engine.close()
@@ -132,7 +132,7 @@ def test_a_capture_that_fails_leaves_nothing_running(
     tight = Settings(limits=Limits(max_total_bytes=int(2.5 * PARALLEL_MIN_BYTES)))
     try:
         with pytest.raises(CitelineError) as err:
-            engine.search(big_bundle, {"query": "alpha"}, settings=tight)
+            engine.search(engine.call(big_bundle, settings=tight), {"query": "alpha"})
         assert err.value.code == "resource_limit"
     finally:
         engine.close(wait=True)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.requests import Relevance
 from citeline.engine.rank.rank import rank
 from citeline.engine.rank.scoring import AS_YOU_TYPE
@@ -45,12 +45,12 @@ def test_a_rare_expansion_does_not_outweigh_the_word(make_bundle, profile: str, 
             }
         )
     )
-    hits = Engine().symbols(bundle, query, relevance={"profile": profile})
+    hits = Engine().symbols(Call(bundle, Settings()), query, relevance={"profile": profile})
     assert paths(hits)[0] == "docker-run.md"
     # Scored apart (as before), the rare expansions won: the slip this guards against.
     engine = Engine()
     rel = Relevance.from_mapping({"profile": profile})
-    index = engine.index(engine.capture(bundle), rel.analysis)
+    index = engine.index(engine.capture(engine.call(bundle)), rel.analysis)
     apart = replace(AS_YOU_TYPE, grouped=False, expansion=1.0, named=0.0)
     ranked = rank(
         index,
@@ -67,11 +67,11 @@ def test_the_word_itself_weighs_more_than_its_expansions(make_bundle) -> None:
     # Same length, same counts: only the word differs (`run` typed, `runs` an expansion).
     bundle = make_bundle({"a.md": "# A\n\nthe runs here\n", "b.md": "# B\n\nthe run here\n"})
     engine = Engine()
-    hits = engine.symbols(bundle, "run")
+    hits = engine.symbols(engine.call(bundle), "run")
     assert paths(hits) == ["b.md", "a.md"]
     assert hits[0].score > hits[1].score
     # Weighing as much as the word, the expansion ties with it (then concept_id decides).
-    index = engine.index(engine.capture(bundle), Relevance().analysis)
+    index = engine.index(engine.capture(engine.call(bundle)), Relevance().analysis)
     even = replace(AS_YOU_TYPE, expansion=1.0)
     ranked = rank(index, query_terms("run"), prefix_last=True, as_you_type=even)
     assert ranked.best[0].score == ranked.best[1].score
@@ -91,10 +91,10 @@ def test_expansions_are_one_term_so_holding_several_does_not_add_up(make_bundle)
         )
     )
     engine = Engine()
-    hits = engine.symbols(bundle, "ru", cap=5)
+    hits = engine.symbols(engine.call(bundle), "ru", cap=5)
     assert paths(hits)[:2] == ["c.md", "d.md"]
     assert hits[0].score == hits[1].score
-    index = engine.index(engine.capture(bundle), Relevance().analysis)
+    index = engine.index(engine.capture(engine.call(bundle)), Relevance().analysis)
     apart = replace(AS_YOU_TYPE, grouped=False, expansion=1.0, named=0.0)
     ranked = rank(index, query_terms("ru"), prefix_last=True, limit=2, as_you_type=apart)
     assert ranked.best[0].score > 1.5 * ranked.best[1].score
@@ -115,11 +115,12 @@ def test_the_section_named_as_asked_comes_first_among_alike(make_bundle, profile
     )
     engine = Engine()
     rel = Relevance.from_mapping({"profile": profile})
-    assert paths(engine.symbols(bundle, "docker run", relevance={"profile": profile}))[:2] == [
+    hits = engine.symbols(engine.call(bundle), "docker run", relevance={"profile": profile})
+    assert paths(hits)[:2] == [
         "docker-run.md",
         "docker-container-run.md",
     ]
-    index = engine.index(engine.capture(bundle), rel.analysis)
+    index = engine.index(engine.capture(engine.call(bundle)), rel.analysis)
     terms = query_terms("docker run", rel.tokenizer)
     off = replace(AS_YOU_TYPE, named=0.0)
     ranked = rank(index, terms, match_any=rel.match == "any", prefix_last=True, as_you_type=off)
@@ -131,9 +132,11 @@ def test_typing_a_word_reaches_its_stem(make_bundle) -> None:
     # Under stemming the terms are stems: `runnin` is no stem's prefix (`running` → `run`),
     # but it is the prefix of the word `running`, whose stem it then stands for.
     bundle = make_bundle({"a.md": "# Jobs\n\nkeep the service running\n", "b.md": "# B\n\nx\n"})
-    hits = Engine().symbols(bundle, "service runnin", relevance={"profile": "recall"})
+    hits = Engine().symbols(
+        Call(bundle, Settings()), "service runnin", relevance={"profile": "recall"}
+    )
     assert paths(hits) == ["a.md"]
-    assert Engine().symbols(bundle, "runnin", relevance={"profile": "recall"})
+    assert Engine().symbols(Call(bundle, Settings()), "runnin", relevance={"profile": "recall"})
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -150,7 +153,7 @@ def test_the_best_k_are_the_first_k_of_all(make_bundle, profile: str) -> None:
     bundle = make_bundle(files)
     engine = Engine()
     rel = Relevance.from_mapping({"profile": profile})
-    index = engine.index(engine.capture(bundle), rel.analysis)
+    index = engine.index(engine.capture(engine.call(bundle)), rel.analysis)
     queries = ["r", "ru", "run", "docker r", "docker ru", "container run", "stop ru"]
     for query, k in itertools.product(queries, (1, 3, 7)):
         terms = query_terms(query, rel.tokenizer)

@@ -39,7 +39,9 @@ def plain_prefixed(block: Block, prefix: str) -> list[tuple[str, int]]:
 def real_blocks() -> tuple[Block, ...]:
     root = corpus("powershell-docs")
     engine = Engine()
-    idx = engine.index(engine.capture(root), AnalysisOptions(Tokenizer("bigrams")), bundle=root)
+    idx = engine.index(
+        engine.capture(engine.call(root)), AnalysisOptions(Tokenizer("bigrams")), bundle=root
+    )
     assert len(idx.blocks) > 1
     return idx.blocks
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.capture import stats
 from citeline.engine.store.store import FILE_NAME, Store
@@ -52,8 +52,8 @@ SETTINGS = Settings(skip_invalid=True)
 
 
 def answers(engine: Engine, bundle: Path) -> list[str]:
-    out = [encode(engine.search(bundle, q, settings=SETTINGS)) for q in QUERIES]
-    out.append(encode(engine.lines(bundle, {"pattern": "alpha"}, settings=SETTINGS)))
+    out = [encode(engine.search(engine.call(bundle, settings=SETTINGS), q)) for q in QUERIES]
+    out.append(encode(engine.lines(engine.call(bundle, settings=SETTINGS), {"pattern": "alpha"})))
     return out
 
 
@@ -71,7 +71,7 @@ def test_a_new_engine_on_a_warm_cache_reads_and_analyses_nothing(
     analysed.clear()
     file_reads.clear()
     later = Engine(SETTINGS, cache=cache)  # a new process, in effect
-    search = later.search(bundle, QUERIES[0], settings=SETTINGS)
+    search = later.search(later.call(bundle, settings=SETTINGS), QUERIES[0])
     assert encode(search) == first[0]
     assert analysed == []  # the index came from the cache
     # only the files holding a hit are read (their snippets), and checked by SHA-256
@@ -89,7 +89,7 @@ def test_no_cache_writes_nothing(bundle: Path, tmp_path: Path) -> None:
 
 def test_cache_is_user_only(bundle: Path, tmp_path: Path) -> None:
     cache = tmp_path / "new" / "cache"
-    Engine(SETTINGS, cache=cache).search(bundle, {"query": "alpha"})
+    Engine(SETTINGS, cache=cache).search(Call(bundle, SETTINGS), {"query": "alpha"})
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     for f in cache.iterdir():
         assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
@@ -225,17 +225,17 @@ def test_a_cache_of_the_strict_fence_rule_is_not_used(
         for module in (blocks, reuse):
             old.setattr(module, "ANALYSIS_VERSION", "2026-11-30.5")
         engine = Engine(SETTINGS, cache=cache)
-        before = engine.search(bundle, {"query": "pending"}, settings=SETTINGS)
+        before = engine.search(engine.call(bundle, settings=SETTINGS), {"query": "pending"})
         engine.close()
     assert [s["path"] for s in before["skipped"]] == ["pods.md"]
     assert [h["path"] for h in before["hits"]] == ["other.md"]
     assert blocks.ANALYSIS_VERSION != "2026-11-30.5"
     analysed.clear()
     later = Engine(SETTINGS, cache=cache)
-    after = later.search(bundle, {"query": "pending"}, settings=SETTINGS)
+    after = later.search(later.call(bundle, settings=SETTINGS), {"query": "pending"})
     assert "skipped" not in after or after["skipped"] == []
     assert sorted(h["path"] for h in after["hits"]) == ["other.md", "pods.md"]
-    full = Engine(SETTINGS, reread=True).search(bundle, {"query": "pending"})
+    full = Engine(SETTINGS, reread=True).search(Call(bundle, SETTINGS), {"query": "pending"})
     assert encode(after) == encode(full)
     assert len(set(analysed)) == 2  # nothing analysed by the old rule was used
     later.close()
@@ -260,7 +260,7 @@ PROBE = textwrap.dedent(
     from citeline.engine import Engine, Settings
     os.setgid({uid}); os.setuid({uid})
     engine = Engine(Settings(skip_invalid=True), cache=sys.argv[2])
-    out = engine.search(sys.argv[1], {{"query": "alpha"}})
+    out = engine.search(engine.call(sys.argv[1]), {{"query": "alpha"}})
     print(json.dumps({{"total": out["total"], "enabled": engine.reuse.store.enabled}}))
     """
 )
@@ -281,7 +281,8 @@ def test_a_cache_owned_by_someone_else_is_not_used(bundle: Path) -> None:
         for p in [readable, *readable.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
         cache = top / "cache"
-        Engine(SETTINGS, cache=cache).search(readable, {"query": "alpha"})  # root's, 0700
+        # root's, 0700
+        Engine(SETTINGS, cache=cache).search(Call(readable, SETTINGS), {"query": "alpha"})
         out = subprocess.run(
             [sys.executable, "-c", PROBE.format(uid=65534), str(readable), str(cache)],
             capture_output=True,
@@ -305,7 +306,7 @@ WRITER = textwrap.dedent(
     for round in range(4):
         engine = Engine(Settings(skip_invalid=True), cache=cache)
         for q in [["alpha"], ["beta gamma"], ["delta"]][seed % 3:] + [["alpha"]]:
-            out.append(encode(engine.search(bundle, {"query": q[0]})))
+            out.append(encode(engine.search(engine.call(bundle), {"query": q[0]})))
         engine.close()
     print(json.dumps(out))
     """
@@ -338,7 +339,7 @@ def test_processes_writing_at_once_agree_and_leave_a_sound_cache(
         plain = Engine(Settings(skip_invalid=True), reread=True)
         for answer in got:
             query = json.loads(answer)["query"]
-            assert answer == encode(plain.search(bundles[i % 3], {"query": query}))
+            assert answer == encode(plain.search(plain.call(bundles[i % 3]), {"query": query}))
     with sqlite3.connect(cache / FILE_NAME) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
@@ -396,7 +397,7 @@ def test_checks_kept_with_the_cached_index_report_the_same_errors(
         ):
             analysed.clear()
             with pytest.raises(CitelineError) as err:
-                engine.search(bundle, {"query": "alpha"})
+                engine.search(engine.call(bundle), {"query": "alpha"})
             errors.append(err.value.to_json())
         assert errors[0] == errors[1] == errors[2]
         assert errors[0]["error"]["code"] in ("bundle_invalid", "resource_limit")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from needs import tool
 
-from citeline.engine import CitelineError, Engine, Settings
+from citeline.engine import Call, CitelineError, Engine, Settings
 from citeline.engine.capture.capture import capture
 
 
@@ -18,9 +18,9 @@ def captured(bundle, **kw) -> list[str]:
     return [f.path for f in capture(bundle, Settings(**kw)).files]
 
 
-def error(bundle, **kw) -> CitelineError:
+def error(bundle) -> CitelineError:
     with pytest.raises(CitelineError) as err:
-        Engine().search(bundle, {"query": "x"}, **kw)
+        Engine().search(Call(bundle, Settings()), {"query": "x"})
     return err.value
 
 
@@ -97,7 +97,7 @@ def test_symlinks_inside_bundle_are_skipped(make_bundle, tmp_path: Path) -> None
     (bundle / "outdir").symlink_to(outside, target_is_directory=True)
     (bundle / "dangling.md").symlink_to(tmp_path / "missing.md")
     assert captured(bundle) == ["dir/inner.md", "real.md"]
-    assert Engine().search(bundle, {"query": "secret"})["hits"] == []
+    assert Engine().search(Call(bundle, Settings()), {"query": "secret"})["hits"] == []
 
 
 def test_records_have_size_and_sha256(make_bundle) -> None:
@@ -167,9 +167,9 @@ def test_no_ignore_captures_ignored_files(make_bundle) -> None:
     )
     assert captured(bundle) == []
     assert captured(bundle, use_ignore=False) == ["a.md", "sub/b.md"]
-    res = Engine().search(bundle, {"query": "alpha"}, settings=Settings(use_ignore=False))
+    res = Engine().search(Call(bundle, Settings(use_ignore=False)), {"query": "alpha"})
     assert [h["path"] for h in res["hits"]] == ["a.md", "sub/b.md"]
-    assert Engine().search(bundle, {"query": "alpha"})["hits"] == []
+    assert Engine().search(Call(bundle, Settings()), {"query": "alpha"})["hits"] == []
 
 
 def test_reserved_files_captured_but_never_searched(make_bundle) -> None:
@@ -183,11 +183,11 @@ def test_reserved_files_captured_but_never_searched(make_bundle) -> None:
             "page.md": "alpha\n",
         }
     )
-    snap = Engine().capture(bundle)
+    snap = Engine().capture(Call(bundle, Settings()))
     reserved = {f.path for f in snap.files if f.reserved}
     assert reserved == {"index.md", "log.md"}
     assert len(snap.files) == 6
-    res = Engine().search(bundle, {"query": "alpha"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     assert sorted(h["path"] for h in res["hits"]) == [
         "Index.md",
         "page.md",
@@ -197,26 +197,30 @@ def test_reserved_files_captured_but_never_searched(make_bundle) -> None:
     # the reserved files count in the revision: changing one changes it
     before = res["snapshot_revision"]
     (bundle / "log.md").write_text("changed\n")
-    assert Engine().search(bundle, {"query": "alpha"})["snapshot_revision"] != before
+    assert (
+        Engine().search(Call(bundle, Settings()), {"query": "alpha"})["snapshot_revision"] != before
+    )
 
 
 def test_reserved_files_are_configurable(make_bundle) -> None:
     bundle = make_bundle({"index.md": "alpha\n", "toc.md": "alpha\n"})
-    res = Engine().search(bundle, {"query": "alpha"}, settings=Settings(reserved=("toc.md",)))
+    res = Engine().search(Call(bundle, Settings(reserved=("toc.md",))), {"query": "alpha"})
     assert [h["path"] for h in res["hits"]] == ["index.md"]
 
 
 def test_reserved_files_can_be_unparsable(make_bundle) -> None:
     # never searched, so never parsed: a broken index.md blocks nothing
     bundle = make_bundle({"index.md": b"---\nunclosed\n\xff", "a.md": "alpha\n"})
-    assert [h["path"] for h in Engine().search(bundle, {"query": "alpha"})["hits"]] == ["a.md"]
+    assert [
+        h["path"] for h in Engine().search(Call(bundle, Settings()), {"query": "alpha"})["hits"]
+    ] == ["a.md"]
 
 
 def test_paths_with_spaces_hash_percent_non_ascii(make_bundle) -> None:
     names = ["a b/c d.md", "#tag.md", "50%.md", "ünï/cødé.md", "数据.md"]
     bundle = make_bundle(dict.fromkeys(names, "alpha\n"))
     assert sorted(captured(bundle)) == sorted(names)
-    hits = Engine().search(bundle, {"query": "alpha"})["hits"]
+    hits = Engine().search(Call(bundle, Settings()), {"query": "alpha"})["hits"]
     assert sorted(h["path"] for h in hits) == sorted(names)
 
 
@@ -242,7 +246,7 @@ def test_non_utf8_name_of_uncaptured_file_does_not_matter(make_bundle) -> None:
 
 def test_files_read_once_bytes_used_everywhere(make_bundle, file_reads) -> None:
     bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "alpha\n"})
-    res = Engine().search(bundle, {"query": "alpha"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     assert len(res["hits"]) == 2
     assert sorted(file_reads) == ["a.md", "b.md"]
 
@@ -284,15 +288,18 @@ def test_unchanged_files_keep_the_bytes_already_held(make_bundle) -> None:
     copy, and a changed file gets its new bytes."""
     bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": "beta\n"})
     engine = Engine()
-    first = {f.path: f for f in engine.capture(bundle).files}
+    first = {f.path: f for f in engine.capture(engine.call(bundle)).files}
     (Path(bundle) / "b.md").write_text("gamma\n")
-    second = {f.path: f for f in engine.capture(bundle).files}
+    second = {f.path: f for f in engine.capture(engine.call(bundle)).files}
     assert second["a.md"].data is first["a.md"].data
     assert second["b.md"].data == b"gamma\n"
     assert second["b.md"].sha256 == hashlib.sha256(b"gamma\n").hexdigest()
     (Path(bundle) / "b.md").write_text("# A\nalpha\n")  # now equal to a.md
-    third = {f.path: f for f in engine.capture(bundle).files}
+    third = {f.path: f for f in engine.capture(engine.call(bundle)).files}
     assert third["b.md"].data == b"# A\nalpha\n" and third["b.md"].sha256 == first["a.md"].sha256
     # Holding no bytes, every read is a new buffer.
     plain = Engine(hold_bytes=0)
-    assert plain.capture(bundle).files[0].data is not plain.capture(bundle).files[0].data
+    assert (
+        plain.capture(plain.call(bundle)).files[0].data
+        is not plain.capture(plain.call(bundle)).files[0].data
+    )

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from citeline.engine import CitelineError, Engine
+from citeline.engine import Call, CitelineError, Engine, Settings
 
 FILES = {
     "guide/install.md": "---\ntitle: Installing the Gateway\n---\n# Steps\n",
@@ -25,7 +25,7 @@ def bundle(make_bundle):
 
 
 def concepts(bundle, query: str, **kw):
-    return Engine().concepts(bundle, {"query": query, **kw})
+    return Engine().concepts(Call(bundle, Settings()), {"query": query, **kw})
 
 
 def test_concept_ids_and_titles(bundle) -> None:
@@ -83,17 +83,17 @@ def test_envelope(bundle) -> None:
     res = concepts(bundle, "Gate")
     assert set(res) == {"query", "snapshot_revision", "total", "truncated", "concepts"}
     assert res["query"] == "Gate"
-    assert res["snapshot_revision"] == Engine().capture(bundle).revision
+    assert res["snapshot_revision"] == Engine().capture(Call(bundle, Settings())).revision
     assert set(res["concepts"][0]) == {"concept_id", "path", "title", "content_sha256"}
 
 
 def test_front_matter_id_is_search_concept_id(bundle) -> None:
-    hits = Engine().search(bundle, {"query": "body"})["hits"]
+    hits = Engine().search(Call(bundle, Settings()), {"query": "body"})["hits"]
     assert [(h["concept_id"], h["path"]) for h in hits] == [("reference-api", "ref.markdown")]
 
 
 def test_front_matter_title_matches_in_search(bundle) -> None:
-    hits = Engine().search(bundle, {"query": "gateway"})["hits"]
+    hits = Engine().search(Call(bundle, Settings()), {"query": "gateway"})["hits"]
     assert [(h["concept_id"], h["line_start"]) for h in hits] == [("guide/install", 4)]
 
 
@@ -109,8 +109,8 @@ def test_front_matter_title_matches_in_search(bundle) -> None:
 def test_duplicate_concept_ids_are_bundle_invalid(make_bundle, files) -> None:
     bundle = make_bundle(files)
     for call in (
-        lambda: Engine().search(bundle, {"query": "x"}),
-        lambda: Engine().concepts(bundle, {"query": "x"}),
+        lambda: Engine().search(Call(bundle, Settings()), {"query": "x"}),
+        lambda: Engine().concepts(Call(bundle, Settings()), {"query": "x"}),
     ):
         with pytest.raises(CitelineError) as err:
             call()
@@ -121,11 +121,11 @@ def test_duplicate_concept_ids_are_bundle_invalid(make_bundle, files) -> None:
 
 def test_reserved_file_id_does_not_clash(make_bundle) -> None:
     bundle = make_bundle({"index.md": "x\n", "other.md": "---\nid: index\n---\nx\n"})
-    res = Engine().concepts(bundle, {"query": "index"})
+    res = Engine().concepts(Call(bundle, Settings()), {"query": "index"})
     assert [(c["concept_id"], c["path"]) for c in res["concepts"]] == [("index", "other.md")]
 
 
 def test_sub_index_is_a_concept(make_bundle) -> None:
     bundle = make_bundle({"index.md": "x\n", "sub/index.md": "x\n"})
-    res = Engine().concepts(bundle, {"query": "index"})
+    res = Engine().concepts(Call(bundle, Settings()), {"query": "index"})
     assert [c["concept_id"] for c in res["concepts"]] == ["sub/index"]

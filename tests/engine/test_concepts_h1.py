@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bundles import write_bundle
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.concepts import search_concepts
 from citeline.engine.answer.requests import ConceptsRequest
 from citeline.engine.contracts import validate
@@ -21,16 +21,17 @@ FILES = {
 
 def test_concepts_match_an_h1_title_without_front_matter(tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path / "b", FILES)
-    res = Engine(Settings()).concepts(bundle, {"query": "ownership"})
+    call = Call(bundle, Settings())
+    res = Engine().concepts(call, {"query": "ownership"})
     validate("concepts.result", res)
     assert [(c["concept_id"], c["title"]) for c in res["concepts"]] == [
         ("til/rust-borrow", "Rust ownership and borrowing")
     ]
     # front matter wins over the H1; a file without either has no title
-    assert Engine(Settings()).concepts(bundle, {"query": "heading one"})["concepts"] == []
-    front = Engine(Settings()).concepts(bundle, {"query": "front title"})["concepts"]
+    assert Engine().concepts(call, {"query": "heading one"})["concepts"] == []
+    front = Engine().concepts(call, {"query": "front title"})["concepts"]
     assert [c["title"] for c in front] == ["Front title"]
-    none = Engine(Settings()).concepts(bundle, {"query": "til/none"})["concepts"]
+    none = Engine().concepts(call, {"query": "til/none"})["concepts"]
     assert [c["title"] for c in none] == [""]
 
 
@@ -38,7 +39,7 @@ def test_okf_rule_without_h1_titles(tmp_path: Path) -> None:
     """What `strict` asks for: only front matter titles count (okf's rule)."""
     bundle = write_bundle(tmp_path / "b", FILES)
     engine = Engine(Settings())
-    index = engine.index(engine.capture(bundle))
+    index = engine.index(engine.capture(engine.call(bundle)))
     req = ConceptsRequest.from_json({"query": "ownership"})
     assert search_concepts(index, "0" * 64, req, h1_titles=False)["concepts"] == []
     found = search_concepts(index, "0" * 64, req, h1_titles=True)["concepts"]

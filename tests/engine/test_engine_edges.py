@@ -15,7 +15,7 @@ import backends
 import pytest
 
 import citeline.engine.capture.capture as cap
-from citeline.engine import CitelineError, Engine, Limits, Settings
+from citeline.engine import Call, CitelineError, Engine, Limits, Settings
 from citeline.engine.capture import files
 from citeline.engine.capture.capture import capture
 from citeline.engine.capture.descriptor_backend import DescriptorBackend
@@ -35,7 +35,7 @@ def test_expansions_count_a_term_over_every_block(
     monkeypatch.setattr(build, "TARGET_BYTES", 1)  # one block per file
     files = {f"f{i:02}.md": f"# F\n\npz{i:02}\n" for i in range(MAX_EXPANSIONS + 6)}
     files |= {"g1.md": "# G\n\npzz\n", "g2.md": "# G\n\npzz\n"}
-    index = Engine(cache=False).prepare(make_bundle(files))
+    index = Engine(cache=False).prepare(Call(make_bundle(files), Settings()))
     assert len(index.blocks) > 2
     found = index.expand("pz")
     assert len(found) == MAX_EXPANSIONS
@@ -50,7 +50,7 @@ def test_expansions_count_a_term_over_every_block(
 def test_parse_error_says_how_to_skip_the_file(make_bundle: Callable[..., Path]) -> None:
     bundle = make_bundle({"a.md": "# A\nalpha\n", "bad.md": b"# B\n\xff\n"})
     with pytest.raises(CitelineError) as raised:
-        Engine().search(bundle, {"query": "alpha"})
+        Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     cli = worded(raised.value, COMMAND_LINE)  # the front words what to do
     assert cli.code == "parse_error"
     assert cli.message.endswith(". Fix them, or skip unparsable files with --skip-invalid.")
@@ -345,10 +345,10 @@ def test_a_warm_cache_reads_each_hit_once_whatever_its_folder(
     """A new engine on a warm cache reads only the files it cites, each once, folder after
     folder in path order (docs/cli.md "Repeated calls are fast")."""
     cache = tmp_path / "cache"
-    first = Engine(cache=cache).search(aged, {"query": "alpha"})
+    first = Engine(cache=cache).search(Call(aged, Settings()), {"query": "alpha"})
     assert first["total"] == len(NESTED)
     file_reads.clear()
-    later = Engine(cache=cache, hold_bytes=0).search(aged, {"query": "alpha"})
+    later = Engine(cache=cache, hold_bytes=0).search(Call(aged, Settings()), {"query": "alpha"})
     assert later == first
     assert sorted(file_reads) == sorted(NESTED)  # each once: no read failed and came again
 

@@ -49,19 +49,23 @@ def text(rng: random.Random, size: int | None = None) -> str:
 
 
 def outputs(engine: Engine, bundle: Path) -> list[str]:
-    snap = engine.capture(bundle, settings=SETTINGS)
+    snap = engine.capture(engine.call(bundle, settings=SETTINGS))
     out = [
         encode(
             {"revision": snap.revision, "records": [(f.path, f.size, f.sha256) for f in snap.files]}
         )
     ]
     for q in QUERIES:
-        out.append(encode(engine.search(bundle, {"query": q}, settings=SETTINGS)))
+        out.append(encode(engine.search(engine.call(bundle, settings=SETTINGS), {"query": q})))
         out.append(
-            encode(engine.search(bundle, {"query": q, "profile": "recall"}, settings=SETTINGS))
+            encode(
+                engine.search(
+                    engine.call(bundle, settings=SETTINGS), {"query": q, "profile": "recall"}
+                )
+            )
         )
-    out.append(encode(engine.lines(bundle, {"pattern": "a"}, settings=SETTINGS)))
-    out.append(encode(engine.concepts(bundle, {"query": "a"}, settings=SETTINGS)))
+    out.append(encode(engine.lines(engine.call(bundle, settings=SETTINGS), {"pattern": "a"})))
+    out.append(encode(engine.concepts(engine.call(bundle, settings=SETTINGS), {"query": "a"})))
     return out
 
 
@@ -114,7 +118,7 @@ class Editor:
         if (f := self.pick()) is not None:
             size = f.stat().st_size
             f.write_text(text(self.rng, size))
-            engine.capture(self.bundle, settings=SETTINGS)
+            engine.capture(engine.call(self.bundle, settings=SETTINGS))
             f.write_text(text(self.rng, size))
 
     def rewrite(self) -> None:
@@ -204,7 +208,7 @@ def test_random_edit_sequences_match_reading_everything(
         if step % 9 == 8:  # a new process on the same cache
             again = outputs(Engine(SETTINGS, cache=cache), bundle)
             assert again == expected, f"step {step} ({done}): a new engine on the cache differs"
-        reused_steps += warm.capture(bundle, settings=SETTINGS).read == 0
+        reused_steps += warm.capture(warm.call(bundle, settings=SETTINGS)).read == 0
     # The sequence did exercise reuse: many captures read nothing at all.
     assert reused_steps >= 5
 
@@ -219,13 +223,13 @@ def test_unchanged_files_are_not_read_again(make_bundle, file_reads, monkeypatch
         age(f)
     settle()
     engine = Engine()
-    first = engine.search(bundle, {"query": "alpha"})
+    first = engine.search(engine.call(bundle), {"query": "alpha"})
     assert sorted(file_reads) == ["a.md", "c.md", "sub/b.md"]
     file_reads.clear()
-    assert engine.search(bundle, {"query": "alpha"}) == first
+    assert engine.search(engine.call(bundle), {"query": "alpha"}) == first
     assert file_reads == []  # every fingerprint unchanged, no read racy
     (Path(bundle) / "c.md").write_text("gamma delta\n")
-    engine.search(bundle, {"query": "alpha"})
+    engine.search(engine.call(bundle), {"query": "alpha"})
     assert file_reads == ["c.md"]  # only the changed file
 
 
@@ -242,9 +246,9 @@ def test_a_racy_read_is_read_again_even_with_the_same_stat(
     time.sleep(0.15)
     (Path(bundle) / "fresh.md").write_text("# Fresh\nalpha\n")
     engine = Engine()
-    engine.capture(bundle)
+    engine.capture(engine.call(bundle))
     file_reads.clear()
-    snap = engine.capture(bundle)  # nothing changed on disk
+    snap = engine.capture(engine.call(bundle))  # nothing changed on disk
     assert file_reads == ["fresh.md"]
     assert snap.read == 1
     state = snap.known.files["fresh.md"]
@@ -258,16 +262,16 @@ def test_editor_marks_force_a_read(make_bundle, file_reads) -> None:
         age(f)
     settle()
     engine = Engine()
-    engine.capture(bundle)
+    engine.capture(engine.call(bundle))
     file_reads.clear()
     engine.changed(bundle, ["b.md"])
-    engine.capture(bundle)
+    engine.capture(engine.call(bundle))
     assert file_reads == ["b.md"]
     file_reads.clear()
-    engine.capture(bundle)  # the mark was used up
+    engine.capture(engine.call(bundle))  # the mark was used up
     assert file_reads == []
     engine.changed(bundle)  # every file
-    engine.capture(bundle)
+    engine.capture(engine.call(bundle))
     assert sorted(file_reads) == ["a.md", "b.md"]
 
 
@@ -277,9 +281,9 @@ def test_reread_reads_everything(make_bundle, file_reads) -> None:
         age(f)
     settle()
     engine = Engine(reread=True)
-    engine.capture(bundle)
+    engine.capture(engine.call(bundle))
     file_reads.clear()
-    engine.capture(bundle)
+    engine.capture(engine.call(bundle))
     assert sorted(file_reads) == ["a.md", "b.md"]
 
 
@@ -290,12 +294,12 @@ def test_same_size_edit_with_mtime_put_back_is_seen(make_bundle) -> None:
     age(f)
     settle()
     engine = Engine()
-    before = engine.search(bundle, {"query": "alpha"})
+    before = engine.search(engine.call(bundle), {"query": "alpha"})
     st = f.stat()
     f.write_text("# A\nomega beta\n")
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
-    after = engine.search(bundle, {"query": "omega"})
+    after = engine.search(engine.call(bundle), {"query": "omega"})
     assert after["total"] == 1 and before["total"] == 1
     assert after["snapshot_revision"] != before["snapshot_revision"]
 
@@ -313,7 +317,7 @@ def test_a_file_changed_after_capture_is_never_cited_with_old_bytes(
         age(f)
     settle()
     engine = Engine(hold_bytes=0)  # nothing held: the snippet's bytes must be read again
-    engine.search(bundle, {"query": "beta"})
+    engine.search(engine.call(bundle), {"query": "beta"})
     real = cap.Fetcher.__call__
     state = {"done": False}
 
@@ -324,7 +328,7 @@ def test_a_file_changed_after_capture_is_never_cited_with_old_bytes(
         return real(self, file)
 
     monkeypatch.setattr(cap.Fetcher, "__call__", change_then_read)
-    result = engine.search(bundle, {"query": "alpha"})
+    result = engine.search(engine.call(bundle), {"query": "alpha"})
     assert state["done"]
     (hit,) = result["hits"]
     assert "two two" in hit["snippet"]
@@ -356,7 +360,9 @@ def test_requests_that_arrived_before_a_capture_share_it(make_bundle, monkeypatc
     results: list[dict] = []
 
     def ask(query: str, fresh_after: float | None) -> None:
-        results.append(engine.search(bundle, {"query": query}, fresh_after=fresh_after))
+        results.append(
+            engine.search(engine.call(bundle, fresh_after=fresh_after), {"query": query})
+        )
 
     threads = [threading.Thread(target=ask, args=(q, arrived)) for q in ("alpha", "beta")]
     for t in threads:
@@ -397,9 +403,9 @@ def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
 
     monkeypatch.setattr(core, "capture", counted)
     waiting = time.monotonic()  # a request arrives, then the warm-up starts
-    engine.prepare(bundle, fresh_after=time.monotonic())
+    engine.prepare(engine.call(bundle, fresh_after=time.monotonic()))
     assert len(walks) == 1
-    first = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)
+    first = engine.search(engine.call(bundle, fresh_after=waiting), {"query": "alpha"})
     assert len(walks) == 1  # the warm-up's snapshot
     assert [h["path"] for h in first["hits"]] == ["a.md"]
     # kept without the bytes it read (a big workspace's bytes are not kept alive by it)
@@ -408,18 +414,18 @@ def test_a_finished_capture_serves_requests_that_arrived_before_it_started(
     assert all(f.data is None for f in landed.snapshot.files)
 
     (bundle / "c.md").write_text("alpha again\n")
-    later = engine.search(bundle, {"query": "alpha"}, fresh_after=time.monotonic())
+    later = engine.search(engine.call(bundle, fresh_after=time.monotonic()), {"query": "alpha"})
     assert len(walks) == 2  # arrived after the capture began: its own, which sees c.md
     assert sorted(h["path"] for h in later["hits"]) == ["a.md", "c.md"]
     assert later["snapshot_revision"] != first["snapshot_revision"]
 
     # the request that arrived first may use the newest finished capture, never an older one
-    again = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)
+    again = engine.search(engine.call(bundle, fresh_after=waiting), {"query": "alpha"})
     assert len(walks) == 2
     assert again["snapshot_revision"] == later["snapshot_revision"]
 
     engine.changed(bundle, ["a.md"])
-    engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)
+    engine.search(engine.call(bundle, fresh_after=waiting), {"query": "alpha"})
     assert len(walks) == 3  # a change was reported: the finished captures are forgotten
 
 
@@ -440,14 +446,16 @@ def test_finished_captures_are_kept_per_bundle_and_settings(make_bundle, monkeyp
 
     monkeypatch.setattr(core, "capture", counted)
     waiting = time.monotonic()
-    engine.prepare(one, fresh_after=waiting)
-    hits = engine.search(two, {"query": "alpha"}, fresh_after=waiting)["hits"]
+    engine.prepare(engine.call(one, fresh_after=waiting))
+    hits = engine.search(engine.call(two, fresh_after=waiting), {"query": "alpha"})["hits"]
     assert [h["path"] for h in hits] == ["b.md"]  # not the other bundle's snapshot
     strict = Settings(reserved=("a.md",))
-    engine.search(one, {"query": "alpha"}, settings=strict, fresh_after=waiting)
+    engine.search(engine.call(one, settings=strict, fresh_after=waiting), {"query": "alpha"})
     assert walks == [str(one), str(two), str(one)]  # other settings: another capture
     for _ in range(flights.LANDED_KEPT + 3):
-        engine.prepare(make_bundle({"x.md": "x\n"}, name=f"b{len(walks)}"), fresh_after=waiting)
+        engine.prepare(
+            engine.call(make_bundle({"x.md": "x\n"}, name=f"b{len(walks)}"), fresh_after=waiting)
+        )
     assert len(engine.flights.landed) == flights.LANDED_KEPT
 
 
@@ -457,12 +465,12 @@ def test_a_shared_capture_reads_the_bytes_again_when_none_are_held(make_bundle) 
     bundle = make_bundle({"a.md": "# A\nalpha one\n", "b.md": "beta\n"})
     engine = Engine(hold_bytes=0)
     waiting = time.monotonic()
-    engine.prepare(bundle, fresh_after=time.monotonic())
-    (hit,) = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)["hits"]
+    engine.prepare(engine.call(bundle, fresh_after=time.monotonic()))
+    (hit,) = engine.search(engine.call(bundle, fresh_after=waiting), {"query": "alpha"})["hits"]
     assert hit["snippet"] == "# A\nalpha one"
     # changed after that capture, before the request read it: the request captures again
     (bundle / "a.md").write_text("# A\nalpha two, longer\n")
-    (hit,) = engine.search(bundle, {"query": "alpha"}, fresh_after=waiting)["hits"]
+    (hit,) = engine.search(engine.call(bundle, fresh_after=waiting), {"query": "alpha"})["hits"]
     assert hit["snippet"] == "# A\nalpha two, longer"
 
 

@@ -42,7 +42,7 @@ PATTERNS = ["d1/", "f1.md", "*3.md", "!f3.md", "s/", "d2/s/t/*.md", "moved*/"]
 def outcome(engine: Engine, root: Path) -> tuple[Any, ...]:
     """What a capture gives, or the error it raises (both must be the full read's)."""
     try:
-        snap = engine.capture(str(root), settings=SETTINGS)
+        snap = engine.capture(engine.call(str(root), settings=SETTINGS))
     except CitelineError as exc:
         return ("error", exc.code, str(exc))
     return ("ok", [(f.path, f.size, f.sha256, f.reserved) for f in snap.files], snap.revision)
@@ -373,10 +373,10 @@ def test_editor_marks_are_read_through_the_journal(
     (root / "a.md").write_text("# A\n\nalpha\n")
     (root / "b.md").write_text("# B\n\nbeta\n")
     engine, recorded = journaled()
-    engine.capture(str(root), settings=SETTINGS)
-    assert engine.capture(str(root), settings=SETTINGS).read == 0
+    engine.capture(engine.call(str(root), settings=SETTINGS))
+    assert engine.capture(engine.call(str(root), settings=SETTINGS)).read == 0
     engine.changed(str(root), ["a.md"])
-    snap = engine.capture(str(root), settings=SETTINGS)
+    snap = engine.capture(engine.call(str(root), settings=SETTINGS))
     assert recorded.looks[-1].changed == frozenset()
     assert snap.read == 1 and [f.path for f in snap.files if f.data is not None] == ["a.md"]
     engine.close()
@@ -387,10 +387,10 @@ def test_a_one_shot_engine_holds_no_journal(tmp_path: Path) -> None:
     root.mkdir()
     (root / "a.md").write_text("# A\n")
     engine = Engine(SETTINGS)
-    engine.capture(str(root))
+    engine.capture(engine.call(str(root)))
     assert engine.reuse.journals is None
     held = Engine(SETTINGS, journal=True)
-    held.capture(str(root))
+    held.capture(held.call(str(root)))
     assert held.reuse.journals is not None and held.reuse.journals.watches() == 1
     held.close()
     assert held.reuse.journals.watches() == 0
@@ -411,6 +411,6 @@ def test_the_forced_windows_platform_has_no_journal(
     monkeypatch.setattr(platform, "PLATFORM", forced)
     assert open_journal(str(root)) == jmod.UNSUPPORTED
     engine = Engine(SETTINGS, journal=True)
-    assert [f.path for f in engine.capture(str(root)).files] == ["a.md"]
+    assert [f.path for f in engine.capture(engine.call(str(root))).files] == ["a.md"]
     assert engine.reuse.journals is not None and engine.reuse.journals.watches() == 0
     engine.close()

@@ -123,7 +123,9 @@ class Recorded(Journals):
 
 
 def files_of(engine: Engine, root: Path) -> dict[str, str]:
-    return {f.path: f.sha256 for f in engine.capture(str(root), settings=Settings()).files}
+    return {
+        f.path: f.sha256 for f in engine.capture(engine.call(str(root), settings=Settings())).files
+    }
 
 
 def test_requests_during_a_flood_are_bounded_and_never_stale(tmp_path: Path) -> None:
@@ -132,8 +134,8 @@ def test_requests_during_a_flood_are_bounded_and_never_stale(tmp_path: Path) -> 
     recorded = engine.reuse.journals = Recorded()
     full = Engine(reread=True)
     try:
-        engine.search(str(root), {"query": "alpha"})
-        engine.search(str(root), {"query": "alpha"})
+        engine.search(engine.call(str(root)), {"query": "alpha"})
+        engine.search(engine.call(str(root)), {"query": "alpha"})
         took: list[float] = []
         with flood(root / "notes") as flooding:
             step = 0
@@ -145,7 +147,7 @@ def test_requests_during_a_flood_are_bounded_and_never_stale(tmp_path: Path) -> 
                 took.append(time.monotonic() - t)
                 assert got == files_of(full, root), step
                 t = time.monotonic()
-                result = engine.search(str(root), {"query": "alpha edit"})
+                result = engine.search(engine.call(str(root)), {"query": "alpha edit"})
                 took.append(time.monotonic() - t)
                 assert f"alpha edit {step}" in result["hits"][0]["snippet"], step
         assert max(took) < REQUEST_BOUND, sorted(took)[-5:]
@@ -174,13 +176,13 @@ def test_a_flooded_bundle_does_not_hold_another_bundles_requests(tmp_path: Path)
     def hammer() -> None:
         try:
             while not stop.is_set():
-                engine.capture(str(loud))
+                engine.capture(engine.call(str(loud)))
         except BaseException as exc:
             errors.append(exc)
 
     try:
         for root in (loud, quiet, loud, quiet):
-            engine.capture(str(root))
+            engine.capture(engine.call(str(root)))
         took: list[float] = []
         with flood(loud / "notes") as flooding:
             worker = threading.Thread(target=hammer)
@@ -188,7 +190,7 @@ def test_a_flooded_bundle_does_not_hold_another_bundles_requests(tmp_path: Path)
             try:
                 while flooding.on() and len(took) < 200:
                     t = time.monotonic()
-                    engine.capture(str(quiet))
+                    engine.capture(engine.call(str(quiet)))
                     took.append(time.monotonic() - t)
                     time.sleep(0.01)
             finally:

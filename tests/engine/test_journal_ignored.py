@@ -51,7 +51,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Engine, Recorded]]
 
 
 def files_of(engine: Engine, root: Path, settings: Settings | None = None) -> dict[str, str]:
-    snap = engine.capture(str(root), settings=settings or Settings())
+    snap = engine.capture(engine.call(str(root), settings=settings or Settings()))
     return {f.path: f.sha256 for f in snap.files}
 
 

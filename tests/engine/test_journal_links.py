@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from other_user import NOBODY, chown_tree, needs_root, run_as_other, shared_folder
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine
 from citeline.engine.base.limits import Settings
 from citeline.engine.capture import journal as jmod
 from citeline.engine.capture import stats
@@ -38,7 +38,7 @@ assert len(OLD) == len(NEW)
 
 
 def files_of(engine: Engine, root: Path, settings: Settings | None = None) -> dict[str, str]:
-    snap = engine.capture(str(root), settings=settings or Settings())
+    snap = engine.capture(engine.call(str(root), settings=settings or Settings()))
     return {f.path: f.sha256 for f in snap.files}
 
 
@@ -299,13 +299,13 @@ def test_the_warm_process_reports_the_new_snapshot_revision(
     try:
         engine = engines.open(str(root), cli.settings_from(args), args)
         assert engine.reuse.journals is not None
-        before = engine.search(str(root), {"query": "invoice"})
-        engine.search(str(root), {"query": "invoice"})
+        before = engine.search(engine.call(str(root)), {"query": "invoice"})
+        engine.search(engine.call(str(root)), {"query": "invoice"})
         os.link(root / "g.md", root / ".g")
         write_through(root / ".g", NEW)
         os.unlink(root / ".g")
-        after = engine.search(str(root), {"query": "new account"})
-        expected = Engine(reread=True).search(str(root), {"query": "new account"})
+        after = engine.search(engine.call(str(root)), {"query": "new account"})
+        expected = Engine(reread=True).search(Call(str(root), Settings()), {"query": "new account"})
         assert after["snapshot_revision"] == expected["snapshot_revision"]
         assert after["snapshot_revision"] != before["snapshot_revision"]
         assert [h["path"] for h in after["hits"]] == ["g.md"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.engine import CitelineError, Engine, Settings
+from citeline.engine import Call, CitelineError, Engine, Settings
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.text.layout import Layout, layout
 
@@ -58,7 +58,7 @@ def test_other_breaks_are_not_line_breaks(sep: str) -> None:
 
 def test_u2028_inside_a_line_through_search(make_bundle) -> None:
     bundle = make_bundle({"a.md": "# Head\nalpha\u2028beta\ngamma\n"})
-    res = Engine().search(bundle, {"query": "beta"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "beta"})
     (hit,) = res["hits"]
     assert (hit["line_start"], hit["line_end"]) == (1, 3)
     assert "alpha\u2028beta" in hit["snippet"]
@@ -78,7 +78,7 @@ def test_bom_before_front_matter() -> None:
 
 def test_bom_bundle_heading_at_line_one(make_bundle) -> None:
     bundle = make_bundle({"a.md": b"\xef\xbb\xbf# Bommed\ntext\n"})
-    (hit,) = Engine().search(bundle, {"query": "bommed"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "bommed"})["hits"]
     assert hit["heading"] == "Bommed"
     assert hit["line_start"] == 1
     assert hit["snippet"] == "# Bommed\ntext"
@@ -191,14 +191,14 @@ def test_a_kubernetes_page_closed_by_dashes_and_a_space(make_bundle) -> None:
     assert lay.front == {"title": "Pod Lifecycle"}  # (only title and id are kept)
     assert lay.body_line == 5
     bundle = make_bundle({"concepts/pod-lifecycle.md": KUBERNETES_PAGE})
-    res = Engine().search(bundle, {"query": "pod lifetime"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "pod lifetime"})
     (hit,) = [h for h in res["hits"] if h["heading"] == "Pod lifetime"]
     assert (hit["line_start"], hit["line_end"]) == (14, 17)
     # the title counts for every section of the page; the front matter is in none
-    preamble = Engine().search(bundle, {"query": "lifecycle pending"})["hits"]
+    preamble = Engine().search(Call(bundle, Settings()), {"query": "lifecycle pending"})["hits"]
     assert [(h["heading"], h["line_start"]) for h in preamble] == [("", 6)]
     assert "content_type" not in preamble[0]["snippet"]
-    concepts = Engine().concepts(bundle, {"query": "pod"})
+    concepts = Engine().concepts(Call(bundle, Settings()), {"query": "pod"})
     assert [c["title"] for c in concepts["concepts"]] == ["Pod Lifecycle"]
 
 
@@ -242,7 +242,7 @@ def test_invalid_utf8_reports_its_line() -> None:
 def test_parse_errors_block_search(make_bundle, name: str, data: bytes, line: int) -> None:
     bundle = make_bundle({"good.md": "# A\nalpha\n", f"{name}.md": data})
     with pytest.raises(CitelineError) as err:
-        Engine().search(bundle, {"query": "alpha"})
+        Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     assert err.value.code == "parse_error"
     assert err.value.details["errors"] == [
         {"path": f"{name}.md", "line": line, "reason": err.value.details["errors"][0]["reason"]}
@@ -253,22 +253,22 @@ def test_parse_errors_block_search(make_bundle, name: str, data: bytes, line: in
 def test_front_matter_lines_belong_to_no_section(make_bundle) -> None:
     # "# not a heading" is a YAML comment inside the front matter.
     bundle = make_bundle({"a.md": "---\n# not a heading\ntitle: T\n---\nbody words\n"})
-    (hit,) = Engine().search(bundle, {"query": "words"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "words"})["hits"]
     assert (hit["line_start"], hit["line_end"]) == (5, 5)
     assert hit["heading"] == ""
     assert hit["snippet"] == "body words"
     # front-matter text is not indexed: "heading" occurs only in the YAML comment
-    assert Engine().search(bundle, {"query": "heading"})["hits"] == []
+    assert Engine().search(Call(bundle, Settings()), {"query": "heading"})["hits"] == []
 
 
 def test_front_matter_only_file_has_no_sections(make_bundle) -> None:
     bundle = make_bundle({"a.md": "---\ntitle: Lonely\n---\n", "b.md": "lonely text\n"})
-    res = Engine().search(bundle, {"query": "lonely"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "lonely"})
     assert [h["path"] for h in res["hits"]] == ["b.md"]
 
 
 def test_skip_invalid_setting_passes_through_layout(make_bundle) -> None:
     bundle = make_bundle({"a.md": "# A\nalpha\n", "b.md": b"---\nx: [\n---\nalpha\n"})
-    res = Engine().search(bundle, {"query": "alpha"}, settings=Settings(skip_invalid=True))
+    res = Engine().search(Call(bundle, Settings(skip_invalid=True)), {"query": "alpha"})
     assert [h["path"] for h in res["hits"]] == ["a.md"]
     assert [s["path"] for s in res["skipped"]] == ["b.md"]

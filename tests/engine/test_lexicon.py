@@ -72,7 +72,9 @@ def assert_holding(lexicon: Lexicon, blocks: tuple[Block, ...] | list[Block]) ->
 def real_blocks() -> tuple[Block, ...]:
     root = corpus("powershell-docs")
     engine = Engine()
-    idx = engine.index(engine.capture(root), AnalysisOptions(Tokenizer("bigrams")), bundle=root)
+    idx = engine.index(
+        engine.capture(engine.call(root)), AnalysisOptions(Tokenizer("bigrams")), bundle=root
+    )
     assert len(idx.blocks) >= 3
     return idx.blocks
 
@@ -181,7 +183,9 @@ def _hits(engine: Engine, bundle: Path) -> list[list[tuple[str, int, float]]]:
     out = []
     for text in TEXTS:
         for profile in ("recall", "contract"):
-            hits = engine.symbols(bundle, text, relevance={"profile": profile}, settings=SETTINGS)
+            hits = engine.symbols(
+                engine.call(bundle, settings=SETTINGS), text, relevance={"profile": profile}
+            )
             out.append([(h.path, h.line_start, h.score) for h in hits])
     return out
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.engine import CODES, CancelToken, CitelineError, Engine, Limits, Settings
+from citeline.engine import CODES, Call, CancelToken, CitelineError, Engine, Limits, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.base.errors import LimitHit
 from citeline.fronts.remedies import COMMAND_LINE, worded
@@ -17,14 +17,14 @@ def run(bundle, request=None, concepts=False, **limits):
     req = request or {"query": "alpha"}
     e = Engine()
     if concepts:
-        return e.concepts(bundle, req, settings=settings)
-    return e.search(bundle, req, settings=settings)
+        return e.concepts(e.call(bundle, settings=settings), req)
+    return e.search(e.call(bundle, settings=settings), req)
 
 
 def fails(bundle, request=None, *, settings: Settings | None = None, **limits) -> CitelineError:
     settings = settings or Settings(limits=Limits(**limits))
     with pytest.raises(CitelineError) as err:
-        Engine().search(bundle, request or {"query": "alpha"}, settings=settings)
+        Engine().search(Call(bundle, settings), request or {"query": "alpha"})
     return err.value
 
 
@@ -306,10 +306,10 @@ def test_schema_validation(small, request_) -> None:
 def test_concepts_request_validation(small) -> None:
     for req in ({"query": ""}, {"query": "a" * 513}, {"query": "a", "limit": 0}, {"x": 1}):
         with pytest.raises(CitelineError) as err:
-            Engine().concepts(small, req)
+            Engine().concepts(Call(small, Settings()), req)
         assert err.value.code == "schema_validation"
-    assert Engine().concepts(small, {"query": "a" * 512})["total"] == 0
-    assert Engine().concepts(small, {"query": "-", "limit": 100})["total"] == 0
+    assert Engine().concepts(Call(small, Settings()), {"query": "a" * 512})["total"] == 0
+    assert Engine().concepts(Call(small, Settings()), {"query": "-", "limit": 100})["total"] == 0
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -338,14 +338,18 @@ def test_every_code_reachable_with_envelope(make_bundle, tmp_path: Path) -> None
     cancelled = CancelToken()
     cancelled.cancel()
     cases = {
-        "schema_validation": lambda: Engine().search(good, {"query": ""}),
+        "schema_validation": lambda: Engine().search(Call(good, Settings()), {"query": ""}),
         "resource_limit": lambda: run(make_bundle({"x.md": "one two\n"}), max_tokens=1),
-        "bundle_not_found": lambda: Engine().search(tmp_path / "missing", {"query": "a"}),
-        "bundle_invalid": lambda: Engine().search(good / "a.md", {"query": "a"}),
-        "parse_error": lambda: Engine().search(
-            make_bundle({"bad.md": b"\xff"}), {"query": "alpha"}
+        "bundle_not_found": lambda: Engine().search(
+            Call(tmp_path / "missing", Settings()), {"query": "a"}
         ),
-        "cancelled": lambda: Engine().search(good, {"query": "alpha"}, cancel=cancelled),
+        "bundle_invalid": lambda: Engine().search(Call(good / "a.md", Settings()), {"query": "a"}),
+        "parse_error": lambda: Engine().search(
+            Call(make_bundle({"bad.md": b"\xff"}), Settings()), {"query": "alpha"}
+        ),
+        "cancelled": lambda: Engine().search(
+            Call(good, Settings(), cancel=cancelled), {"query": "alpha"}
+        ),
     }
     for code, call in cases.items():
         with pytest.raises(CitelineError) as err:
@@ -360,11 +364,11 @@ def test_every_code_reachable_with_envelope(make_bundle, tmp_path: Path) -> None
 def test_pre_cancelled_token(make_bundle) -> None:
     bundle = make_bundle({"a.md": "alpha\n"})
     token = CancelToken()
-    assert Engine().search(bundle, {"query": "alpha"}, cancel=token)["total"] == 1
+    assert Engine().search(Call(bundle, Settings(), cancel=token), {"query": "alpha"})["total"] == 1
     token.cancel()
     for call in (
-        lambda: Engine().search(bundle, {"query": "alpha"}, cancel=token),
-        lambda: Engine().concepts(bundle, {"query": "a"}, cancel=token),
+        lambda: Engine().search(Call(bundle, Settings(), cancel=token), {"query": "alpha"}),
+        lambda: Engine().concepts(Call(bundle, Settings(), cancel=token), {"query": "a"}),
     ):
         with pytest.raises(CitelineError) as err:
             call()
@@ -392,32 +396,32 @@ def test_skip_invalid(make_bundle) -> None:
         "d.md": "---\n- list\n---\nalpha\n",
     }
     bundle = make_bundle(files)
-    res = Engine().search(bundle, {"query": "alpha"}, settings=Settings(skip_invalid=True))
+    res = Engine().search(Call(bundle, Settings(skip_invalid=True)), {"query": "alpha"})
     assert [h["path"] for h in res["hits"]] == ["a.md"]
     skipped = res["skipped"]
     assert [(s["path"], s["line"]) for s in skipped][1:] == [("c.md", 2), ("d.md", 1)]
     assert skipped[0]["path"] == "b.md"
     assert all(set(s) == {"path", "line", "reason"} and s["reason"] for s in skipped)
     # the revision still covers the skipped files
-    assert res["snapshot_revision"] == Engine().capture(bundle).revision
+    assert res["snapshot_revision"] == Engine().capture(Call(bundle, Settings())).revision
     (bundle / "c.md").write_bytes(b"alpha\n\xff\xff\n")
-    again = Engine().search(bundle, {"query": "alpha"}, settings=Settings(skip_invalid=True))
+    again = Engine().search(Call(bundle, Settings(skip_invalid=True)), {"query": "alpha"})
     assert again["snapshot_revision"] != res["snapshot_revision"]
     assert again["hits"] == res["hits"]
 
 
 def test_skipped_present_only_when_asked(make_bundle) -> None:
     bundle = make_bundle({"a.md": "alpha\n"})
-    assert "skipped" not in Engine().search(bundle, {"query": "alpha"})
-    res = Engine().search(bundle, {"query": "alpha"}, settings=Settings(skip_invalid=True))
+    assert "skipped" not in Engine().search(Call(bundle, Settings()), {"query": "alpha"})
+    res = Engine().search(Call(bundle, Settings(skip_invalid=True)), {"query": "alpha"})
     assert res["skipped"] == []
-    con = Engine().concepts(bundle, {"query": "a"}, settings=Settings(skip_invalid=True))
+    con = Engine().concepts(Call(bundle, Settings(skip_invalid=True)), {"query": "a"})
     assert con["skipped"] == []
 
 
 def test_skip_invalid_in_concepts(make_bundle) -> None:
     bundle = make_bundle({"a.md": "alpha\n", "b.md": b"\xff"})
-    res = Engine().concepts(bundle, {"query": "b"}, settings=Settings(skip_invalid=True))
+    res = Engine().concepts(Call(bundle, Settings(skip_invalid=True)), {"query": "b"})
     assert res["concepts"] == []
     assert [s["path"] for s in res["skipped"]] == ["b.md"]
 
@@ -440,7 +444,7 @@ def test_order_request_before_invalid_bundle(make_bundle) -> None:
     token = CancelToken()
     token.cancel()
     with pytest.raises(CitelineError) as err:
-        Engine().search(file, {"query": "?"}, cancel=token)
+        Engine().search(Call(file, Settings(), cancel=token), {"query": "?"})
     assert err.value.code == "schema_validation"
 
 
@@ -521,6 +525,6 @@ def test_skip_invalid_file_does_not_count_toward_index_limits(make_bundle) -> No
         }
     )
     settings = Settings(limits=Limits(max_sections=1, max_tokens=1), skip_invalid=True)
-    res = Engine().search(bundle, {"query": "alpha"}, settings=settings)
+    res = Engine().search(Call(bundle, settings), {"query": "alpha"})
     assert res["total"] == 1
     assert [s["path"] for s in res["skipped"]] == ["b.md"]

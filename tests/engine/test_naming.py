@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from needs import corpus
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.requests import Relevance
 from citeline.engine.base.warmer import Warmer
 from citeline.engine.rank import naming
@@ -42,7 +42,7 @@ def fresh(request: pytest.FixtureRequest) -> Iterator[None]:
 def _index(name: str, sub: str | None = None) -> Any:
     root = corpus(name)
     return Engine(Settings(skip_invalid=True)).prepare(
-        str(root / sub if sub else root), RECALL.analysis
+        Call(str(root / sub if sub else root), Settings(skip_invalid=True)), RECALL.analysis
     )
 
 
@@ -314,8 +314,8 @@ def test_state_lives_with_the_index_and_its_lineage(tmp_path: Any) -> None:
         folder.mkdir()
         (folder / "one.md").write_text("# Remote sessions\n\nOpen a remote session.\n")
     engine = Engine(Settings(skip_invalid=True))
-    first = engine.prepare(str(a), RECALL.analysis)
-    other = engine.prepare(str(b), RECALL.analysis)
+    first = engine.prepare(engine.call(str(a)), RECALL.analysis)
+    other = engine.prepare(engine.call(str(b)), RECALL.analysis)
     assert stemmed(first) is stemmed(first) and stemmed(first) is not stemmed(other)
     assert naming.held_of(first) is not naming.held_of(other)
 
@@ -327,7 +327,7 @@ def test_state_lives_with_the_index_and_its_lineage(tmp_path: Any) -> None:
 
     (a / "two.md").write_text("# Other\n\nNothing here.\n")
     engine.changed(str(a))
-    edited = engine.prepare(str(a), RECALL.analysis)
+    edited = engine.prepare(engine.call(str(a)), RECALL.analysis)
     assert edited is not first and edited.lineage is first.lineage
     assert naming.held_of(edited).held_for(key) is not None  # the unchanged block's names
     assert stemmed(edited) is not stemmed(first)  # derived state is the index's own

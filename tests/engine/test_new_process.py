@@ -67,7 +67,7 @@ def spy_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
 def outcome(engine: Engine, bundle: Path, limits: Limits, advice: str = "cli") -> Any:
     settings = Settings(limits=limits)
     try:
-        result = engine.search(bundle, {"query": "hashtable"}, settings=settings)
+        result = engine.search(engine.call(bundle, settings=settings), {"query": "hashtable"})
     except CitelineError as raised:
         # the engine names the limit; the front (here: `advice`'s) words what to change
         err = worded(raised, COMMAND_LINE if advice == "cli" else EDITOR)
@@ -130,17 +130,19 @@ def test_a_new_process_answers_as_a_full_read_reading_nothing(
     time.sleep(0.06)
     cache = tmp_path / "cache"
     first = Engine(cache=cache)
-    first.search(bundle, {"query": "hashtable"})
+    first.search(first.call(bundle), {"query": "hashtable"})
     first.close()
     reads = spy_reads(monkeypatch)
 
     def answers(engine: Engine) -> list[Any]:
         return [
-            engine.search(bundle, {"query": "hashtable bucket"}),
-            engine.search(bundle, {"query": "hashtable", "limit": 3, "profile": "recall"}),
-            engine.concepts(bundle, {"query": "hashtable"}),
-            engine.lines(bundle, {"pattern": "bucket"}),
-            engine.symbols(bundle, "bucket"),
+            engine.search(engine.call(bundle), {"query": "hashtable bucket"}),
+            engine.search(
+                engine.call(bundle), {"query": "hashtable", "limit": 3, "profile": "recall"}
+            ),
+            engine.concepts(engine.call(bundle), {"query": "hashtable"}),
+            engine.lines(engine.call(bundle), {"pattern": "bucket"}),
+            engine.symbols(engine.call(bundle), "bucket"),
         ]
 
     reads.full = True

@@ -115,7 +115,8 @@ PRELUDE = textwrap.dedent(
     from citeline.engine.capture import files
     from citeline.engine.store.store import Store
     print(files.BACKEND.name, parallel.start_method())
-    res = Engine(cache=sys.argv[2]).search(sys.argv[1], {"query": "alpha"})
+    engine = Engine(cache=sys.argv[2])
+    res = engine.search(engine.call(sys.argv[1]), {"query": "alpha"})
     print(res["snapshot_revision"], [h["path"] for h in res["hits"]])
     """
 )
@@ -139,9 +140,9 @@ def test_citeline_imports_and_searches_with_windows_os_facts(tmp_path: Path) -> 
     assert out.returncode == 0, out.stderr
     first, second = out.stdout.splitlines()
     assert first == "path spawn"
-    from citeline.engine import Engine
+    from citeline.engine import Call, Engine, Settings
 
-    expected = Engine().search(bundle, {"query": "alpha"})
+    expected = Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     assert second == f"{expected['snapshot_revision']} {['a.md', 'sub/b.md']}"
     assert (tmp_path / "cache").is_dir()  # the cache was used, not turned off
 

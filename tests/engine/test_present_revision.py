@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import escape_path, locator
 from citeline.engine.capture.revision import records_json, snapshot_revision
 
@@ -100,7 +100,7 @@ def test_locator_in_hits_for_odd_paths(make_bundle) -> None:
         "plain.md": "intro\n# Two\nalpha\n",
     }
     bundle = make_bundle(files)
-    hits = Engine().search(bundle, {"query": "alpha"})["hits"]
+    hits = Engine().search(Call(bundle, Settings()), {"query": "alpha"})["hits"]
     got = {h["path"]: h["locator"] for h in hits}
     assert got == {
         "dir with space/a#b%c ü.md": "dir%20with%20space/a%23b%25c%20%C3%BC.md#L1-L2",
@@ -122,7 +122,7 @@ def test_go_json_known_bytes() -> None:
 
 
 def test_empty_bundle_revision(make_bundle) -> None:
-    snap = Engine().capture(make_bundle({}))
+    snap = Engine().capture(Call(make_bundle({}), Settings()))
     assert snap.files == ()
     assert snap.revision == hashlib.sha256(b"[]").hexdigest()
 
@@ -152,18 +152,18 @@ def test_revision_matches_go_encoding_for_odd_paths(make_bundle) -> None:
     extra = {".hidden.md": b"x", "notes.txt": b"y"}  # not captured, not in the revision
     for name, data in extra.items():
         (bundle / name).write_bytes(data)
-    snap = Engine().capture(bundle)
+    snap = Engine().capture(Call(bundle, Settings()))
     assert [f.path for f in snap.files] == sorted(files)
     assert snap.revision == go_revision(files)
     assert snapshot_revision(snap.files) == snap.revision
-    res = Engine().search(bundle, {"query": "body"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "body"})
     assert res["snapshot_revision"] == go_revision(files)
     assert len(res["hits"]) == len(files) - 1  # index.md is never searched
 
 
 def test_records_sorted_by_code_point_order(make_bundle) -> None:
     names = ["a/b.md", "a.b.md", "B.md", "a-b.md", "é.md", "z.md"]
-    snap = Engine().capture(make_bundle(dict.fromkeys(names, b"x")))
+    snap = Engine().capture(Call(make_bundle(dict.fromkeys(names, b"x")), Settings()))
     assert [f.path for f in snap.files] == ["B.md", "a-b.md", "a.b.md", "a/b.md", "z.md", "é.md"]
     for f in snap.files:
         assert f.size == 1 and f.sha256 == hashlib.sha256(b"x").hexdigest()
@@ -173,22 +173,22 @@ def test_revision_same_when_bundle_copied_or_moved(make_bundle, tmp_path: Path) 
     files = {name: f"text {i}\n".encode() for i, name in enumerate(ODD_NAMES)}
     bundle = make_bundle(files)
     e = Engine()
-    first = e.search(bundle, {"query": "text"})["snapshot_revision"]
+    first = e.search(e.call(bundle), {"query": "text"})["snapshot_revision"]
     assert first == go_revision(files)
     copy = tmp_path / "elsewhere" / "deeper" / "copy"
     shutil.copytree(bundle, copy)
-    assert e.search(copy, {"query": "text"})["snapshot_revision"] == first
+    assert e.search(e.call(copy), {"query": "text"})["snapshot_revision"] == first
     moved = tmp_path / "moved"
     os.rename(bundle, moved)
-    assert e.search(moved, {"query": "text"})["snapshot_revision"] == first
+    assert e.search(e.call(moved), {"query": "text"})["snapshot_revision"] == first
     # one byte changed: another revision
     (moved / "B.md").write_bytes(b"text 99\n")
-    assert e.search(moved, {"query": "text"})["snapshot_revision"] != first
+    assert e.search(e.call(moved), {"query": "text"})["snapshot_revision"] != first
 
 
 def test_revision_through_relative_path(make_bundle, monkeypatch) -> None:
     bundle = make_bundle({"a.md": "x\n"})
-    absolute = Engine().capture(bundle).revision
+    absolute = Engine().capture(Call(bundle, Settings())).revision
     monkeypatch.chdir(bundle.parent)
-    assert Engine().capture(bundle.name).revision == absolute
-    assert Engine().capture(bundle.name + "/").revision == absolute
+    assert Engine().capture(Call(bundle.name, Settings())).revision == absolute
+    assert Engine().capture(Call(bundle.name + "/", Settings())).revision == absolute

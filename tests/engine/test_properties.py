@@ -11,7 +11,7 @@ from bundles import section_text
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.snippets import MAX_SPANS, fold, snippet
 from citeline.engine.text.analysis import analyse
 from citeline.engine.text.layout import Layout, layout
@@ -243,7 +243,7 @@ def test_snippets_are_verbatim_at_stated_lines(make_bundle, doc1: str, doc2: str
     assume(tokens)
     words = data.draw(st.lists(st.sampled_from(tokens), min_size=1, max_size=2))
     bundle = make_bundle(files)
-    res = Engine().search(bundle, {"query": " ".join(words), "limit": 100})
+    res = Engine().search(Call(bundle, Settings()), {"query": " ".join(words), "limit": 100})
     assert res["total"] == len(res["hits"])
     for hit in res["hits"]:
         raw = (bundle / hit["path"]).read_bytes()
@@ -288,7 +288,7 @@ def test_revision_unchanged_when_copied(make_bundle, tmp_path_factory, contents,
     if data.draw(st.booleans()):
         files = {f"d {i}/{k}": v for i, (k, v) in enumerate(files.items())}
     bundle = make_bundle(files)
-    rev = Engine().capture(bundle).revision
+    rev = Engine().capture(Call(bundle, Settings())).revision
     records = ",".join(
         f'{{"path":{go_string(p)},"size":{len(files[p])},'
         f'"sha256":"{hashlib.sha256(files[p]).hexdigest()}"}}'
@@ -297,4 +297,4 @@ def test_revision_unchanged_when_copied(make_bundle, tmp_path_factory, contents,
     assert rev == hashlib.sha256(f"[{records}]".encode()).hexdigest()
     copy = tmp_path_factory.mktemp("copy") / "elsewhere"
     shutil.copytree(bundle, copy)
-    assert Engine().capture(copy).revision == rev
+    assert Engine().capture(Call(copy, Settings())).revision == rev

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.text.analysis import analyse
 
 K1, B = 1.2, 0.75
@@ -68,7 +68,7 @@ def test_hand_lengths_match_engine() -> None:
 @pytest.mark.parametrize("query", ["beta", "gamma", "beta gamma", "delta gamma", "guide"])
 def test_bm25_scores_match_independent_computation(make_bundle, query: str) -> None:
     bundle = make_bundle(BUNDLE)
-    res = Engine().search(bundle, {"query": query})
+    res = Engine().search(Call(bundle, Settings()), {"query": query})
     expected = bm25(SECTIONS, query.split())
     assert expected  # every query above matches something
     got = {(h["concept_id"], h["line_start"]): h["score"] for h in res["hits"]}
@@ -87,7 +87,7 @@ def test_known_value_for_single_term(make_bundle) -> None:
     idf = math.log(1 + (4 - 2 + 0.5) / (2 + 0.5))
     s_a = idf * 5 * 2.2 / (5 + 1.2 * (0.25 + 0.75 * 11 / 6))  # tf 2 raw + 3 heading
     s_b = idf * 3 * 2.2 / (3 + 1.2 * (0.25 + 0.75 * 6 / 6))  # tf 1 raw + 2 title
-    res = Engine().search(make_bundle(BUNDLE), {"query": "beta"})
+    res = Engine().search(Call(make_bundle(BUNDLE), Settings()), {"query": "beta"})
     got = [(h["concept_id"], h["line_start"], h["score"]) for h in res["hits"]]
     assert got == [("a", 1, pytest.approx(s_a, rel=1e-12)), ("b", 4, pytest.approx(s_b, rel=1e-12))]
     assert s_a > s_b
@@ -120,21 +120,21 @@ def test_heading_weight_changes_the_ranking(make_bundle) -> None:
             "b.md": "# Other\ncache words here\n",
         }
     )
-    hits = Engine().search(bundle, {"query": "cache"})["hits"]
+    hits = Engine().search(Call(bundle, Settings()), {"query": "cache"})["hits"]
     assert [h["path"] for h in hits] == ["a.md", "b.md"]
     assert hits[0]["score"] > hits[1]["score"]
 
 
 def test_title_only_match(make_bundle) -> None:
     bundle = make_bundle({"a.md": "---\ntitle: Kubernetes\n---\n# Setup\ntext\n"})
-    (hit,) = Engine().search(bundle, {"query": "kubernetes setup"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "kubernetes setup"})["hits"]
     assert hit["matched_terms"] == ["kubernetes", "setup"]
     assert hit["snippet"] == "# Setup\ntext"
 
 
 def test_all_terms_required(make_bundle) -> None:
     bundle = make_bundle({"a.md": "# One\nalpha\n# Two\nalpha beta\n"})
-    res = Engine().search(bundle, {"query": "alpha beta"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "alpha beta"})
     assert [(h["line_start"], h["heading"]) for h in res["hits"]] == [(3, "Two")]
 
 
@@ -148,7 +148,7 @@ def test_ties_broken_by_concept_id_then_line_start(make_bundle) -> None:
             "z.md": fm.format("éclair") + body,  # "é" > "a"
         }
     )
-    hits = Engine().search(bundle, {"query": "word"})["hits"]
+    hits = Engine().search(Call(bundle, Settings()), {"query": "word"})["hits"]
     assert len({h["score"] for h in hits}) == 1  # all tied
     assert [(h["concept_id"], h["line_start"]) for h in hits] == [
         ("Zeta", 4),
@@ -162,9 +162,12 @@ def test_ties_broken_by_concept_id_then_line_start(make_bundle) -> None:
 
 def test_reserved_files_do_not_count_in_statistics(make_bundle) -> None:
     base = {"a.md": "alpha beta\n", "b.md": "gamma\n"}
-    plain = Engine().search(make_bundle(base), {"query": "alpha"})
+    plain = Engine().search(Call(make_bundle(base), Settings()), {"query": "alpha"})
     more = Engine().search(
-        make_bundle({**base, "index.md": "alpha alpha alpha\n", "log.md": "x y z w\n"}),
+        Call(
+            make_bundle({**base, "index.md": "alpha alpha alpha\n", "log.md": "x y z w\n"}),
+            Settings(),
+        ),
         {"query": "alpha"},
     )
     assert [h["path"] for h in more["hits"]] == ["a.md"]
@@ -182,8 +185,8 @@ def test_terms_remembered_per_index_are_bounded_and_change_nothing(
     bundle = make_bundle(BUNDLE)
     engine = Engine()
     queries = ["beta", "gamma delta", "beta guide", "alpha gamma", "nothing"]
-    first = [engine.search(bundle, {"query": q}) for q in queries]
-    idx = engine.index(engine.capture(bundle))
+    first = [engine.search(engine.call(bundle), {"query": q}) for q in queries]
+    idx = engine.index(engine.capture(engine.call(bundle)))
     assert set(idx._where) >= {"beta", "gamma", "delta", "guide", "alpha", "nothing"}
     (block,) = idx.blocks
     lo, hi = block.find("beta")
@@ -192,11 +195,11 @@ def test_terms_remembered_per_index_are_bounded_and_change_nothing(
     assert sorted(block.p_tf[lo:hi]) == [3, 5]
     assert idx.where("absent") == ()
     monkeypatch.setattr(index_mod, "_REMEMBERED_TERMS", 3)
-    fresh = engine.search(bundle, {"query": "intro here"})  # new terms: past the bound
+    fresh = engine.search(engine.call(bundle), {"query": "intro here"})  # new terms: past the bound
     assert [h["path"] for h in fresh["hits"]] == []  # no section holds both
     assert len(idx._where) <= 3
     assert list(idx._where)[-2:] == ["intro", "here"]  # the most recent ones stay
-    again = [engine.search(bundle, {"query": q}) for q in queries]
+    again = [engine.search(engine.call(bundle), {"query": q}) for q in queries]
     assert again == first
     assert len(idx._where) <= 3
 
@@ -214,7 +217,7 @@ def test_best_k_equals_the_first_k_of_the_full_order(make_bundle, match_any: boo
         files[f"mixed{i:02}.md"] = "alpha " * (i % 4 + 1) + "\n\n# Gamma\ngamma beta alpha\n"
     bundle = make_bundle(files)
     engine = Engine()
-    index = engine.index(engine.capture(bundle))
+    index = engine.index(engine.capture(engine.call(bundle)))
     for terms in (["alpha"], ["beta"], ["alpha", "beta"], ["gamma", "alpha", "beta"]):
         full = rank(index, terms, match_any=match_any)
         assert full.total == len(full.best) >= 12

@@ -29,7 +29,9 @@ QUERIES = ["get-childitem", "execution policy", "how do I list files", "remote s
 def real_index() -> Index:
     root = corpus("powershell-docs")
     engine = Engine()
-    idx = engine.index(engine.capture(root), AnalysisOptions(Tokenizer("bigrams")), bundle=root)
+    idx = engine.index(
+        engine.capture(engine.call(root)), AnalysisOptions(Tokenizer("bigrams")), bundle=root
+    )
     assert len(idx.blocks) > 1
     return idx
 

@@ -429,7 +429,7 @@ def test_one_engine_sees_each_edit_of_the_rules_above(
     engine = Engine()
 
     def hits() -> list[str]:
-        found = engine.search(bundle, {"query": "alpha"}, fresh_after=time.monotonic())
+        found = engine.search(engine.call(bundle, fresh_after=time.monotonic()), {"query": "alpha"})
         return sorted(h["path"] for h in found["hits"])
 
     assert hits() == ["a.md", "c.md", "drafts/b.md"]
@@ -448,9 +448,8 @@ def test_one_engine_sees_each_edit_of_the_rules_above(
     assert hits() == []
     (root / ".gitignore").unlink()
     assert hits() == ["a.md", "c.md", "drafts/b.md"]
-    assert (
-        engine.search(bundle, {"query": "alpha"}, settings=Settings(use_ignore=False))["total"] == 3
-    )
+    unignored = engine.call(bundle, settings=Settings(use_ignore=False))
+    assert engine.search(unignored, {"query": "alpha"})["total"] == 3
 
 
 def test_two_command_line_calls_sharing_a_cache_see_an_edit_between_them(

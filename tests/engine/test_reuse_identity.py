@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from needs import CORPORA, missing
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import encode
 
 pytestmark = pytest.mark.corpus
@@ -107,9 +107,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run(engine: Engine, root: Path, case: Case) -> str:
     kind, arg = case
     if kind == "search":
-        return encode(engine.search(root, arg, settings=SETTINGS))
+        return encode(engine.search(engine.call(root, settings=SETTINGS), arg))
     query, relevance = arg
-    hits = engine.symbols(root, query, relevance=relevance, settings=SETTINGS)
+    hits = engine.symbols(engine.call(root, settings=SETTINGS), query, relevance=relevance)
     return encode({"query": query, "symbols": [asdict(h) for h in hits]})
 
 
@@ -123,7 +123,7 @@ def test_reuse_gives_the_same_bytes_as_reading_everything(
 ) -> None:
     warm = Engine(SETTINGS, cache=tmp_path / "cache")
     first = [run(warm, bundle, case) for case in CASES]  # fills memory and the cache
-    files = len(warm.capture(bundle).searchable)
+    files = len(warm.capture(warm.call(bundle)).searchable)
     assert len(analysed) >= files  # every file analysed at least once
     count = len(analysed)
     second = [run(warm, bundle, case) for case in CASES]  # served from memory
@@ -154,25 +154,25 @@ def test_reuse_sees_an_edit(tmp_path: Path, analysed: list[str]) -> None:
     memo = Engine(SETTINGS)
     request = {"query": "zebrafrobnicate 限流"}
 
-    before = memo.search(root, request, settings=SETTINGS)
-    baseline = memo.search(root, {"query": "rate"}, settings=SETTINGS)  # warmed
+    before = memo.search(memo.call(root, settings=SETTINGS), request)
+    baseline = memo.search(memo.call(root, settings=SETTINGS), {"query": "rate"})  # warmed
     assert before["total"] == 0
     analysed.clear()
 
     # 1. a new section appended (the file grows)
     original = target.read_bytes()
     target.write_bytes(original + "\n## 基准 zebrafrobnicate\n\nzebrafrobnicate 限流\n".encode())
-    after = memo.search(root, request, settings=SETTINGS)
+    after = memo.search(memo.call(root, settings=SETTINGS), request)
     assert after["snapshot_revision"] != before["snapshot_revision"]
-    assert after["snapshot_revision"] == fresh().capture(root).revision
+    assert after["snapshot_revision"] == fresh().capture(Call(root, SETTINGS)).revision
     assert after["total"] == 1
     hit = after["hits"][0]
     assert hit["path"] == EDITED and hit["heading"] == "基准 zebrafrobnicate"
     assert hit["content_sha256"] == _sha(target)
     assert analysed == [_sha(target)]  # only the edited file was analysed again
     plain = fresh()
-    assert encode(after) == encode(plain.search(root, request, settings=SETTINGS))
-    symbols = memo.symbols(root, "zebrafrob", settings=SETTINGS)
+    assert encode(after) == encode(plain.search(plain.call(root, settings=SETTINGS), request))
+    symbols = memo.symbols(memo.call(root, settings=SETTINGS), "zebrafrob")
     assert [(s.path, s.heading) for s in symbols] == [(EDITED, "基准 zebrafrobnicate")]
 
     # 2. an edit that keeps the size: one ASCII letter of the new heading changed
@@ -181,19 +181,21 @@ def test_reuse_sees_an_edit(tmp_path: Path, analysed: list[str]) -> None:
     )
     assert len(edited) == target.stat().st_size
     target.write_bytes(edited)
-    again = memo.search(root, {"query": "zebrbfrobnicate"}, settings=SETTINGS)
+    again = memo.search(memo.call(root, settings=SETTINGS), {"query": "zebrbfrobnicate"})
     assert again["snapshot_revision"] not in (
         before["snapshot_revision"],
         after["snapshot_revision"],
     )
     assert again["total"] == 1 and again["hits"][0]["heading"] == "基准 zebrbfrobnicate"
     assert encode(again) == encode(
-        plain.search(root, {"query": "zebrbfrobnicate"}, settings=SETTINGS)
+        plain.search(plain.call(root, settings=SETTINGS), {"query": "zebrbfrobnicate"})
     )
 
     # 3. back to the original bytes: the original revision and results again
     target.write_bytes(original)
-    restored = memo.search(root, {"query": "rate"}, settings=SETTINGS)
+    restored = memo.search(memo.call(root, settings=SETTINGS), {"query": "rate"})
     assert restored["snapshot_revision"] == before["snapshot_revision"]
     assert encode(restored) == encode(baseline)
-    assert encode(restored) == encode(plain.search(root, {"query": "rate"}, settings=SETTINGS))
+    assert encode(restored) == encode(
+        plain.search(plain.call(root, settings=SETTINGS), {"query": "rate"})
+    )

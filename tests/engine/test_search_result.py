@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from citeline.engine import Engine, SearchRequest
+from citeline.engine import Call, Engine, SearchRequest, Settings
 
 HIT_KEYS = {
     "concept_id",
@@ -25,7 +25,7 @@ HIT_KEYS = {
 def test_envelope_and_hit_fields(make_bundle) -> None:
     data = "intro\n# Setup Guide\nInstall the *tool*.\n\n## Other\nnothing\n"
     bundle = make_bundle({"docs/setup.md": data})
-    res = Engine().search(bundle, {"query": "  INSTALL, tool!! install "})
+    res = Engine().search(Call(bundle, Settings()), {"query": "  INSTALL, tool!! install "})
     assert set(res) == {"query", "terms", "snapshot_revision", "total", "truncated", "hits"}
     assert res["query"] == "  INSTALL, tool!! install "  # as given
     assert res["terms"] == ["install", "tool"]
@@ -49,55 +49,55 @@ def test_envelope_and_hit_fields(make_bundle) -> None:
 
 def test_arrays_present_when_nothing_matches(make_bundle) -> None:
     bundle = make_bundle({"a.md": "alpha\n"})
-    res = Engine().search(bundle, {"query": "zzz"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "zzz"})
     assert res["hits"] == [] and res["terms"] == ["zzz"]
     assert (res["total"], res["truncated"]) == (0, False)
     assert "options" not in res and "skipped" not in res
 
 
 def test_empty_bundle(make_bundle) -> None:
-    res = Engine().search(make_bundle({}), {"query": "alpha"})
+    res = Engine().search(Call(make_bundle({}), Settings()), {"query": "alpha"})
     assert res["hits"] == [] and res["total"] == 0
 
 
 def test_truncated_and_limit(make_bundle) -> None:
     bundle = make_bundle({f"f{i}.md": "alpha\n" for i in range(5)})
-    res = Engine().search(bundle, {"query": "alpha", "limit": 3})
+    res = Engine().search(Call(bundle, Settings()), {"query": "alpha", "limit": 3})
     assert (res["total"], res["truncated"], len(res["hits"])) == (5, True, 3)
     assert [h["concept_id"] for h in res["hits"]] == ["f0", "f1", "f2"]
 
 
 def test_request_object_accepted(make_bundle) -> None:
     bundle = make_bundle({"a.md": "alpha\n"})
-    res = Engine().search(bundle, SearchRequest("alpha", 5))
+    res = Engine().search(Call(bundle, Settings()), SearchRequest("alpha", 5))
     assert res["total"] == 1
 
 
 def test_fresh_snapshot_every_request(make_bundle) -> None:
     bundle = make_bundle({"a.md": "alpha\n"})
     e = Engine()
-    first = e.search(bundle, {"query": "alpha"})
+    first = e.search(e.call(bundle), {"query": "alpha"})
     assert first["total"] == 1
     (bundle / "a.md").write_text("beta\n")
     (bundle / "b.md").write_text("alpha again\n")
-    second = e.search(bundle, {"query": "alpha"})
+    second = e.search(e.call(bundle), {"query": "alpha"})
     assert [h["path"] for h in second["hits"]] == ["b.md"]
     assert second["snapshot_revision"] != first["snapshot_revision"]
     # memoised analyses do not leak between files with other bytes
-    assert e.search(bundle, {"query": "beta"})["hits"][0]["path"] == "a.md"
+    assert e.search(e.call(bundle), {"query": "beta"})["hits"][0]["path"] == "a.md"
 
 
 def test_same_bytes_same_result_across_engines(make_bundle) -> None:
     bundle = make_bundle({"a.md": "# A\nalpha beta\n", "b.md": "alpha\n"})
-    one = Engine().search(bundle, {"query": "alpha"})
-    two = Engine(reread=True, hold_bytes=0).search(bundle, {"query": "alpha"})
+    one = Engine().search(Call(bundle, Settings()), {"query": "alpha"})
+    two = Engine(reread=True, hold_bytes=0).search(Call(bundle, Settings()), {"query": "alpha"})
     assert one == two
 
 
 def test_section_sha256_keeps_crlf_inside_and_drops_the_final_line_ending(make_bundle) -> None:
     data = "# A\r\nalpha\r\n\r\n## B\r\nbeta gamma\r\n"
     bundle = make_bundle({"docs/crlf.md": data})
-    (hit,) = Engine().search(bundle, {"query": "gamma"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "gamma"})["hits"]
     assert (hit["line_start"], hit["line_end"]) == (4, 5)
     want = hashlib.sha256(b"## B\r\nbeta gamma").hexdigest()
     assert hit["section_sha256"] == want

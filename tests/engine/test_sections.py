@@ -6,7 +6,7 @@ from itertools import pairwise
 
 import pytest
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.text.analysis import analyse
 from citeline.engine.text.layout import Layout, layout
 from citeline.engine.text.sections import cut, headings
@@ -58,7 +58,7 @@ def test_lone_cr_setext_is_a_paragraph_not_a_heading() -> None:
 
 def test_lone_cr_snippet_keeps_original_text(make_bundle) -> None:
     bundle = make_bundle({"a.md": b"Title\r===\nmore\n"})
-    (hit,) = Engine().search(bundle, {"query": "title"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "title"})["hits"]
     assert hit["heading"] == ""
     assert hit["snippet"] == "Title\r===\nmore"
 
@@ -115,7 +115,7 @@ def test_whitespace_only_file_has_no_sections(make_bundle) -> None:
     assert sections(" \n\t\n\u00a0\n") == []
     assert sections("") == []
     bundle = make_bundle({"blank.md": "  \n\n", "a.md": "word\n"})
-    res = Engine().search(bundle, {"query": "word"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "word"})
     assert [h["path"] for h in res["hits"]] == ["a.md"]
 
 
@@ -131,7 +131,7 @@ def test_heading_free_file_is_one_body_section() -> None:
 
 def test_heading_free_file_after_front_matter(make_bundle) -> None:
     bundle = make_bundle({"a.md": "---\ntitle: T\n---\n\nbody text\nmore\n"})
-    (hit,) = Engine().search(bundle, {"query": "body"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "body"})["hits"]
     assert (hit["line_start"], hit["line_end"], hit["heading"]) == (4, 6, "")
 
 
@@ -170,7 +170,7 @@ def test_reference_link_in_heading_uses_definition() -> None:
 
 def test_heading_reported_in_search_hit(make_bundle) -> None:
     bundle = make_bundle({"a.md": "# Install **APISIX** `v3`\nsteps\n"})
-    (hit,) = Engine().search(bundle, {"query": "steps"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "steps"})["hits"]
     assert hit["heading"] == "Install APISIX v3"
 
 

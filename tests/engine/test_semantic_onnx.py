@@ -128,15 +128,21 @@ def test_semantic_and_hybrid_through_the_engine(folder: Path, tmp_path: Path) ->
         cache=tmp_path / "cache", embedding=ModelSpec.from_mapping({"folder": str(folder)})
     )
     try:
-        got = engine.lines(bundle, {"mode": "semantic", "query": "how do I stop a windows service"})
+        got = engine.lines(
+            engine.call(bundle), {"mode": "semantic", "query": "how do I stop a windows service"}
+        )
         validate("lines.semantic.result", got)
         assert got["model"].endswith("@onnx/384d/96t/mean")
         assert got["matches"][0]["path"] == "services.md"
         assert got["matches"][0]["x-heading"] == "Stop a service"
-        hybrid = engine.search(bundle, {"query": "remove a printer", "profile": "hybrid"})
+        hybrid = engine.search(
+            engine.call(bundle), {"query": "remove a printer", "profile": "hybrid"}
+        )
         assert hybrid["options"]["model"] == got["model"]
         assert hybrid["hits"][0]["heading"] == "Remove a printer"
-        off = engine.lines(bundle, {"mode": "semantic", "query": "a recipe for chocolate cake"})
+        off = engine.lines(
+            engine.call(bundle), {"mode": "semantic", "query": "a recipe for chocolate cake"}
+        )
         assert off["matches"] == []
     finally:
         engine.close()

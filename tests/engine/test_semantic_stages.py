@@ -97,7 +97,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     bundle = tmp_path_factory.mktemp("bundle")
     copy_bundle(bundle, FILES)
     engine = Engine()
-    snap = engine.capture(bundle)
+    snap = engine.capture(engine.call(bundle))
     index = engine.index(
         snap, Relevance.from_mapping({"profile": "recall"}).analysis, bundle=bundle
     )

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer import snippets
 from citeline.engine.answer.snippets import fold, match_spans, snippet
 from citeline.engine.text.terms import CONTRACT, Tokenizer, query_terms
@@ -69,7 +69,7 @@ def test_whole_token_match_for_window() -> None:
 def test_engine_snippet_is_verbatim_substring(make_bundle) -> None:
     body = "# Heading\r\n" + "word " * 60 + "\r\n" + "filler " * 20 + "target here\r\nend\r\n"
     bundle = make_bundle({"a.md": body})
-    (hit,) = Engine().search(bundle, {"query": "target"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "target"})["hits"]
     text = body[: -len("\r\n")]  # the section's text: without the final line ending
     assert hit["snippet"] in text
     start = text.index("target") - 80
@@ -160,7 +160,7 @@ def test_byte_offsets_for_case_folded_token() -> None:
 
 def test_engine_spans_are_byte_offsets_into_snippet(make_bundle) -> None:
     bundle = make_bundle({"ü.md": "# Überblick\nDaten für Größe: größe GRÖSSE\n"})
-    (hit,) = Engine().search(bundle, {"query": "größe"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "größe"})["hits"]
     raw = hit["snippet"].encode()
     words = [raw[s["start"] : s["end"]].decode() for s in hit["match_spans"]]
     assert words == ["Größe", "größe", "GRÖSSE"]
@@ -170,8 +170,8 @@ def test_engine_spans_are_byte_offsets_into_snippet(make_bundle) -> None:
 def test_spans_independent_of_query_word_order(make_bundle) -> None:
     bundle = make_bundle({"a.md": "# Gamma\nalpha beta gamma alpha beta\n"})
     e = Engine()
-    one = e.search(bundle, {"query": "alpha beta gamma"})["hits"][0]
-    two = e.search(bundle, {"query": "gamma ALPHA beta"})["hits"][0]
+    one = e.search(e.call(bundle), {"query": "alpha beta gamma"})["hits"][0]
+    two = e.search(e.call(bundle), {"query": "gamma ALPHA beta"})["hits"][0]
     assert one["match_spans"] == two["match_spans"]
     assert one["snippet"] == two["snippet"]
     assert len(one["match_spans"]) == 6
@@ -180,7 +180,7 @@ def test_spans_independent_of_query_word_order(make_bundle) -> None:
 
 def test_title_only_match_has_no_spans(make_bundle) -> None:
     bundle = make_bundle({"a.md": "---\ntitle: Hidden\n---\nvisible text\n"})
-    (hit,) = Engine().search(bundle, {"query": "hidden"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "hidden"})["hits"]
     assert hit["snippet"] == "visible text"
     assert hit["match_spans"] == []
 

@@ -14,7 +14,7 @@ import snowballstemmer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.index.index import Index
 from citeline.engine.rank.rank import rank
 from citeline.engine.rank.scoring import MATCH_ANY
@@ -74,7 +74,9 @@ def index_of(files: dict[str, str], tokenizer: Tokenizer = PLAIN) -> Index:
     with tempfile.TemporaryDirectory() as top:
         root = write_bundle(Path(top) / "b", files)
         engine = Engine()
-        return engine.index(engine.capture(root), AnalysisOptions(tokenizer), bundle=root)
+        return engine.index(
+            engine.capture(engine.call(root)), AnalysisOptions(tokenizer), bundle=root
+        )
 
 
 def pre_stemmed(text: str) -> str:
@@ -164,7 +166,9 @@ def test_a_stem_starts_like_every_word_it_comes_from() -> None:
 def test_the_prefix_rule_holds_for_every_word_of_real_docs(name: str) -> None:
     root = corpus(name)
     engine = Engine()
-    idx = engine.index(engine.capture(root), AnalysisOptions(Tokenizer("bigrams")), bundle=root)
+    idx = engine.index(
+        engine.capture(engine.call(root)), AnalysisOptions(Tokenizer("bigrams")), bundle=root
+    )
     vocab = {w for block in idx.blocks for w in block.vocab}
     assert len(vocab) > 10_000
     broken = [w for w in vocab if not w.startswith(stem_prefix(stem_of(w)))]
@@ -177,7 +181,9 @@ def test_typing_on_finds_the_words_a_fresh_view_finds(name: str) -> None:
     # them: the same expansions and the same words as a view that remembers nothing
     root = corpus(name)
     engine = Engine()
-    idx = engine.index(engine.capture(root), AnalysisOptions(Tokenizer("bigrams")), bundle=root)
+    idx = engine.index(
+        engine.capture(engine.call(root)), AnalysisOptions(Tokenizer("bigrams")), bundle=root
+    )
     typing = stemmed(idx)
     checked = 0
     for query in ["configuration", "remoting", "session", "插件", "get-childitem", "happily"]:
@@ -242,7 +248,7 @@ def test_a_word_found_as_typed_outranks_its_variants() -> None:
 
 def test_search_reports_stems_and_spans_the_words(make_bundle: Any) -> None:
     root = make_bundle({"a.md": "# Stopping\nwe stopped them\n", "b.md": "nothing\n"})
-    res = Engine().search(root, {"query": "stops", "profile": "recall"})
+    res = Engine().search(Call(root, Settings()), {"query": "stops", "profile": "recall"})
     assert res["terms"] == ["stop"]
     (hit,) = res["hits"]
     assert hit["matched_terms"] == ["stop"] and hit["path"] == "a.md"

@@ -4,7 +4,7 @@ the term itself), so a one-letter prefix cannot make every keystroke rank the vo
 
 from __future__ import annotations
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 
 CAP = 64
 
@@ -19,7 +19,7 @@ def files_for(counts: dict[str, int]) -> dict[str, str]:
 
 
 def expanded_terms(engine: Engine, bundle, query: str) -> set[str]:
-    hits = engine.symbols(bundle, query, cap=10_000)
+    hits = engine.symbols(engine.call(bundle), query, cap=10_000)
     return {h.path.split("-")[0] for h in hits}
 
 
@@ -30,7 +30,7 @@ def test_prefix_expands_to_the_64_most_frequent_terms(make_bundle) -> None:
     bundle = make_bundle(files_for({**rare, **frequent}))
     engine = Engine()
     assert expanded_terms(engine, bundle, "zz") == set(frequent)
-    hits = engine.symbols(bundle, "zz", cap=10_000)
+    hits = engine.symbols(engine.call(bundle), "zz", cap=10_000)
     assert len(hits) == 2 * CAP
     # A longer prefix that only the rare terms share finds them all.
     assert expanded_terms(engine, bundle, "zza") == set(rare)
@@ -48,6 +48,6 @@ def test_the_cap_counts_terms_not_sections(make_bundle) -> None:
     # Exactly 64 terms: every one is kept, however many sections hold them.
     terms = {f"zz{i:02}": 1 + i % 3 for i in range(CAP)}
     bundle = make_bundle(files_for(terms))
-    hits = Engine().symbols(bundle, "zz", cap=10_000)
+    hits = Engine().symbols(Call(bundle, Settings()), "zz", cap=10_000)
     assert len(hits) == sum(terms.values())
     assert {h.path.split("-")[0] for h in hits} == set(terms)

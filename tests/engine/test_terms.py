@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from citeline.engine import CitelineError, Engine
+from citeline.engine import Call, CitelineError, Engine, Settings
 from citeline.engine.text import terms
 from citeline.engine.text.terms import (
     MAX_QUERY_TERMS,
@@ -20,7 +20,7 @@ TOK = Tokenizer()
 
 
 def hit_paths(bundle, query: str) -> list[str]:
-    return [h["path"] for h in Engine().search(bundle, {"query": query})["hits"]]
+    return [h["path"] for h in Engine().search(Call(bundle, Settings()), {"query": query})["hits"]]
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_nfd_document_matches_nfc_query(make_bundle) -> None:
     nfd = unicodedata.normalize("NFD", "# Café crème\nnaïve résumé\n")
     assert nfd != unicodedata.normalize("NFC", nfd)
     bundle = make_bundle({"a.md": nfd})
-    res = Engine().search(bundle, {"query": "CAFÉ résumé"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "CAFÉ résumé"})
     (hit,) = res["hits"]
     assert res["terms"] == ["café", "résumé"]
     # spans cover the NFD spelling in the snippet

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.engine import CitelineError, Engine
+from citeline.engine import Call, CitelineError, Engine, Settings
 
 Z = "0" * 64
 CONTRACTS = Path(__file__).resolve().parents[2] / "engine" / "contracts"
@@ -34,7 +34,7 @@ def schema(name: str) -> dict:
 
 
 def cite(engine: Engine, bundle: Path, query: str) -> dict:
-    hits = engine.search(bundle, {"query": query})["hits"]
+    hits = engine.search(engine.call(bundle), {"query": query})["hits"]
     assert hits, query
     return hits[0]
 
@@ -42,7 +42,7 @@ def cite(engine: Engine, bundle: Path, query: str) -> dict:
 def verify(engine: Engine, bundle: Path, *citations: dict) -> list[dict]:
     request = {"citations": list(citations)}
     jsonschema.validate(request, schema("verify.request"))
-    result = engine.verify(bundle, request)
+    result = engine.verify(engine.call(bundle), request)
     jsonschema.validate(result, schema("verify.result"))
     assert result["total"] == len(citations)
     return result["results"]
@@ -130,7 +130,7 @@ def test_same_text_twice_nearest_wins_and_others_count(make_bundle) -> None:
     text = "# T\n" + "filler\n" * 3 + twice + "# U\n" + twice
     bundle = make_bundle({"docs/b.md": "# B\n" + twice, "docs/a.md": text})
     engine = Engine()
-    hits = engine.search(bundle, {"query": "same words", "limit": 10})["hits"]
+    hits = engine.search(engine.call(bundle), {"query": "same words", "limit": 10})["hits"]
     hit = next(h for h in hits if h["path"] == "docs/a.md" and h["line_start"] == 5)
     # Push everything down by two lines: the copy at line 7 is nearer than the one further on.
     (bundle / "docs/a.md").write_text("x\ny\n" + text)
@@ -172,7 +172,7 @@ def test_line_citations_with_clipped_text(make_bundle) -> None:
     long = "word " * 100 + "needle " + "tail " * 100
     bundle = make_bundle({"docs/l.md": "# L\n" + long + "\nshort line\n"})
     engine = Engine()
-    matches = engine.lines(bundle, {"pattern": "needle"})["matches"]
+    matches = engine.lines(engine.call(bundle), {"pattern": "needle"})["matches"]
     (m,) = matches
     assert m["text"].startswith("…") and m["text"].endswith("…")
     short = {"path": "docs/l.md", "line": 3, "text": "short line"}
@@ -191,27 +191,33 @@ def test_unsaved_text_is_what_is_verified(make_bundle) -> None:
     engine = Engine()
     hit = cite(engine, bundle, "installer")
     edited = "new first line\n" + DOC
-    result = engine.verify(bundle, {"citations": [hit]}, overlay={"docs/a.md": edited.encode()})
+    result = engine.verify(
+        engine.call(bundle, overlay={"docs/a.md": edited.encode()}), {"citations": [hit]}
+    )
     assert result["results"][0]["status"] == "moved"
-    assert engine.verify(bundle, {"citations": [hit]})["results"][0]["status"] == "valid"
+    assert (
+        engine.verify(engine.call(bundle), {"citations": [hit]})["results"][0]["status"] == "valid"
+    )
 
 
 def test_a_strict_search_citation_verifies(make_bundle) -> None:
     bundle = make_bundle({"docs/a.md": DOC})
     engine = Engine()
-    result = engine.search(bundle, {"query": "installer", "strict": True})
+    result = engine.search(engine.call(bundle), {"query": "installer", "strict": True})
     assert result["strict"] is True
     hit = result["hits"][0]
-    assert engine.verify(bundle, {"citations": [hit]})["results"][0]["status"] == "valid"
+    assert (
+        engine.verify(engine.call(bundle), {"citations": [hit]})["results"][0]["status"] == "valid"
+    )
     (bundle / "docs/a.md").write_text("moved down\n\n" + DOC)
-    (r,) = engine.verify(bundle, {"citations": [hit]})["results"]
+    (r,) = engine.verify(engine.call(bundle), {"citations": [hit]})["results"]
     assert (r["status"], r["line_start"]) == ("moved", hit["line_start"] + 2)
 
 
 def test_a_line_citation_follows_its_file_renamed(make_bundle) -> None:
     bundle = make_bundle({"docs/l.md": "# L\nthe needle line\n", "docs/o.md": "# O\nother\n"})
     engine = Engine()
-    (m,) = engine.lines(bundle, {"pattern": "needle"})["matches"]
+    (m,) = engine.lines(engine.call(bundle), {"pattern": "needle"})["matches"]
     (bundle / "docs/l.md").rename(bundle / "docs/renamed.md")
     (r,) = verify(engine, bundle, m)
     assert (r["status"], r["path"], r["line"]) == ("moved", "docs/renamed.md", 2)
@@ -237,7 +243,7 @@ def test_a_line_citation_follows_its_file_renamed(make_bundle) -> None:
 def test_bad_requests_are_schema_validation(make_bundle, request_: dict) -> None:
     bundle = make_bundle({"a.md": DOC})
     with pytest.raises(CitelineError) as err:
-        Engine().verify(bundle, request_)
+        Engine().verify(Call(bundle, Settings()), request_)
     assert err.value.code == "schema_validation"
 
 
@@ -249,7 +255,7 @@ CORPUS_FILE = Path(
 
 
 def _citations(engine: Engine, bundle: Path) -> list[dict]:
-    index = engine.prepare(bundle)
+    index = engine.prepare(engine.call(bundle))
     text = (bundle / "docs/p.md").read_bytes().decode()
     out = []
     for g in range(index.n):
@@ -295,7 +301,7 @@ def test_unchanged_sections_are_valid_or_moved_after_random_edits(data, tmp_path
             new[at] = lines[at] + " edited"
             touched.add(at)
     (bundle / "docs/p.md").write_text("\n".join(new))
-    results = engine.verify(bundle, {"citations": cites})["results"]
+    results = engine.verify(engine.call(bundle), {"citations": cites})["results"]
     for c, r in zip(cites, results, strict=True):
         if any(c["line_start"] - 1 <= t <= c["line_end"] - 1 for t in touched):
             continue
@@ -306,8 +312,8 @@ def test_a_clipped_line_and_a_line_without_words_across_files(make_bundle) -> No
     long = "word " * 100 + "needle " + "tail " * 100
     bundle = make_bundle({"docs/l.md": "# L\n" + long + "\n---\n", "docs/o.md": "# O\nother\n"})
     engine = Engine()
-    (m,) = engine.lines(bundle, {"pattern": "needle"})["matches"]
-    (rule,) = engine.lines(bundle, {"pattern": "^---$", "mode": "regex"})["matches"]
+    (m,) = engine.lines(engine.call(bundle), {"pattern": "needle"})["matches"]
+    (rule,) = engine.lines(engine.call(bundle), {"pattern": "^---$", "mode": "regex"})["matches"]
     assert m["text"].startswith("…") and m["text"].endswith("…")  # clipped on both sides
     (bundle / "docs/l.md").rename(bundle / "docs/z.md")
     moved, gone = verify(engine, bundle, m, rule)

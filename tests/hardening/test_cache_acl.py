@@ -30,7 +30,7 @@ from needs import tool
 from other_user import NOBODY, needs_root, other_process, run_as_other, shared_folder
 from test_private_cache import FILES, QUERY, refused, through, used
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.store.store import FILE_NAME, refusal
 
@@ -155,7 +155,7 @@ def test_the_swap_race_through_an_acl_gets_nothing(
         )
         with other_process(thief, str(cache), FILE_NAME) as proc:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-            plain = encode(Engine().search(bundle, QUERY))
+            plain = encode(Engine().search(Call(bundle, Settings()), QUERY))
             for _ in range(5):
                 out, in_use, warnings = through(bundle, cache, caplog)
                 assert (out, in_use, len(warnings)) == (plain, False, 1)
@@ -259,7 +259,7 @@ def test_the_cache_s_files_are_the_user_s_only_whatever_the_umask(
         used(bundle, cache, caplog)
         engine = Engine(cache=cache)  # held open: the -wal and -shm files are there
         try:
-            engine.search(bundle, {"query": "gamma"})
+            engine.search(engine.call(bundle), {"query": "gamma"})
             assert engine.reuse.store.enabled
             for suffix in ("", "-wal", "-shm"):
                 st = (cache / (FILE_NAME + suffix)).stat()
@@ -287,13 +287,14 @@ def test_the_warm_process_s_socket_folder_with_an_acl_is_not_used(tmp_path: Path
 
 AS_USER = """
 import grp, json, logging, os, pwd, sys  # grp: from lib-dynload, which the account cannot read
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import encode
 
 bundle, cache, warm, uid, gid = sys.argv[1:6]
 query = json.loads(sys.argv[6])
-plain = encode(Engine().search(bundle, query))
-Engine(cache=warm).search(bundle, query)  # every module the cache needs, imported as root
+call = Call(bundle, Settings())
+plain = encode(Engine().search(call, query))
+Engine(cache=warm).search(call, query)  # every module the cache needs, imported as root
 os.setgroups([])
 os.setgid(int(gid))
 os.setuid(int(uid))  # from here on the throwaway account, with its primary group only
@@ -302,7 +303,7 @@ handler = logging.Handler()
 handler.emit = lambda record: warnings.append(record.getMessage())
 logging.getLogger("citeline.cache").addHandler(handler)
 engine = Engine(cache=cache)
-out = encode(engine.search(bundle, query))
+out = encode(engine.search(call, query))
 print(json.dumps({"same": out == plain, "used": engine.reuse.store.enabled, "warnings": warnings}))
 """
 

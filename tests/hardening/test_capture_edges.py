@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.engine import CitelineError, Engine
+from citeline.engine import Call, CitelineError, Engine, Settings
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ def test_unreadable_gitignore_line_is_skipped_like_git(make_bundle, bad: bytes) 
             "ignored.md": "# Ignored\nalpha\n",
         }
     )
-    res = Engine().search(bundle, {"query": "alpha"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     assert [h["path"] for h in res["hits"]] == ["a.md"]  # the readable line still applies
 
 
@@ -41,7 +41,7 @@ def test_bundle_path_with_nul_byte_is_bundle_invalid() -> None:
     from citeline.engine import CitelineError
 
     with pytest.raises(CitelineError) as err:
-        Engine().search("/tmp/a\0b", {"query": "alpha"})
+        Engine().search(Call("/tmp/a\0b", Settings()), {"query": "alpha"})
     assert err.value.code in ("bundle_invalid", "bundle_not_found")
 
 
@@ -53,7 +53,7 @@ def test_cache_keys_a_bundle_path_that_is_not_utf8(tmp_path) -> None:
     with open(os.path.join(root, b"a.md"), "wb") as fh:
         fh.write(b"# A\nalpha\n")
     engine = Engine(cache=tmp_path / "cache")
-    res = engine.search(os.fsdecode(root), {"query": "alpha"})
+    res = engine.search(engine.call(os.fsdecode(root)), {"query": "alpha"})
     assert res["total"] == 1
 
 
@@ -67,7 +67,7 @@ def test_a_file_name_not_utf8_names_its_folder(tmp_path) -> None:
     fd = os.open(bytes(folder) + b"/caf\xe9.md", os.O_WRONLY | os.O_CREAT, 0o644)
     os.close(fd)
     with pytest.raises(CitelineError) as caught:
-        Engine().search(tmp_path / "docs", {"query": "alpha"})
+        Engine().search(Call(tmp_path / "docs", Settings()), {"query": "alpha"})
     err = caught.value
     assert err.code == "bundle_invalid"
     assert err.details == {"path": "INBOX", "reason": "path_not_utf8"}
@@ -80,7 +80,7 @@ def test_files_read_after_the_byte_budget_come_from_their_own_folders(tmp_path) 
     not path order (the root's files before its folders; "z.md" after "c/w.md" in path
     order), so files of several folders can be read late: each from its own folder, or the
     total reported would miss them."""
-    from citeline.engine import Limits, Settings
+    from citeline.engine import Limits
 
     files = {"z.md": 900, "a/x.md": 200, "b/y.md": 200, "c/w.md": 200}
     for rel, size in files.items():
@@ -89,9 +89,8 @@ def test_files_read_after_the_byte_budget_come_from_their_own_folders(tmp_path) 
         path.write_bytes(b"# T\n" + b"a" * (size - 4))
     with pytest.raises(CitelineError) as caught:
         Engine().search(
-            tmp_path / "docs",
+            Call(tmp_path / "docs", Settings(limits=Limits(max_total_bytes=1000))),
             {"query": "alpha"},
-            settings=Settings(limits=Limits(max_total_bytes=1000)),
         )
     # In path order: a/x.md, b/y.md, c/w.md (200 each: 600), then z.md: 1,500 > 1,000.
     assert caught.value.details["limit"] == "max_total_bytes"

@@ -30,7 +30,7 @@ from bundles import section_text
 from bundles import write_bundle as write
 
 import citeline.engine.capture.capture as cap
-from citeline.engine import CitelineError, Engine, Limits, Settings, Snapshot
+from citeline.engine import Call, CitelineError, Engine, Limits, Settings, Snapshot
 from citeline.engine.contracts import validate
 
 T = TypeVar("T")
@@ -40,7 +40,7 @@ OUTSIDE = "outsidesecret"
 
 
 def snap(bundle: Path, **settings: Any) -> Snapshot:
-    return within(lambda: Engine().capture(bundle, settings=Settings(**settings)))
+    return within(lambda: Engine().capture(Call(bundle, Settings(**settings))))
 
 
 def paths(bundle: Path, **settings: Any) -> list[str]:
@@ -90,7 +90,7 @@ def test_links_of_every_kind_are_never_followed(bundle: Path, outside: Path) -> 
     s = snap(bundle)
     assert [f.path for f in s.files] == ["a.md", "sub/b.md"]
     assert all(OUTSIDE.encode() not in f.data for f in s.files)
-    res = within(lambda: Engine().search(bundle, {"query": OUTSIDE}))
+    res = within(lambda: Engine().search(Call(bundle, Settings()), {"query": OUTSIDE}))
     assert res["total"] == 0
 
 
@@ -219,7 +219,7 @@ def test_a_bundle_swapped_right_after_its_check_is_an_error(
 
     monkeypatch.setattr(cap, "check_bundle", check_then_swap)
     with pytest.raises(CitelineError) as err:
-        within(lambda: Engine().search(bundle, {"query": "secret"}))
+        within(lambda: Engine().search(Call(bundle, Settings()), {"query": "secret"}))
     assert err.value.code == code
     assert (err.value.details or {}).get("reason") == reason
     assert OUTSIDE not in err.value.message
@@ -256,9 +256,11 @@ def specials(bundle: Path) -> Iterator[list[str]]:
 def test_fifo_socket_and_device_are_never_opened(bundle: Path, specials: list[str]) -> None:
     assert len(specials) >= 3
     assert paths(bundle) == ["a.md", "sub/b.md"]
-    res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
+    res = within(lambda: Engine().search(Call(bundle, Settings()), {"query": "alpha"}))
     assert res["total"] == 2
-    lines = within(lambda: Engine().lines(bundle, {"pattern": "alpha", "mode": "exact"}))
+    lines = within(
+        lambda: Engine().lines(Call(bundle, Settings()), {"pattern": "alpha", "mode": "exact"})
+    )
     assert {m["path"] for m in lines["matches"]} == {"a.md", "sub/b.md"}
 
 
@@ -285,7 +287,8 @@ PROBE = textwrap.dedent(
     import citeline.engine.text.frontmatter
     os.setgid({uid}); os.setuid({uid})
     try:
-        Engine().search(sys.argv[1], {{"query": "alpha"}})
+        engine = Engine()
+        engine.search(engine.call(sys.argv[1]), {{"query": "alpha"}})
         print(json.dumps({{"ok": True}}))
     except CitelineError as err:
         print(json.dumps(err.to_json()))
@@ -316,7 +319,7 @@ def search_as_unprivileged(bundle: Path) -> dict[str, Any]:
     """Search as a user that permissions apply to: `nobody` when we are root, else ourselves."""
     if os.geteuid() != 0:
         try:
-            Engine().search(bundle, {"query": "alpha"})
+            Engine().search(Call(bundle, Settings()), {"query": "alpha"})
             return {"ok": True}
         except CitelineError as err:
             return err.to_json()
@@ -396,7 +399,7 @@ def test_file_vanishing_after_listing_is_simply_absent(
         shutil.rmtree(bundle / "sub")
 
     hook_reads(monkeypatch, delete_later_files)
-    res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
+    res = within(lambda: Engine().search(Call(bundle, Settings()), {"query": "alpha"}))
     assert first and first[0] in ("a.md", "z.md")
     assert [h["path"] for h in res["hits"]] == first
     s = snap(bundle)  # the hook deletes nothing more now
@@ -419,7 +422,7 @@ def test_file_growing_past_max_file_bytes_is_resource_limit(
     hook_reads(monkeypatch, grow)
     err = fails(
         lambda: Engine().search(
-            bundle, {"query": "alpha"}, settings=Settings(limits=Limits(max_file_bytes=limit))
+            Call(bundle, Settings(limits=Limits(max_file_bytes=limit))), {"query": "alpha"}
         )
     )
     assert err.code == "resource_limit"
@@ -487,7 +490,7 @@ def test_file_changing_mid_capture_is_cited_as_read(
             (bundle / "sub" / "b.md").write_bytes(new)
 
     hook_reads(monkeypatch, rewrite)
-    res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
+    res = within(lambda: Engine().search(Call(bundle, Settings()), {"query": "alpha"}))
     hit = next(h for h in res["hits"] if h["path"] == "sub/b.md")
     assert hit["content_sha256"] == hashlib.sha256(new).hexdigest()
     assert hit["snippet"].encode() in new
@@ -539,7 +542,7 @@ def test_concurrent_writer_never_breaks_capture(
             try:
                 s = snap(bundle)
                 assert_consistent(s)
-                res = within(lambda: Engine().search(bundle, {"query": "alpha"}))
+                res = within(lambda: Engine().search(Call(bundle, Settings()), {"query": "alpha"}))
             except CitelineError as err:
                 assert err.code in ("parse_error", "resource_limit")
                 outcomes["error"] += 1
@@ -593,7 +596,7 @@ BINARIES: dict[str, bytes] = {
 def test_binary_markdown_is_parse_error_naming_file_and_line(bundle: Path, name: str) -> None:
     data = BINARIES[name]
     write(bundle, {name: data})
-    err = fails(lambda: Engine().search(bundle, {"query": "alpha"}))
+    err = fails(lambda: Engine().search(Call(bundle, Settings()), {"query": "alpha"}))
     assert err.code == "parse_error"
     [problem] = err.details["errors"]
     assert problem["path"] == name
@@ -605,17 +608,19 @@ def test_binary_markdown_is_parse_error_naming_file_and_line(bundle: Path, name:
     assert problem["line"] == data[:bad].count(b"\n") + 1
     assert name in err.message
     res = within(
-        lambda: Engine().search(bundle, {"query": "alpha"}, settings=Settings(skip_invalid=True))
+        lambda: Engine().search(Call(bundle, Settings(skip_invalid=True)), {"query": "alpha"})
     )
     assert res["skipped"] == [problem]
     assert {h["path"] for h in res["hits"]} == {"a.md", "sub/b.md"}
-    lines_err = fails(lambda: Engine().lines(bundle, {"pattern": "alpha", "mode": "exact"}))
+    lines_err = fails(
+        lambda: Engine().lines(Call(bundle, Settings()), {"pattern": "alpha", "mode": "exact"})
+    )
     assert lines_err.code == "parse_error"
 
 
 def test_nul_bytes_are_text_not_a_crash(bundle: Path) -> None:
     write(bundle, {"nul.md": b"# N\x00ul\nalpha\x00omega\n\x00\x00\x00\n"})
-    res = within(lambda: Engine().search(bundle, {"query": "omega"}))
+    res = within(lambda: Engine().search(Call(bundle, Settings()), {"query": "omega"}))
     assert [h["path"] for h in res["hits"]] == ["nul.md"]
     assert "\x00" in res["hits"][0]["snippet"]
 
@@ -647,7 +652,7 @@ def test_depth_64_components_is_captured_65_is_resource_limit(tmp_path: Path) ->
     assert paths(ok) == [rel]
     over = write(tmp_path / "over", {})
     rel = nested(over, ["d"] * 64 + ["deep.md"])
-    err = fails(lambda: Engine().search(over, {"query": "alpha"}))
+    err = fails(lambda: Engine().search(Call(over, Settings()), {"query": "alpha"}))
     assert err.code == "resource_limit"
     assert err.details["limit"] == "max_path_components"
     assert err.details["value"] == 65
@@ -676,7 +681,7 @@ def test_very_deep_tree_is_resource_limit_not_a_crash(tmp_path: Path) -> None:
     root = write(tmp_path / "b", {"top.md": "alpha\n"})
     nested(root, ["d"] * 1500 + ["deep.md"])
     try:
-        err = fails(lambda: Engine().search(root, {"query": "alpha"}))
+        err = fails(lambda: Engine().search(Call(root, Settings()), {"query": "alpha"}))
         assert err.code == "resource_limit"
         assert err.details["limit"] == "max_path_components"
     finally:
@@ -718,7 +723,7 @@ def test_path_of_exactly_4096_bytes_is_captured_4097_is_not(tmp_path: Path) -> N
     rel = nested(ok, long_components(4096))
     assert len(str(ok / rel).encode()) > 4096
     if backends.forced():
-        err = fails(lambda: Engine().search(ok, {"query": "alpha"}))
+        err = fails(lambda: Engine().search(Call(ok, Settings()), {"query": "alpha"}))
         assert (err.code, err.details) == (
             "bundle_invalid",
             {"path": rel, "reason": "path_too_long"},
@@ -727,11 +732,11 @@ def test_path_of_exactly_4096_bytes_is_captured_4097_is_not(tmp_path: Path) -> N
         s = snap(ok)
         assert [f.path for f in s.files] == [rel]
         assert s.files[0].data == b"alpha\n"
-        res = within(lambda: Engine().search(ok, {"query": "alpha"}))
+        res = within(lambda: Engine().search(Call(ok, Settings()), {"query": "alpha"}))
         assert res["hits"][0]["path"] == rel
     over = write(tmp_path / "over", {})
     rel = nested(over, long_components(4097))
-    err = fails(lambda: Engine().search(over, {"query": "alpha"}))
+    err = fails(lambda: Engine().search(Call(over, Settings()), {"query": "alpha"}))
     assert err.code == "resource_limit"
     assert err.details["limit"] == "max_path_bytes"
     assert err.details["value"] == 4097
@@ -740,7 +745,7 @@ def test_path_of_exactly_4096_bytes_is_captured_4097_is_not(tmp_path: Path) -> N
 def test_path_far_beyond_path_max_is_resource_limit_not_oserror(tmp_path: Path) -> None:
     root = write(tmp_path / "b", {})
     nested(root, ["x" * 250] * 40 + ["y.md"])
-    err = fails(lambda: Engine().search(root, {"query": "alpha"}))
+    err = fails(lambda: Engine().search(Call(root, Settings()), {"query": "alpha"}))
     assert err.code == "resource_limit"
     assert err.details["limit"] == "max_path_bytes"
 
@@ -756,7 +761,7 @@ def test_exactly_max_files_at_the_default(tmp_path: Path) -> None:
     s = snap(root)
     assert len(s.files) == default
     (root / "one-more.md").write_bytes(b"x\n")
-    err = fails(lambda: Engine().search(root, {"query": "alpha"}))
+    err = fails(lambda: Engine().search(Call(root, Settings()), {"query": "alpha"}))
     assert err.code == "resource_limit"
     assert err.details["limit"] == "max_files"
     assert err.details["value"] == default + 1
@@ -766,18 +771,20 @@ def test_default_sections_and_tokens_at_and_over(tmp_path: Path) -> None:
     """The default section and token limits hold with real volumes, not just small settings."""
     limits = Limits()
     sections = write(tmp_path / "s", {"s.md": b"# h\n" * limits.max_sections})
-    res = within(lambda: Engine().search(sections, {"query": "h", "limit": 1}), timeout=600)
+    res = within(
+        lambda: Engine().search(Call(sections, Settings()), {"query": "h", "limit": 1}), timeout=600
+    )
     assert res["total"] == limits.max_sections
     write(sections, {"t.md": b"# h\n"})
-    err = fails(lambda: Engine().search(sections, {"query": "h"}), timeout=600)
+    err = fails(lambda: Engine().search(Call(sections, Settings()), {"query": "h"}), timeout=600)
     assert err.details["limit"] == "max_sections"
     assert err.details["value"] == limits.max_sections + 1
 
     tokens = write(tmp_path / "t", {"t.md": b"a " * limits.max_tokens})  # 1 body section
-    res = within(lambda: Engine().search(tokens, {"query": "a"}), timeout=600)
+    res = within(lambda: Engine().search(Call(tokens, Settings()), {"query": "a"}), timeout=600)
     assert res["total"] == 1
     write(tokens, {"u.md": b"b\n"})
-    err = fails(lambda: Engine().search(tokens, {"query": "a"}), timeout=600)
+    err = fails(lambda: Engine().search(Call(tokens, Settings()), {"query": "a"}), timeout=600)
     assert err.details["limit"] == "max_tokens"
     assert err.details["value"] == limits.max_tokens + 1
 

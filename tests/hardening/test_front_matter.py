@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from citeline.engine import CitelineError, Engine, Settings
+from citeline.engine import Call, CitelineError, Engine, Settings
 from citeline.engine.base.errors import ParseIssue
 from citeline.engine.index.build import PARALLEL_MIN_BYTES
 from citeline.engine.text.frontmatter import MAX_YAML_DEPTH, MAX_YAML_MERGED
@@ -96,12 +96,14 @@ def test_escaped_surrogate_pair_is_the_character_it_stands_for() -> None:
 def test_lone_surrogate_title_is_a_parse_error_not_a_crash(make_bundle) -> None:
     """A title escaping a lone surrogate made every UTF-8 answer fail to encode."""
     bundle = make_bundle({"a.md": front('title: "T \\ud800 x"'), "b.md": "# B\nalpha\n"})
-    for call in (Engine().search, Engine().concepts):
+    for method in (Engine().search, Engine().concepts):
         with pytest.raises(CitelineError) as err:
-            call(bundle, {"query": "alpha" if call.__name__ == "search" else "t"})
+            method(
+                Call(bundle, Settings()), {"query": "alpha" if method.__name__ == "search" else "t"}
+            )
         assert err.value.code == "parse_error"
         assert err.value.details["errors"][0]["line"] == 2
-    res = Engine().concepts(bundle, {"query": "b"}, settings=Settings(skip_invalid=True))
+    res = Engine().concepts(Call(bundle, Settings(skip_invalid=True)), {"query": "b"})
     assert [c["path"] for c in res["concepts"]] == ["b.md"]
 
 
@@ -111,13 +113,13 @@ def test_date_that_does_not_exist_through_search(make_bundle) -> None:
         {"good.md": "# A\nalpha\n", "post.md": front("title: Post\ndate: 2021-02-30")}
     )
     with pytest.raises(CitelineError) as err:
-        Engine().search(bundle, {"query": "alpha"})
+        Engine().search(Call(bundle, Settings()), {"query": "alpha"})
     assert err.value.code == "parse_error"
     (problem,) = err.value.details["errors"]
     assert problem["path"] == "post.md"
     assert problem["line"] == 3
     assert "day is out of range for month" in problem["reason"]
-    res = Engine().search(bundle, {"query": "alpha"}, settings=Settings(skip_invalid=True))
+    res = Engine().search(Call(bundle, Settings(skip_invalid=True)), {"query": "alpha"})
     assert [h["path"] for h in res["hits"]] == ["good.md"]
     assert res["skipped"] == [problem]
 
@@ -232,10 +234,10 @@ def test_bad_front_matter_parsed_in_worker_processes(make_bundle) -> None:
     bundle = make_bundle(files)
     pooled = Engine(workers=2)
     try:
-        res = pooled.search(bundle, {"query": "alpha"}, settings=settings)
+        res = pooled.search(pooled.call(bundle, settings=settings), {"query": "alpha"})
     finally:
         pooled.close()
-    alone = Engine().search(bundle, {"query": "alpha"}, settings=settings)
+    alone = Engine().search(Call(bundle, settings), {"query": "alpha"})
     assert res == alone
     assert [s["path"] for s in res["skipped"]] == ["bad-date.md", "deep.md"]
     assert [h["path"] for h in res["hits"]] == ["laughs.md"]

@@ -558,7 +558,7 @@ def test_search_any_request(request: Any) -> None:
     outcome(
         "search request",
         "search",
-        lambda: ENGINE.search(FIXED, request),
+        lambda: ENGINE.search(ENGINE.call(FIXED), request),
         lambda result: check_search(FIXED_FILES, request, result),
     )
 
@@ -573,7 +573,7 @@ def test_concepts_any_request(request: Any) -> None:
     outcome(
         "concepts request",
         "concepts",
-        lambda: ENGINE.concepts(FIXED, request),
+        lambda: ENGINE.concepts(ENGINE.call(FIXED), request),
         lambda result: check_concepts(FIXED_FILES, request, result),
     )
 
@@ -585,7 +585,7 @@ def test_lines_any_request(request: Any) -> None:
     outcome(
         "lines request",
         "lines",
-        lambda: ENGINE.lines(FIXED, request),
+        lambda: ENGINE.lines(ENGINE.call(FIXED), request),
         lambda result: check_lines(FIXED_FILES, request, result),
     )
 
@@ -598,7 +598,7 @@ def test_lines_any_pattern_both_modes(pattern: str, regex: bool, case: bool) -> 
     outcome(
         "lines pattern",
         "lines",
-        lambda: ENGINE.lines(FIXED, req),
+        lambda: ENGINE.lines(ENGINE.call(FIXED), req),
         lambda result: check_lines(FIXED_FILES, req, result),
     )
 
@@ -615,7 +615,7 @@ def test_search_every_option_combination(query: str, options: dict[str, str], li
     outcome(
         "search options",
         "search",
-        lambda: ENGINE.search(FIXED, req),
+        lambda: ENGINE.search(ENGINE.call(FIXED), req),
         lambda result: check_search(FIXED_FILES, req, result),
     )
 
@@ -632,7 +632,7 @@ def test_symbols_any_query(query: str, relevance: Any) -> None:
     TRIED[name] += 1
     tally = OUTCOMES.setdefault(name, Counter())
     try:
-        hits = ENGINE.symbols(FIXED, query, relevance=relevance)
+        hits = ENGINE.symbols(ENGINE.call(FIXED), query, relevance=relevance)
     except CitelineError as err:
         assert err.code in CODES
         tally[err.code] += 1
@@ -677,7 +677,10 @@ def test_search_arbitrary_files(files: dict[str, bytes], query: str, skip: bool)
                 assert {s["path"] for s in result["skipped"]} == bad
 
         outcome(
-            "search files", "search", lambda r=req: ENGINE.search(bundle, r, settings=opts), check
+            "search files",
+            "search",
+            lambda r=req: ENGINE.search(ENGINE.call(bundle, settings=opts), r),
+            check,
         )
 
 
@@ -691,7 +694,7 @@ def test_concepts_arbitrary_files(files: dict[str, bytes], query: str, skip: boo
     outcome(
         "concepts files",
         "concepts",
-        lambda: ENGINE.concepts(bundle, req, settings=opts),
+        lambda: ENGINE.concepts(ENGINE.call(bundle, settings=opts), req),
         lambda result: check_concepts(files, req, result),
     )
 
@@ -706,7 +709,7 @@ def test_lines_arbitrary_files(files: dict[str, bytes], pattern: str) -> None:
         outcome(
             "lines files",
             "lines",
-            lambda r=req: ENGINE.lines(bundle, r, settings=SMALL),
+            lambda r=req: ENGINE.lines(ENGINE.call(bundle, settings=SMALL), r),
             lambda result, r=req: check_lines(files, r, result),
         )
 
@@ -726,7 +729,7 @@ def test_outline_and_symbols_arbitrary_files(files: dict[str, bytes]) -> None:
     bundle = make_bundle(files)
     for query in ("", "al", "alpha "):
         try:
-            hits = ENGINE.symbols(bundle, query)
+            hits = ENGINE.symbols(ENGINE.call(bundle), query)
         except CitelineError as err:
             assert err.code in CODES
             tally[err.code] += 1

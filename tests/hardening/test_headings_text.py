@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
 
-from citeline.engine import Engine, SectionHit
+from citeline.engine import Call, Engine, SectionHit, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.text.layout import Layout, layout
 from citeline.engine.text.sections import headings
@@ -103,11 +103,11 @@ def test_restored_crs_are_only_where_the_parser_saw_spaces(
 
 def test_search_hit_heading_keeps_newline_and_cr(make_bundle) -> None:
     bundle = make_bundle({"a.md": b"one\rtwo\nthree\n=====\nbody words\n"})
-    (hit,) = Engine().search(bundle, {"query": "words"})["hits"]
+    (hit,) = Engine().search(Call(bundle, Settings()), {"query": "words"})["hits"]
     assert hit["heading"] == "one\rtwo\nthree"
     assert '"heading":"one\\rtwo\\nthree"' in encode(hit)
     # the heading's words are indexed as before: the CR and LF separate them
-    assert Engine().search(bundle, {"query": "two three"})["total"] == 1
+    assert Engine().search(Call(bundle, Settings()), {"query": "two three"})["total"] == 1
 
 
 # -- the LSP front shows them as spaces ----------------------------------------------------------
@@ -151,7 +151,7 @@ def test_kelvin_sign_suffix_is_not_markdown(make_bundle) -> None:
             "k.m\u0064": "# Plain d\nalpha\n",
         }
     )
-    snap = Engine().capture(bundle)
+    snap = Engine().capture(Call(bundle, Settings()))
     assert [f.path for f in snap.files] == ["i.MARKDOWN", "j.Md", "k.md"]
 
 

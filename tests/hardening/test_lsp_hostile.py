@@ -91,7 +91,7 @@ def expected(folder: Path, kind: str, params: Any) -> Any:
         kind, engine.lines
     )
     try:
-        return method(folder, front_request(kind.removeprefix("citeline."), params))
+        return method(engine.call(folder), front_request(kind.removeprefix("citeline."), params))
     except Exception as err:  # CitelineError
         return {"error": getattr(err, "code", repr(err))}
 

@@ -22,7 +22,7 @@ import backends
 import pytest
 from bundles import write_bundle as write
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.base.platform import IO_REPARSE_TAG_CLOUD, IO_REPARSE_TAG_MOUNT_POINT, detect
 from citeline.engine.capture import files, final_paths, path_backend, stats
 from citeline.engine.capture.capture import capture, read_inside
@@ -67,7 +67,7 @@ def no_outside_bytes(bundle: Path) -> list[str]:
     snap = capture(bundle, Settings())
     for f in snap.files:
         assert f.data is not None and OUTSIDE.encode() not in f.data
-    res = Engine().search(bundle, {"query": "alpha secret"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "alpha secret"})
     assert OUTSIDE not in json.dumps(res)
     return [f.path for f in snap.files]
 
@@ -94,13 +94,13 @@ HOSTILE: dict[str, str | bytes] = {
 def answers(bundle: Path) -> str:
     """Every answer a front could give for `bundle`, as the bytes it would send."""
     engine = Engine()
-    snap = engine.capture(bundle)
+    snap = engine.capture(engine.call(bundle))
     out = {
         "records": [(f.path, f.size, f.sha256, f.reserved) for f in snap.files],
         "revision": snap.revision,
-        "search": engine.search(bundle, {"query": "alpha", "limit": 50}),
-        "lines": engine.lines(bundle, {"pattern": "alpha", "mode": "exact"}),
-        "concepts": engine.concepts(bundle, {"query": "notes"}),
+        "search": engine.search(engine.call(bundle), {"query": "alpha", "limit": 50}),
+        "lines": engine.lines(engine.call(bundle), {"pattern": "alpha", "mode": "exact"}),
+        "concepts": engine.concepts(engine.call(bundle), {"query": "notes"}),
     }
     return json.dumps(out, sort_keys=True, ensure_ascii=False)
 
@@ -464,12 +464,12 @@ def test_a_128_bit_file_id_survives_a_new_process(
     backends.swap_os(monkeypatch, Os())
     monkeypatch.setattr(final_paths, "os", Os())  # (the bundle's final path: the same ids)
     cache = tmp_path / "cache"
-    first = Engine(cache=cache).search(bundle, {"query": "alpha"})
+    first = Engine(cache=cache).search(Call(bundle, Settings()), {"query": "alpha"})
     states = Engine(cache=cache).reuse.known(os.path.abspath(bundle))
     assert states is not None
     assert all(s.stat[1] > big for s in states.files.values())
     fresh = Engine(cache=cache)  # a new process: the stat index from the cache alone
-    snap = fresh.capture(bundle)
+    snap = fresh.capture(fresh.call(bundle))
     assert (snap.read, snap.revision) == (0, first["snapshot_revision"])
 
 

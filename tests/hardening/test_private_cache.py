@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from other_user import NOBODY, needs_root, run_as_other, shared_folder
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.store.store import FILE_NAME
 
@@ -42,7 +42,7 @@ def through(bundle: Path, cache: Path, caplog: pytest.LogCaptureFixture) -> tupl
     with caplog.at_level(logging.WARNING, logger="citeline.cache"):
         engine = Engine(cache=cache)
         try:
-            out = encode(engine.search(bundle, QUERY))
+            out = encode(engine.search(engine.call(bundle), QUERY))
             used = engine.reuse.store.enabled
         finally:
             engine.close()
@@ -55,7 +55,7 @@ def refused(bundle: Path, cache: Path, caplog: pytest.LogCaptureFixture) -> str:
     the folder; that warning."""
     out, used, warnings = through(bundle, cache, caplog)
     assert not used
-    assert out == encode(Engine().search(bundle, QUERY))
+    assert out == encode(Engine().search(Call(bundle, Settings()), QUERY))
     assert len(warnings) == 1, warnings
     assert str(cache) in warnings[0] and "without the cache" in warnings[0]
     return warnings[0]
@@ -64,7 +64,7 @@ def refused(bundle: Path, cache: Path, caplog: pytest.LogCaptureFixture) -> str:
 def used(bundle: Path, cache: Path, caplog: pytest.LogCaptureFixture) -> None:
     out, in_use, warnings = through(bundle, cache, caplog)
     assert in_use and warnings == []
-    assert out == encode(Engine().search(bundle, QUERY))
+    assert out == encode(Engine().search(Call(bundle, Settings()), QUERY))
 
 
 # -- the folder ---------------------------------------------------------------------------------
@@ -190,7 +190,7 @@ def test_every_folder_the_cache_makes_is_user_only(bundle: Path, tmp_path: Path)
     old = os.umask(0o022)
     try:
         engine = Engine(cache=cache)
-        engine.search(bundle, QUERY)
+        engine.search(engine.call(bundle), QUERY)
         assert engine.reuse.store.enabled
         engine.close()
     finally:

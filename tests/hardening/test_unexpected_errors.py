@@ -25,7 +25,7 @@ from fronts_harness import RawMCP, faulty_command, inject_faults, run_cli, tool_
 from inprocess import in_process
 from rpc import RawServer, uri_of
 
-from citeline.engine import CODES, Engine
+from citeline.engine import CODES, Call, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.base.errors import INTERNAL, INTERNAL_EXIT, internal_error, printable, quoted
 from citeline.engine.contracts import validate
@@ -197,7 +197,7 @@ def test_results_are_utf8_whatever_the_stream_encoding(tmp_path: Path, encoding:
     as_json = run_cli(argv, encoding=encoding)
     assert as_json.code == 0
     result = json.loads(as_json.stdout.decode("utf-8"))
-    assert result == Engine().search(bundle, {"query": "alpha", "strict": True})
+    assert result == Engine().search(Call(bundle, Settings()), {"query": "alpha", "strict": True})
     assert as_json.stdout == (encode(result) + "\n").encode("utf-8")
     human = run_cli(["search", str(bundle), "-q", "alpha", "--color", "never"], encoding=encoding)
     assert human.code == 0

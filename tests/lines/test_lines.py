@@ -23,14 +23,14 @@ ENGINE = Engine(reread=True, hold_bytes=0)
 def run(root: Path, pattern: str, **request: Any) -> dict[str, Any]:
     req = {"pattern": pattern, **request}
     validate("lines.request", req)
-    result = ENGINE.lines(root, req)
+    result = ENGINE.lines(ENGINE.call(root), req)
     validate("lines.result", result)
     return result
 
 
 def error_of(root: Path, request: Any) -> CitelineError:
     with pytest.raises(CitelineError) as info:
-        ENGINE.lines(root, request)
+        ENGINE.lines(ENGINE.call(root), request)
     validate("error", info.value.to_json())
     return info.value
 
@@ -51,7 +51,7 @@ def test_envelope_and_match_shape(tmp_path: Path) -> None:
     assert result == {
         "pattern": "needle",
         "mode": "exact",
-        "snapshot_revision": ENGINE.capture(root).revision,
+        "snapshot_revision": ENGINE.capture(ENGINE.call(root)).revision,
         "total": 1,
         "truncated": False,
         "matches": [
@@ -345,7 +345,7 @@ def test_semantic_mode_takes_a_query_not_a_pattern(tmp_path: Path) -> None:
 def test_valid_requests(tmp_path: Path, request_: dict[str, Any]) -> None:
     validate("lines.request", request_)
     root = bundle(tmp_path, {"a.md": "a\n"})
-    validate("lines.result", ENGINE.lines(root, request_))
+    validate("lines.result", ENGINE.lines(ENGINE.call(root), request_))
 
 
 @pytest.mark.parametrize(
@@ -434,8 +434,8 @@ def test_reserved_files_are_not_searched(tmp_path: Path) -> None:
     root = bundle(tmp_path, files)
     assert [p for p, _, _ in hits(run(root, "hit"))] == ["Index.md", "sub/index.md"]
     # They still count in the snapshot.
-    assert run(root, "hit")["snapshot_revision"] == ENGINE.capture(root).revision
-    assert len(ENGINE.capture(root).files) == 4
+    assert run(root, "hit")["snapshot_revision"] == ENGINE.capture(ENGINE.call(root)).revision
+    assert len(ENGINE.capture(ENGINE.call(root)).files) == 4
 
 
 def test_front_matter_lines_are_searched(tmp_path: Path) -> None:
@@ -478,7 +478,7 @@ def test_cancelled(tmp_path: Path) -> None:
     token = CancelToken()
     token.cancel()
     with pytest.raises(CitelineError) as info:
-        ENGINE.lines(root, {"pattern": "x"}, cancel=token)
+        ENGINE.lines(ENGINE.call(root, cancel=token), {"pattern": "x"})
     assert info.value.code == "cancelled"
 
 

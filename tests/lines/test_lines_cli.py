@@ -10,7 +10,7 @@ import pytest
 from bundles import write_bundle as bundle
 from inprocess import run_cli
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.contracts import validate
 
 
@@ -54,7 +54,7 @@ def test_human_output_case_insensitive_and_regex(docs: Path) -> None:
     assert out.stdout == "sub/zh.md:3:1:启用 插件 配置\n"
     out = cli("-e", "插件", "-m", "1", "--stats", cwd=docs)
     assert out.stdout == "sub/zh.md:1:3:# 插件\n"
-    revision = Engine().capture(docs).revision
+    revision = Engine().capture(Call(docs, Settings())).revision
     assert out.stderr.startswith(f"1 of 2 matches · snapshot {revision[:6]}")
     # Case-insensitive means found whatever the case of the pattern; sensitive, not.
     upper = cli("-F", "GET-PROCESS", "-i", cwd=docs)
@@ -129,7 +129,8 @@ def test_json_output_is_the_contract(docs: Path) -> None:
     }
     # The same bytes as the engine produces.
     direct = Engine().lines(
-        docs, {"pattern": r"(?i)get-\w+", "mode": "regex", "context": 1, "limit": 5, "strict": True}
+        Call(docs, Settings()),
+        {"pattern": r"(?i)get-\w+", "mode": "regex", "context": 1, "limit": 5, "strict": True},
     )
     assert result == direct and result["strict"] is True
     # By default (SPEC §17) the same matches, and the (empty) list of skipped files.

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from needs import corpus, tool
 
-from citeline.engine import CitelineError, Engine
+from citeline.engine import Call, CitelineError, Engine, Settings
 from citeline.engine.contracts import validate
 
 LIMIT = 1000
@@ -111,7 +111,7 @@ def rg_lines(
 
 def citeline_lines(root: Path, pattern: str, mode: str, case_sensitive: bool) -> dict[str, Any]:
     result = Engine(reread=True, hold_bytes=0).lines(
-        root,
+        Call(root, Settings()),
         {"pattern": pattern, "mode": mode, "case_sensitive": case_sensitive, "limit": LIMIT},
     )
     validate("lines.result", result)
@@ -156,7 +156,7 @@ def test_default_settings_suffice_for_line_search() -> None:
     block a section search, not a line search (it indexes no tokens, parses no YAML)."""
     root = corpus("powershell-docs")
     with pytest.raises(CitelineError) as info:
-        Engine(reread=True, hold_bytes=0).search(root, {"query": "ForEach"})
+        Engine(reread=True, hold_bytes=0).search(Call(root, Settings()), {"query": "ForEach"})
     assert info.value.code == "parse_error"
     result = citeline_lines(root, "title: ForEach-Object", "exact", True)
     assert ("reference/7.6/Microsoft.PowerShell.Core/ForEach-Object.md", 11) in [

@@ -43,10 +43,10 @@ def test_the_warm_process_holds_one(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         engine = engines.open(str(root), cli.settings_from(args), args)
         journals = engine.reuse.journals
         assert journals is not None
-        first = engine.capture(str(root))
+        first = engine.capture(engine.call(str(root)))
         assert journals.watches() == 1
         (root / "a.md").write_text("# Alpha\n\nalpha changed\n")
-        second = engine.capture(str(root))
+        second = engine.capture(engine.call(str(root)))
         assert second.revision != first.revision
         assert [f.data for f in second.files] == [b"# Alpha\n\nalpha changed\n"]
     finally:
@@ -56,7 +56,7 @@ def test_the_warm_process_holds_one(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     engines = daemon.KeptEngines()
     try:
         engine = engines.open(str(root), cli.settings_from(reread), reread)
-        engine.capture(str(root))
+        engine.capture(engine.call(str(root)))
         assert engine.reuse.journals is not None and engine.reuse.journals.watches() == 0
     finally:
         engines.close()

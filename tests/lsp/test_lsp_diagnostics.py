@@ -10,7 +10,7 @@ from lsp_support import eventually, serve, uri_of, write_files
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 
 BROKEN = "---\ntitle: [unclosed\n---\n# Broken\n\ntext\n"
 FINE = "# Fine\n\ntext\n"
@@ -61,7 +61,7 @@ def watched(client: LanguageClient, *changes: tuple[str, types.FileChangeType]) 
 async def test_invalid_utf8_is_a_diagnostic_at_its_line(tmp_path: Path) -> None:
     data = b"# Title\n\nfine line\n\xc3\x28 broken here\nmore\n"
     folder = write_files(tmp_path / "ws", {"bad.md": data, "good.md": FINE})
-    (expected,) = Engine().problems(folder)
+    (expected,) = Engine().problems(Call(folder, Settings()))
     assert (expected.path, expected.line) == ("bad.md", 4)
     bad = uri_of(folder / "bad.md")
     async with serve([folder]) as client:

@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient, client_capabilities
 
-from citeline.engine import Engine, SectionHit
+from citeline.engine import Call, Engine, SectionHit, Settings
 from citeline.engine.contracts import validate
 
 BROKEN = "---\ntitle: [unclosed\n---\n# Broken\n\ntext\n"
@@ -49,7 +49,7 @@ def progress_caps() -> types.ClientCapabilities:
 
 async def test_parse_errors_become_diagnostics_and_clear(tmp_path: Path) -> None:
     folder = write_files(tmp_path / "ws", {"good.md": "# Good\n\nfine\n", "bad.md": BROKEN})
-    (expected,) = Engine().problems(folder)
+    (expected,) = Engine().problems(Call(folder, Settings()))
     bad = uri_of(folder / "bad.md")
     async with serve([folder]) as client:
         await eventually(lambda: bool(client.diagnostics.get(bad)))
@@ -322,7 +322,7 @@ def folder_hits(folders: list[Path], query: str) -> list[tuple[Path, SectionHit]
     """The engine's own symbol hits of each folder, merged by score as docs/lsp.md promises:
     best first; equal scores keep folder order, and each folder's own order is kept."""
     engine = Engine()
-    concatenated = [(f, h) for f in folders for h in engine.symbols(f, query)]
+    concatenated = [(f, h) for f in folders for h in engine.symbols(engine.call(f), query)]
     return sorted(concatenated, key=lambda fh: -fh[1].score)  # sorted() is stable
 
 
@@ -375,14 +375,16 @@ async def test_multi_root(tmp_path: Path) -> None:
         listing = [(s.container_name, s.name) for s in await symbols(client, "")]
         engine = Engine()
         assert listing == [
-            (h.path, h.heading) for f in folders for h in engine.symbols(f, "", list_cap=100)
+            (h.path, h.heading)
+            for f in folders
+            for h in engine.symbols(engine.call(f), "", list_cap=100)
         ]
         assert listing[-2:] == [("b.md", "Hashtable in B"), ("other.md", "Other")]
 
         # Commands search one folder: the first by default, another by `root`.
         default = await command(client, "citeline.search", {"query": "hashtable", "strict": True})
         assert [h["path"] for h in default["hits"]] == ["algo/hashing.md", "appendix.md"]
-        direct = Engine().search(first, {"query": "hashtable"})
+        direct = Engine().search(Call(first, Settings()), {"query": "hashtable"})
         assert default["hits"] == direct["hits"]
         assert default["snapshot_revision"] == direct["snapshot_revision"]
         chosen = await command(

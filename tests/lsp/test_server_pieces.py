@@ -397,7 +397,7 @@ def test_captured_is_a_searchable_file_of_the_last_capture(tmp_path: Path) -> No
     (ws / "index.md").write_text("# Index\n")
     ls = server_with([str(ws)])
     assert features.captured(ls, str(ws), "a.md") is False  # nothing captured yet
-    ls.engine.prepare(ws)
+    ls.engine.prepare(ls.engine.call(ws))
     assert features.captured(ls, str(ws), "a.md") is True
     assert features.captured(ls, str(ws), "b.md") is False  # not in the capture
     assert features.captured(ls, str(ws), "index.md") is False  # captured, but reserved
@@ -484,14 +484,12 @@ def test_commands_hand_the_engine_their_folder_cancel_progress_arrival_and_unsav
     seen: list[tuple[str, Any, Any, dict[str, Any]]] = []
 
     def spy(name: str) -> Callable[..., dict[str, Any]]:
-        def call(bundle: Any, request: Any, **kw: Any) -> dict[str, Any]:
-            if isinstance(bundle, Call):  # the one call value, seen as its keyword form
-                kw = {f: getattr(bundle, f) for f in ("cancel", "progress", "fresh_after")}
-                kw["overlay"], bundle = bundle.overlay, bundle.bundle
-            seen.append((name, bundle, request, kw))
+        def answer(call: Call, request: Any) -> dict[str, Any]:
+            kw = {f: getattr(call, f) for f in ("cancel", "progress", "fresh_after", "overlay")}
+            seen.append((name, call.bundle, request, kw))
             return {"answered": name}
 
-        return call
+        return answer
 
     for name in ("search", "lines", "concepts"):
         setattr(ls.engine, name, spy(name))

@@ -245,9 +245,8 @@ async def test_reserved_and_use_ignore_change_what_the_server_searches(tmp_path:
     custom = {"reserved": ["guide.md"], "use_ignore": False}
     engine = Engine()
     expected = engine.search(
-        folder,
+        engine.call(folder, settings=Settings(reserved=("guide.md",), use_ignore=False)),
         {"query": "kumquat", "profile": "recall"},  # the fronts' default
-        settings=Settings(reserved=("guide.md",), use_ignore=False),
     )
     assert paths(expected) == ["drafts/kumquat.md"]
     async with serve([folder], {"citeline": custom}) as client:
@@ -277,7 +276,7 @@ async def test_reserved_and_use_ignore_change_what_the_server_searches(tmp_path:
         assert paths(await command(client, "citeline.search", {"query": "walrus"})) == ["guide.md"]
         assert (await command(client, "citeline.search", {"query": "navigation"}))["hits"] == []
         default = await command(client, "citeline.search", {"query": "walrus"})
-        assert default["snapshot_revision"] == engine.capture(folder).revision
+        assert default["snapshot_revision"] == engine.capture(engine.call(folder)).revision
 
         # And to the custom ones again, this time by didChangeConfiguration.
         client.workspace_did_change_configuration(

@@ -11,7 +11,7 @@ import pytest
 from lsp_support import command, serve, write_files
 from pygls.exceptions import JsonRpcException
 
-from citeline.engine import Engine, Settings
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.base.limits import Limits
 from citeline.engine.contracts import validate
 
@@ -43,7 +43,7 @@ async def test_strict_is_okf_contract_byte_for_byte(tmp_path: Path) -> None:
     folder = write_files(tmp_path / "ws", {"guide.md": FILES["guide.md"]})
     async with serve([folder]) as client:
         result = await command(client, "citeline.search", {"query": "installer", "strict": True})
-    direct = Engine().search(folder, {"query": "installer", "strict": True})
+    direct = Engine().search(Call(folder, Settings()), {"query": "installer", "strict": True})
     assert result == direct
     assert result["strict"] is True and "options" not in result and "skipped" not in result
     assert [h["path"] for h in result["hits"]] == ["guide.md"]
@@ -67,9 +67,8 @@ async def test_strict_takes_the_contract_limits_and_the_settings_still_win(
     async with serve([folder], {"limits": {"max_files": 20_000}}) as client:
         result = await command(client, "citeline.search", {"query": "installer", "strict": True})
     direct = Engine().search(
-        folder,
+        Call(folder, Settings(limits=Limits(max_files=20_000))),
         {"query": "installer", "strict": True},
-        settings=Settings(limits=Limits(max_files=20_000)),
     )
     assert result == direct and result["total"] == 1
 
@@ -80,5 +79,7 @@ async def test_a_settings_profile_does_not_override_strict(tmp_path: Path) -> No
         assert (await command(client, "citeline.search", {"query": "install tool"}))["total"] == 1
         strict = await command(client, "citeline.search", {"query": "install tool", "strict": True})
     # contract: whole words as typed, every word: "install" is in the text, "tool" too
-    assert strict == Engine().search(folder, {"query": "install tool", "strict": True})
+    assert strict == Engine().search(
+        Call(folder, Settings()), {"query": "install tool", "strict": True}
+    )
     assert "options" not in strict

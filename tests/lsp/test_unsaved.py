@@ -11,7 +11,7 @@ from lsp_support import command, serve, symbols, uri_of, write_files
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine
 from citeline.engine.capture.revision import snapshot_revision
 from citeline.engine.contracts import validate
 from citeline.lsp.settings import editor_defaults
@@ -44,7 +44,7 @@ def open_and_type(client: LanguageClient, uri: str) -> None:
 async def test_unsaved_text_is_searched_flagged_and_cited(tmp_path: Path) -> None:
     root = folder(tmp_path)
     uri = uri_of(root / "notes.md")
-    disk_revision = Engine(editor_defaults()).capture(root).revision
+    disk_revision = Engine(editor_defaults()).capture(Call(root, editor_defaults())).revision
     async with serve([root], {"unsaved": True}) as client:
         open_and_type(client, uri)
         result = await command(client, "citeline.search", {"query": "zanzibar"})
@@ -95,7 +95,7 @@ async def test_unsaved_text_is_searched_flagged_and_cited(tmp_path: Path) -> Non
 async def test_without_the_setting_the_disk_is_searched(tmp_path: Path) -> None:
     root = folder(tmp_path)
     uri = uri_of(root / "notes.md")
-    disk_revision = Engine(editor_defaults()).capture(root).revision
+    disk_revision = Engine(editor_defaults()).capture(Call(root, editor_defaults())).revision
     async with serve([root]) as client:
         open_and_type(client, uri)
         result = await command(client, "citeline.search", {"query": "zanzibar"})

@@ -87,8 +87,8 @@ def measure(corpora: Path) -> list[str]:
     ]
     for label, folder, tool, args in CASES:
         contract = TOOL_BY_NAME[tool].contract
-        call = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
-        data = call[contract](corpora / folder, args)
+        method = {"search": engine.search, "concepts": engine.concepts, "lines": engine.lines}
+        data = method[contract](engine.call(corpora / folder), args)
         text = render_text(tool, data)
         old = mcp.types.CallToolResult(
             content=[mcp.types.TextContent(text=encode(data))], structured_content=data

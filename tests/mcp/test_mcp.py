@@ -26,7 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.contracts import schema, validate
 from citeline.engine.operations import OPERATIONS
@@ -218,7 +218,8 @@ async def test_search_sections_structured_output_and_citation_verifies(bundle: P
     assert data["terms"] == ["ordered", "hashtable"]
     assert "options" not in data and data["strict"] is True  # okf's contract
     assert (
-        data["snapshot_revision"] == Engine().search(bundle, {"query": "x y"})["snapshot_revision"]
+        data["snapshot_revision"]
+        == Engine().search(Call(bundle, Settings()), {"query": "x y"})["snapshot_revision"]
     )
     top = data["hits"][0]
     assert top["path"] == "notes/hash tables.md"
@@ -330,7 +331,9 @@ async def test_no_hit_text_says_to_ask_for_recall(bundle: Path) -> None:
         loose = await session.call_tool("search_sections", {"query": "walrus", "match": "any"})
     data = structured(strict)
     assert data["hits"] == [] and data["total"] == 0 and "options" not in data
-    assert data == Engine().search(bundle, {"query": "hashtable walrus", "strict": True})
+    assert data == Engine().search(
+        Call(bundle, Settings()), {"query": "hashtable walrus", "strict": True}
+    )
     assert NO_HIT_HINT in text_of(strict) and 'profile="recall"' in text_of(strict)
     assert NO_HIT_ANY in text_of(loose) and NO_HIT_HINT not in text_of(loose)
 
@@ -362,12 +365,12 @@ def test_compact_text_costs_an_agent_less(tmp_path: Path) -> None:
         for i in range(25)
     }
     root = write(tmp_path / "many", files)
-    for tool, call, args in (
+    for tool, method, args in (
         ("search_sections", Engine().search, {"query": "ordered hashtable"}),
         ("search_lines", Engine().lines, {"pattern": "hashtable"}),
         ("search_concepts", Engine().concepts, {"query": "f"}),
     ):
-        data = call(root, args)
+        data = method(Call(root, Settings()), args)
         before = types.CallToolResult(
             content=[types.TextContent(text=encode(data))], structured_content=data
         )

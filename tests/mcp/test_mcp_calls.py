@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from citeline.engine import Call, CancelToken, CitelineError, Engine
+from citeline.engine import Call, CancelToken, CitelineError, Engine, Settings
 from citeline.mcp_server.server import CitelineMCP
 
 FILES = {
@@ -56,24 +57,20 @@ class Spy:
         self.barrier = threading.Barrier(barrier, timeout=20) if barrier else None
         self._lock = threading.Lock()
 
-    def __call__(self, bundle: str | Call, request: Any, **kwargs: Any) -> dict[str, Any]:
-        if isinstance(bundle, Call):  # the front's one call value, seen as its keywords
-            kwargs = {"cancel": bundle.cancel, "progress": bundle.progress}
-            kwargs["settings"], bundle = bundle.settings, str(bundle.bundle)
-        cancel = kwargs.get("cancel")
+    def __call__(self, call: Call, request: Any) -> dict[str, Any]:
         with self._lock:
-            self.tokens.append(cancel)
+            self.tokens.append(call.cancel)
         if self.barrier is not None:
             self.barrier.wait()  # every call must be running at once to get past this
 
         def progress(stage: str, done: int, total: int) -> None:
             if stage != "capture" and done > 0:
                 self.working.set()
-            if kwargs.get("progress") is not None:
-                kwargs["progress"](stage, done, total)
+            if call.progress is not None:
+                call.progress(stage, done, total)
 
         try:
-            result = self.real(bundle, request, **{**kwargs, "progress": progress})
+            result = self.real(replace(call, progress=progress), request)
         except CitelineError as err:
             with self._lock:
                 self.outcomes.append(err.code)
@@ -136,7 +133,9 @@ async def test_parallel_calls_run_at_once_on_one_engine(tmp_path: Path) -> None:
     front = CitelineMCP(str(bundle))
     spy = Spy(front.engine.search, barrier=6)  # a deadlock (then BrokenBarrier) if serialised
     front.engine.search = spy  # type: ignore[method-assign]
-    expected = Engine().search(bundle, {"query": "ordered hashtable", "strict": True})
+    expected = Engine().search(
+        Call(bundle, Settings()), {"query": "ordered hashtable", "strict": True}
+    )
     assert [h["path"] for h in expected["hits"]] == ["notes/hash tables.md", "guide.md"]
     try:
         async with Client(front.server) as client:
@@ -200,4 +199,4 @@ def test_a_symbolic_link_bundle_stops_the_server(tmp_path: Path, target: str) ->
     assert len(out.stderr.splitlines()) == 1
     assert f"{str(link)!r} is a symbolic link" in out.stderr
     # The folder it points to is served as it is.
-    assert Engine().search(real, {"query": "hashtable"})["total"] == 2
+    assert Engine().search(Call(real, Settings()), {"query": "hashtable"})["total"] == 2

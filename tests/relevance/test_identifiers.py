@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from citeline.cli import cli
-from citeline.engine import CitelineError, Engine
+from citeline.engine import Call, CitelineError, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.answer.requests import CHOICES, RECALL, Relevance, SearchRequest
 from citeline.engine.contracts import validate
@@ -97,8 +97,8 @@ FILES = {
 def test_query_words_find_an_identifier_and_spans_cover_the_part(make_bundle: Any) -> None:
     bundle = make_bundle(FILES)
     engine = Engine()
-    assert engine.search(bundle, {"query": "inline prediction"})["total"] == 0
-    res = engine.search(bundle, {"query": "inline prediction", "identifiers": "split"})
+    assert engine.search(engine.call(bundle), {"query": "inline prediction"})["total"] == 0
+    res = engine.search(engine.call(bundle), {"query": "inline prediction", "identifiers": "split"})
     validate("search.result", res)
     (hit,) = res["hits"]
     assert hit["path"] == "predict.md"
@@ -112,12 +112,15 @@ def test_query_words_find_an_identifier_and_spans_cover_the_part(make_bundle: An
 
 def test_whole_identifier_query_matches_its_parts_too(make_bundle: Any) -> None:
     bundle = make_bundle(FILES)
-    res = Engine().search(bundle, {"query": "InlinePrediction", "identifiers": "split"})
+    res = Engine().search(
+        Call(bundle, Settings()), {"query": "InlinePrediction", "identifiers": "split"}
+    )
     assert res["terms"] == ["inlineprediction", "inline", "prediction"]
     assert [h["path"] for h in res["hits"]] == ["predict.md"]
     # under match=any the parts alone also find the section about inline spans
     any_ = Engine().search(
-        bundle, {"query": "InlinePrediction", "identifiers": "split", "match": "any"}
+        Call(bundle, Settings()),
+        {"query": "InlinePrediction", "identifiers": "split", "match": "any"},
     )
     assert [h["path"] for h in any_["hits"]] == ["predict.md", "other.md"]
     assert any_["hits"][1]["matched_terms"] == ["inline"]
@@ -126,19 +129,21 @@ def test_whole_identifier_query_matches_its_parts_too(make_bundle: Any) -> None:
 def test_letter_digit_join(make_bundle: Any) -> None:
     bundle = make_bundle(FILES)
     engine = Engine()
-    assert engine.search(bundle, {"query": "utf 8"})["total"] == 0
-    res = engine.search(bundle, {"query": "utf 8", "identifiers": "split"})
+    assert engine.search(engine.call(bundle), {"query": "utf 8"})["total"] == 0
+    res = engine.search(engine.call(bundle), {"query": "utf 8", "identifiers": "split"})
     assert [h["path"] for h in res["hits"]] == ["enc.md"]
     # the whole token is still a term: utf8 finds utf8
-    assert engine.search(bundle, {"query": "utf8", "identifiers": "split"})["total"] == 1
+    assert (
+        engine.search(engine.call(bundle), {"query": "utf8", "identifiers": "split"})["total"] == 1
+    )
 
 
 def test_default_and_explicit_whole_are_the_contract(make_bundle: Any) -> None:
     bundle = make_bundle(FILES)
     engine = Engine()
     for query in ("inline", "InlinePrediction", "utf8"):
-        plain = engine.search(bundle, {"query": query})
-        whole = engine.search(bundle, {"query": query, "identifiers": "whole"})
+        plain = engine.search(engine.call(bundle), {"query": query})
+        whole = engine.search(engine.call(bundle), {"query": query, "identifiers": "whole"})
         assert "options" not in whole
         assert encode(whole) == encode(plain)
 

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from needs import corpus
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.present import encode
 from citeline.engine.answer.snippets import MAX_SPANS, fold, snippet
 from citeline.engine.text.analysis import AnalysisOptions, analyse
@@ -66,9 +66,9 @@ def spans_text(text: str, spans: list[dict[str, int]]) -> list[str]:
 
 def explicit_defaults_identical(bundle: Path, query: str) -> None:
     engine = Engine()
-    plain = engine.search(bundle, {"query": query, "limit": 50})
+    plain = engine.search(engine.call(bundle), {"query": query, "limit": 50})
     for extra in (DEFAULTS, {**DEFAULTS, "profile": "contract"}, {"profile": "contract"}):
-        given_ = engine.search(bundle, {"query": query, "limit": 50, **extra})
+        given_ = engine.search(engine.call(bundle), {"query": query, "limit": 50, **extra})
         assert "options" not in given_
         assert encode(given_) == encode(plain)
 
@@ -88,14 +88,14 @@ def test_defaults_given_explicitly_are_the_contract_apisix(query: str) -> None:
 def test_options_echoed_when_not_default(make_bundle: Any, option: str) -> None:
     bundle = make_bundle(TMP_FILES)
     value = OPTION_VALUES[option][1]
-    res = Engine().search(bundle, {"query": "gateway", option: value})
+    res = Engine().search(Call(bundle, Settings()), {"query": "gateway", option: value})
     assert res["options"] == {"profile": "contract", **DEFAULTS, option: value}
 
 
 def test_profile_recall_echo_and_expansion(make_bundle: Any) -> None:
     bundle = make_bundle(TMP_FILES)
     engine = Engine()
-    res = engine.search(bundle, {"query": "gateway", "profile": "recall"})
+    res = engine.search(engine.call(bundle), {"query": "gateway", "profile": "recall"})
     recall = {
         "match": "any",
         "context": "outline",
@@ -104,10 +104,12 @@ def test_profile_recall_echo_and_expansion(make_bundle: Any) -> None:
         "identifiers": "split",
     }
     assert res["options"] == {"profile": "recall", **recall}
-    spelled = engine.search(bundle, {"query": "gateway", **recall})
+    spelled = engine.search(engine.call(bundle), {"query": "gateway", **recall})
     assert spelled["hits"] == res["hits"]
     # an explicit option overrides the profile's
-    narrowed = engine.search(bundle, {"query": "gateway", "profile": "recall", "match": "all"})
+    narrowed = engine.search(
+        engine.call(bundle), {"query": "gateway", "profile": "recall", "match": "all"}
+    )
     assert narrowed["options"]["match"] == "all"
 
 
@@ -116,7 +118,7 @@ def test_profile_recall_echo_and_expansion(make_bundle: Any) -> None:
 
 def test_bigram_query_spans_cover_bigram_bytes(make_bundle: Any) -> None:
     bundle = make_bundle({"a.md": "# 说明\n这里介绍限流插件的配置。\n"})
-    res = Engine().search(bundle, {"query": "限流插件", "cjk": "bigrams"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "限流插件", "cjk": "bigrams"})
     assert res["terms"] == ["限流", "流插", "插件"]
     (hit,) = res["hits"]
     # the three overlapping bigrams fold into one span over their union
@@ -124,16 +126,16 @@ def test_bigram_query_spans_cover_bigram_bytes(make_bundle: Any) -> None:
     start = hit["snippet"].encode("utf-8").index("限流插件".encode())
     assert hit["match_spans"] == [{"start": start, "end": start + len("限流插件".encode())}]
     # contract tokenisation: the run is one token, the query term does not match
-    assert Engine().search(bundle, {"query": "限流插件"})["total"] == 0
+    assert Engine().search(Call(bundle, Settings()), {"query": "限流插件"})["total"] == 0
 
 
 def test_bigram_mixed_token_and_single_char(make_bundle: Any) -> None:
     bundle = make_bundle({"a.md": "# A\nuse apisix网关 here, 熔 alone\n"})
     engine = Engine()
-    res = engine.search(bundle, {"query": "网关", "cjk": "bigrams"})
+    res = engine.search(engine.call(bundle), {"query": "网关", "cjk": "bigrams"})
     (hit,) = res["hits"]
     assert spans_text(hit["snippet"], hit["match_spans"]) == ["网关"]
-    res = engine.search(bundle, {"query": "apisix 熔", "cjk": "bigrams"})
+    res = engine.search(engine.call(bundle), {"query": "apisix 熔", "cjk": "bigrams"})
     assert res["terms"] == ["apisix", "熔"]
     (hit,) = res["hits"]
     assert spans_text(hit["snippet"], hit["match_spans"]) == ["apisix", "熔"]
@@ -141,11 +143,12 @@ def test_bigram_mixed_token_and_single_char(make_bundle: Any) -> None:
 
 def test_stemmed_query_covers_word_forms(make_bundle: Any) -> None:
     bundle = make_bundle({"a.md": "# Jobs\nIt runs; we run it. Running is over.\n"})
-    res = Engine().search(bundle, {"query": "running", "stemming": "english"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "running", "stemming": "english"})
     assert res["terms"] == ["run"]
     (hit,) = res["hits"]
     assert spans_text(hit["snippet"], hit["match_spans"]) == ["runs", "run", "Running"]
-    assert Engine().search(bundle, {"query": "running"})["hits"][0]["match_spans"] == [
+    plain = Engine().search(Call(bundle, Settings()), {"query": "running"})["hits"][0]
+    assert plain["match_spans"] == [
         {"start": hit["snippet"].index("Running"), "end": hit["snippet"].index("Running") + 7}
     ]
 
@@ -164,7 +167,7 @@ def test_match_any_orders_by_score_then_concept_id(make_bundle: Any) -> None:
         }
     )
     engine = Engine()
-    res = engine.search(bundle, {"query": "apple zebra", "match": "any"})
+    res = engine.search(engine.call(bundle), {"query": "apple zebra", "match": "any"})
     paths = [h["path"] for h in res["hits"]]
     assert res["total"] == 4 and "e.md" not in paths
     # the reported score is the sort key: it descends, ties by concept_id then line
@@ -179,12 +182,14 @@ def test_match_any_orders_by_score_then_concept_id(make_bundle: Any) -> None:
     ]
     assert next(h for h in res["hits"] if h["path"] == "a.md")["matched_terms"] == ["zebra"]
     # match=all: only b
-    assert [h["path"] for h in engine.search(bundle, {"query": "apple zebra"})["hits"]] == ["b.md"]
+    assert [
+        h["path"] for h in engine.search(engine.call(bundle), {"query": "apple zebra"})["hits"]
+    ] == ["b.md"]
 
 
 def test_match_any_ties_by_line_start(make_bundle: Any) -> None:
     bundle = make_bundle({"a.md": "# kiwi\nx\n# kiwi\nx\n# kiwi\nx\n"})
-    res = Engine().search(bundle, {"query": "kiwi mango", "match": "any"})
+    res = Engine().search(Call(bundle, Settings()), {"query": "kiwi mango", "match": "any"})
     assert [h["line_start"] for h in res["hits"]] == [1, 3, 5]
 
 
@@ -226,8 +231,8 @@ def test_outline_with_level_jumps_and_setext() -> None:
 def test_outline_counts_in_search_with_weight_two(make_bundle: Any) -> None:
     bundle = make_bundle({"a.md": "# Remoting\nintro\n## Cons\n- slow\n", "b.md": "# x\ny\n"})
     engine = Engine()
-    assert engine.search(bundle, {"query": "remoting cons"})["total"] == 0
-    res = engine.search(bundle, {"query": "remoting cons", "context": "outline"})
+    assert engine.search(engine.call(bundle), {"query": "remoting cons"})["total"] == 0
+    res = engine.search(engine.call(bundle), {"query": "remoting cons", "context": "outline"})
     (hit,) = res["hits"]
     assert (hit["heading"], hit["line_start"], hit["outline"]) == ("Cons", 3, "Remoting")
     # the outline is not in the section's text: the snippet covers only "Cons"
@@ -410,8 +415,10 @@ def test_search_spans_under_every_option_combination(
     root = tmp_path_factory.mktemp("b")
     (root / "a.md").write_text(f"# Top {words[0]}\n## Sub\n{body}\n# {body[:20]}\n{body}\n")
     engine = Engine(reread=True, hold_bytes=0)
-    res = engine.search(root, {"query": query, "limit": 100, **options})
-    again = engine.search(root, {"query": " ".join(reversed(words)), "limit": 100, **options})
+    res = engine.search(engine.call(root), {"query": query, "limit": 100, **options})
+    again = engine.search(
+        engine.call(root), {"query": " ".join(reversed(words)), "limit": 100, **options}
+    )
 
     def shown(result: dict[str, Any]) -> dict[tuple[str, int], Any]:
         return {

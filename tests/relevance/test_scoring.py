@@ -125,7 +125,7 @@ def expected_scores(engine: Engine, bundle: Any, query: str) -> dict[str, float]
     """The §13 score computed from scratch: BM25 parts with match=any's k1 and b, the
     coordination factor over the terms each section holds, the heading bonus over the
     terms its heading holds."""
-    idx = engine.prepare(bundle, Relevance.from_mapping({"match": "any"}).analysis)
+    idx = engine.prepare(engine.call(bundle), Relevance.from_mapping({"match": "any"}).analysis)
     terms = query_terms(query)
     n = idx.n
     # term frequencies from the index's posting ranges: {term: {section: tf}}
@@ -163,7 +163,7 @@ def expected_scores(engine: Engine, bundle: Any, query: str) -> dict[str, float]
 def test_reported_score_is_the_formula_and_the_sort_key(make_bundle: Any) -> None:
     bundle = make_bundle(FILES)
     engine = Engine()
-    res = engine.search(bundle, {"query": "apple zebra", "match": "any"})
+    res = engine.search(engine.call(bundle), {"query": "apple zebra", "match": "any"})
     want = expected_scores(engine, bundle, "apple zebra")
     got = {h["path"]: h["score"] for h in res["hits"]}
     assert got.keys() == want.keys() == {"a.md", "b.md", "c.md"}
@@ -180,7 +180,7 @@ def test_chain_of_bigrams_weighs_as_one_word(make_bundle: Any) -> None:
     # share one word's weight, a third each.
     bundle = make_bundle({"a.md": "# x\n负载均衡\n", "b.md": "# y\n算法\n", "c.md": "# z\nw\n"})
     engine = Engine()
-    idx = engine.prepare(bundle, Relevance.from_mapping({"cjk": "bigrams"}).analysis)
+    idx = engine.prepare(engine.call(bundle), Relevance.from_mapping({"cjk": "bigrams"}).analysis)
     terms = query_terms("负载均衡 算法", BIGRAMS)
 
     def scores(**change: Any) -> dict[str, float]:
@@ -194,7 +194,7 @@ def test_chain_of_bigrams_weighs_as_one_word(make_bundle: Any) -> None:
     assert chained["b.md"] == summed["b.md"]
     # and through the engine, with the coordination factor: the reported scores
     query = {"query": "负载均衡 算法", "match": "any", "cjk": "bigrams"}
-    hits = {h["path"]: h["score"] for h in engine.search(bundle, query)["hits"]}
+    hits = {h["path"]: h["score"] for h in engine.search(engine.call(bundle), query)["hits"]}
     assert hits["a.md"] < summed["a.md"] / 2
 
 
@@ -204,9 +204,13 @@ def test_ranking_limit_keeps_the_full_order(make_bundle: Any) -> None:
     }
     bundle = make_bundle(files)
     engine = Engine()
-    full = engine.search(bundle, {"query": "apple zebra", "match": "any", "limit": 100})
+    full = engine.search(
+        engine.call(bundle), {"query": "apple zebra", "match": "any", "limit": 100}
+    )
     for limit in (1, 3, 7, 20):
-        part = engine.search(bundle, {"query": "apple zebra", "match": "any", "limit": limit})
+        part = engine.search(
+            engine.call(bundle), {"query": "apple zebra", "match": "any", "limit": limit}
+        )
         assert part["hits"] == full["hits"][:limit]
         assert part["total"] == full["total"] == 30
 
@@ -259,11 +263,13 @@ def test_heading_bonus_in_the_engine_keeps_limits_exact(make_bundle: Any) -> Non
     bundle = make_bundle(files)
     engine = Engine()
     request = {"query": "apple zebra", "match": "any"}
-    full = engine.search(bundle, {**request, "limit": 100})["hits"]
+    full = engine.search(engine.call(bundle), {**request, "limit": 100})["hits"]
     for limit in (1, 2, 5, 9, 30):
-        assert engine.search(bundle, {**request, "limit": limit})["hits"] == full[:limit]
+        assert (
+            engine.search(engine.call(bundle), {**request, "limit": limit})["hits"] == full[:limit]
+        )
     # the bonus is at work: the same ranking without it differs
-    idx = engine.prepare(bundle)
+    idx = engine.prepare(engine.call(bundle))
     terms = query_terms("apple zebra")
     plain = rank(idx, terms, match_any=True, scoring=replace(MATCH_ANY, heading=0.0))
     named = rank(idx, terms, match_any=True)

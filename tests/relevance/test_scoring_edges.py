@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.index.index import K1, B
 from citeline.engine.rank.rank import idf, rank
 from citeline.engine.rank.scoring import MATCH_ANY, bm25_part, chains, is_cjk_bigram, plan
@@ -23,7 +23,7 @@ def test_bm25_part_is_the_score_rank_gives_one_term(make_bundle: Callable[..., P
     """SPEC §5 for a one-term query: every hit's score is bm25_part of its tf and length,
     under the contract's k1 and b (and match=any's own k1 and b, whose coordination factor
     is 1 when the only term matches)."""
-    index = Engine().prepare(make_bundle(FILES))
+    index = Engine().prepare(Call(make_bundle(FILES), Settings()))
     weight = idf(index, "apple")
     tf = {
         base + s: tf

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from citeline.engine import Engine
+from citeline.engine import Call, Engine, Settings
 from citeline.engine.answer.requests import Relevance
 from citeline.engine.rank.rank import rank
 from citeline.engine.rank.scoring import MATCH_ANY, query_stops, stop_bits
@@ -30,7 +30,9 @@ def spans_text(hit: dict[str, Any]) -> list[str]:
 
 
 def search(root: Path, query: str, **options: str) -> dict[str, Any]:
-    return Engine().search(root, {"query": query, "limit": 20, **(options or RECALL)})
+    return Engine().search(
+        Call(root, Settings()), {"query": query, "limit": 20, **(options or RECALL)}
+    )
 
 
 def test_query_stops_are_the_words_typed() -> None:
@@ -103,13 +105,13 @@ def test_the_contract_is_unchanged(make_bundle: Any) -> None:
     """match=all requires every term, stop words included, and lists and highlights them
     all (SPEC §4-§7)."""
     root = make_bundle(FILES)
-    res = Engine().search(root, {"query": "raise a limit"})
+    res = Engine().search(Call(root, Settings()), {"query": "raise a limit"})
     assert "options" not in res
     assert [h["path"] for h in res["hits"]] == ["limits.md"]
     hit = res["hits"][0]
     assert hit["matched_terms"] == ["raise", "a", "limit"]
     assert [w.lower() for w in spans_text(hit)] == ["raise", "raise", "a", "limit", "a"]
-    assert Engine().search(root, {"query": "a the"})["total"] == 1  # testing.md
+    assert Engine().search(Call(root, Settings()), {"query": "a the"})["total"] == 1  # testing.md
 
 
 def test_before_the_rule_stop_words_made_hits(make_bundle: Any) -> None:
@@ -117,7 +119,7 @@ def test_before_the_rule_stop_words_made_hits(make_bundle: Any) -> None:
     `recall scoring:stop-word hits` row)."""
     root = make_bundle(FILES)
     engine = Engine()
-    index = engine.index(engine.capture(root), RECALL_RELEVANCE.analysis)
+    index = engine.index(engine.capture(engine.call(root)), RECALL_RELEVANCE.analysis)
     terms = query_terms("raise a limit", RECALL_RELEVANCE.tokenizer)
     now = rank(index, terms, match_any=True)
     before = rank(index, terms, match_any=True, scoring=replace(MATCH_ANY, stop_filter=False))
@@ -132,8 +134,8 @@ def test_before_the_rule_stop_words_made_hits(make_bundle: Any) -> None:
 def test_symbols_as_you_type_keep_a_last_word_being_typed(make_bundle: Any) -> None:
     root = make_bundle(FILES)
     engine = Engine()
-    typing = engine.symbols(root, "raise a", relevance=RECALL)
+    typing = engine.symbols(engine.call(root), "raise a", relevance=RECALL)
     # "a" is being typed: "about" counts, as any word it starts
     assert {h.path for h in typing} == {"limits.md", "about.md", "testing.md"}
-    typed = engine.symbols(root, "raise a ", relevance=RECALL)
+    typed = engine.symbols(engine.call(root), "raise a ", relevance=RECALL)
     assert {h.path for h in typed} == {"limits.md"}
