@@ -479,7 +479,7 @@ def bench_engine(
         # No persistent cache: each cold engine starts from nothing (engine.cache=None).
         engine = Engine(SETTINGS, workers=WORKERS, cache=None)
         gc.collect()
-        spent, result = timed(lambda e=engine: e.search(root, first))
+        spent, result = timed(lambda e=engine: e.search(e.call(root), first))
         cold.append(spent)
         say(f"cold run {i + 1}/{repeat}: {spent:.3f}s ({result['total']} hits)")
     assert engine is not None
@@ -494,7 +494,7 @@ def bench_engine(
         for q in queries:
             floors.append(timed(lambda: capture_floor(root))[0])
             req = search_request(q, profile)
-            spent, result = timed(lambda r=req: engine.search(root, r))
+            spent, result = timed(lambda r=req: engine.search(engine.call(root), r))
             samples.append(spent)
             slot = per_query.setdefault(q, {"totals": result["total"], "runs_ms": []})
             slot["runs_ms"].append(ms(spent))
@@ -506,12 +506,12 @@ def bench_engine(
     index_s: list[float] = []
     read_by_warm_capture = []
     for _ in range(max(3, repeat)):
-        t_cap, snap = timed(lambda: engine.capture(root))
+        t_cap, snap = timed(lambda: engine.capture(engine.call(root)))
         t_idx, _ = timed(lambda s=snap: engine.index(s))
         capture_s.append(t_cap)
         index_s.append(t_idx)
         read_by_warm_capture.append(snap.read)
-    snap = engine.capture(root)
+    snap = engine.capture(engine.call(root))
     cold_median = statistics.median(cold)
     return (
         {
@@ -537,7 +537,9 @@ def bench_engine(
                 "files": len(snap.files),
                 "searchable": len(snap.searchable),
                 "bytes": sum(f.size for f in snap.files),
-                "skipped_unparsable": len(engine.search(root, first).get("skipped", [])),
+                "skipped_unparsable": len(
+                    engine.search(engine.call(root), first).get("skipped", [])
+                ),
             },
         },
         engine,
@@ -579,20 +581,22 @@ def bench_paired(
         for label, root in (("1", small), ("k", big)):
             engine = Engine(SETTINGS, workers=WORKERS)
             gc.collect()
-            cold[label].append(timed(lambda e=engine, r=root: e.search(r, first))[0])
+            cold[label].append(timed(lambda e=engine, r=root: e.search(e.call(r), first))[0])
             engine.close()
             del engine
         say(f"paired cold {i + 1}/{repeat}: x1 {cold['1'][-1]:.3f}s, xK {cold['k'][-1]:.3f}s")
     engines = {"1": Engine(SETTINGS, workers=WORKERS), "k": Engine(SETTINGS, workers=WORKERS)}
     roots = {"1": small, "k": big}
     for label, engine in engines.items():
-        engine.search(roots[label], first)
+        engine.search(engine.call(roots[label]), first)
     warm: dict[str, list[float]] = {"1": [], "k": []}
     for _ in range(repeat):
         for q in queries:
             req = search_request(q, profile)
             for label, engine in engines.items():
-                warm[label].append(timed(lambda e=engine, r=req, b=roots[label]: e.search(b, r))[0])
+                warm[label].append(
+                    timed(lambda e=engine, r=req, b=roots[label]: e.search(e.call(b), r))[0]
+                )
     for engine in engines.values():
         engine.close()
     out: dict[str, Any] = {}
@@ -662,7 +666,7 @@ def bench_in_process(
     # "No reuse": an engine that reads every file (its snapshot holds all the bytes) and
     # holds none between requests, without a persistent cache.
     noreuse = Engine(SETTINGS, reread=True, hold_bytes=0, cache=None)
-    snapshot = noreuse.capture(root)
+    snapshot = noreuse.capture(noreuse.call(root))
     texts = decoded_texts(snapshot)
     say("peer: markdown-it parse")
     parses = []
@@ -692,8 +696,12 @@ def bench_in_process(
         say("cProfile: cold and warm search")
         first = search_request(queries[0], args.profile)
         fresh = Engine(SETTINGS, workers=WORKERS, cache=None)
-        out["profile_cold_top"] = profile_top(lambda: fresh.search(root, first), args.top)
-        out["profile_warm_top"] = profile_top(lambda e=engine: e.search(root, first), args.top)
+        out["profile_cold_top"] = profile_top(
+            lambda: fresh.search(fresh.call(root), first), args.top
+        )
+        out["profile_warm_top"] = profile_top(
+            lambda e=engine: e.search(e.call(root), first), args.top
+        )
         fresh.close()
 
     engine.close()

@@ -80,7 +80,7 @@ def the_index(root: Path) -> tuple[Index, Any]:
 
     core.symbol_hits = keep  # type: ignore[assignment]
     try:
-        engine.symbols(str(root), "x", relevance=opts.relevance_options, settings=opts.engine)
+        engine.symbols(engine.call(str(root)), "x", relevance=opts.relevance_options)
     finally:
         core.symbol_hits = original  # type: ignore[assignment]
         engine.close()

@@ -61,7 +61,7 @@ def main() -> int:
         shutil.copytree(args.corpus, bundle, symlinks=True)
         time.sleep(2.2)  # past the racy window: every file can be reused
         engine = Engine(settings, cache=None)
-        files = len(engine.capture(bundle).files)
+        files = len(engine.capture(engine.call(bundle)).files)
 
         def as_repository(on: bool) -> None:
             if on:
@@ -77,11 +77,11 @@ def main() -> int:
         inside_cpu: list[float] = []
         for _ in range(args.repeat):  # interleaved, so that both see the same machine
             as_repository(False)
-            engine.capture(bundle)  # (the first capture after a switch is not timed)
-            plain += timed(lambda: engine.capture(bundle), 1, plain_cpu)
+            engine.capture(engine.call(bundle))  # (the first capture after a switch is not timed)
+            plain += timed(lambda: engine.capture(engine.call(bundle)), 1, plain_cpu)
             as_repository(True)
-            engine.capture(bundle)
-            inside += timed(lambda: engine.capture(bundle), 1, inside_cpu)
+            engine.capture(engine.call(bundle))
+            inside += timed(lambda: engine.capture(engine.call(bundle)), 1, inside_cpu)
         assert len(capture(bundle, settings).files) == files  # the rules ignore no .md here
 
         # Every path the walk matches: folders ("a/") and files, relative to the root.

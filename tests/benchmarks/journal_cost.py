@@ -183,7 +183,7 @@ def timed_captures(engine: Engine, root: Path, runs: int, before: Any = None) ->
             before()
             time.sleep(stats.RACY_NS / 1e9 + 0.05)
         start = time.perf_counter()
-        engine.capture(str(root))
+        engine.capture(engine.call(str(root)))
         took.append(time.perf_counter() - start)
     return median_ms(took)
 
@@ -210,9 +210,9 @@ def link_cost(root: Path, runs: int) -> dict[str, Any]:
     def case(journal: bool, before: Any) -> float:
         engine = Engine(ROOMY, journal=journal, cache=False)
         try:
-            engine.capture(str(root))
+            engine.capture(engine.call(str(root)))
             time.sleep(stats.RACY_NS / 1e9 + 0.05)
-            engine.capture(str(root))
+            engine.capture(engine.call(str(root)))
             return timed_captures(engine, root, runs, before)
         finally:
             engine.close()
@@ -249,9 +249,9 @@ def flood_cost(root: Path, flooders: int, seconds: float) -> dict[str, Any]:
     from citeline.engine.capture import stats
 
     engine = Engine(ROOMY, journal=True, cache=False)
-    engine.capture(str(root))
+    engine.capture(engine.call(str(root)))
     time.sleep(stats.RACY_NS / 1e9 + 0.05)  # (files just copied are read again until then)
-    engine.capture(str(root))
+    engine.capture(engine.call(str(root)))
     quiet = timed_captures(engine, root, 7)
     procs = [
         subprocess.Popen(
@@ -267,7 +267,7 @@ def flood_cost(root: Path, flooders: int, seconds: float) -> dict[str, Any]:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "flooding"
         while any(p.poll() is None for p in procs):
             start = time.perf_counter()
-            engine.capture(str(root))
+            engine.capture(engine.call(str(root)))
             took.append(time.perf_counter() - start)
     finally:
         for proc in procs:

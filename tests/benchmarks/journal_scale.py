@@ -48,12 +48,13 @@ def measure(root: Path, repeat: int, rounds: int = 1) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for journal in (False, True):
         engine = Engine(opts.engine, journal=journal, workers=2)
+        call = engine.call(str(root))
         for _ in range(2):  # built, then warm (and the journal's first drain done)
-            engine.symbols(str(root), "x", relevance=rel, settings=opts.engine)
+            engine.symbols(call, "x", relevance=rel)
         took = []
         for _ in range(repeat):
             t = time.perf_counter()
-            engine.capture(str(root), settings=opts.engine)
+            engine.capture(call)
             took.append((time.perf_counter() - t) * 1000)
         took.sort()
         side = out["journal" if journal else "stat walk"] = {"capture_p50_ms": took[len(took) // 2]}
@@ -65,7 +66,7 @@ def measure(root: Path, repeat: int, rounds: int = 1) -> dict[str, Any]:
                 ms = []
                 for text in texts:
                     t = time.perf_counter()
-                    engine.symbols(str(root), text, cap=100, relevance=rel, settings=opts.engine)
+                    engine.symbols(call, text, cap=100, relevance=rel)
                     ms.append((time.perf_counter() - t) * 1000)
                 per_round.append(sorted(ms)[len(ms) // 2])
                 every += ms

@@ -40,7 +40,7 @@ def measure(root: Path, repeat: int) -> dict[str, Any]:
     opts = server_options()
     with tempfile.TemporaryDirectory(prefix="citeline-lexicon-") as cache:
         engine = Engine(opts.engine, cache=cache, workers=2)
-        snap = engine.capture(str(root), settings=opts.engine)
+        snap = engine.capture(engine.call(str(root)))
         index = engine.index(snap, opts.relevance_options.analysis, settings=opts.engine)
         engine.close()
     blocks = index.blocks

@@ -45,18 +45,19 @@ def serve(root: str, cache: str, conn: Connection) -> None:
     opts = server_options()
     rel = opts.relevance_options
     engine = Engine(opts.engine, journal=True, prepare_in_background=True, workers=2, cache=cache)
+    call = engine.call(root)
     t = time.perf_counter()
-    engine.symbols(root, "x", relevance=rel, settings=opts.engine)  # the build
+    engine.symbols(call, "x", relevance=rel)  # the build
     built = time.perf_counter() - t
-    engine.symbols(root, "x", relevance=rel, settings=opts.engine)  # the journal's first drain
+    engine.symbols(call, "x", relevance=rel)  # the journal's first drain
     conn.send(built)
     while (msg := conn.recv()) is not None:
         kind, text = msg
         t = time.perf_counter()
         if kind == "symbols":
-            engine.symbols(root, text, cap=100, relevance=rel, settings=opts.engine)
+            engine.symbols(call, text, cap=100, relevance=rel)
         else:
-            engine.search(root, {"query": text, "profile": "recall"}, settings=opts.engine)
+            engine.search(call, {"query": text, "profile": "recall"})
         conn.send((time.perf_counter() - t) * 1000)
     engine.close()
 

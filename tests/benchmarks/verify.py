@@ -60,9 +60,10 @@ def timed(fn: Any) -> tuple[float, Any]:
 
 def speed(root: Path, rounds: int) -> dict[str, Any]:
     engine = Engine(settings())
+    call = engine.call(root)
     cites: dict[str, list[dict[str, Any]]] = {}
     for q in QUERIES:  # warm: the index built, the hits' files held
-        cites[q] = engine.search(root, {"query": q, "limit": 100, **RECALL})["hits"]
+        cites[q] = engine.search(call, {"query": q, "limit": 100, **RECALL})["hits"]
     searches: list[float] = []
     verifies: list[float] = []
     statuses: dict[str, int] = {}
@@ -71,8 +72,8 @@ def speed(root: Path, rounds: int) -> dict[str, Any]:
             if not cites[q]:
                 continue
             steps = [
-                ("search", lambda q=q: engine.search(root, {"query": q, "limit": 100, **RECALL})),
-                ("verify", lambda q=q: engine.verify(root, {"citations": cites[q]})),
+                ("search", lambda q=q: engine.search(call, {"query": q, "limit": 100, **RECALL})),
+                ("verify", lambda q=q: engine.verify(call, {"citations": cites[q]})),
             ]
             for kind, fn in steps if r % 2 == 0 else steps[::-1]:
                 ms, out = timed(fn)
@@ -123,18 +124,19 @@ def memory(root: Path, by: str) -> dict[str, Any]:
 
     meter = Meter(by)
     engine = Engine(settings(), hold_bytes=0)
+    call = engine.call(root)
     options = Relevance.from_mapping(RECALL).analysis
-    ms, index_bytes, index = meter.measure(lambda: engine.prepare(root, options))
-    hit = engine.search(root, {"query": "tar", "limit": 1, **RECALL})["hits"][0]
+    ms, index_bytes, index = meter.measure(lambda: engine.prepare(call, options))
+    hit = engine.search(call, {"query": "tar", "limit": 1, **RECALL})["hits"][0]
     gone = {**hit, "section_sha256": "0" * 64, "content_sha256": "1" * 64}
     # The tables always under tracemalloc (a minute at ×10): the resident set's growth would
     # count the decoding of every file, which the allocator keeps but nothing holds.
     first, added, out = Meter("tracemalloc").measure(
-        lambda: engine.verify(root, {"citations": [gone]})
+        lambda: engine.verify(call, {"citations": [gone]})
     )
     assert out["results"][0]["status"] in ("missing", "changed")
-    again, _ = timed(lambda: engine.verify(root, {"citations": [gone]}))
-    live = engine.prepare(root, options)
+    again, _ = timed(lambda: engine.verify(call, {"citations": [gone]}))
+    live = engine.prepare(call, options)
     payload = live.hashes.nbytes()
     engine.close()
     return {

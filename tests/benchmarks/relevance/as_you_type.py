@@ -242,7 +242,7 @@ def crosscheck(engine: Engine, bundle: Path, index: Index, profile: str) -> int:
     symbols = ranker(index, System(profile, profile))
     checked = 0
     for query in ("docker ru", "git commit", "tar"):
-        hits = engine.symbols(bundle, query, cap=CAP, relevance={"profile": profile})
+        hits = engine.symbols(engine.call(bundle), query, cap=CAP, relevance={"profile": profile})
         got = [(h.path, h.line_start) for h in hits]
         want = [(index.section(g).path, index.section(g).first + 1) for g in symbols(query)]
         if got != want:
@@ -271,7 +271,7 @@ def main() -> int:
     )
     for name in sorted(bundles):
         bundle = bundle_path(name)
-        snapshot = engine.capture(bundle)
+        snapshot = engine.capture(engine.call(bundle))
         for profile in ("recall", "contract"):
             rel = Relevance.from_mapping({"profile": profile})
             start = time.perf_counter()

@@ -796,7 +796,9 @@ def run_set(engine: Engine, name: str, vs: list[Variant]) -> dict[str, Any]:
     t1 = time.perf_counter()
     pools: dict[str, list[Hit]] = {}
     for q in queries:
-        r = engine.search(bundle, {"query": q.text, "profile": "recall", "limit": POOL})
+        r = engine.search(
+            engine.call(bundle), {"query": q.text, "profile": "recall", "limit": POOL}
+        )
         pools[q.id] = [(h["path"], h["line_start"]) for h in r["hits"]]
     t2 = time.perf_counter()
     missing = sum(1 for p in pools.values() for h in p if h not in corpus.sections)

@@ -516,7 +516,7 @@ def crosscheck(
     search = engine_search(index, system, texts)
     checked = 0
     for q in queries[:2]:
-        result = engine.search(bundle, {"query": q.text, "limit": K, **system.options})
+        result = engine.search(engine.call(bundle), {"query": q.text, "limit": K, **system.options})
         got = [(h["path"], h["line_start"]) for h in result["hits"]]
         if got != search(q.text):
             raise SystemExit(f"harness and Engine.search disagree on {q.id}")
@@ -530,7 +530,7 @@ def measure(settings: Settings, only: Sequence[str]) -> tuple[dict[str, Any], di
     raw: dict[str, Any] = {}
     for name in only:
         bundle, queries, bundle_name = load(name)
-        snapshot = engine.capture(bundle)
+        snapshot = engine.capture(engine.call(bundle))
         texts = Texts(bundle)
         systems: dict[str, dict[str, Result]] = {}
         seconds: dict[str, float] = {}
@@ -742,7 +742,7 @@ def headings(engine: Engine, names: Sequence[str]) -> dict[str, dict[Hit, str]]:
     out: dict[str, dict[Hit, str]] = {}
     for name in names:
         bundle, _, _ = load(name)
-        index = engine.prepare(bundle)
+        index = engine.prepare(engine.call(bundle))
         out[name] = {where(index, g): index.section(g).heading for g in range(index.n)}
     return out
 

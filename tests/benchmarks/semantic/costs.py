@@ -166,7 +166,7 @@ def measure(threads: int, sample: int, queries_n: int) -> dict[str, Any]:
     texts_q = [q.text for q in queries][:queries_n]
 
     t = time.perf_counter()
-    snapshot = engine.capture(bundle)
+    snapshot = engine.capture(engine.call(bundle))
     index = engine.index(snapshot, RECALL.analysis, bundle=bundle)
     out["docs_conceptual"] = {"sections": index.n, "capture_and_index_s": time.perf_counter() - t}
     texts = pools.relevance.Texts(bundle)
@@ -219,7 +219,7 @@ def measure(threads: int, sample: int, queries_n: int) -> dict[str, Any]:
         for _ in range(3):
             for q in texts_q:
                 t = time.perf_counter()
-                engine.search(bundle, {"query": q, "profile": "recall", "limit": 10})
+                engine.search(engine.call(bundle), {"query": q, "profile": "recall", "limit": 10})
                 recall_engine.append(time.perf_counter() - t)
                 t = time.perf_counter()
                 candidates(index, texts, q, 10)
@@ -258,7 +258,9 @@ def measure(threads: int, sample: int, queries_n: int) -> dict[str, Any]:
     # tldr's first answer: a cold index of 38,000 files, then the same semantic part
     tl_bundle, tl_queries, _ = pools.load_set("tldr")
     t = time.perf_counter()
-    tl_index = engine.index(engine.capture(tl_bundle), RECALL.analysis, bundle=tl_bundle)
+    tl_index = engine.index(
+        engine.capture(engine.call(tl_bundle)), RECALL.analysis, bundle=tl_bundle
+    )
     cold = time.perf_counter() - t
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(Path(tmp) / "vectors.sqlite")

@@ -91,7 +91,7 @@ def indexed_set(name: str, engine: Engine) -> tuple[Any, str, Any, Any, Any]:
     """A set's queries and bundle name, recall's relevance, the bundle's index under it
     and its texts."""
     bundle, queries, bundle_name = load_set(name)
-    snapshot = engine.capture(bundle)
+    snapshot = engine.capture(engine.call(bundle))
     rel = Relevance.from_mapping({"profile": "recall"})
     index = engine.index(snapshot, rel.analysis, bundle=bundle)
     return queries, bundle_name, rel, index, relevance.Texts(bundle)

@@ -372,7 +372,7 @@ def sections_of(root: Path, flags: Sequence[str]) -> int:
     from citeline.engine.base.limits import Limits, Settings
 
     engine = Engine(Settings(limits=Limits.editor(), skip_invalid=True))
-    snapshot = engine.capture(root)
+    snapshot = engine.capture(engine.call(root))
     index = engine.index(
         snapshot, Relevance.from_mapping({"profile": "recall"}).analysis, bundle=root
     )
