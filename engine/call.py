@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from .base.cancel import CancelToken
 from .base.limits import Settings
@@ -50,30 +50,4 @@ class IndexedSnapshot:
     fetch: Fetcher
 
 
-class CallKeywords(TypedDict, total=False):
-    """The keyword form of a Call (the engine's methods still accept it: Engine.call)."""
-
-    settings: Settings | None
-    cancel: CancelToken | None
-    progress: Progress | None
-    overlay: Mapping[str, bytes] | None
-    fresh_after: float | None
-
-
-def call_of(bundle: Bundle | Call, default: Settings, keywords: CallKeywords) -> Call:
-    """`bundle` if it is a Call already, else the Call its keyword form describes."""
-    if isinstance(bundle, Call):
-        if keywords:
-            raise TypeError(f"a Call is given: {', '.join(keywords)} belong in it")
-        return bundle
-    return Call(
-        bundle,
-        keywords.get("settings") or default,
-        keywords.get("cancel"),
-        keywords.get("progress"),
-        keywords.get("overlay"),
-        keywords.get("fresh_after"),
-    )
-
-
-__all__ = ["Bundle", "Call", "CallKeywords", "IndexedSnapshot", "Progress", "Result", "call_of"]
+__all__ = ["Bundle", "Call", "IndexedSnapshot", "Progress", "Result"]

@@ -7,9 +7,8 @@ order, ranks and presents. If a file turns out to have changed during the reques
 request captures again.
 
 Every operation takes a `Call` (what the call carries: bundle, settings, cancel, progress,
-unsaved text, arrival time; engine/call.py) and its typed request. The keyword form of
-earlier versions (`engine.search(bundle, {"query": ...}, settings=...)`) is still accepted:
-the request is then read from its JSON, and the keywords make the Call.
+unsaved text, arrival time; engine/call.py) and its typed request (or the request's JSON,
+which it reads). `Engine.call` makes a Call of a bundle with the engine's settings.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar, Unpack
+from typing import TYPE_CHECKING, TypeVar
 
 from .answer.present import SectionHit, check_size
 from .answer.requests import ConceptsRequest, Relevance, SearchRequest, SymbolsRequest
@@ -28,7 +27,7 @@ from .answer.search import Rerank, search_sections, symbol_hits
 from .base.cancel import CancelToken
 from .base.limits import Settings
 from .base.warmer import Warmer
-from .call import Bundle, Call, CallKeywords, IndexedSnapshot, Result, call_of
+from .call import Bundle, Call, IndexedSnapshot, Result
 from .capture.capture import Changed, Fetcher, OnRead, Progress, capture
 from .capture.flights import Flights, Serving
 from .capture.globs import echo as echo_globs
@@ -186,9 +185,18 @@ class Engine:
         if self._semantic is not None:
             self._semantic.close()
 
-    def call(self, bundle: Bundle, **keywords: Unpack[CallKeywords]) -> Call:
+    def call(
+        self,
+        bundle: Bundle,
+        *,
+        settings: Settings | None = None,
+        cancel: CancelToken | None = None,
+        progress: Progress | None = None,
+        overlay: Mapping[str, bytes] | None = None,
+        fresh_after: float | None = None,
+    ) -> Call:
         """A Call of `bundle` with this engine's settings unless others are given."""
-        return call_of(bundle, self.settings, keywords)
+        return Call(bundle, settings or self.settings, cancel, progress, overlay, fresh_after)
 
     def changed(self, bundle: Bundle, paths: Sequence[str] | None = None) -> None:
         """Editor notifications: these bundle-relative paths (None: all) are read again at
@@ -201,18 +209,16 @@ class Engine:
 
     def search(
         self,
-        call: Call | Bundle,
+        call: Call,
         request: SearchRequest | Mapping[str, object],
         *,
         texts: MutableMapping[str, str] | None = None,
-        **keywords: Unpack[CallKeywords],
     ) -> Result:
         """Section search (SPEC §6). `texts`, when given, receives the text of each hit's
         file (decoded, without its BOM) by the hit's content_sha256: the bytes this request
         searched, so that a front showing more of a hit than its snippet (the command line's
         numbered lines) never reads the file a second time (SPEC §2)."""
         req = request if isinstance(request, SearchRequest) else SearchRequest.from_json(request)
-        call = call_of(call, self.settings, keywords)
         # The query's terms before the capture: a query's errors come before the bundle's.
         terms = query_terms(req.query, req.relevance.tokenizer)
 
@@ -285,16 +291,15 @@ class Engine:
 
     def symbols(
         self,
-        call: Call | Bundle,
+        call: Call,
         request: SymbolsRequest | str,
         *,
         cap: int = 100,
         list_cap: int = 1000,
         relevance: Relevance | Mapping[str, object] | None = None,
-        **keywords: Unpack[CallKeywords],
     ) -> list[SectionHit]:
-        """As-you-type section search (SymbolsRequest). The keyword form gives the query
-        and `cap`, `list_cap`, `relevance` instead of the request."""
+        """As-you-type section search (SymbolsRequest), or of the query given as a string,
+        with `cap`, `list_cap` and `relevance` beside it."""
         if not isinstance(request, SymbolsRequest):
             rel = (
                 relevance
@@ -302,7 +307,6 @@ class Engine:
                 else Relevance.from_mapping(relevance or {})
             )
             request = SymbolsRequest(request, cap, list_cap, rel)
-        call = call_of(call, self.settings, keywords)
         req = request
         return self._on_index(call, req.relevance.analysis, lambda p: symbol_hits(p.index, req))
 
@@ -310,9 +314,8 @@ class Engine:
 
     def concepts(
         self,
-        call: Call | Bundle,
+        call: Call,
         request: ConceptsRequest | Mapping[str, object],
-        **keywords: Unpack[CallKeywords],
     ) -> Result:
         """Concept search (SPEC §9; engine/answer/concepts.py). Unsaved text is not searched: a
         concept is a file's front matter, as saved."""
@@ -321,7 +324,7 @@ class Engine:
         req = (
             request if isinstance(request, ConceptsRequest) else ConceptsRequest.from_json(request)
         )
-        call = replace(call_of(call, self.settings, keywords), overlay=None)
+        call = replace(call, overlay=None)
         skip_invalid = call.settings.skip_invalid
 
         def answer(p: IndexedSnapshot) -> Result:
@@ -343,15 +346,13 @@ class Engine:
 
     def lines(
         self,
-        call: Call | Bundle,
+        call: Call,
         request: LinesRequest | Mapping[str, object],
-        **keywords: Unpack[CallKeywords],
     ) -> Result:
         """Line search (SPEC §8; engine/answer/lines.py)."""
         from .answer.lines import LinesRequest, search_lines
 
         req = request if isinstance(request, LinesRequest) else LinesRequest.from_json(request)
-        call = call_of(call, self.settings, keywords)
         skip_invalid = call.settings.skip_invalid
         if req.semantic:
             result = echo_strict(self._semantic_lines(call, req), req.strict)
@@ -378,9 +379,8 @@ class Engine:
 
     def verify(
         self,
-        call: Call | Bundle,
+        call: Call,
         request: VerifyRequest | Mapping[str, object],
-        **keywords: Unpack[CallKeywords],
     ) -> Result:
         """Check each citation against the files as they are now (with the call's unsaved
         text, as search sees it). On the index a search of the same profile uses, so a warm
@@ -388,7 +388,6 @@ class Engine:
         from .answer.verify import VerifyRequest, verify_citations
 
         req = request if isinstance(request, VerifyRequest) else VerifyRequest.from_json(request)
-        call = call_of(call, self.settings, keywords)
         profile = "contract" if req.strict else "recall"  # the index the fronts search
         options = Relevance.from_mapping({"profile": profile}).analysis
 
@@ -402,41 +401,36 @@ class Engine:
 
     def problems(
         self,
-        call: Call | Bundle,
+        call: Call,
         options: AnalysisOptions = AnalysisOptions(),
-        **keywords: Unpack[CallKeywords],
     ) -> list[Problem]:
         """Parse errors of every searchable file (for diagnostics); capture errors raise.
         Neither progress nor unsaved text: diagnostics of open documents are the editor's."""
-        call = call_of(call, self.settings, keywords)
         call = replace(call, progress=None, overlay=None, fresh_after=None)  # a capture of its own
         return self._on_index(call, options, lambda p: list(p.index.problems), check=False)
 
     def prepare(
         self,
-        call: Call | Bundle,
+        call: Call,
         options: AnalysisOptions = AnalysisOptions(),
-        **keywords: Unpack[CallKeywords],
     ) -> Index:
         """Capture and index the bundle (a warm-up); the limits are checked. A warm-up that
         gives `fresh_after` leaves its capture to requests that arrived before it started
         (engine/capture/flights.py). Unsaved text is not indexed."""
-        call = replace(call_of(call, self.settings, keywords), overlay=None)
+        call = replace(call, overlay=None)
         return self._on_index(call, options, lambda p: p.index)
 
     # -- stages ---------------------------------------------------------------------------
 
     def capture(
         self,
-        call: Call | Bundle,
+        call: Call,
         *,
         on_read: OnRead | None = None,
-        **keywords: Unpack[CallKeywords],
     ) -> Snapshot:
         """A fresh snapshot of the bundle (`on_read`: see capture.capture), or one that a
         capture started since the call's `fresh_after` took (engine/capture/flights.py); never a
         shared one for unsaved text."""
-        call = call_of(call, self.settings, keywords)
         key = bundle_key(call.bundle)
         if call.fresh_after is None or call.overlay:
             return self._capture_now(call, key, on_read)
