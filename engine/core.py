@@ -35,7 +35,7 @@ from .capture.snapshot import Snapshot
 from .index.blocks import options_key
 from .index.index import Index, Problem
 from .index.parallel import Workers, default_workers
-from .rank import naming
+from .rank import naming, warming
 from .reuse import Reuse, bundle_key
 from .semantic.models import ModelSpec
 from .store.store import Store, default_folder
@@ -52,12 +52,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 ATTEMPTS = 3  # captures per request when files keep changing under it
 HOLD_BYTES = 256 << 20  # bytes of recently read files kept for snippets and line search
-
-
-def _prepare(index: Index, pause: Callable[[], None]) -> None:
-    """What the warmer makes of an index between requests."""
-    index.make_lexicon(pause)
-    naming.hold_all(index, pause)
 
 
 class Engine:
@@ -539,8 +533,8 @@ class Engine:
             if check:
                 idx.check(call.settings)
             answer = then(IndexedSnapshot(snap, idx, fetch))
-            if self.prepare_in_background:
-                self.warmer.add(idx, functools.partial(_prepare, idx))
+            if self.prepare_in_background and warming.wanted(idx):
+                self.warmer.add(idx, functools.partial(warming.warm, idx))
             return answer
 
         try:

@@ -286,8 +286,12 @@ class Index:
         lexicon, when it has LEXICON_BLOCKS blocks (about a second at ten times tldr),
         calling `pause` before each block (the engine's Warmer runs it between requests);
         answers are the same before, during and after."""
-        if self._lexicon is None and len(self.blocks) >= LEXICON_BLOCKS:
+        if self.lexicon_wanted():
             self._lexicon = Lexicon.of(self.blocks, pause)
+
+    def lexicon_wanted(self) -> bool:
+        """Whether make_lexicon has a lexicon to make."""
+        return self._lexicon is None and len(self.blocks) >= LEXICON_BLOCKS
 
     # -- sections ------------------------------------------------------------------------
 

@@ -265,6 +265,24 @@ def held_of(index: Index) -> Held:
     return held
 
 
+def holding_wanted(index: Index) -> bool:
+    """Whether hold_all has a block left to plan or to hold."""
+    store = held_of(index)
+    with store.lock:
+        return bool(_to_plan(index, store)) or (bool(store.pending) and not store.closed)
+
+
+def _to_plan(index: Index, store: Held) -> list[Tokenizer]:
+    """The tokenisations hold_all would plan now (under `store.lock`): those rankings read
+    and it has not planned, when all would fit in what is held and the index is big enough."""
+    done = _prepared(index)
+    new = [tok for tok in _used(index) if tok not in done]
+    fits = index.n * (len(done) + len(new)) <= _HELD_SECTIONS
+    if new and fits and len(index.blocks) >= _PREPARE_BLOCKS and not store.closed:
+        return new
+    return []
+
+
 def _used(index: Index) -> set[Tokenizer]:
     """The tokenisations rankings read `index`'s names under (for hold_all)."""
     return index.derived.get("naming.used", set)
@@ -399,11 +417,9 @@ def hold_all(index: Index, pause: Callable[[], None] | None = None) -> None:
     nor for an index of fewer than _PREPARE_BLOCKS blocks."""
     store = held_of(index)
     with store.lock:
-        done = _prepared(index)
-        new = [tok for tok in _used(index) if tok not in done]
-        fits = index.n * (len(done) + len(new)) <= _HELD_SECTIONS
-        if new and fits and len(index.blocks) >= _PREPARE_BLOCKS and not store.closed:
-            done.update(new)
+        new = _to_plan(index, store)
+        if new:
+            _prepared(index).update(new)
             # The words as typed first: a block's stems are then derived from them (_built).
             toks = sorted(new, key=lambda tok: tok.stemming != "none")
             names = [_tokenization(tok) for tok in toks]

@@ -15,8 +15,9 @@ Each side is a whole `citeline` as its users start it (its own environment's scr
   the other (which goes first alternates by round);
 - ``cli_first`` and ``cli_second``: ``citeline search --json`` in a process of its own with
   an empty cache, then again with the cache it filled (one query per round, alternating
-  which side goes first), with ``rg -c -i -w`` of the query's first word as the peer measured
-  in the same rounds.
+  which side goes first; ``--cli-flags`` given to both, e.g. the same ``--profile`` where
+  the two versions' defaults differ), with ``rg -c -i -w`` of the query's first word as
+  the peer measured in the same rounds.
 
 Reported per measure: each side's p50, after ÷ before of the p50s, and the median of the
 paired ratios (each text's or round's after ÷ before).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -94,7 +96,12 @@ def warm_rounds(
 
 
 def cli_rounds(
-    scripts: dict[str, str], bundle: Path, queries: list[str], rounds: int, top: str
+    scripts: dict[str, str],
+    bundle: Path,
+    queries: list[str],
+    rounds: int,
+    top: str,
+    flags: list[str],
 ) -> dict[str, dict[str, list[float]]]:
     times: dict[str, dict[str, list[float]]] = {
         kind: {name: [] for name in scripts} for kind in ("cli_first", "cli_second")
@@ -106,7 +113,8 @@ def cli_rounds(
         for name in order:
             cache, runtime = f"{top}/cli-{r}-{name}-cache", f"{top}/cli-{r}-{name}-run"
             os.makedirs(runtime, mode=0o700)
-            cmd = [scripts[name], "search", str(bundle), "--json", "-q", query]
+            cmd = [scripts[name], "search", str(bundle), "--json", "--raise-limits", *flags]
+            cmd += ["-q", query]
             for kind in ("cli_first", "cli_second"):
                 began = time.perf_counter()
                 done = subprocess.run(cmd, env=env_for(cache, runtime), capture_output=True)
@@ -131,6 +139,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cli-rounds", type=int, default=8)
     ap.add_argument("--min-prefix", type=int, default=3)
+    ap.add_argument(
+        "--cli-flags",
+        default="",
+        help="flags both CLIs get (the same profile on both sides when the defaults differ)",
+    )
     args = ap.parse_args()
     root = args.bundle.resolve()
     queries = read_queries(args.queries)
@@ -151,7 +164,9 @@ def main() -> None:
         out["peak_rss_mib"] = {name: c.vm_hwm_mib() for name, c in sides.items()}
         for client in sides.values():
             client.close()
-        cli = cli_rounds(scripts, root, queries, args.cli_rounds, top)
+        flags = shlex.split(args.cli_flags)
+        out["cli_flags"] = flags
+        cli = cli_rounds(scripts, root, queries, args.cli_rounds, top, flags)
         for kind in ("cli_first", "cli_second"):
             out[kind] = paired(cli[kind]["before"], cli[kind]["after"])
             out[kind]["after_over_rg"] = round(

@@ -22,7 +22,7 @@ MAX_CLASS_LINES = 250
 # lines it may reach: a ratchet (issue 50: at most four, none may grow; lower a ceiling when
 # its unit shrinks, drop the entry when the unit is back within the rule).
 LARGER = {
-    "engine/core.py": 608,
+    "engine/core.py": 602,
     "engine/core.py:Engine": 536,
     "engine/capture/ignore.py": 479,
     "cli/cli.py": 1285,

@@ -334,3 +334,34 @@ def test_state_lives_with_the_index_and_its_lineage(tmp_path: Any) -> None:
 
     engine.close()
     assert naming.held_of(edited).closed and naming.held_of(edited).held_for(key) is None
+
+
+def test_an_answer_hands_the_warmer_a_job_only_when_one_is_left(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived engine asks warming.wanted after each answer: names a ranking read under
+    a new tokenisation are held once, and later answers start no job (a job per answer
+    started a thread per answer)."""
+    from citeline.engine.rank import warming
+
+    monkeypatch.setattr(naming, "_PREPARE_BLOCKS", 1)
+    for i in range(3):
+        (tmp_path / f"{i}.md").write_text(f"# Remote {i}\n\nOpen a remote session {i}.\n")
+    engine = Engine.long_lived(Settings(skip_invalid=True), cache=None)
+    added: list[Any] = []
+    real_add = engine.warmer.add
+    monkeypatch.setattr(
+        engine.warmer, "add", lambda key, job: (added.append(key), real_add(key, job))
+    )
+    try:
+        call = engine.call(str(tmp_path))
+        engine.symbols(call, "remote", relevance=RECALL)
+        assert len(added) == 1  # the names the ranking read under recall's tokenisation
+        assert engine.warmer.idle(60)
+        index = added[0]
+        assert not warming.wanted(index) and all(_held_keys(index, RECALL.tokenizer))
+        engine.symbols(call, "remote sess", relevance=RECALL)
+        engine.symbols(call, "open", relevance=RECALL)
+        assert len(added) == 1  # nothing left to make: no job
+    finally:
+        engine.close()
