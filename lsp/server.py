@@ -10,10 +10,12 @@ Every feature is a thin adapter: take the request apart, run the engine in a wor
 - lsp/transport.py: reading frames from stdin, and the watch on the client process
   (initialize's processId) that ends the server when the client dies;
 - lsp/places.py: the workspace folders, and how an editor's paths and documents meet them;
-- here: the state (settings, the folders' places, diagnostics published), the job pool
-  (engine work in a private thread pool from ``async def`` handlers; a cancelled handler
-  sets the engine's CancelToken, checked between files and stages, and pygls answers
-  -32800: nothing partial is ever sent), the warm-up and work-done progress.
+- lsp/jobs.py, the job pool: engine work in a private thread pool from ``async def``
+  handlers (a cancelled handler sets the engine's CancelToken, checked between files and
+  stages, and pygls answers -32800: nothing partial is ever sent), the warm-up's gate and
+  work-done progress;
+- here: the state (settings, the folders' places, diagnostics published) and the handlers
+  that register lsp/features.py.
 
 Logging goes to stderr; stdout is the protocol.
 """

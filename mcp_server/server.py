@@ -1,18 +1,17 @@
 """`citeline mcp [BUNDLE]`: the MCP front (stdio) over one Engine, the bundle fixed at start.
 
-Three tools, one per engine call: `search_sections` (SPEC §6/§13), `search_concepts` (§9)
-and `search_lines` (§8). Their inputSchema/outputSchema are the JSON Schemas of
-engine/contracts, served as they are except for the two document-identity keys `$schema` and
-`$id` and a description added to every input parameter (mcp_server/tools.py: the tools,
-their descriptions and schemas). A result is returned once in full, as MCP structured output
-(structuredContent, the contract's result byte for byte), and once as a compact text
-rendering (mcp_server/text.py `render_text`) that still lets an agent verify every citation
-(SPEC §14): per hit the path, line range, content_sha256 and the snippet verbatim, and the
-snapshot_revision once. An engine error is a tool error (isError) whose only content is the
-§10 envelope as compact JSON text.
-
-Built on the SDK's low-level `mcp.server.lowlevel.Server`: the high-level MCPServer derives
-schemas from Python signatures and cannot serve a given JSON Schema as it is.
+Four tools, one per engine call: `search_sections` (SPEC §6/§13), `search_concepts` (§9),
+`search_lines` (§8) and `verify_citations` (§18). Their inputSchema/outputSchema are the
+JSON Schemas of engine/contracts, served as they are except for the two document-identity
+keys `$schema` and `$id` and a description added to every input parameter
+(mcp_server/tools.py: the tools, their descriptions and schemas). A result is returned once
+in full, as MCP structured output (structuredContent, the contract's result byte for byte),
+and once as a compact text rendering (mcp_server/text.py `render_text`) that still lets an
+agent verify every citation (SPEC §14): per hit the path, line range, content_sha256 and the
+snippet verbatim, and the snapshot_revision once. An engine error is a tool error (isError)
+whose only content is the §10 envelope as compact JSON text. Built on the SDK's low-level
+`mcp.server.lowlevel.Server`: the high-level MCPServer derives schemas from Python
+signatures and cannot serve a given JSON Schema as it is.
 """
 
 from __future__ import annotations
