@@ -3,9 +3,10 @@ never answers) fails its test after a bounded time instead of stopping the whole
 
 from __future__ import annotations
 
+import selectors
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
 
@@ -28,3 +29,12 @@ def within(fn: Callable[[], T], timeout: float = 60.0) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
+
+
+def readable(source: int | IO[Any], timeout: float) -> bool:
+    """Whether `source` (a descriptor or a file) has something to read within `timeout`
+    seconds. Through the selectors module (epoll, poll): select() refuses a descriptor past
+    1,023 ("filedescriptor out of range in select()"), which a long test session reaches."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(source, selectors.EVENT_READ)
+        return bool(selector.select(timeout))

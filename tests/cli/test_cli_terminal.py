@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from bundles import write_bundle as write
+from waiting import readable
 
 from citeline.engine import Call, Engine, Settings
 from citeline.engine.contracts import validate
@@ -54,8 +54,7 @@ def read_all(fd: int, timeout: float = 60) -> bytes:
     out = b""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if not ready:
+        if not readable(fd, 0.1):
             continue
         try:
             chunk = os.read(fd, 65536)
@@ -186,8 +185,7 @@ def interrupt(args: list[str], env: dict[str, str], after: float = 0.0) -> Inter
         seen = b""
         deadline = time.monotonic() + 60
         while b"/" not in seen and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
+            if readable(master, 0.1):
                 try:
                     seen += os.read(master, 4096)
                 except OSError:  # EIO: the process closed the terminal, it has finished

@@ -18,7 +18,6 @@ import json
 import os
 import pty
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 import pytest
 from bundles import write_bundle as write
 from test_cli_terminal import slow_bundle
+from waiting import readable
 
 from citeline.engine.contracts import validate
 
@@ -96,8 +96,7 @@ class Session:
         out = bytearray()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if ready:
+            if readable(self.proc.stdout, 0.1):
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
                 if not chunk:
                     break
@@ -245,8 +244,7 @@ def test_ctrl_c_while_the_answer_is_written(wordy: Path, tmp_path: Path) -> None
     assert len(whole) > 1 << 18  # four times what a pipe holds: the writer must wait
     session = start([*WORDY, str(wordy)], env)
     assert session.proc.stdout is not None
-    ready, _, _ = select.select([session.proc.stdout], [], [], 60)
-    assert ready, "no output"
+    assert readable(session.proc.stdout, 60), "no output"
     time.sleep(0.2)  # the pipe fills and the command waits to write more
     session.press_ctrl_c()
     # The terminal turns ^C into SIGINT asynchronously (the kernel's tty work queue, late on

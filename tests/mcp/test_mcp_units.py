@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import re
-import select
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 from bundles import write_bundle as write
 from inprocess import inject_faults
+from waiting import readable
 
 pytest.importorskip("mcp")
 pytest.importorskip("mcp_types")
@@ -765,7 +765,7 @@ def test_main_serves_stdio_until_it_closes(tmp_path: Path, monkeypatch: pytest.M
         # A server that died or never answers fails the test instead of blocking it.
         deadline = time.monotonic() + 60
         while b"\n" not in pending:
-            if select.select([reader], [], [], 0.1)[0]:
+            if readable(reader, 0.1):
                 pending.extend(os.read(reader, 1 << 16))
             else:
                 assert thread.is_alive() and time.monotonic() < deadline, "no answer from main"
