@@ -25,6 +25,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from .ignore import Above, Ignores, name_fold, read_gitignore, repository_rules
+from .inotify import (
+    IN_ATTRIB,
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE,
+    IN_MODIFY,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+)
 
 # What one drain saw of a name (History's bits), in the order the events came.
 MADE = 1  # created or moved in (IN_CREATE, IN_MOVED_TO: a move may replace the name)
@@ -35,21 +44,18 @@ WRITTEN_AFTER_REMOVAL = 16  # a write (or attribute change) after a removal
 WRITTEN = 32  # written, or its attributes changed (IN_MODIFY, IN_CLOSE_WRITE, IN_ATTRIB)
 MOVED_ON = 64  # moved away to a name of a watched folder: that name is looked at instead
 
-_IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
-_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
-
 
 def note(history: int, mask: int) -> int:
     """`history` after one more event (its inotify mask) on the same name."""
-    if mask & (_IN_CREATE | _IN_MOVED_TO):
+    if mask & (IN_CREATE | IN_MOVED_TO):
         if history & MADE:
             history |= MADE_AGAIN
         history = (history | MADE) & ~GONE_AFTER_MADE
-    if mask & (_IN_DELETE | _IN_MOVED_FROM):
+    if mask & (IN_DELETE | IN_MOVED_FROM):
         if history & MADE:
             history |= GONE_AFTER_MADE
         history |= REMOVED
-    if mask & (_IN_MODIFY | _IN_CLOSE_WRITE | _IN_ATTRIB):
+    if mask & (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB):
         if history & REMOVED:
             history |= WRITTEN_AFTER_REMOVAL
         history |= WRITTEN
@@ -72,9 +78,9 @@ class Seen:
     def event(self, folder: bytes, name: bytes, mask: int, cookie: int) -> None:
         key = (folder, name)
         self.names[key] = note(self.names.get(key, 0), mask)
-        if mask & _IN_MOVED_FROM and cookie:
+        if mask & IN_MOVED_FROM and cookie:
             self.moves[cookie] = key
-        elif mask & _IN_MOVED_TO and cookie in self.moves:
+        elif mask & IN_MOVED_TO and cookie in self.moves:
             left = self.moves.pop(cookie)
             history = self.names[left]
             if history & GONE_AFTER_MADE:
