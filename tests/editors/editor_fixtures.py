@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from bundles import write_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,9 +60,7 @@ LABELS_QUERY = "zucchini"
 
 
 def write_preambles(workspace: Path) -> None:
-    for rel, text in PREAMBLES.items():
-        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-        (workspace / rel).write_bytes(text.encode("utf-8"))
+    write_bundle(workspace, PREAMBLES)
 
 
 def require_editors() -> bool:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bundles import write_bundle
 from editor_fixtures import (
     COLLISIONS_CITED,
     COLLISIONS_NOW,
@@ -269,10 +270,7 @@ LOOSE_QUERY = "zucchini"
 
 
 def loose_tree(root: Path) -> Path:
-    for rel, text in LOOSE.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, "utf-8")
-    return root.resolve()
+    return write_bundle(root, LOOSE).resolve()
 
 
 def outside_version_control(folder: Path) -> Path:
