@@ -41,13 +41,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import LspClient, median_ms, read_queries, say, symbol_queries
-from workspace import initialize_params, vscode_options
+from workspace import child_env, initialize_params, vscode_options
 
 
 def env_for(cache: str, runtime: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITELINE_")}
-    env |= {"CITELINE_CACHE_DIR": cache, "XDG_RUNTIME_DIR": runtime, "CITELINE_DAEMON": "0"}
-    return env
+    """workspace.child_env (no CITELINE_*, a private cache, no warm process), with a runtime
+    folder of its own (where a warm process would listen)."""
+    return child_env(cache) | {"XDG_RUNTIME_DIR": runtime}
 
 
 def start(script: str, root: Path, top: str, name: str) -> tuple[LspClient, float]:
