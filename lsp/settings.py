@@ -19,7 +19,7 @@ Accepted shape (either bare or wrapped as ``{"citeline": {...}}``)::
      "symbols": {"cap": 100, "list_cap": 1000},
      "profile": "contract" | "recall",          # relevance defaults (SPEC §13) for
      "match": ..., "context": ..., "cjk": ..., "stemming": ...,   # symbols and commands
-     "identifiers": ...}
+     "identifiers": ..., "structure": ...}
 
 Every field is optional; a missing field takes the editor default of SPEC §11 (the editor
 limits, unparsable files skipped). Invalid settings raise

@@ -17,6 +17,7 @@ from ..base.relevance import (
     Match,
     Profile,
     Stemming,
+    Structure,
     profile_first,
 )
 from ..text.options import AnalysisOptions
@@ -33,6 +34,7 @@ class Relevance:
     cjk: Cjk = "runs"
     stemming: Stemming = "none"
     identifiers: Identifiers = "whole"
+    structure: Structure = "raw"
     profile: Profile = "contract"
 
     @classmethod
@@ -66,7 +68,9 @@ class Relevance:
 
     @property
     def analysis(self) -> AnalysisOptions:
-        return AnalysisOptions(self.tokenizer, self.context == "outline")
+        return AnalysisOptions(
+            self.tokenizer, self.context == "outline", self.structure == "fields"
+        )
 
     def to_json(self) -> dict[str, str]:
         """The options as a result echoes them: the profile first, then those it sets."""

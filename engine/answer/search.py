@@ -17,6 +17,7 @@ from ..capture.snapshot import CapturedFile, Snapshot
 from ..index.hashes import section_sha256
 from ..index.index import Index, Section
 from ..rank.rank import rank
+from ..rank.scoring import navigation_factor
 from ..text.terms import QueryTerms, normalise, query_terms, word_re
 from .present import SectionHit, hit, search_result
 from .requests import SearchRequest, SymbolsRequest
@@ -51,7 +52,13 @@ def search_sections(
     cut to the limit."""
     rel = req.relevance
     want = req.limit if rerank is None else max(req.limit, rerank.k)
-    ranked = rank(index, terms, match_any=rel.match == "any", limit=want)
+    ranked = rank(
+        index,
+        terms,
+        match_any=rel.match == "any",
+        limit=want,
+        navigation=navigation_factor(req.query),
+    )
     if cancel is not None:
         cancel.check()
     shown: dict[str, str] = {}  # decoded once per file, however many hits it has

@@ -21,6 +21,7 @@ Context = Literal["section", "outline"]
 Cjk = Literal["runs", "bigrams"]
 Stemming = Literal["none", "english"]
 Identifiers = Literal["whole", "split"]
+Structure = Literal["raw", "fields"]
 Profile = Literal["contract", "recall", "hybrid"]
 
 
@@ -91,13 +92,26 @@ OPTIONS: tuple[Option, ...] = (
         "joins also match by their parts (InlinePrediction: inline, prediction).",
     ),
     Option(
+        "structure",
+        get_args(Structure),
+        "fields",
+        "--structure",
+        "raw (default): every word of a section's Markdown counts alike; fields: link "
+        "destinations weigh nothing and sections made mostly of links rank lower (unless a "
+        "list is asked for)",
+        '"raw" (default): every word of a section\'s Markdown counts alike. "fields": the '
+        "words of link destinations (URLs, paths, anchors) weigh nothing, and a section made "
+        "mostly of links ranks lower, unless the question asks for a list of something.",
+    ),
+    Option(
         "profile",
         get_args(Profile),
         None,
         "--profile",
         "recall (default): any word counts and sections holding more of them rank first, "
         "English stemming, the headings above a section count, CJK text matched by character "
-        "pairs, identifiers split into their parts. contract (the default with --strict): "
+        "pairs, identifiers split into their parts, link destinations weighing nothing. "
+        "contract (the default with --strict): "
         "every word, whole words, as typed. hybrid: recall's best 20 reordered by meaning too "
         "(needs pip install 'citeline[semantic]'); explicit options override it",
         '"recall" (the default without strict): {recall}, for questions in plain words, CJK '

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 # .5: blocks a server built while two threads stemmed at once may hold wrong stems
 # .6: front-matter fences may end in spaces or tabs (a file opening with "--- " now has
 #     front matter), so a structure or block of the same bytes differs
-ANALYSIS_VERSION = "2026-11-30.6"  # .2: heading line breaks and CRs, front-matter errors
+# .7: sections carry a navigation flag (structure=fields, issue 52)
+ANALYSIS_VERSION = "2026-12-07.7"  # .2: heading line breaks and CRs, front-matter errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,7 @@ def options_key(options: AnalysisOptions) -> str:
     """A stable text naming everything in the options that changes analysis."""
     tok = options.tokenizer
     parts = [f"{name}={getattr(tok, name)}" for name in tok.__dataclass_fields__]
-    return ";".join([*parts, f"outline={options.outline}"])
+    return ";".join([*parts, f"outline={options.outline}", f"fields={options.fields}"])
 
 
 def block_key(inputs: Sequence[Input], options: AnalysisOptions) -> str:
@@ -109,6 +110,7 @@ class Block:
     sec_end: array
     heading: StringTable
     outline: StringTable
+    sec_nav: array  # 1: a navigation section (structure=fields; engine/text/fields.py)
     # Postings: term i's sections are p_sec[offsets[i]:offsets[i+1]], with weighted tf.
     vocab: StringTable  # sorted
     offsets: array
@@ -158,7 +160,7 @@ class Block:
         w.ints(self.long_doc).ints(self.long_line).ints(self.long_size).table(self.long_what)
         w.ints(self.sec_doc).ints(self.sec_first).ints(self.sec_last).ints(self.sec_level)
         w.ints(self.sec_length).ints(self.sec_start, I64).ints(self.sec_end, I64)
-        w.table(self.heading).table(self.outline)
+        w.table(self.heading).table(self.outline).ints(self.sec_nav)
         w.table(self.vocab).ints(self.offsets).ints(self.p_sec).ints(self.p_tf)
         return w.finish(b"B")
 
@@ -192,6 +194,7 @@ class Block:
             r.ints(I64),
             r.table(),
             r.table(),
+            r.ints(),
             r.table(),
             r.ints(),
             r.ints(),
@@ -213,7 +216,7 @@ class Block:
         n_long = len(self.long_doc)
         expect(len(self.long_line) == len(self.long_size) == len(self.long_what) == n_long, "long")
         n_sec = len(self.sec_first)
-        for column in (self.sec_doc, self.sec_last, self.sec_level, self.sec_length):
+        for column in (self.sec_doc, self.sec_last, self.sec_level, self.sec_length, self.sec_nav):
             expect(len(column) == n_sec, "sections")
         for texts in (self.sec_start, self.sec_end, self.heading, self.outline):
             expect(len(texts) == n_sec, "sections")
@@ -277,6 +280,7 @@ def build(
     sec_length, sec_start, sec_end = array(I32), array(I64), array(I64)
     heading: list[str] = []
     outline: list[str] = []
+    sec_nav = array(I32)
     acc: dict[str, list[int]] = {}  # term -> [section, tf, section, tf, ...]
     unsorted: set[str] = set()  # terms whose sections arrived out of order
     # For kept inputs: old section id -> new one, per source block.
@@ -316,6 +320,7 @@ def build(
                 sec_end.append(s.end)
                 heading.append(s.heading)
                 outline.append(s.outline)
+                sec_nav.append(s.navigation)
             doc_sec.append(len(sec_first))
             for term, plist in a.postings.items():
                 found = acc.get(term)
@@ -364,6 +369,7 @@ def build(
             sec_end.append(block.sec_end[s])
             heading.append(block.heading[s])
             outline.append(block.outline[s])
+            sec_nav.append(block.sec_nav[s])
         doc_sec.append(len(sec_first))
 
     # Postings of kept sections, renumbered; one pass over each source block.
@@ -427,6 +433,7 @@ def build(
         sec_end,
         table(heading),
         table(outline),
+        sec_nav,
         table(vocab),
         offsets,
         p_sec,

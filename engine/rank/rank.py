@@ -71,6 +71,19 @@ def _denominators(index: Index, k1: float, b: float) -> np.ndarray:
     return index.derived.get(("rank.denominators", k1, b), make)
 
 
+def _navigation(index: Index) -> np.ndarray | None:
+    """Whether each section is a navigation section (an index analysed with
+    structure=fields marks them); None when none is."""
+
+    def make() -> np.ndarray | None:
+        import numpy as np
+
+        flags = np.array([f for block in index.blocks for f in block.sec_nav], dtype=bool)
+        return flags if flags.any() else None
+
+    return index.derived.get("rank.navigation", make)
+
+
 def rank(
     index: Index,
     terms: Sequence[str],
@@ -80,6 +93,7 @@ def rank(
     limit: int | None = None,
     scoring: AnyScoring = MATCH_ANY,
     as_you_type: AsYouType = AS_YOU_TYPE,
+    navigation: float = 1.0,
 ) -> Ranking:
     """The matching sections, best first (ties: concept_id, then line_start): how many
     there are, and the first `limit` of them.
@@ -91,6 +105,8 @@ def rank(
     score is engine/rank/scoring.py's (SPEC §13); otherwise it is SPEC §5's BM25. Terms that are
     English stems (terms.QueryTerms under `stemming=english`) are read through
     engine/rank/stems.py; under `match_any` the words as typed then add their own score.
+    `navigation`: under `match_any`, what the score of a section the index marks as
+    navigation is multiplied by (scoring.navigation_factor).
     """
     import numpy as np
 
@@ -109,7 +125,9 @@ def rank(
         return Ranking(0, [])  # some term is nowhere: nothing can hold all of them
     scores = np.zeros(index.n)
     masks = np.zeros(index.n, np.int64)  # bit i: query term i (at most 32 terms)
-    touched, query = _add(source, terms, groups, match_any, scoring, scores, masks, boosts)
+    nav = _navigation(index) if match_any and navigation != 1.0 else None
+    prior = None if nav is None else (nav, navigation)
+    touched, query = _add(source, terms, groups, match_any, scoring, scores, masks, boosts, prior)
     tokenizer = getattr(terms, "tokenizer", None)
     parts = [_Part(groups, masks, query, tokenizer, scores, 1.0)]
     if match_any and typed is not None and scoring.typed and not prefix_last:
@@ -118,7 +136,9 @@ def rank(
         # stem too, so it is among those touched).
         typed_groups = [[t] for t in typed]
         plain, typed_masks = np.zeros(index.n), np.zeros(index.n, np.int64)
-        kept, typed_query = _add(index, typed, typed_groups, True, scoring, plain, typed_masks)
+        kept, typed_query = _add(
+            index, typed, typed_groups, True, scoring, plain, typed_masks, prior=prior
+        )
         parts.append(
             _Part(typed_groups, typed_masks, typed_query, typed.tokenizer, plain, scoring.typed)
         )
@@ -264,13 +284,15 @@ def _add(
     scores: np.ndarray,
     masks: np.ndarray,
     boosts: list[float] | None = None,
+    prior: tuple[np.ndarray, float] | None = None,
 ) -> tuple[np.ndarray, QueryPlan | None]:
     """Adds each section's score for `terms` to `scores` (and the terms it holds to
     `masks`); under `match_any`, scaled by its coordination factor. Returns the sections
     touched, ascending, and the query's plan (under `match_any`).
 
     `boosts`: the last group is one term (AsYouType.grouped), its terms' tf summed with
-    these weights and its df the largest of theirs."""
+    these weights and its df the largest of theirs. `prior`: (navigation flags, factor), the
+    factor applied to the flagged sections' scores after the coordination factor."""
     import numpy as np
 
     index = source.index if isinstance(source, Stemmed) else source
@@ -327,6 +349,10 @@ def _add(
             if f != 1.0:
                 at = touched[held == mask]
                 scores[at] *= f  # scoring.final_score(score, mask, query)
+        if prior is not None:
+            flags, by = prior
+            at = touched[flags[touched]]
+            scores[at] *= by
     return touched, query
 
 

@@ -36,6 +36,7 @@ only those are rescored (`rescore_bounded`, exact).
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -270,6 +271,19 @@ def heading_bonus(held: int, p: QueryPlan) -> float:
     return 1 + p.heading * coordination(held, p)
 
 
+# A navigation section (engine/text/fields.py: mostly links) scores × (1 − NAVIGATION),
+# or × (1 + NAVIGATION) when the question asks for a list; measured in docs/relevance.md
+# ("Third round: what a section says"): demoting alone lost the question whose answer
+# is a link list.
+NAVIGATION = 0.3
+_ASKS_FOR_LIST = re.compile(r"(?i)\b(list|lists|index|overview) of\b|\bwhat\b.*\bare there\b")
+
+
+def navigation_factor(query: str) -> float:
+    """What a navigation section's score is multiplied by for this question."""
+    return 1 + NAVIGATION if _ASKS_FOR_LIST.search(query) else 1 - NAVIGATION
+
+
 Entry = TypeVar("Entry", bound=tuple[Any, ...])
 
 
@@ -328,6 +342,7 @@ __all__ = [
     "AS_YOU_TYPE",
     "LUCENE_CLASSIC",
     "MATCH_ANY",
+    "NAVIGATION",
     "STOP_WORDS",
     "AnyScoring",
     "AsYouType",
@@ -338,6 +353,7 @@ __all__ = [
     "factor",
     "final_score",
     "heading_bonus",
+    "navigation_factor",
     "plan",
     "query_stops",
     "rescore_bounded",

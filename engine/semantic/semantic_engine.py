@@ -22,6 +22,7 @@ from ..answer.requests import Relevance
 from ..answer.search import Rerank, decoded_text, file_named
 from ..base.cancel import CancelToken
 from ..rank.rank import rank
+from ..rank.scoring import navigation_factor
 from ..store.store import Store
 from ..text.terms import query_terms
 from .embedding import BATCH, BackgroundEmbedder, Embedded, Status, embed, foreground
@@ -342,7 +343,8 @@ def embed_the_rest(
 
 def recall_sections(index: Index, query: str, tokenizer: Any) -> list[Section]:
     """recall's best K sections for the query (the analysis of the request's options)."""
-    ranked = rank(index, query_terms(query, tokenizer), match_any=True, limit=K)
+    terms = query_terms(query, tokenizer)
+    ranked = rank(index, terms, match_any=True, limit=K, navigation=navigation_factor(query))
     return [index.section(s.section) for s in ranked.best]
 
 

@@ -11,6 +11,7 @@ from sys import intern
 
 from ..base.errors import ParseIssue
 from ..base.limits import MAX_HEADING_BYTES
+from .fields import ANCHOR, links
 from .layout import Layout, decode, layout, line_index
 from .options import AnalysisOptions
 from .sections import Heading, Structure, cut, find_headings, headings
@@ -29,6 +30,7 @@ class SectionStats:
     length: int  # weighted token count (BM25 len)
     start: int  # code-point offsets of the section's text in the decoded file,
     end: int  # so a hit's text is a slice, with no need to index lines again
+    navigation: bool = False  # mostly links (structure=fields only; engine/text/fields.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,9 @@ def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> Fil
     spans = cut(lay, heads)
     outlines = _outlines(heads) if options.outline else {}
     tok = options.tokenizer.tokens
+    found = links(lay, spans, tok) if options.fields else None
+    # Under structure=fields a heading's {#anchor} is no word of its heading or outline.
+    words_of = _unanchored if options.fields else _same
 
     title_counts = Counter(tok(title)) if title else Counter()
     title_n = sum(title_counts.values())
@@ -117,9 +122,13 @@ def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> Fil
         counts = Counter(raw)
         length = len(raw)
         n = len(raw) + title_n
+        navigation = False
+        if found is not None:
+            length -= _take_out(counts, found[idx].dropped)
+            navigation = found[idx].navigation
         heading_text = head.text if head else ""
         if heading_text:
-            htoks = tok(heading_text)
+            htoks = tok(words_of(heading_text))
             for t in htoks:
                 counts[t] += W_HEADING
             length += W_HEADING * len(htoks)
@@ -129,7 +138,7 @@ def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> Fil
         length += W_TITLE * title_n
         outline = outlines.get(span.first, "")
         if outline:
-            otoks = tok(outline)
+            otoks = tok(words_of(outline))
             for t in otoks:
                 counts[t] += W_OUTLINE
             length += W_OUTLINE * len(otoks)
@@ -146,6 +155,7 @@ def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> Fil
                 length,
                 start,
                 end,
+                navigation,
             )
         )
         total_length += length
@@ -162,6 +172,28 @@ def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> Fil
         tokens,
         too_long,
     )
+
+
+def _take_out(counts: Counter[str], dropped: Counter[str]) -> int:
+    """Takes the `dropped` occurrences out of `counts` (never below 0); how many it took."""
+    taken = 0
+    for term, c in dropped.items():
+        have = counts.get(term, 0)
+        take = min(have, c)
+        if take == have:
+            counts.pop(term, None)
+        else:
+            counts[term] = have - take
+        taken += take
+    return taken
+
+
+def _unanchored(text: str) -> str:
+    return ANCHOR.sub(" ", text) if "{" in text else text
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _too_long(title: str, heads: list[Heading]) -> TooLong | None:

@@ -1,4 +1,5 @@
-"""What changes the analysis of a file: the tokenisation and the outline field (SPEC §13).
+"""What changes the analysis of a file: the tokenisation, the outline field and the
+structure (SPEC §13).
 
 A module of its own so that the fronts' fast paths can name options without importing the
 parser (markdown-it-py, PyYAML).
@@ -19,6 +20,9 @@ class AnalysisOptions:
 
     tokenizer: Tokenizer = Tokenizer()
     outline: bool = False
+    # SPEC §13 `structure: fields`: link destinations, anchors and reference definitions
+    # weigh 0, and navigation sections are marked (engine/text/fields.py).
+    fields: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tokenizer", self.tokenizer.unstemmed)

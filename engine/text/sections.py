@@ -21,7 +21,7 @@ _BLOCK = MarkdownIt("commonmark").disable(["inline", "text_join"])
 _INLINE = MarkdownIt("commonmark").disable("text_join")
 
 
-def _rules_compiled(md: MarkdownIt) -> MarkdownIt:
+def rules_compiled(md: MarkdownIt) -> MarkdownIt:
     """Each ruler builds its rule lists on first use, in place: a second thread parsing
     meanwhile (the server's requests are threads) could read a half-built list and skip
     rules. Built once here, at import, they are only ever read."""
@@ -30,8 +30,8 @@ def _rules_compiled(md: MarkdownIt) -> MarkdownIt:
     return md
 
 
-_rules_compiled(_BLOCK)
-_rules_compiled(_INLINE)
+rules_compiled(_BLOCK)
+rules_compiled(_INLINE)
 
 
 def _quiet_block_rules() -> None:

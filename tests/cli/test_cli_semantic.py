@@ -19,7 +19,8 @@ from inprocess import run_cli
 from semantic_corpus import QUESTION, copy_bundle
 from test_cli_terminal import read_all
 
-from citeline.cli.cli import RELEVANCE, SEMANTIC_THRESHOLD
+from citeline.cli.cli import SEMANTIC_THRESHOLD
+from citeline.cli.relevance_flags import RELEVANCE
 from citeline.engine.base.relevance import profile_first
 from citeline.engine.contracts import validate
 from citeline.engine.semantic.semantic import DEFAULT_MODEL, DEFAULT_THRESHOLD

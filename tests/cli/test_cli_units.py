@@ -116,8 +116,9 @@ HELP = "show this help message and exit"
 RELEVANCE_HELP = {
     "--profile": "recall (default): any word counts and sections holding more of them rank "
     "first, English stemming, the headings above a section count, CJK text matched by "
-    "character pairs, identifiers split into their parts. contract (the default with "
-    "--strict): every word, whole words, as typed. hybrid: recall's best 20 reordered by "
+    "character pairs, identifiers split into their parts, link destinations weighing "
+    "nothing. contract (the default with --strict): every word, whole words, as typed. "
+    "hybrid: recall's best 20 reordered by "
     "meaning too (needs pip install 'citeline[semantic]'); explicit options override it",
     "--match": "all (default): a section must hold every word; any: at least one",
     "--scope": "section (default): a section's own text; outline: the headings above it count too",
@@ -126,6 +127,9 @@ RELEVANCE_HELP = {
     "--stemming": "none (default); english: 'searching' also matches 'search'",
     "--identifiers": "whole (default); split: CamelCase and letter-digit joins also match by "
     "their parts ('inline prediction' finds InlinePrediction)",
+    "--structure": "raw (default): every word of a section's Markdown counts alike; fields: "
+    "link destinations weigh nothing and sections made mostly of links rank lower (unless a "
+    "list is asked for)",
 }
 # docs/cli.md, "Background embedding": per call, search and lines
 BACKGROUND_HELP = {

@@ -873,7 +873,9 @@ def test_warm_ups_run_one_at_a_time_on_their_folders_with_both_profiles(
         before = asyncio.run(scenario())
     default = ls.options.relevance_options.analysis
     recall = AnalysisOptions(
-        Tokenizer(cjk="bigrams", stemming="english", identifiers="split"), outline=True
+        Tokenizer(cjk="bigrams", stemming="english", identifiers="split"),
+        outline=True,
+        fields=True,
     )
     wanted = [default, recall] if default != recall else [recall]
     order = [one] * len(wanted) + [f for f in (one, two) for _ in wanted]

@@ -260,6 +260,7 @@ async def test_search_sections_relevance_options(bundle: Path) -> None:
         "cjk": "bigrams",
         "stemming": "english",
         "identifiers": "split",
+        "structure": "fields",
     }
     assert recall["hits"][0]["path"] == "notes/zh.md"
     assert "outline" in recall["hits"][0]

@@ -28,6 +28,7 @@ DEFAULTS = {
     "cjk": "runs",
     "stemming": "none",
     "identifiers": "whole",
+    "structure": "raw",
 }
 OPTION_VALUES: dict[str, tuple[str, ...]] = {
     "match": ("all", "any"),
@@ -35,6 +36,7 @@ OPTION_VALUES: dict[str, tuple[str, ...]] = {
     "cjk": ("runs", "bigrams"),
     "stemming": ("none", "english"),
     "identifiers": ("whole", "split"),
+    "structure": ("raw", "fields"),
 }
 ALL_COMBINATIONS = [
     dict(zip(OPTION_VALUES, values, strict=True))
@@ -102,6 +104,7 @@ def test_profile_recall_echo_and_expansion(make_bundle: Any) -> None:
         "cjk": "bigrams",
         "stemming": "english",
         "identifiers": "split",
+        "structure": "fields",
     }
     assert res["options"] == {"profile": "recall", **recall}
     spelled = engine.search(engine.call(bundle), {"query": "gateway", **recall})

@@ -1,0 +1,112 @@
+"""The engine's `recall` with `structure: raw` against `structure: fields` (issue 52's
+phase 2, SPEC §13) on every judged set, through the engine's public face.
+
+    python tests/benchmarks/relevance/structure.py [SET ...] [--save] > structure.json
+
+For every question of each set, the engine is asked twice (profile `recall`, limit 10, the
+editor limits and unparsable files skipped, as run.py asks), once with `structure: raw`
+(recall before phase 2) and once with `structure: fields` (recall's default now), and the
+rank of the first judged answer is recorded. The report holds Hit@1, Hit@5 and MRR@10 per
+set and split (dev questions chose the design in fields.py; held-out ones did not), the
+questions whose rank changed, and for fastapi the figures by the language asked in. Every
+number is the engine's own: no re-scoring.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from fields import ALL_SETS, RESULTS, first, load_set, metrics
+
+from citeline.engine import Engine, Limits, Settings
+
+SYSTEMS = {"recall, structure raw": "raw", "recall, structure fields": "fields"}
+LIMIT = 10
+
+
+def run_set(engine: Engine, name: str) -> dict[str, Any]:
+    bundle, queries = load_set(name)
+    ranks: dict[str, dict[str, int | None]] = {}
+    started = time.perf_counter()
+    for system, structure in SYSTEMS.items():
+        got: dict[str, int | None] = {}
+        for q in queries:
+            request = {"query": q.text, "profile": "recall", "structure": structure}
+            r = engine.search(engine.call(bundle), {**request, "limit": LIMIT})
+            got[q.id] = first([(h["path"], h["line_start"]) for h in r["hits"]], q.answers)
+        ranks[system] = got
+    raw, fields = (ranks[s] for s in SYSTEMS)
+    out: dict[str, Any] = {
+        "seconds": round(time.perf_counter() - started, 1),
+        "systems": {},
+        "changed": {
+            q.id: {"query": q.text, "split": q.split, "raw": raw[q.id], "fields": fields[q.id]}
+            for q in queries
+            if raw[q.id] != fields[q.id]
+        },
+    }
+    for split in ("dev", "heldout"):
+        qs = [q for q in queries if q.split == split]
+        for system, got in ranks.items():
+            if qs:
+                out["systems"].setdefault(system, {})[split] = metrics([got[q.id] for q in qs])
+    if name == "fastapi":  # by the language asked in (the answer path's second part)
+        lang = {q.id: sorted(q.answers)[0][0].split("/")[1] for q in queries}
+        out["by_language"] = {
+            f"{la} {split}": {
+                system: metrics(
+                    [got[q.id] for q in queries if q.split == split and lang[q.id] == la]
+                )
+                for system, got in ranks.items()
+            }
+            for la in sorted(set(lang.values()))
+            for split in ("dev", "heldout")
+        }
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    out: list[str] = []
+    sets = list(report["sets"])
+    for split in ("dev", "heldout"):
+        cols = [s for s in sets if split in report["sets"][s]["systems"][next(iter(SYSTEMS))]]
+        out.append(f"\n{split} (Hit@1 / Hit@5)\n")
+        out.append("| system | " + " | ".join(cols) + " |")
+        out.append("|---" * (len(cols) + 1) + "|")
+        for system in SYSTEMS:
+            cells = []
+            for s in cols:
+                m = report["sets"][s]["systems"][system][split]
+                cells.append(f"{m['hit@1']:.2f} / {m['hit@5']:.2f}")
+            out.append(f"| {system} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str]) -> int:
+    if "--markdown" in argv:
+        path = next(a for a in argv if a.endswith(".json"))
+        with open(path, encoding="utf-8") as f:
+            print(markdown(json.load(f)))
+        return 0
+    names = [a for a in argv if not a.startswith("--")] or list(ALL_SETS)
+    engine = Engine(Settings(limits=Limits.editor(), skip_invalid=True))
+    report: dict[str, Any] = {"limit": LIMIT, "sets": {}}
+    for name in names:
+        report["sets"][name] = run_set(engine, name)
+        print(f"{name}: {report['sets'][name]['seconds']} s", file=sys.stderr, flush=True)
+    print(markdown(report), file=sys.stderr)
+    text = json.dumps(report, indent=1, ensure_ascii=False)
+    print(text)
+    if "--save" in argv:
+        out = RESULTS / f"relevance-structure-{date.today():%Y%m%d}.json"
+        out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
