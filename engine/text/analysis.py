@@ -11,10 +11,10 @@ from sys import intern
 
 from ..base.errors import ParseIssue
 from ..base.limits import MAX_HEADING_BYTES
-from .fields import ANCHOR, links
+from .fields import ANCHOR, linkish, links
 from .layout import Layout, decode, layout, line_index
 from .options import AnalysisOptions
-from .sections import Heading, Structure, cut, find_headings, headings
+from .sections import Blocks, Heading, Structure, cut, find_headings, headings, parse_blocks
 
 # Field weights of SPEC §5 (and §13's outline field).
 W_RAW, W_HEADING, W_TITLE, W_OUTLINE = 1, 3, 2, 2
@@ -90,12 +90,16 @@ def analyse_parsed(
     lay = layout(data)
     if isinstance(lay, ParseIssue):
         return failed(lay), lay, True
-    heads, parsed = find_headings(lay)
+    # Under structure=fields a file with links is block-parsed once, for both.
+    blocks = parse_blocks(lay) if options.fields and linkish(lay) else None
+    heads, parsed = find_headings(lay, blocks)
     found = Structure(lay.front, lay.body_line, tuple(heads))
-    return _analyse(lay, heads, options), found, parsed or lay.body_line > 0
+    return _analyse(lay, heads, options, blocks), found, parsed or lay.body_line > 0
 
 
-def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> FileAnalysis:
+def _analyse(
+    lay: Layout, heads: list[Heading], options: AnalysisOptions, blocks: Blocks | None = None
+) -> FileAnalysis:
     front_id = lay.front.get("id")
     if not isinstance(front_id, str) or not front_id:
         front_id = None
@@ -105,7 +109,7 @@ def _analyse(lay: Layout, heads: list[Heading], options: AnalysisOptions) -> Fil
     spans = cut(lay, heads)
     outlines = _outlines(heads) if options.outline else {}
     tok = options.tokenizer.tokens
-    found = links(lay, spans, tok) if options.fields else None
+    found = links(lay, spans, tok, blocks) if options.fields else None
     # Under structure=fields a heading's {#anchor} is no word of its heading or outline.
     words_of = _unanchored if options.fields else _same
 

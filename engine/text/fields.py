@@ -9,9 +9,12 @@ mostly links is a navigation section, which ranking demotes unless the question 
 list (engine/rank/scoring.py `navigation_factor`).
 
 This module owns finding those words: which of a section's tokens to take out of its
-counts, and whether it is a navigation section. It reads the file through markdown-it's full
-parser (blocks and inlines), so it is only run on a file that can hold a link destination,
-definition or anchor at all (`_LINKISH`); a file without one is read as it always was.
+counts, and whether it is a navigation section. It reads the file through markdown-it's
+parser, so it is only run on a file that can hold a link destination, definition or anchor
+at all (`_LINKISH`); a file without one is read as it always was. Of such a file, only the
+inline content that can hold a link (`_LINK_START`) goes through the inline parser; the
+rest counts the words it holds, which is what the inline parser's text gives (markup
+characters are no words), at a fraction of the cost of parsing every paragraph.
 Imports: the layout, sections' parser input, and the tokenizer it is handed.
 """
 
@@ -27,7 +30,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from .layout import Layout
-from .sections import Span, parser_input, rules_compiled
+from .sections import Blocks, Span, parse_blocks, rules_compiled
 
 # The share of a section's body tokens (everything but its heading) that link labels and
 # destinations must reach for it to be a navigation section (measured: docs/relevance.md).
@@ -46,13 +49,13 @@ _DESTINATION = re.compile(
     r"(?:\s+(\"[^\"]*\"|'[^']*'|\((?:[^()\\]|\\.)*\)))?\s*\)"
 )
 _REFERENCE = re.compile(r"\]\[((?:[^\[\]\\]|\\.)+)\]")
+# Inline content that can hold a link or image (`[`) or an autolink (`<scheme:`).
+_LINK_START = re.compile(r"\[|<[A-Za-z][A-Za-z0-9.+-]{1,31}:")
 # The block tokens whose lines are the file's text (a line none of them covers, and not
 # blank, is part of a link reference definition).
-_LEAVES = frozenset(
-    ("paragraph_open", "heading_open", "fence", "code_block", "html_block", "hr", "table_open")
-)
+_LEAVES = frozenset(("paragraph_open", "heading_open", "fence", "code_block", "html_block", "hr"))
 _CODE = frozenset(("fence", "code_block"))
-_PARSER = rules_compiled(MarkdownIt("commonmark").enable("table"))
+_INLINES = rules_compiled(MarkdownIt("commonmark"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +67,23 @@ class Links:
     navigation: bool
 
 
+def linkish(lay: Layout) -> bool:
+    """Whether the file can hold a link destination, definition or anchor at all."""
+    if lay.body_line >= lay.line_count:
+        return False
+    return _LINKISH.search(lay.text, lay.starts[lay.body_line]) is not None
+
+
 def links(
-    lay: Layout, spans: Sequence[Span], tokens: Callable[[str], list[str]]
+    lay: Layout,
+    spans: Sequence[Span],
+    tokens: Callable[[str], list[str]],
+    blocks: Blocks | None = None,
 ) -> list[Links] | None:
     """Each span's Links, or None when the file has no link destination, definition or
-    anchor (nothing to take out, no navigation section)."""
-    source = parser_input(lay)
-    if not spans or not _LINKISH.search(source):
+    anchor (nothing to take out, no navigation section). `blocks`: the file's
+    sections.parse_blocks, when the caller has them."""
+    if not spans or not linkish(lay):
         return None
     firsts = [s.first for s in spans]
 
@@ -85,7 +98,8 @@ def links(
     body = [0] * n  # every token but the heading's
 
     covered = bytearray(lay.line_count + 1)
-    parsed = _PARSER.parse(source)
+    # env: the link reference definitions, for the references that use them
+    parsed, env = blocks if blocks is not None else parse_blocks(lay)
     for i, tok in enumerate(parsed):
         if tok.map is None:
             continue
@@ -100,7 +114,13 @@ def links(
             body[s] += len(tokens(tok.content))
         elif tok.type == "inline":
             heading = i > 0 and parsed[i - 1].type == "heading_open"
-            _inline(tok, heading, tokens, dropped[s], s, label, dest, body)
+            if _LINK_START.search(tok.content):
+                children = _INLINES.parseInline(tok.content, dict(env))[0].children or []
+                _inline(tok.content, children, heading, tokens, dropped[s], s, label, dest, body)
+            elif heading:
+                _anchors(tok.content, tokens, dropped[s], s, dest, body)
+            else:
+                body[s] += len(tokens(tok.content))
 
     # Lines no block covers that are not blank: link reference definitions, in no field.
     for line in range(lay.body_line, lay.line_count):
@@ -116,8 +136,26 @@ def links(
     ]
 
 
+def _anchors(
+    content: str,
+    tokens: Callable[[str], list[str]],
+    dropped: Counter[str],
+    s: int,
+    dest: list[int],
+    body: list[int],
+) -> None:
+    """A heading's `{#anchor}`s: destinations, as written in its text."""
+    if "{" in content:
+        for m in ANCHOR.finditer(content):
+            words = tokens(m.group())
+            dropped.update(words)
+            dest[s] += len(words)
+            body[s] += len(words)
+
+
 def _inline(
-    tok: Token,
+    content: str,
+    children: list[Token],
     heading: bool,
     tokens: Callable[[str], list[str]],
     dropped: Counter[str],
@@ -126,13 +164,8 @@ def _inline(
     dest: list[int],
     body: list[int],
 ) -> None:
-    children = tok.children or []
     if heading:
-        for m in ANCHOR.finditer(tok.content):
-            words = tokens(m.group())
-            dropped.update(words)
-            dest[s] += len(words)
-            body[s] += len(words)
+        _anchors(content, tokens, dropped, s, dest, body)
     inside = 0
     linked = False
     for child in children:
@@ -152,7 +185,7 @@ def _inline(
             label[s] += alt
             body[s] += len(words) + alt
             linked = True
-        elif not heading and kind in ("text", "code_inline", "html_inline"):
+        elif not heading and kind in ("text", "text_special", "code_inline", "html_inline"):
             count = len(tokens(child.content))
             body[s] += count
             if inside and kind == "text":
@@ -160,7 +193,6 @@ def _inline(
     if linked:
         # As written in the section's raw text: inline destinations and titles, and the
         # names of full references (`[text][name]`), which are no field's words either.
-        content = tok.content
         if "](" in content:
             for m in _DESTINATION.finditer(content):
                 for part in m.groups():

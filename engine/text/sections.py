@@ -90,9 +90,20 @@ def headings(lay: Layout) -> list[Heading]:
     return find_headings(lay)[0]
 
 
-def find_headings(lay: Layout) -> tuple[list[Heading], bool]:
+Blocks = tuple[list[Token], dict]
+
+
+def parse_blocks(lay: Layout) -> Blocks:
+    """markdown-it's block tokens of the file (inline content left unparsed), and the link
+    reference definitions the block pass collected."""
+    env: dict = {}
+    return _BLOCK.parse(parser_input(lay), env), env
+
+
+def find_headings(lay: Layout, blocks: Blocks | None = None) -> tuple[list[Heading], bool]:
     """The headings, and whether the block parser was needed for them (False when the file
-    was simple enough for engine/text/simple.py, or had no body)."""
+    was simple enough for engine/text/simple.py, or had no body). `blocks`: the file's
+    parse_blocks, when the caller has them."""
     if lay.body_line >= lay.line_count:
         return [], False
     source = parser_input(lay)
@@ -102,7 +113,7 @@ def find_headings(lay: Layout) -> tuple[list[Heading], bool]:
     if simple is not None:
         raw = [(first, first + 1, level, content, True) for first, level, content in simple]
     else:
-        tokens = _BLOCK.parse(source, env)
+        tokens, env = blocks if blocks is not None else parse_blocks(lay)
         raw = [
             (tok.map[0], tok.map[1], int(tok.tag[1]), tokens[i + 1].content, tok.markup[:1] == "#")
             for i, tok in enumerate(tokens)

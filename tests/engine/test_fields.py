@@ -149,3 +149,14 @@ def test_strict_and_contract_never_read_structure(make_bundle: Any) -> None:
 
 FIELDS_RECALL = AnalysisOptions(Tokenizer("bigrams", "english", "split"), True, True)
 assert RECALL["structure"] == "fields"
+
+
+def test_one_block_parse_or_two_give_the_same_analysis() -> None:
+    """analyse_parsed hands its block parse to the links; an analysis from a known
+    structure (a cached one, a worker's) parses for them itself: the same result."""
+    from citeline.engine.text.analysis import analyse_with_structure
+
+    parsed, found = analyse_with_structure(DOC, FIELDS)
+    assert not isinstance(found, Exception)
+    assert analyse(DOC, FIELDS, found) == parsed
+    assert [s.navigation for s in parsed.sections] == [False, True]
