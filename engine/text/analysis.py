@@ -91,15 +91,22 @@ def analyse_parsed(
     if isinstance(lay, ParseIssue):
         return failed(lay), lay, True
     # Under structure=fields a file with links is block-parsed once, for both.
-    blocks = parse_blocks(lay) if options.fields and linkish(lay) else None
+    linked = options.fields and linkish(lay)
+    blocks = parse_blocks(lay) if linked else None
     heads, parsed = find_headings(lay, blocks)
     found = Structure(lay.front, lay.body_line, tuple(heads))
-    return _analyse(lay, heads, options, blocks), found, parsed or lay.body_line > 0
+    return _analyse(lay, heads, options, linked, blocks), found, parsed or lay.body_line > 0
 
 
 def _analyse(
-    lay: Layout, heads: list[Heading], options: AnalysisOptions, blocks: Blocks | None = None
+    lay: Layout,
+    heads: list[Heading],
+    options: AnalysisOptions,
+    linked: bool | None = None,
+    blocks: Blocks | None = None,
 ) -> FileAnalysis:
+    """`linked`: whether the file is fields.linkish, when known; `blocks`: its block parse,
+    when made."""
     front_id = lay.front.get("id")
     if not isinstance(front_id, str) or not front_id:
         front_id = None
@@ -109,7 +116,9 @@ def _analyse(
     spans = cut(lay, heads)
     outlines = _outlines(heads) if options.outline else {}
     tok = options.tokenizer.tokens
-    found = links(lay, spans, tok, blocks) if options.fields else None
+    if linked is None:
+        linked = options.fields and linkish(lay)
+    found = links(lay, spans, tok, blocks) if linked else None
     # Under structure=fields a heading's {#anchor} is no word of its heading or outline.
     words_of = _unanchored if options.fields else _same
 

@@ -13,7 +13,7 @@ from citeline.engine.index.index import Index
 from citeline.engine.rank.rank import rank
 from citeline.engine.rank.scoring import navigation_factor
 from citeline.engine.text.analysis import FileAnalysis, analyse
-from citeline.engine.text.fields import links
+from citeline.engine.text.fields import linkish, links
 from citeline.engine.text.layout import layout
 from citeline.engine.text.options import AnalysisOptions
 from citeline.engine.text.sections import cut, headings
@@ -79,7 +79,9 @@ def test_a_file_without_link_syntax_is_read_as_it_always_was() -> None:
     doc = b"# Title\n\nPlain words, an autolink <https://example.org/page> and `code`.\n"
     lay = layout(doc)
     assert not isinstance(lay, Exception)
-    assert links(lay, cut(lay, headings(lay)), Tokenizer().tokens) is None  # type: ignore[arg-type]
+    assert not linkish(lay)  # type: ignore[arg-type]
+    linked = layout(b"# Title\n\nSee [the guide](guide.md).\n")
+    assert linkish(linked) and links(linked, cut(linked, headings(linked)), Tokenizer().tokens)  # type: ignore[arg-type]
     assert analyse(doc, FIELDS).postings == analyse(doc, RAW).postings
 
 
