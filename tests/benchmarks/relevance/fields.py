@@ -858,19 +858,25 @@ def run_set(engine: Engine, name: str, vs: list[Variant]) -> dict[str, Any]:
             out["systems"].setdefault(sys_name, {})[split] = metrics([got[q.id] for q in qs])
     for sys_name, got in ranks.items():
         out["dev_ranks"][sys_name] = {q.id: got[q.id] for q in queries if q.split == "dev"}
-    if name == "fastapi":  # aggregates by the language asked in (the answer path's second part)
-        lang = {q.id: sorted(q.answers)[0][0].split("/")[1] for q in queries}
-        out["by_language"] = {
-            f"{la} {split}": {
-                sys_name: metrics(
-                    [got[q.id] for q in queries if q.split == split and lang[q.id] == la]
-                )
-                for sys_name, got in ranks.items()
-            }
-            for la in sorted(set(lang.values()))
-            for split in ("dev", "heldout")
-        }
+    if name == "fastapi":
+        out["by_language"] = by_language(queries, ranks)
     return out
+
+
+def by_language(
+    queries: Sequence[Query], ranks: dict[str, dict[str, int | None]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Each system's metrics by the language a question is asked in (the answer path's
+    second part: fastapi's docs/<language>/…) and split."""
+    lang = {q.id: sorted(q.answers)[0][0].split("/")[1] for q in queries}
+    return {
+        f"{la} {split}": {
+            system: metrics([got[q.id] for q in queries if q.split == split and lang[q.id] == la])
+            for system, got in ranks.items()
+        }
+        for la in sorted(set(lang.values()))
+        for split in ("dev", "heldout")
+    }
 
 
 def table(report: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from fields import ALL_SETS, RESULTS, first, load_set, metrics
+from fields import ALL_SETS, RESULTS, by_language, first, load_set, metrics
 
 from citeline.engine import Engine, Limits, Settings
 
@@ -55,18 +55,8 @@ def run_set(engine: Engine, name: str) -> dict[str, Any]:
         for system, got in ranks.items():
             if qs:
                 out["systems"].setdefault(system, {})[split] = metrics([got[q.id] for q in qs])
-    if name == "fastapi":  # by the language asked in (the answer path's second part)
-        lang = {q.id: sorted(q.answers)[0][0].split("/")[1] for q in queries}
-        out["by_language"] = {
-            f"{la} {split}": {
-                system: metrics(
-                    [got[q.id] for q in queries if q.split == split and lang[q.id] == la]
-                )
-                for system, got in ranks.items()
-            }
-            for la in sorted(set(lang.values()))
-            for split in ("dev", "heldout")
-        }
+    if name == "fastapi":
+        out["by_language"] = by_language(queries, ranks)
     return out
 
 
