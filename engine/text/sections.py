@@ -96,8 +96,12 @@ Blocks = tuple[list[Token], dict]
 def parse_blocks(lay: Layout) -> Blocks:
     """markdown-it's block tokens of the file (inline content left unparsed), and the link
     reference definitions the block pass collected."""
+    return _parse_blocks(parser_input(lay))
+
+
+def _parse_blocks(source: str) -> Blocks:
     env: dict = {}
-    return _BLOCK.parse(parser_input(lay), env), env
+    return _BLOCK.parse(source, env), env
 
 
 def find_headings(lay: Layout, blocks: Blocks | None = None) -> tuple[list[Heading], bool]:
@@ -113,7 +117,7 @@ def find_headings(lay: Layout, blocks: Blocks | None = None) -> tuple[list[Headi
     if simple is not None:
         raw = [(first, first + 1, level, content, True) for first, level, content in simple]
     else:
-        tokens, env = blocks if blocks is not None else parse_blocks(lay)
+        tokens, env = blocks if blocks is not None else _parse_blocks(source)
         raw = [
             (tok.map[0], tok.map[1], int(tok.tag[1]), tokens[i + 1].content, tok.markup[:1] == "#")
             for i, tok in enumerate(tokens)
