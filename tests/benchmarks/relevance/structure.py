@@ -9,7 +9,9 @@ editor limits and unparsable files skipped, as run.py asks), once with `structur
 rank of the first judged answer is recorded. The report holds Hit@1, Hit@5 and MRR@10 per
 set and split (dev questions chose the design in fields.py; held-out ones did not), the
 questions whose rank changed, and for fastapi the figures by the language asked in. Every
-number is the engine's own: no re-scoring.
+number is the engine's own: no re-scoring. With `--hybrid`, a third request per question
+asks `profile: hybrid` (the default model over recall's best 20; docs/relevance.md,
+"`hybrid` on the new sets").
 """
 
 from __future__ import annotations
