@@ -31,6 +31,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -432,16 +433,55 @@ GRID = [
 
 
 def best_lexical(rows: list[dict[str, Any]]) -> tuple[tuple[float, float, float], int]:
+    """best_rule for lexical_judge, and how many rules tie with it."""
+    rule, tied = best_rule(rows, lexical_judge)
+    return rule, len(tied)
+
+
+def gate_judge(
+    rows: list[dict[str, Any]], c0: float, lacked: float, unknown: float
+) -> tuple[int, float, float, dict[str, str]]:
+    """lexical_judge for a gate instead of a score: the engine's score (STANDING_CENTRE)
+    decides every section as today, and the query is answered at all only if some
+    candidate has z >= c0 + lacked·(1 − held) + unknown·unknown; scores, and so the
+    meaning of the top of the score, are unchanged for a question the gate lets through."""
+    kept: dict[str, list[int]] = {}
+    answered = 0
+    margin = math.inf
+    for r in rows:
+        if not r["cos"]:
+            continue
+        opens = max(
+            z - c0 - lacked * (1 - h) - unknown * r["_unknown"]
+            for z, h in zip(r["_z"], r["_held"], strict=True)
+        )
+        best = max(range(len(r["_z"])), key=lambda j: (r["_z"][j], -j))
+        returned = r["_z"][best] >= STANDING_CENTRE
+        if not r["answered"]:
+            answered += returned and opens >= 0
+        elif r["labels"][best]:
+            k = kept.setdefault(f"{r['model']} {r['set']}", [0, 0])
+            k[0] += returned and opens >= 0
+            k[1] += 1
+        if returned and (not r["answered"] or r["labels"][best]):
+            margin = min(margin, abs(opens))
+    worst = min((a / n for a, n in kept.values()), default=1.0)
+    return answered, worst, margin, {k: f"{a}/{n}" for k, (a, n) in sorted(kept.items())}
+
+
+def best_rule(
+    rows: list[dict[str, Any]], judge: Any
+) -> tuple[tuple[float, float, float], list[tuple[float, float, float]]]:
     """The grid's rule with the fewest off-topic questions answered, then the most right
-    first answers kept on the worst set, then the widest margin; and how many rules tie
+    first answers kept on the worst set, then the widest margin; and the rules that tie
     with it on the first two."""
     scored = []
     for rule in GRID:
-        answered, worst, margin, _ = lexical_judge(rows, *rule)
+        answered, worst, margin, _ = judge(rows, *rule)
         scored.append(((answered, -worst, -margin), rule))
     scored.sort()
     top = scored[0][0][:2]
-    return scored[0][1], sum(1 for key, _ in scored if key[:2] == top)
+    return scored[0][1], [rule for key, rule in scored if key[:2] == top]
 
 
 def is_dev(r: dict[str, Any]) -> bool:
@@ -484,6 +524,28 @@ def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "held_out": {"offtopic_answered": held_out[0], "kept": held_out[3]},
             "whole_sets": {"offtopic_answered": whole[0], "kept": whole[3]},
         }
+        if boundaries:
+            rule, tied = best_rule([r for r in rows if is_dev(r)], gate_judge)
+            whole = gate_judge(rows, *rule)
+            outcomes = Counter(
+                (a, round(w, 2)) for a, w, _, _ in (gate_judge(rows, *t) for t in tied)
+            )
+            entry["gate_dev_choice"] = {
+                "rule": rule,
+                "rules_tied_on_dev": len(tied),
+                "tied_rules_whole_sets": {
+                    f"{a} answered, worst {w}": n for (a, w), n in outcomes.items()
+                },
+                "whole_sets": {
+                    "offtopic_answered": whole[0],
+                    "margin": round(whole[2], 3),
+                    "kept": whole[3],
+                },
+                "without_gate": {
+                    "offtopic_answered": gate_judge(rows, -math.inf, 0, 0)[0],
+                    "kept": gate_judge(rows, -math.inf, 0, 0)[3],
+                },
+            }
         out[variant] = entry
     return out
 
