@@ -395,33 +395,45 @@ def lexical_features(r: dict[str, Any], boundaries: bool) -> tuple[list[float], 
     return held, unknown
 
 
-def lexical_judge(
-    rows: list[dict[str, Any]], c0: float, lacked: float, unknown: float
-) -> tuple[int, float, float, dict[str, str]]:
-    """Under score >= 0.5 iff z >= c0 + lacked·(1 − held) + unknown·unknown: the off-topic
-    questions answered, the share of right first answers kept on the worst set, the
-    smallest margin (in z) of a decision it makes, and the kept counts per set."""
+def tally(rows: list[dict[str, Any]], decide: Any) -> tuple[int, float, float, dict[str, str]]:
+    """For a rule `decide(row) -> (first candidate, answered, distance in z from the
+    decision)`: the off-topic questions answered, the share of right first answers kept on
+    the worst set, the smallest distance of a decision that counts, and the kept counts
+    per set."""
     kept: dict[str, list[int]] = {}
     answered = 0
     margin = math.inf
     for r in rows:
         if not r["cos"]:
             continue
+        best, answers, distance = decide(r)
+        if not r["answered"]:
+            answered += answers
+        elif r["labels"][best]:
+            k = kept.setdefault(f"{r['model']} {r['set']}", [0, 0])
+            k[0] += answers
+            k[1] += 1
+        else:
+            continue
+        margin = min(margin, distance)
+    worst = min((a / n for a, n in kept.values()), default=1.0)
+    return answered, worst, margin, {k: f"{a}/{n}" for k, (a, n) in sorted(kept.items())}
+
+
+def lexical_judge(
+    rows: list[dict[str, Any]], c0: float, lacked: float, unknown: float
+) -> tuple[int, float, float, dict[str, str]]:
+    """tally() under score >= 0.5 iff z >= c0 + lacked·(1 − held) + unknown·unknown."""
+
+    def decide(r: dict[str, Any]) -> tuple[int, bool, float]:
         over = [
             z - c0 - lacked * (1 - h) - unknown * r["_unknown"]
             for z, h in zip(r["_z"], r["_held"], strict=True)
         ]
         best = max(range(len(over)), key=lambda j: (over[j], -j))
-        if not r["answered"]:
-            answered += over[best] >= 0
-            margin = min(margin, abs(over[best]))
-        elif r["labels"][best]:
-            k = kept.setdefault(f"{r['model']} {r['set']}", [0, 0])
-            k[0] += over[best] >= 0
-            k[1] += 1
-            margin = min(margin, abs(over[best]))
-    worst = min((a / n for a, n in kept.values()), default=1.0)
-    return answered, worst, margin, {k: f"{a}/{n}" for k, (a, n) in sorted(kept.items())}
+        return best, over[best] >= 0, abs(over[best])
+
+    return tally(rows, decide)
 
 
 GRID = [
@@ -441,32 +453,21 @@ def best_lexical(rows: list[dict[str, Any]]) -> tuple[tuple[float, float, float]
 def gate_judge(
     rows: list[dict[str, Any]], c0: float, lacked: float, unknown: float
 ) -> tuple[int, float, float, dict[str, str]]:
-    """lexical_judge for a gate instead of a score: the engine's score (STANDING_CENTRE)
+    """tally() for a gate instead of a score: the engine's score (STANDING_CENTRE)
     decides every section as today, and the query is answered at all only if some
     candidate has z >= c0 + lacked·(1 − held) + unknown·unknown; scores, and so the
     meaning of the top of the score, are unchanged for a question the gate lets through."""
-    kept: dict[str, list[int]] = {}
-    answered = 0
-    margin = math.inf
-    for r in rows:
-        if not r["cos"]:
-            continue
+
+    def decide(r: dict[str, Any]) -> tuple[int, bool, float]:
         opens = max(
             z - c0 - lacked * (1 - h) - unknown * r["_unknown"]
             for z, h in zip(r["_z"], r["_held"], strict=True)
         )
         best = max(range(len(r["_z"])), key=lambda j: (r["_z"][j], -j))
         returned = r["_z"][best] >= STANDING_CENTRE
-        if not r["answered"]:
-            answered += returned and opens >= 0
-        elif r["labels"][best]:
-            k = kept.setdefault(f"{r['model']} {r['set']}", [0, 0])
-            k[0] += returned and opens >= 0
-            k[1] += 1
-        if returned and (not r["answered"] or r["labels"][best]):
-            margin = min(margin, abs(opens))
-    worst = min((a / n for a, n in kept.values()), default=1.0)
-    return answered, worst, margin, {k: f"{a}/{n}" for k, (a, n) in sorted(kept.items())}
+        return best, returned and opens >= 0, abs(opens) if returned else math.inf
+
+    return tally(rows, decide)
 
 
 def best_rule(
