@@ -389,7 +389,7 @@ class QueryTerms(tuple[str, ...]):
         return self
 
 
-def _is_bigram(token: str) -> bool:
+def is_bigram(token: str) -> bool:
     return len(token) == 2 and cjk_re().fullmatch(token) is not None
 
 
@@ -401,8 +401,8 @@ def _chains(query: str, terms: tuple[str, ...], tokenizer: Tokenizer) -> list[in
         previous = ""
         current = -1
         for token, _, _ in tokenizer.located(m.group()):
-            if _is_bigram(token):
-                if not (_is_bigram(previous) and previous[1] == token[0]):
+            if is_bigram(token):
+                if not (is_bigram(previous) and previous[1] == token[0]):
                     current = len(members)
                     members.append(0)
                 if token not in chain_of:

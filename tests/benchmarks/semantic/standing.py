@@ -58,7 +58,7 @@ from citeline.engine.semantic.semantic import (  # noqa: E402
     standing,
 )
 from citeline.engine.semantic.semantic_engine import K  # noqa: E402
-from citeline.engine.text.terms import query_terms  # noqa: E402
+from citeline.engine.text.terms import is_bigram, query_terms  # noqa: E402
 
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
 SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)
@@ -357,12 +357,6 @@ def report(
     return out
 
 
-def is_bigram(term: str) -> bool:
-    from citeline.engine.text.terms import cjk_re
-
-    return len(term) == 2 and cjk_re().fullmatch(term) is not None
-
-
 def lexical_features(r: dict[str, Any], boundaries: bool) -> tuple[list[float], float]:
     """Per candidate, the share of the query's idf weight it holds (stop words weigh
     nothing unless the query is nothing else, as recall counts them), and the share no
@@ -528,6 +522,7 @@ def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if boundaries:
             rule, tied = best_rule([r for r in rows if is_dev(r)], gate_judge)
             whole = gate_judge(rows, *rule)
+            ungated = gate_judge(rows, -math.inf, 0, 0)
             outcomes = Counter(
                 (a, round(w, 2)) for a, w, _, _ in (gate_judge(rows, *t) for t in tied)
             )
@@ -542,10 +537,7 @@ def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     "margin": round(whole[2], 3),
                     "kept": whole[3],
                 },
-                "without_gate": {
-                    "offtopic_answered": gate_judge(rows, -math.inf, 0, 0)[0],
-                    "kept": gate_judge(rows, -math.inf, 0, 0)[3],
-                },
+                "without_gate": {"offtopic_answered": ungated[0], "kept": ungated[3]},
             }
         out[variant] = entry
     return out
