@@ -98,4 +98,16 @@ REFERENCE: tuple[str, ...] = (
     "Fishing › Bait\nWorms catch most freshwater fish; trout also take flies on the surface.",
 )
 
-__all__ = ["REFERENCE", "REFERENCE_VERSION"]
+
+# The passages of each topic that passages of several scripts share, by position in
+# REFERENCE, for unfitted.reads_cjk: a model reads CJK when it puts a CJK passage nearest
+# the Latin passage on the same topic (cooking, sport, weather, history, travel).
+REFERENCE_TOPICS: dict[str, tuple[int, ...]] = {
+    "food": (0, 1, 17, 24, 28, 30, 33, 35, 37, 39, 41),
+    "sport": (2, 3, 25, 31, 34, 40, 46),
+    "weather": (5, 26, 32),
+    "history": (7, 27, 38),
+    "travel": (12, 29),
+}
+
+__all__ = ["REFERENCE", "REFERENCE_TOPICS", "REFERENCE_VERSION"]

@@ -280,6 +280,9 @@ class Calibration:
         e = math.exp(z)
         return e / (1 + e)
 
+    def scores(self, cosines: Sequence[float], script: str) -> list[float]:
+        return [self.score(c, script) for c in cosines]
+
 
 # -- the calibrated score of a model nobody fitted (SPEC §15) -----------------------------------
 
@@ -317,6 +320,9 @@ class Standing:
             return 1 / (1 + math.exp(-z))
         e = math.exp(z)
         return e / (1 + e)
+
+    def scores(self, cosines: Sequence[float], script: str) -> list[float]:
+        return [self.score(c, script) for c in cosines]
 
 
 def standing(

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 from ..answer.requests import Relevance
 from ..answer.search import Rerank, decoded_text, file_named
 from ..base.cancel import CancelToken
-from ..rank.rank import rank
-from ..rank.scoring import navigation_factor
+from ..rank.rank import Scored, idf_of, rank
+from ..rank.scoring import navigation_factor, query_stops
+from ..rank.stems import stemmed
 from ..store.store import Store
 from ..text.terms import query_terms
 from .embedding import BATCH, BackgroundEmbedder, Embedded, Status, embed, foreground
 from .loading import Loader, default_loader
-from .reference import REFERENCE
+from .reference import REFERENCE, REFERENCE_TOPICS
 from .semantic import (
     CALIBRATIONS,
     DEFAULT_FUSION,
@@ -35,13 +36,14 @@ from .semantic import (
     Calibration,
     Locked,
     Passage,
-    Standing,
     decode_vector,
     encode_vector,
     passage_key,
+    query_script,
     standing,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
+from .unfitted import Evidence, Unfitted, evidence, reads_cjk
 from .vectors import Vectors
 
 if TYPE_CHECKING:
@@ -107,6 +109,7 @@ class SemanticRuntime:
         self._embedder: BackgroundEmbedder | None = None
         self._store: Store | None = None
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        self._reads_cjk: dict[str, bool] = {}  # unfitted.reads_cjk, by model id
         self._remembered: Remembered | None = None
         # (model id, snapshot revision) of this thread's last answer, and of the last
         # snapshot given to the worker: a request on a snapshot the worker already has
@@ -155,6 +158,32 @@ class SemanticRuntime:
         """The model's fitted calibration, or None for a model nobody fitted: its score is
         then its cosine's standing against the corpus (semantic.Standing, SPEC §15)."""
         return CALIBRATIONS.get(backend.model_id)
+
+    def reference_vectors(
+        self, backend: Backend, store: Store, call: Call | None = None
+    ) -> Sequence[Sequence[float]]:
+        """The reference passages' vectors (semantic.Standing): embedded once per model,
+        then read from the cache."""
+        passages = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
+        cancel, progress = (call.cancel, _report(call)) if call else (None, None)
+        return self.vectors(backend, store, passages, cancel, progress).vectors
+
+    def reads(self, backend: Backend, store: Store, query: str, call: Call | None = None) -> bool:
+        """Whether the model reads the query's script: a Latin query, a model with a fitted
+        calibration (measured), or unfitted.reads_cjk over the reference passages' vectors,
+        worked out once per model."""
+        if query_script(query) != "cjk" or self.calibration(backend) is not None:
+            return True
+        with self._lock:
+            found = self._reads_cjk.get(backend.model_id)
+        if found is None:
+            scripts = [query_script(t) for t in REFERENCE]
+            found = reads_cjk(
+                self.reference_vectors(backend, store, call), REFERENCE_TOPICS, scripts
+            )
+            with self._lock:
+                self._reads_cjk[backend.model_id] = found
+        return found
 
     def foreground(self) -> Any:
         """Held by every request this engine serves: no background worker of the process
@@ -256,24 +285,25 @@ def semantic_answer(
     ordered by the calibrated score, those under the threshold dropped (SPEC §15)."""
     calibration = runtime.calibration(backend)
 
-    def reference_vectors() -> Sequence[Sequence[float]]:
-        """The reference passages' vectors (semantic.Standing): embedded once per model,
-        then read from the cache."""
-        passages = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
-        return runtime.vectors(backend, store, passages, call.cancel, _report(call)).vectors
-
     def answer(p: IndexedSnapshot) -> Result:
         runtime.answered(backend.model_id, p.snapshot)
-        sections = recall_sections(p.index, req.pattern, RECALL_RELEVANCE.tokenizer)
+        terms, best = recall_ranked(p.index, req.pattern, RECALL_RELEVANCE.tokenizer)
+        sections = [p.index.section(s.section) for s in best]
         cands = candidates(backend.model_id, p.snapshot, p.index, p.fetch, sections)
         passages = [c.passage for c in cands]
         embedded = runtime.vectors(backend, store, passages, call.cancel, _report(call))
         query_vector = runtime.query_vector(backend, req.pattern)
-        scorer: Calibration | Standing
+        scorer: Calibration | Unfitted
         if calibration is not None:
             scorer = calibration
         else:
-            scorer = standing(backend.model_id, query_vector, reference_vectors())
+            refs = runtime.reference_vectors(backend, store, call)
+            reads = runtime.reads(backend, store, req.pattern, call)
+            scorer = Unfitted(
+                standing(backend.model_id, query_vector, refs),
+                recall_evidence(p.index, terms, best),
+                reads,
+            )
         found = semantic_search(
             req.pattern,
             query_vector,
@@ -301,13 +331,16 @@ def hybrid_rerank(
     hit's `score` the fused one; the options echo names the model (SPEC §15)."""
     runtime.answered(backend.model_id, p.snapshot)
 
+    def reads_script(query: str) -> bool:
+        return runtime.reads(backend, store, query, call)
+
     def order(sections: Sequence[Section], hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
         passages = candidates(
             backend.model_id, p.snapshot, p.index, p.fetch, sections, passages=True
         )
         embedded = runtime.vectors(backend, store, passages, call.cancel, _report(call))
         query_vector = runtime.query_vector(backend, query)
-        fused = hybrid(hits, embedded.vectors, query_vector)
+        fused = hybrid(hits, embedded.vectors, query_vector, reads=reads_script(query))
         return [{**f.hit, "score": f.score} for f in fused]
 
     return Rerank(K, order, {"model": backend.model_id})
@@ -341,11 +374,32 @@ def embed_the_rest(
     threading.Thread(target=submit, name="citeline-embed-submit", daemon=True).start()
 
 
-def recall_sections(index: Index, query: str, tokenizer: Any) -> list[Section]:
-    """recall's best K sections for the query (the analysis of the request's options)."""
+def recall_ranked(index: Index, query: str, tokenizer: Any) -> tuple[Sequence[str], list[Scored]]:
+    """The query's terms and recall's best K sections for it (the analysis of the
+    request's options)."""
     terms = query_terms(query, tokenizer)
     ranked = rank(index, terms, match_any=True, limit=K, navigation=navigation_factor(query))
-    return [index.section(s.section) for s in ranked.best]
+    return terms, ranked.best
+
+
+def recall_sections(index: Index, query: str, tokenizer: Any) -> list[Section]:
+    """recall's best K sections for the query."""
+    return [index.section(s.section) for s in recall_ranked(index, query, tokenizer)[1]]
+
+
+def recall_evidence(index: Index, terms: Sequence[str], best: Sequence[Scored]) -> Evidence:
+    """recall's evidence about the query whose `terms` found `best` (unfitted.evidence):
+    the document frequencies recall read, the stems' when the terms are stems."""
+    source = stemmed(index) if getattr(terms, "typed", None) is not None else index
+    df = [source.df(t) for t in terms]
+    return evidence(
+        terms,
+        [idf_of(index.n, d) for d in df],
+        df,
+        query_stops(terms),
+        [s.matched for s in best],
+        [s.score for s in best],
+    )
 
 
 def candidates(

@@ -38,6 +38,7 @@ from .semantic import (
     passage,
     query_script,
 )
+from .unfitted import Unfitted
 
 MODE = "semantic"
 MAX_LIMIT = 1000  # §8's limit: 1–1,000
@@ -245,13 +246,14 @@ def semantic_search(
     query_vector: Sequence[float],
     candidates: Sequence[Candidate],
     vectors: Sequence[Sequence[float]],
-    calibration: Calibration | Standing,
+    calibration: Calibration | Standing | Unfitted,
     threshold: float = DEFAULT_THRESHOLD,
     limit: int = DEFAULT_LIMIT,
     context: int = DEFAULT_CONTEXT,
 ) -> SemanticResult:
-    """Semantic mode over recall's candidates (`vectors[i]` is `candidates[i]`'s): each
-    scored by `calibration` from its cosine with the query, those below `threshold`
+    """Semantic mode over recall's candidates (`vectors[i]` is `candidates[i]`'s, in
+    recall's order): each scored by `calibration` from its cosine with the query (an
+    Unfitted score also reads recall's evidence), those below `threshold`
     dropped, the rest sorted by score (descending), then path, then line, the first
     `limit` returned. Raises schema_validation for a query, threshold, limit or context
     out of §8/§15's bounds."""
@@ -262,9 +264,10 @@ def semantic_search(
     if len(vectors) != len(candidates):
         raise ValueError(f"{len(vectors)} vectors for {len(candidates)} candidates")
     script = query_script(query)
+    cosines = [cosine(query_vector, vector) for vector in vectors]
     kept: list[tuple[float, Candidate]] = []
-    for cand, vector in zip(candidates, vectors, strict=True):
-        score = round(calibration.score(cosine(query_vector, vector), script), SCORE_DIGITS)
+    for cand, raw in zip(candidates, calibration.scores(cosines, script), strict=True):
+        score = round(raw, SCORE_DIGITS)
         if score >= threshold:
             kept.append((score, cand))
     rows = []
@@ -313,17 +316,22 @@ def hybrid(
     vectors: Sequence[Sequence[float]],
     query_vector: Sequence[float],
     fusion: Fusion = DEFAULT_FUSION,
+    *,
+    reads: bool = True,
 ) -> list[Fused[Hit]]:
     """`profile: hybrid`: recall's first `fusion.k` hits (`hits`, in recall's order, best
     first; `vectors[i]` is `hits[i]`'s section's vector) in the fused order of
     semantic.fuse, best first; equal fused scores keep recall's order. Hits past the
     k-th are not ranked (the fusion was measured over recall's top 20 only): the caller
-    asks recall for k hits whatever the request's limit, then cuts this list to it."""
+    asks recall for k hits whatever the request's limit, then cuts this list to it.
+    `reads`: whether the model reads the query's script (unfitted.reads_cjk); when it does
+    not, its cosines are noise and recall's order stands in for theirs."""
     n = min(fusion.k, len(hits))
     if len(vectors) < n:
         raise ValueError(f"{len(vectors)} vectors for the {n} hits fused")
     cosines = [cosine(query_vector, vectors[i]) for i in range(n)]
-    fused = [(i, round(score, SCORE_DIGITS)) for i, score in fuse(cosines, fusion)]
+    dense = cosines if reads else [float(-i) for i in range(n)]
+    fused = [(i, round(score, SCORE_DIGITS)) for i, score in fuse(dense, fusion)]
     # Sorted again after the rounding: scores that round equal tie in recall's order.
     fused.sort(key=lambda e: (-e[1], e[0]))
     return [Fused(hits[i], score, cosines[i], i + 1) for i, score in fused]

