@@ -21,17 +21,13 @@ from typing import TYPE_CHECKING, Any
 from ..answer.requests import Relevance
 from ..answer.search import Rerank, decoded_text, file_named
 from ..base.cancel import CancelToken
-from ..rank.rank import Scored, idf_of, rank
-from ..rank.scoring import navigation_factor, query_stops
-from ..rank.stems import stemmed
 from ..store.store import Store
-from ..text.terms import query_terms
 from .embedding import BATCH, BackgroundEmbedder, Embedded, Status, embed, foreground
 from .loading import Loader, default_loader
+from .recall import K, recall_evidence, recall_ranked
 from .reference import REFERENCE, REFERENCE_TOPICS
 from .semantic import (
     CALIBRATIONS,
-    DEFAULT_FUSION,
     Backend,
     Calibration,
     Locked,
@@ -43,7 +39,7 @@ from .semantic import (
     standing,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
-from .unfitted import Evidence, Unfitted, evidence, reads_cjk
+from .unfitted import Unfitted, reads_cjk
 from .vectors import Vectors
 
 if TYPE_CHECKING:
@@ -58,7 +54,6 @@ _log = logging.getLogger(__name__)
 OnIndex = Callable[["Call", "AnalysisOptions", Callable[["IndexedSnapshot"], None]], None]
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
 REMEMBERED = 4096  # vectors kept in memory (398 bytes each: ≈ 1.6 MB)
-K = DEFAULT_FUSION.k  # recall's candidates for both semantic mode and hybrid
 RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
 RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
 
@@ -374,34 +369,6 @@ def embed_the_rest(
     threading.Thread(target=submit, name="citeline-embed-submit", daemon=True).start()
 
 
-def recall_ranked(index: Index, query: str, tokenizer: Any) -> tuple[Sequence[str], list[Scored]]:
-    """The query's terms and recall's best K sections for it (the analysis of the
-    request's options)."""
-    terms = query_terms(query, tokenizer)
-    ranked = rank(index, terms, match_any=True, limit=K, navigation=navigation_factor(query))
-    return terms, ranked.best
-
-
-def recall_sections(index: Index, query: str, tokenizer: Any) -> list[Section]:
-    """recall's best K sections for the query."""
-    return [index.section(s.section) for s in recall_ranked(index, query, tokenizer)[1]]
-
-
-def recall_evidence(index: Index, terms: Sequence[str], best: Sequence[Scored]) -> Evidence:
-    """recall's evidence about the query whose `terms` found `best` (unfitted.evidence):
-    the document frequencies recall read, the stems' when the terms are stems."""
-    source = stemmed(index) if getattr(terms, "typed", None) is not None else index
-    df = [source.df(t) for t in terms]
-    return evidence(
-        terms,
-        [idf_of(index.n, d) for d in df],
-        df,
-        query_stops(terms),
-        [s.matched for s in best],
-        [s.score for s in best],
-    )
-
-
 def candidates(
     model_id: str,
     snapshot: Snapshot,
@@ -454,6 +421,5 @@ __all__ = [
     "candidates",
     "embed_the_rest",
     "hybrid_rerank",
-    "recall_sections",
     "semantic_answer",
 ]
