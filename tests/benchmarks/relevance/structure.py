@@ -1,7 +1,7 @@
 """The engine's `recall` with `structure: raw` against `structure: fields` (issue 52's
 phase 2, SPEC §13) on every judged set, through the engine's public face.
 
-    python tests/benchmarks/relevance/structure.py [SET ...] [--hybrid] [--save] > structure.json
+    python tests/benchmarks/relevance/structure.py [SET ...] [--hybrid] [--model=FOLDER] [--save]
 
 For every question of each set, the engine is asked twice (profile `recall`, limit 10, the
 editor limits and unparsable files skipped, as run.py asks), once with `structure: raw`
@@ -11,7 +11,8 @@ set and split (dev questions chose the design in fields.py; held-out ones did no
 questions whose rank changed, and for fastapi the figures by the language asked in. Every
 number is the engine's own: no re-scoring. With `--hybrid`, a third request per question
 asks `profile: hybrid` (the default model over recall's best 20; docs/relevance.md,
-"`hybrid` on the new sets").
+"`hybrid` on the new sets"); `--model=FOLDER` asks it of an ONNX model folder instead (a
+user's own model, docs/semantic.md), and saves as `relevance-structure-hybrid-NAME-DATE`.
 """
 
 from __future__ import annotations
@@ -104,7 +105,15 @@ def main(argv: Sequence[str]) -> int:
     names = [a for a in argv if not a.startswith("--")] or list(ALL_SETS)
     settings = Settings(limits=Limits.editor(), skip_invalid=True)
     systems = dict(SYSTEMS)
-    if "--hybrid" in argv:
+    folder = next((a.split("=", 1)[1] for a in argv if a.startswith("--model=")), None)
+    if folder:
+        from citeline.engine.semantic.models import ModelSpec
+
+        name = Path(folder).name
+        systems |= {f"hybrid ({name}), structure fields": HYBRID[next(iter(HYBRID))]}
+        spec = ModelSpec.from_mapping({"folder": folder})
+        engine = Engine(settings, cache=SCRATCH / "structure-cache", embedding=spec)
+    elif "--hybrid" in argv:
         systems |= HYBRID
         engine = Engine(settings, cache=SCRATCH / "structure-cache")
     else:
@@ -118,6 +127,8 @@ def main(argv: Sequence[str]) -> int:
     print(text)
     if "--save" in argv:
         kind = "structure-hybrid" if "--hybrid" in argv else "structure"
+        if folder:
+            kind = f"structure-hybrid-{Path(folder).name}"
         out = RESULTS / f"relevance-{kind}-{date.today():%Y%m%d}.json"
         out.write_text(text + "\n", encoding="utf-8")
     return 0

@@ -82,6 +82,8 @@ def model_spec(name: str) -> ModelSpec:
         from onnx_model import minilm_folder
 
         return ModelSpec.from_mapping({"folder": str(minilm_folder(SCRATCH / "models"))})
+    if name.startswith("folder:"):  # an ONNX model folder of one's own (docs/semantic.md)
+        return ModelSpec.from_mapping({"folder": name.split(":", 1)[1]})
     raise SystemExit(f"unknown model {name}")
 
 
