@@ -13,6 +13,7 @@ from needs import corpus
 from onnx_model import minilm_folder
 
 from citeline.engine import Engine
+from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.semantic.models import ModelSpec
 from citeline.engine.semantic.reference import REFERENCE, REFERENCE_TOPICS
 from citeline.engine.semantic.semantic import STANDING_CENTRE, Standing, query_script
@@ -199,5 +200,25 @@ def test_minilm_on_the_real_corpora(folder: Path, tmp_path: Path) -> None:
             ("docs/zh/latest/FAQ.md", 118),
             ("docs/zh/latest/plugins/traffic-split.md", 82),
         }
+    finally:
+        engine.close()
+
+
+def test_minilm_on_korean_it_cannot_read(folder: Path, tmp_path: Path) -> None:
+    """Korean on tldr, through recall's evidence alone: the off-topic question of the second
+    set (judged_offtopic2.json, written after the rule was chosen) that comes nearest the
+    threshold returns nothing, while a judged Korean question (tldr-018) keeps one of its
+    two answers first, scored at or above the default threshold."""
+    engine = Engine(  # tldr's 38,404 files: the editor's limits, as the benchmark reads it
+        Settings(limits=Limits.editor(), skip_invalid=True),
+        cache=tmp_path / "cache",
+        embedding=ModelSpec.from_mapping({"folder": str(folder)}),
+    )
+    try:
+        tldr = corpus("tldr")
+        assert semantic(engine, tldr, "잠이 안 올 때 하는 방법")["matches"] == []
+        got = semantic(engine, tldr, "포트 사용 중인 프로세스 찾기")["matches"]
+        assert got and got[0]["path"] in {"pages.ko/common/lsof.md", "pages.ko/linux/fuser.md"}
+        assert got[0]["score"] >= 0.5
     finally:
         engine.close()
