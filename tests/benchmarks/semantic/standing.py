@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,8 @@ from citeline.engine.semantic.unfitted import (  # noqa: E402
 from citeline.engine.text.terms import is_bigram, query_terms  # noqa: E402
 
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
-SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.NEW_SETS, *pool.OFFTOPIC, *pool.OFFTOPIC2)
+FIRST_SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)  # what the rule was chosen on
+SETS = (*FIRST_SETS[:5], *pool.NEW_SETS, *pool.OFFTOPIC, *pool.OFFTOPIC2)
 FIT_SETS = ("en", "zh", "tldr")
 BINS = (0.5, 0.7, 0.9, 1.000001)
 
@@ -505,18 +507,29 @@ def gate_judge(
 
 
 def best_rule(
-    rows: list[dict[str, Any]], judge: Any
-) -> tuple[tuple[float, float, float], list[tuple[float, float, float]]]:
+    rows: list[dict[str, Any]], judge: Any, grid: Sequence[tuple[float, ...]] | None = None
+) -> tuple[tuple[float, ...], list[tuple[float, ...]]]:
     """The grid's rule with the fewest off-topic questions answered, then the most right
     first answers kept on the worst set, then the widest margin; and the rules that tie
     with it on the first two."""
     scored = []
-    for rule in GRID:
+    for rule in GRID if grid is None else grid:
         answered, worst, margin, _ = judge(rows, *rule)
         scored.append(((answered, -worst, -margin), rule))
     scored.sort()
     top = scored[0][0][:2]
     return scored[0][1], [rule for key, rule in scored if key[:2] == top]
+
+
+UNREAD_GRID = [(h / 100, u / 10) for h in range(101) for u in range(21)]
+
+
+def tied_outcomes(
+    rows: list[dict[str, Any]], judge: Any, rules: Sequence[tuple[float, ...]]
+) -> dict[str, int]:
+    """How many of `rules` give each (off-topic answered, worst set kept) on `rows`."""
+    counts = Counter((a, round(w, 2)) for a, w, _, _ in (judge(rows, *t) for t in rules))
+    return {f"{a} answered, worst {w}": n for (a, w), n in sorted(counts.items())}
 
 
 def unread_judge(
@@ -541,20 +554,13 @@ def unread_dev_choice(rows: list[dict[str, Any]]) -> dict[str, Any]:
     unread = [r for r in rows if r["cos"] and not r["reads"]]
     for r in unread:
         r["_held"], r["_unknown"] = lexical_features(r, True)
-    dev = [r for r in unread if is_dev(r)]
-    grid = [(h / 100, u / 10) for h in range(101) for u in range(21)]
-    scored = sorted(
-        ((a, -w, -m), rule) for rule in grid for a, w, m, _ in [unread_judge(dev, *rule)]
-    )
-    top = scored[0][0][:2]
-    tied = [rule for key, rule in scored if key[:2] == top]
-    whole = unread_judge(unread, *scored[0][1])
-    outcomes = Counter((a, round(w, 2)) for a, w, _, _ in (unread_judge(unread, *t) for t in tied))
+    rule, tied = best_rule([r for r in unread if is_dev(r)], unread_judge, UNREAD_GRID)
+    whole = unread_judge(unread, *rule)
     return {
         "questions": len(unread),
-        "rule": scored[0][1],
+        "rule": rule,
         "rules_tied_on_dev": len(tied),
-        "tied_rules_whole_sets": {f"{a} answered, worst {w}": n for (a, w), n in outcomes.items()},
+        "tied_rules_whole_sets": tied_outcomes(unread, unread_judge, tied),
         "whole_sets": {
             "offtopic_answered": whole[0],
             "margin": round(whole[2], 3),
@@ -566,9 +572,7 @@ def unread_dev_choice(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def is_dev(r: dict[str, Any]) -> bool:
     """The dev questions, and the odd-numbered off-topic ones of the first set."""
     if not r["answered"]:
-        if r["set"] not in pool.OFFTOPIC:
-            return False
-        return int(r["id"].rsplit("-", 1)[1]) % 2 == 1
+        return r["set"] in pool.OFFTOPIC and int(r["id"].rsplit("-", 1)[1]) % 2 == 1
     return r["split"] == "dev"
 
 
@@ -612,15 +616,10 @@ def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
             rule, tied = best_rule([r for r in read if is_dev(r)], gate_judge)
             whole = gate_judge(read, *rule)
             ungated = gate_judge(read, -math.inf, 0, 0)
-            outcomes = Counter(
-                (a, round(w, 2)) for a, w, _, _ in (gate_judge(read, *t) for t in tied)
-            )
             entry["gate_dev_choice"] = {
                 "rule": rule,
                 "rules_tied_on_dev": len(tied),
-                "tied_rules_whole_sets": {
-                    f"{a} answered, worst {w}": n for (a, w), n in outcomes.items()
-                },
+                "tied_rules_whole_sets": tied_outcomes(read, gate_judge, tied),
                 "whole_sets": {
                     "offtopic_answered": whole[0],
                     "margin": round(whole[2], 3),
@@ -632,32 +631,24 @@ def lexical_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-FIRST_SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)  # what the first choice saw
-
-
-def spent_choice(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def spent_choice(rows: list[dict[str, Any]], features: Any = None) -> dict[str, Any]:
     """The gate and the unread-script rule chosen again as lexical_bound chose them, but on
     every row of the sets the first choice saw (its held-out half spent), and both the
     engine's constants and the new choice judged on the sets written after it: `rfc`, `vue`
-    and the second off-topic set."""
-    first = [r for r in rows if r["set"] in FIRST_SETS and r["cos"]]
-    later = [r for r in rows if r["set"] not in FIRST_SETS and r["cos"]]
+    and the second off-topic set. `features(row)` gives a row's (held, unknown); by default
+    lexical_features with word boundaries."""
     for r in rows:
-        r["_held"], r["_unknown"] = lexical_features(r, True)
+        held_unknown = features(r) if features else lexical_features(r, True)
+        r["_held"], r["_unknown"] = held_unknown
         r["_z"] = [z_of(r, c) for c in r["cos"]]
-
-    def split(rs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        return [r for r in rs if r.get("reads", True)], [r for r in rs if not r.get("reads", True)]
-
-    first_read, first_unread = split(first)
-    later_read, later_unread = split(later)
+    groups: dict[tuple[bool, bool], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["cos"]:
+            groups.setdefault((r["set"] in FIRST_SETS, r.get("reads", True)), []).append(r)
+    first_read, first_unread = groups.get((True, True), []), groups.get((True, False), [])
+    later_read, later_unread = groups.get((False, True), []), groups.get((False, False), [])
     gate, gate_tied = best_rule(first_read, gate_judge)
-    grid = [(h / 100, u / 10) for h in range(101) for u in range(21)]
-    scored = sorted(
-        ((a, -w, -m), rule) for rule in grid for a, w, m, _ in [unread_judge(first_unread, *rule)]
-    )
-    unread = scored[0][1]
-    unread_tied = [rule for key, rule in scored if key[:2] == scored[0][0][:2]]
+    unread, unread_tied = best_rule(first_unread, unread_judge, UNREAD_GRID)
 
     def judged(g: tuple[float, ...], u: tuple[float, ...]) -> dict[str, Any]:
         out = {}
@@ -673,18 +664,12 @@ def spent_choice(rows: list[dict[str, Any]]) -> dict[str, Any]:
             }
         return out
 
-    # how the rules that tie on the first sets fare on the later ones: (answered, worst kept)
-    gate_later = Counter(
-        (a, round(w, 2)) for a, w, _, _ in (gate_judge(later_read, *t) for t in gate_tied)
-    )
-    unread_later = Counter(
-        (a, round(w, 2)) for a, w, _, _ in (unread_judge(later_unread, *t) for t in unread_tied)
-    )
     return {
         "engine": judged((GATE_C0, GATE_LACKED, GATE_UNKNOWN), (UNREAD_HELD, UNREAD_UNKNOWN)),
+        # how the rules that tie on the first sets fare on the later ones
         "tied_rules_later": {
-            "gate": {f"{a} answered, worst {w}": n for (a, w), n in sorted(gate_later.items())},
-            "unread": {f"{a} answered, worst {w}": n for (a, w), n in sorted(unread_later.items())},
+            "gate": tied_outcomes(later_read, gate_judge, gate_tied),
+            "unread": tied_outcomes(later_unread, unread_judge, unread_tied),
         },
         "chosen_again": {
             "gate": gate,

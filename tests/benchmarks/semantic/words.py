@@ -26,13 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import standing  # (its rows, features and choice)
 
 KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
-HAN = re.compile(r"[\u4e00-\u9fff]")
-BIGRAMS = standing.lexical_features  # the bigram reading, kept before main() swaps it
 HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 def chinese(text: str) -> bool:
-    return bool(HAN.search(text)) and not KANA_HANGUL.search(text)
+    return bool(HAN_RUN.search(text)) and not KANA_HANGUL.search(text)
 
 
 def word_features(r: dict[str, Any], query: str) -> tuple[list[float], float]:
@@ -42,7 +40,7 @@ def word_features(r: dict[str, Any], query: str) -> tuple[list[float], float]:
     from citeline.engine.rank.rank import idf_of
 
     if not chinese(query):
-        return BIGRAMS(r, True)
+        return standing.lexical_features(r, True)
     df = dict(zip(r["terms"], r["df"], strict=True))
     words: list[tuple[list[str], float, bool]] = []  # (its terms, weight, the corpus lacks it)
     seen: set[str] = set()
@@ -65,7 +63,7 @@ def word_features(r: dict[str, Any], query: str) -> tuple[list[float], float]:
         words.append((terms, idf_of(r["n"], rarest), rarest == 0))
     total = sum(weight for _, weight, _ in words)
     if not total:
-        return BIGRAMS(r, True)
+        return standing.lexical_features(r, True)
     unknown = sum(weight for _, weight, lacks in words if lacks) / total
     held = []
     for matched in r["matched"]:
@@ -83,13 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in {r["set"] for r in rows}:
         _, qs, _ = standing.pool.load_set(name)
         queries.update({q.id: q.text for q in qs})
-    original = standing.lexical_features
-    standing.lexical_features = lambda r, boundaries: word_features(r, queries[r["id"]])
-    try:
-        out = {"by_words": standing.spent_choice(rows)}
-    finally:
-        standing.lexical_features = original
-    out["by_bigrams"] = standing.spent_choice(rows)
+    out = {
+        "by_words": standing.spent_choice(rows, lambda r: word_features(r, queries[r["id"]])),
+        "by_bigrams": standing.spent_choice(rows),
+    }
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
