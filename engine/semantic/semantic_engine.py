@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from ..answer.requests import Relevance
@@ -32,6 +33,7 @@ from .semantic import (
     Calibration,
     Locked,
     Passage,
+    cosine,
     decode_vector,
     encode_vector,
     passage_key,
@@ -39,7 +41,7 @@ from .semantic import (
     standing,
 )
 from .semantic_search import Candidate, candidate, hybrid, semantic_search
-from .unfitted import Unfitted, reads_cjk
+from .unfitted import Unfitted, reads_cjk, sample_positions
 from .vectors import Vectors
 
 if TYPE_CHECKING:
@@ -294,10 +296,21 @@ def semantic_answer(
         else:
             refs = runtime.reference_vectors(backend, store, call)
             reads = runtime.reads(backend, store, req.pattern, call)
+
+            def corpus() -> float:
+                # the gate's corpus sample, embedded once per corpus and model (then cached)
+                secs = [p.index.section(g) for g in sample_positions(p.index.n)]
+                sample = candidates(
+                    backend.model_id, p.snapshot, p.index, p.fetch, secs, passages=True
+                )
+                got = runtime.vectors(backend, store, sample, call.cancel, _report(call))
+                return fmean(cosine(query_vector, v) for v in got.vectors)
+
             scorer = Unfitted(
                 standing(backend.model_id, query_vector, refs),
                 recall_evidence(p.index, terms, best),
                 reads,
+                corpus if p.index.n else None,
             )
         found = semantic_search(
             req.pattern,

