@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from statistics import fmean
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..answer.requests import Relevance
@@ -33,15 +33,14 @@ from .semantic import (
     Calibration,
     Locked,
     Passage,
-    cosine,
     decode_vector,
     encode_vector,
     passage_key,
     query_script,
     standing,
 )
-from .semantic_search import Candidate, candidate, hybrid, semantic_search
-from .unfitted import Unfitted, reads_cjk, sample_positions
+from .semantic_search import Candidate, hybrid, section_candidate, semantic_search
+from .unfitted import Unfitted, centroid, mean_cosine, reads_cjk, sample_positions
 from .vectors import Vectors
 
 if TYPE_CHECKING:
@@ -55,6 +54,7 @@ _log = logging.getLogger(__name__)
 # Engine._on_index: run a function on a call's snapshot and its index.
 OnIndex = Callable[["Call", "AnalysisOptions", Callable[["IndexedSnapshot"], None]], None]
 QUERY_VECTORS = 64  # recent queries whose vectors are kept (a repeated question skips ~50 ms)
+CENTROIDS = 8  # corpus samples' centroids kept (unfitted.centroid), by model and snapshot
 REMEMBERED = 4096  # vectors kept in memory (398 bytes each: ≈ 1.6 MB)
 RECALL_RELEVANCE = Relevance.from_mapping({"profile": "recall"})
 RECALL_ANALYSIS = RECALL_RELEVANCE.analysis  # semantic mode's candidates are recall's
@@ -107,6 +107,7 @@ class SemanticRuntime:
         self._store: Store | None = None
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._reads_cjk: dict[str, bool] = {}  # unfitted.reads_cjk, by model id
+        self._centroids: OrderedDict[tuple[str, str, int], list[float]] = OrderedDict()
         self._remembered: Remembered | None = None
         # (model id, snapshot revision) of this thread's last answer, and of the last
         # snapshot given to the worker: a request on a snapshot the worker already has
@@ -181,6 +182,31 @@ class SemanticRuntime:
             with self._lock:
                 self._reads_cjk[backend.model_id] = found
         return found
+
+    def corpus_mean(
+        self,
+        backend: Backend,
+        store: Store,
+        p: IndexedSnapshot,
+        query_vector: Sequence[float],
+        call: Call | None = None,
+    ) -> float:
+        """The query's mean cosine with the corpus sample (unfitted.sample_positions), whose
+        vectors are embedded once per corpus and model, then cached; their centroid is kept
+        per model and snapshot (a function of both), so a request takes one product."""
+        key = (backend.model_id, p.snapshot.revision, p.index.n)
+        with self._lock:
+            centre = self._centroids.get(key)
+        if centre is None:
+            secs = [p.index.section(g) for g in sample_positions(p.index.n)]
+            sample = candidates(backend.model_id, p.snapshot, p.index, p.fetch, secs, passages=True)
+            cancel, progress = (call.cancel, _report(call)) if call else (None, None)
+            centre = centroid(self.vectors(backend, store, sample, cancel, progress).vectors)
+            with self._lock:
+                self._centroids[key] = centre
+                while len(self._centroids) > CENTROIDS:
+                    self._centroids.popitem(last=False)
+        return mean_cosine(query_vector, centre)
 
     def foreground(self) -> Any:
         """Held by every request this engine serves: no background worker of the process
@@ -297,20 +323,13 @@ def semantic_answer(
             refs = runtime.reference_vectors(backend, store, call)
             reads = runtime.reads(backend, store, req.pattern, call)
 
-            def corpus() -> float:
-                # the gate's corpus sample, embedded once per corpus and model (then cached)
-                secs = [p.index.section(g) for g in sample_positions(p.index.n)]
-                sample = candidates(
-                    backend.model_id, p.snapshot, p.index, p.fetch, secs, passages=True
-                )
-                got = runtime.vectors(backend, store, sample, call.cancel, _report(call))
-                return fmean(cosine(query_vector, v) for v in got.vectors)
-
             scorer = Unfitted(
                 standing(backend.model_id, query_vector, refs),
                 recall_evidence(p.index, terms, best),
                 reads,
-                corpus if p.index.n else None,
+                partial(runtime.corpus_mean, backend, store, p, query_vector, call)
+                if p.index.n
+                else None,
             )
         found = semantic_search(
             req.pattern,
@@ -407,23 +426,6 @@ def candidates(
             continue
         out.append(section_candidate(model_id, sec, text))
     return out
-
-
-def section_candidate(model_id: str, sec: Section, text: str) -> Candidate:
-    """The Candidate of one index section, from its file's decoded text."""
-    return candidate(
-        model_id,
-        path=sec.path,
-        content_sha256=sec.sha256,
-        title=sec.title,
-        outline=sec.outline,
-        heading=sec.heading,
-        first=sec.first,
-        last=sec.last,
-        start=sec.start,
-        end=sec.end,
-        text=text,
-    )
 
 
 __all__ = [

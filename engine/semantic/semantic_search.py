@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..answer.lines import clip, window
 from ..answer.requests import check_threshold
@@ -39,6 +39,9 @@ from .semantic import (
     query_script,
 )
 from .unfitted import Unfitted
+
+if TYPE_CHECKING:
+    from ..index.index import Section
 
 MODE = "semantic"
 MAX_LIMIT = 1000  # §8's limit: 1–1,000
@@ -122,6 +125,23 @@ class Representative:
 
     index: int  # in Candidate.lines
     column: int  # 0-based code point the window is centred on (0: the line's start)
+
+
+def section_candidate(model_id: str, sec: Section, text: str) -> Candidate:
+    """The Candidate of one index section, from its file's decoded text."""
+    return candidate(
+        model_id,
+        path=sec.path,
+        content_sha256=sec.sha256,
+        title=sec.title,
+        outline=sec.outline,
+        heading=sec.heading,
+        first=sec.first,
+        last=sec.last,
+        start=sec.start,
+        end=sec.end,
+        text=text,
+    )
 
 
 def representative(query: str, cand: Candidate) -> Representative:
@@ -350,5 +370,6 @@ __all__ = [
     "candidate",
     "hybrid",
     "representative",
+    "section_candidate",
     "semantic_search",
 ]

@@ -142,6 +142,23 @@ def sample_positions(n: int, size: int = CORPUS_SAMPLE) -> list[int]:
     return list(range(n)) if n <= size else [(i * n) // size for i in range(size)]
 
 
+def centroid(vectors: Sequence[Sequence[float]]) -> list[float]:
+    """The mean of the vectors, each scaled to length 1: a query's mean cosine with them is
+    its cosine's numerator with this one vector (mean_cosine), one product per request."""
+    total = [0.0] * len(vectors[0]) if vectors else []
+    for v in vectors:
+        norm = math.sqrt(sum(x * x for x in v)) or 1.0
+        for i, x in enumerate(v):
+            total[i] += x / norm
+    return [x / len(vectors) for x in total]
+
+
+def mean_cosine(query: Sequence[float], centre: Sequence[float]) -> float:
+    """The query's mean cosine with the vectors whose centroid is `centre`."""
+    norm = math.sqrt(sum(x * x for x in query))
+    return sum(x * y for x, y in zip(query, centre, strict=True)) / norm if norm else 0.0
+
+
 def logistic(x: float) -> float:
     """1 / (1 + e^−x) without overflow for either sign of x."""
     if x >= 0:
@@ -207,7 +224,9 @@ __all__ = [
     "UNREAD_UNKNOWN",
     "Evidence",
     "Unfitted",
+    "centroid",
     "evidence",
+    "mean_cosine",
     "reads_cjk",
     "sample_positions",
 ]

