@@ -194,24 +194,28 @@ def z_against(row: dict[str, Any], c: float, against: str) -> float:
 AGAINST = "reference"
 
 
-def unfitted_scores(r: dict[str, Any]) -> list[float]:
-    """The engine's scores (unfitted.Unfitted: the lexical gate, recall's evidence alone for
-    a script the model does not read) of a row's candidates, as semantic_search rounds them."""
+def row_scorer(r: dict[str, Any], corpus: bool = True) -> Any:
+    """The engine's unfitted.Unfitted for a row (recall's evidence from its terms, the
+    corpus sample's mean cosine unless `corpus` is false)."""
     from citeline.engine.rank.rank import idf_of
     from citeline.engine.semantic.semantic import Standing
-    from citeline.engine.semantic.semantic_search import SCORE_DIGITS
     from citeline.engine.semantic.unfitted import Unfitted, evidence
 
+    idf = [idf_of(r["n"], d) for d in r["df"]]
+    ev = evidence(r["terms"], idf, r["df"], r["stops"], r["matched"], r["recall"])
+    mean = sum(r["sample"]) / len(r["sample"]) if r["sample"] and corpus else None
+    near = None if mean is None else lambda: mean
+    return Unfitted(Standing(r["model"], r["mean"], r["spread"]), ev, r["reads"], near)
+
+
+def unfitted_scores(r: dict[str, Any]) -> list[float]:
+    """The engine's scores (unfitted.Unfitted: the lexical gate and the corpus's nearness,
+    recall's evidence alone for a script the model does not read) of a row's candidates, as
+    semantic_search rounds them."""
+    from citeline.engine.semantic.semantic_search import SCORE_DIGITS
+
     if "_unfitted" not in r:
-        idf = [idf_of(r["n"], d) for d in r["df"]]
-        ev = evidence(r["terms"], idf, r["df"], r["stops"], r["matched"], r["recall"])
-        mean = sum(r["sample"]) / len(r["sample"]) if r["sample"] else None
-        scorer = Unfitted(
-            Standing(r["model"], r["mean"], r["spread"]),
-            ev,
-            r["reads"],
-            None if mean is None else lambda: mean,
-        )
+        scorer = row_scorer(r)
         r["_unfitted"] = [round(x, SCORE_DIGITS) for x in scorer.scores(r["cos"], r["script"])]
     return r["_unfitted"]
 
@@ -689,19 +693,14 @@ def corpus_gate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     GATE_CORPUS that open none of those off-topic questions and every one of those right
     first answers lie between the highest of the first and the lowest of the second; the
     sets written after the constant (pool.THIRD_SETS) are reported apart."""
-    from citeline.engine.rank.rank import idf_of
-    from citeline.engine.semantic.semantic import Standing
-    from citeline.engine.semantic.unfitted import Unfitted, evidence
-
     shut: list[dict[str, Any]] = []
     for r in rows:
         if not r["cos"] or not r["reads"] or not r["sample"]:
             continue
-        idf = [idf_of(r["n"], d) for d in r["df"]]
-        ev = evidence(r["terms"], idf, r["df"], r["stops"], r["matched"], r["recall"])
-        st = Standing(r["model"], r["mean"], r["spread"])
+        lexical = row_scorer(r, corpus=False)
+        st = lexical.standing
         best = max(range(len(r["cos"])), key=lambda j: (r["cos"][j], -j))
-        if st.z(r["cos"][best]) < STANDING_CENTRE or Unfitted(st, ev, True).opens(r["cos"]):
+        if st.z(r["cos"][best]) < STANDING_CENTRE or lexical.opens(r["cos"]):
             continue
         kind = "off-topic" if not r["answered"] else "right" if r["labels"][best] else "wrong"
         shut.append(
