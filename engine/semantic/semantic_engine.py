@@ -322,7 +322,6 @@ def semantic_answer(
         else:
             refs = runtime.reference_vectors(backend, store, call)
             reads = runtime.reads(backend, store, req.pattern, call)
-
             scorer = Unfitted(
                 standing(backend.model_id, query_vector, refs),
                 recall_evidence(p.index, terms, best),

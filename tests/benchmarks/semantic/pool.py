@@ -63,6 +63,12 @@ OFFTOPIC2 = tuple(f"offtopic2-{lang}" for lang in ("en", "zh", "ko", "ja"))
 # held out from it
 OFFTOPIC3 = ("offtopic3-zh",)
 THIRD_SETS = ("es6", *OFFTOPIC3)
+# each off-topic set's file; the first set had a dev half, the later ones are held out
+OFFTOPIC_FILES = {
+    **dict.fromkeys(OFFTOPIC, "judged_offtopic.json"),
+    **dict.fromkeys(OFFTOPIC2, "judged_offtopic2.json"),
+    **dict.fromkeys(OFFTOPIC3, "judged_offtopic3.json"),
+}
 
 
 def load_set(name: str) -> tuple[Path, list[Any], str]:
@@ -70,17 +76,16 @@ def load_set(name: str) -> tuple[Path, list[Any], str]:
     harness's five, one of this folder's, or one language of the off-topic questions."""
     if name in relevance.SETS:
         return relevance.load(name)
-    if name in OFFTOPIC or name in OFFTOPIC2 or name in OFFTOPIC3:
+    if name in OFFTOPIC_FILES:
         lang = name.split("-", 1)[1]
-        which = "" if name in OFFTOPIC else "2" if name in OFFTOPIC2 else "3"
-        data = json.loads((HERE / f"judged_offtopic{which}.json").read_text("utf-8"))
+        data = json.loads((HERE / OFFTOPIC_FILES[name]).read_text("utf-8"))
         (chosen,) = [s for s in data["sets"] if s["lang"] == lang]
         queries = [
             relevance.Query(
                 f"{name}-{i:02d}",
                 text,
                 frozenset(),
-                "heldout" if which else "offtopic",
+                "offtopic" if name in OFFTOPIC else "heldout",
                 "offtopic",
             )
             for i, text in enumerate(chosen["queries"], 1)

@@ -194,6 +194,12 @@ def z_against(row: dict[str, Any], c: float, against: str) -> float:
 AGAINST = "reference"
 
 
+def sample_mean(r: dict[str, Any]) -> float | None:
+    """A row's mean cosine with the corpus sample (what unfitted.mean_cosine gives the
+    engine from the sample's centroid), or None without a sample."""
+    return sum(r["sample"]) / len(r["sample"]) if r["sample"] else None
+
+
 def row_scorer(r: dict[str, Any], corpus: bool = True) -> Any:
     """The engine's unfitted.Unfitted for a row (recall's evidence from its terms, the
     corpus sample's mean cosine unless `corpus` is false)."""
@@ -203,7 +209,7 @@ def row_scorer(r: dict[str, Any], corpus: bool = True) -> Any:
 
     idf = [idf_of(r["n"], d) for d in r["df"]]
     ev = evidence(r["terms"], idf, r["df"], r["stops"], r["matched"], r["recall"])
-    mean = sum(r["sample"]) / len(r["sample"]) if r["sample"] and corpus else None
+    mean = sample_mean(r) if corpus else None
     near = None if mean is None else lambda: mean
     return Unfitted(Standing(r["model"], r["mean"], r["spread"]), ev, r["reads"], near)
 
@@ -709,7 +715,7 @@ def corpus_gate(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "id": r["id"],
                 "kind": kind,
                 "later": r["set"] in pool.THIRD_SETS,
-                "corpus_z": round(st.z(sum(r["sample"]) / len(r["sample"])), 3),
+                "corpus_z": round(st.z(sample_mean(r)), 3),
             }
         )
     out: dict[str, Any] = {"engine": GATE_CORPUS}
