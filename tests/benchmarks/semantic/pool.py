@@ -63,11 +63,16 @@ OFFTOPIC2 = tuple(f"offtopic2-{lang}" for lang in ("en", "zh", "ko", "ja"))
 # held out from it
 OFFTOPIC3 = ("offtopic3-zh",)
 THIRD_SETS = ("es6", *OFFTOPIC3)
+# written before the corpus's nearness joined the unread path (judged_advjava.json,
+# judged_rustbookja.json, judged_offtopic4.json): held out from it
+OFFTOPIC4 = ("offtopic4-zh", "offtopic4-ja")
+FOURTH_SETS = ("advjava", "rustbookja", *OFFTOPIC4)
 # each off-topic set's file; the first set had a dev half, the later ones are held out
 OFFTOPIC_FILES = {
     **dict.fromkeys(OFFTOPIC, "judged_offtopic.json"),
     **dict.fromkeys(OFFTOPIC2, "judged_offtopic2.json"),
     **dict.fromkeys(OFFTOPIC3, "judged_offtopic3.json"),
+    **dict.fromkeys(OFFTOPIC4, "judged_offtopic4.json"),
 }
 
 

@@ -73,7 +73,14 @@ from citeline.engine.text.terms import is_bigram, query_terms  # noqa: E402
 
 SCRATCH = Path(os.environ.get("CITELINE_SEMANTIC_SCRATCH", "/work/scratch/semantic"))
 FIRST_SETS = ("en", "zh", "tldr", "ref", "cmd", *pool.OFFTOPIC)  # what the rule was chosen on
-SETS = (*FIRST_SETS[:5], *pool.NEW_SETS, *pool.OFFTOPIC, *pool.OFFTOPIC2, *pool.THIRD_SETS)
+SETS = (
+    *FIRST_SETS[:5],
+    *pool.NEW_SETS,
+    *pool.OFFTOPIC,
+    *pool.OFFTOPIC2,
+    *pool.THIRD_SETS,
+    *pool.FOURTH_SETS,
+)
 FIT_SETS = ("en", "zh", "tldr")
 BINS = (0.5, 0.7, 0.9, 1.000001)
 
