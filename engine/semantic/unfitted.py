@@ -26,15 +26,10 @@ candidates:
   questions; recall's first, 11). Whether a model reads CJK is told by the reference
   passages (reference.REFERENCE_TOPICS): a model that reads it puts most CJK passages
   nearest a Latin one on the same topic. For a question in a script the model does not
-  read, the model's cosines with single sections are not used: recall's order stands, and
-  each section scores logistic(UNREAD_SLOPE · (held₀ · (recall / recall₀)^UNREAD_DECAY −
-  UNREAD_UNKNOWN · unknown − UNREAD_HELD + UNREAD_CORPUS · z_corpus)), held₀ the share the
-  first section holds, recall / recall₀ the section's recall score over the first's,
-  z_corpus the corpus sample's standing as in the gate. Averaged over 64 sections, the
-  cosines of a model that sees CJK characters as separate tokens still tell a corpus
-  written about the question's subject from one that is not (MiniLM: off-topic Korean and
-  Japanese questions over tldr stand near 0, Chinese ones over Chinese docs up to 1.05,
-  right first answers of `zh`, `vue` and `es6` up to 3.3).
+  read, the model's cosines are not used: recall's order stands, and each section scores
+  logistic(UNREAD_SLOPE · (held₀ · (recall / recall₀)^UNREAD_DECAY − UNREAD_UNKNOWN ·
+  unknown − UNREAD_HELD)), held₀ the share the first section holds, recall / recall₀ the
+  section's recall score over the first's.
 
 Standard library and the tokenizer's bigram test only: values in, values out.
 """
@@ -60,14 +55,8 @@ GATE_UNKNOWN = 3.0
 # of `cmd`'s, 0.07 from an off-topic question). docs/semantic.md has the table.
 GATE_CORPUS = 2.0
 CORPUS_SAMPLE = 64  # sections of the corpus whose mean cosine says how near the corpus is
-# Chosen on every row measured before `advjava` and `rustbookja` (docs/semantic.md, "The
-# corpus's nearness for a script the model does not read"): no off-topic question answered,
-# then the most right first answers kept, then, among choices within one answer of that,
-# the widest margin (0.034 of the question's weight). UNREAD_HELD was 0.17 without the
-# corpus's nearness.
-UNREAD_HELD = 0.39
+UNREAD_HELD = 0.17
 UNREAD_UNKNOWN = 0.5
-UNREAD_CORPUS = 0.54  # per unit of the corpus sample's z
 # Set before the measurement, not tuned: ±0.1 of the question's weight around the centre
 # spans scores 0.27 to 0.73.
 UNREAD_SLOPE = 10.0
@@ -188,8 +177,7 @@ class Unfitted:
     evidence: Evidence
     reads: bool  # the model reads the query's script
     # the mean cosine of the query with the corpus sample; asked only when the lexical gate
-    # shuts or the model does not read the script (embedding the sample costs
-    # CORPUS_SAMPLE passages once per corpus and model)
+    # shuts (embedding the sample costs CORPUS_SAMPLE passages once per corpus and model)
     corpus: Callable[[], float] | None = None
 
     @property
@@ -215,8 +203,7 @@ class Unfitted:
         if not cosines:
             return []
         if not self.reads:
-            near = self.standing.z(self.corpus()) if self.corpus is not None else 0.0
-            base = UNREAD_UNKNOWN * ev.unknown + UNREAD_HELD - UNREAD_CORPUS * near
+            base = UNREAD_UNKNOWN * ev.unknown + UNREAD_HELD
             return [
                 logistic(UNREAD_SLOPE * (ev.held[0] * r**UNREAD_DECAY - base)) for r in ev.relative
             ]
@@ -231,7 +218,6 @@ __all__ = [
     "GATE_CORPUS",
     "GATE_LACKED",
     "GATE_UNKNOWN",
-    "UNREAD_CORPUS",
     "UNREAD_DECAY",
     "UNREAD_HELD",
     "UNREAD_SLOPE",

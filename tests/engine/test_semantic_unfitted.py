@@ -28,7 +28,6 @@ from citeline.engine.semantic.unfitted import (
     GATE_C0,
     GATE_CORPUS,
     GATE_LACKED,
-    UNREAD_CORPUS,
     UNREAD_HELD,
     UNREAD_UNKNOWN,
     Evidence,
@@ -130,7 +129,7 @@ def test_words_the_corpus_lacks_raise_the_gate() -> None:
 def test_a_corpus_near_the_question_opens_the_gate_and_is_asked_only_when_it_is_shut() -> None:
     """A long question holding little of itself in any one section is answered when the
     corpus as a whole stands near it; the sample is asked for only when the lexical gate
-    shuts."""
+    shuts, and never for a script the model does not read."""
     asked: list[float] = []
 
     def corpus(z: float) -> Callable[[], float]:
@@ -150,7 +149,8 @@ def test_a_corpus_near_the_question_opens_the_gate_and_is_asked_only_when_it_is_
     assert asked == [GATE_CORPUS, GATE_CORPUS - 0.01]
     held = Evidence(held=(1.0, 0.0), relative=(1.0, 0.5), unknown=0.0)
     assert Unfitted(STANDING, held, True, corpus(-9.0)).scores(cosines, "latin")[0] > 0.5
-    assert asked == [GATE_CORPUS, GATE_CORPUS - 0.01]  # not asked: the lexical gate opened
+    assert Unfitted(STANDING, little, False, corpus(9.0)).scores(cosines, "cjk")[0] < 0.5
+    assert asked == [GATE_CORPUS, GATE_CORPUS - 0.01]  # neither asked
 
 
 def test_the_corpus_sample_is_spread_over_the_index() -> None:
@@ -191,35 +191,6 @@ def test_an_unread_script_keeps_recall_s_order_and_ignores_the_cosines() -> None
     above = Evidence(held=(edge + 0.01,), relative=(1.0,), unknown=0.4)
     assert Unfitted(STANDING, below, reads=False).scores([9.0], "cjk")[0] < 0.5
     assert Unfitted(STANDING, above, reads=False).scores([0.0], "cjk")[0] > 0.5
-
-
-def test_an_unread_script_reads_the_corpus_s_nearness() -> None:
-    """For a script the model does not read, a corpus standing near the question lowers the
-    share of it the first section must hold by UNREAD_CORPUS per unit of the sample's z, and
-    a corpus farther than the reference passages raises it; the order stays recall's."""
-    asked: list[int] = []
-
-    def corpus(z: float) -> Callable[[], float]:
-        def mean() -> float:
-            asked.append(1)
-            return z  # STANDING: the mean cosine is its own z
-
-        return mean
-
-    edge = UNREAD_HELD + UNREAD_UNKNOWN * 0.4 - UNREAD_CORPUS * 0.5
-    assert 0 < edge < 1
-    below = Evidence(held=(edge - 0.01, 0.0), relative=(1.0, 0.9), unknown=0.4)
-    above = Evidence(held=(edge + 0.01, 0.0), relative=(1.0, 0.9), unknown=0.4)
-    assert Unfitted(STANDING, below, False, corpus(0.5)).scores([9.0, 0.0], "cjk")[0] < 0.5
-    got = Unfitted(STANDING, above, False, corpus(0.5)).scores([0.0, 9.0], "cjk")
-    assert got[0] > 0.5 and got[0] > got[1]
-    assert Unfitted(STANDING, above, False, corpus(0.0)).scores([0.0, 9.0], "cjk")[0] < 0.5
-    far = Unfitted(STANDING, above, False, corpus(-0.5)).scores([0.0, 9.0], "cjk")[0]
-    assert far < Unfitted(STANDING, above, False, corpus(0.0)).scores([0.0, 9.0], "cjk")[0]
-    assert len(asked) == 5
-    # without a corpus (an empty index) the nearness counts 0
-    none = Evidence(held=(UNREAD_HELD + 0.01,), relative=(1.0,), unknown=0.0)
-    assert Unfitted(STANDING, none, reads=False).scores([0.0], "cjk")[0] > 0.5
 
 
 def test_hybrid_keeps_recall_s_order_for_a_script_the_model_does_not_read() -> None:
