@@ -705,7 +705,8 @@ def corpus_gate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     shuts: the standing z of its mean cosine with the corpus sample. The values of
     GATE_CORPUS that open none of those off-topic questions and every one of those right
     first answers lie between the highest of the first and the lowest of the second; the
-    sets written after the constant (pool.THIRD_SETS) are reported apart."""
+    sets written after the constant (pool.THIRD_SETS, then pool.FOURTH_SETS) are reported
+    apart."""
     shut: list[dict[str, Any]] = []
     for r in rows:
         if not r["cos"] or not r["reads"] or not r["sample"]:
@@ -721,13 +722,13 @@ def corpus_gate(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "model": r["model"],
                 "id": r["id"],
                 "kind": kind,
-                "later": r["set"] in pool.THIRD_SETS,
+                "batch": batch_of(r["set"]),
                 "corpus_z": round(st.z(sample_mean(r)), 3),
             }
         )
     out: dict[str, Any] = {"engine": GATE_CORPUS}
-    for name, later in (("before", False), ("third_sets", True)):
-        mine = [x for x in shut if x["later"] == later]
+    for name in ("before", "third_sets", "fourth_sets"):
+        mine = [x for x in shut if x["batch"] == name]
         off = [x["corpus_z"] for x in mine if x["kind"] == "off-topic"]
         right = [x["corpus_z"] for x in mine if x["kind"] == "right"]
         out[name] = {
@@ -736,6 +737,88 @@ def corpus_gate(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "offtopic_opened": sum(z >= GATE_CORPUS for z in off),
             "right_opened": f"{sum(z >= GATE_CORPUS for z in right)}/{len(right)}",
             "questions": sorted(mine, key=lambda x: x["corpus_z"]),
+        }
+    return out
+
+
+def batch_of(name: str) -> str:
+    """Which batch of judged sets a set belongs to: written before the corpus's nearness,
+    after it (pool.THIRD_SETS), or after the held-out check of the unread path
+    (pool.FOURTH_SETS)."""
+    if name in pool.THIRD_SETS:
+        return "third_sets"
+    return "fourth_sets" if name in pool.FOURTH_SETS else "before"
+
+
+# 4eda300, reverted in 0cbf145: (UNREAD_HELD, UNREAD_UNKNOWN, UNREAD_CORPUS)
+UNREAD_TRIED = (0.39, 0.5, 0.54)
+UNREAD_BOUND_GRID = [
+    (h / 100, u / 20, w / 50) for h in range(101) for u in range(41) for w in range(0, 76, 2)
+]
+
+
+def unread_outcome(
+    feats: list[tuple[Any, ...]], fixed: dict[str, tuple[int, int]], h: float, u: float, w: float
+) -> tuple[int, float, dict[str, str]]:
+    """(off-topic questions answered, worst set's share of right first answers kept, kept
+    per set) of the unread rule (h, u, w) over unread_bound's features, the read questions
+    of the same sets (`fixed`: kept, right first answers) counted as they are."""
+    off = 0
+    kept = {name: list(k_n) for name, k_n in fixed.items()}
+    for name, is_off, right, held, unknown, zc in feats:
+        yes = held - u * unknown - h + w * zc >= 0
+        off += is_off and yes
+        if right:
+            kept[name][0] += yes
+            kept[name][1] += 1
+    worst = min(k / n for k, n in kept.values() if n)
+    return off, worst, {name: f"{k}/{n}" for name, (k, n) in kept.items()}
+
+
+def unread_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule for a script the model does not read, judged with every question in view.
+    A question is answered iff held₀ − unknown·U − H + W·z_corpus >= 0 (the engine's rule
+    has W = 0; UNREAD_TRIED had W > 0); recall's first section comes first. For each
+    number n, the best share of right first answers kept on the worst set with at most n
+    off-topic questions answered (the read questions of the same sets counted as the
+    engine scores them), over H 0–1, U 0–2 and W 0–1.5: no rule of the family does
+    better on these sets, since the sets it is judged on are the sets it is chosen on."""
+    out: dict[str, Any] = {}
+    for model in sorted({r["model"] for r in rows if r["cos"] and not r["reads"]}):
+        mine = [r for r in rows if r["model"] == model]
+        sets = sorted({r["set"] for r in mine if not r["reads"] and r["answered"]})
+        fixed = {}
+        for name in sets:
+            read = [r for r in mine if r["set"] == name and r["reads"]]
+            t = targets(read, unfitted_score) if read else {}
+            fixed[name] = (
+                round(t.get("right_first_kept", 0) * t.get("right_first", 0)),
+                t.get("right_first", 0),
+            )
+        feats = []
+        for r in mine:
+            if r["reads"] or not r["cos"]:
+                continue
+            scorer = row_scorer(r)
+            ev = scorer.evidence
+            zc = scorer.standing.z(sample_mean(r) or 0.0)
+            right = bool(r["answered"] and r["labels"][0])
+            feats.append((r["set"], not r["answered"], right, ev.held[0], ev.unknown, zc))
+
+        frontier: dict[str, dict[int, float]] = {"without_corpus": {}, "with_corpus": {}}
+        for h, u, w in UNREAD_BOUND_GRID:
+            off, worst, _ = unread_outcome(feats, fixed, h, u, w)
+            for family in ("with_corpus",) + (("without_corpus",) if w == 0 else ()):
+                best = frontier[family]
+                best[off] = max(best.get(off, 0.0), round(worst, 3))
+        out[model] = {
+            "questions": len(feats),
+            "engine": unread_outcome(feats, fixed, UNREAD_HELD, UNREAD_UNKNOWN, 0.0),
+            "tried": unread_outcome(feats, fixed, *UNREAD_TRIED),
+            "best_worst_set_with_at_most_n_offtopic_answered": {
+                family: {n: max(v for k, v in best.items() if k <= n) for n in range(6)}
+                for family, best in frontier.items()
+            },
         }
     return out
 
@@ -786,6 +869,7 @@ def main(argv: list[str] | None = None) -> int:
         result["lexical_bound"] = lexical_bound(rows)
         result["spent_choice"] = spent_choice(rows)
         result["corpus_gate"] = corpus_gate(rows)
+        result["unread_bound"] = unread_bound(rows)
     json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
