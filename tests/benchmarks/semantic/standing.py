@@ -757,6 +757,30 @@ UNREAD_BOUND_GRID = [
 ]
 
 
+def unread_models(rows: list[dict[str, Any]]) -> list[str]:
+    """The models with questions in a script they do not read."""
+    return sorted({r["model"] for r in rows if r["cos"] and not r["reads"]})
+
+
+def unread_split(
+    rows: list[dict[str, Any]], model: str
+) -> tuple[dict[str, tuple[int, int]], list[dict[str, Any]]]:
+    """For one model: the right first answers kept and counted among the questions it reads
+    of each set that also holds questions it does not read (the engine's scores), and the
+    rows of the questions it does not read."""
+    mine = [r for r in rows if r["model"] == model]
+    unread = [r for r in mine if not r["reads"] and r["cos"]]
+    fixed = {}
+    for name in sorted({r["set"] for r in unread if r["answered"]}):
+        read = [r for r in mine if r["set"] == name and r["reads"]]
+        t = targets(read, unfitted_score) if read else {}
+        fixed[name] = (
+            round(t.get("right_first_kept", 0) * t.get("right_first", 0)),
+            t.get("right_first", 0),
+        )
+    return fixed, unread
+
+
 def unread_outcome(
     feats: list[tuple[Any, ...]], fixed: dict[str, tuple[int, int]], h: float, u: float, w: float
 ) -> tuple[int, float, dict[str, str]]:
@@ -784,21 +808,10 @@ def unread_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
     engine scores them), over H 0–1, U 0–2 and W 0–1.5: no rule of the family does
     better on these sets, since the sets it is judged on are the sets it is chosen on."""
     out: dict[str, Any] = {}
-    for model in sorted({r["model"] for r in rows if r["cos"] and not r["reads"]}):
-        mine = [r for r in rows if r["model"] == model]
-        sets = sorted({r["set"] for r in mine if not r["reads"] and r["answered"]})
-        fixed = {}
-        for name in sets:
-            read = [r for r in mine if r["set"] == name and r["reads"]]
-            t = targets(read, unfitted_score) if read else {}
-            fixed[name] = (
-                round(t.get("right_first_kept", 0) * t.get("right_first", 0)),
-                t.get("right_first", 0),
-            )
+    for model in unread_models(rows):
+        fixed, unread = unread_split(rows, model)
         feats = []
-        for r in mine:
-            if r["reads"] or not r["cos"]:
-                continue
+        for r in unread:
             scorer = row_scorer(r)
             ev = scorer.evidence
             zc = scorer.standing.z(sample_mean(r) or 0.0)
@@ -820,6 +833,87 @@ def unread_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 for family, best in frontier.items()
             },
         }
+    return out
+
+
+UNREAD_FEATURES = (
+    "held",  # the share of the query's weight recall's first section holds
+    "unknown",  # the share no section holds
+    "corpus_z",  # the corpus sample's standing
+    "bm25_share",  # recall's first score over the query's summed idf
+    "second_over_first",  # recall's second score over its first
+    "terms_matched",  # the share of the query's terms the first section holds
+    "longest_run",  # the longest chain of adjacent query bigrams the first section holds
+    "model_z",  # the model's own standing of the first section
+    "latin_matched",  # Latin words of the query the first section holds
+    "terms",  # the number of the query's terms
+    "held_by_three",  # the share recall's first three sections hold together
+)
+
+
+def unread_row_features(r: dict[str, Any]) -> list[float]:
+    """UNREAD_FEATURES of one question in a script the model does not read."""
+    from citeline.engine.rank.rank import idf_of
+
+    scorer = row_scorer(r)
+    idf = [idf_of(r["n"], d) for d in r["df"]]
+    total = sum(idf) or 1.0
+    first = set(r["matched"][0])
+    three = set().union(*(set(m) for m in r["matched"][:3]))
+    run = longest = 0
+    for i, t in enumerate(r["terms"]):
+        chained = (
+            i > 0
+            and r["terms"][i - 1] in first
+            and is_bigram(t)
+            and is_bigram(r["terms"][i - 1])
+            and r["terms"][i - 1][1] == t[0]
+        )
+        run = (run + 1 if chained else 1) if t in first else 0
+        longest = max(longest, run)
+    latin = [t for t in r["terms"] if t in first and not is_bigram(t) and t.isascii()]
+    return [
+        scorer.evidence.held[0],
+        scorer.evidence.unknown,
+        scorer.standing.z(sample_mean(r) or 0.0),
+        r["recall"][0] / total,
+        r["recall"][1] / r["recall"][0] if len(r["recall"]) > 1 and r["recall"][0] else 0.0,
+        len(first) / len(r["terms"]),
+        float(longest),
+        scorer.standing.z(r["cos"][0]),
+        float(len(latin)),
+        float(len(r["terms"])),
+        sum(w for t, w in zip(r["terms"], idf, strict=True) if t in three) / total,
+    ]
+
+
+def unread_pairs(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Beyond unread_bound's family: every rule a·f + b·g >= c over two of UNREAD_FEATURES
+    (the direction (a, b) by 3°), its threshold c just above the highest off-topic
+    question, so that none is answered; with every question in view, the best share of
+    right first answers kept on the worst set, and the rule that gives it."""
+    out: dict[str, Any] = {}
+    for model in unread_models(rows):
+        fixed, unread = unread_split(rows, model)
+        feats = [unread_row_features(r) for r in unread]
+        best: tuple[float, str] = (-1.0, "")
+        n = len(UNREAD_FEATURES)
+        for i in range(n):
+            for j in range(i, n):
+                for degrees in range(0, 360, 3) if j > i else (0, 180):
+                    a, b = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
+                    proj = [a * f[i] + (b * f[j] if j > i else 0.0) for f in feats]
+                    line = max(p for p, r in zip(proj, unread, strict=True) if not r["answered"])
+                    kept = {name: list(k_n) for name, k_n in fixed.items()}
+                    for p, r in zip(proj, unread, strict=True):
+                        if r["answered"] and r["labels"][0]:
+                            kept[r["set"]][0] += p > line
+                            kept[r["set"]][1] += 1
+                    worst = min(k / m for k, m in kept.values() if m)
+                    if worst > best[0]:
+                        rule = f"{UNREAD_FEATURES[i]}, {UNREAD_FEATURES[j]} at {degrees}°"
+                        best = (worst, rule)
+        out[model] = {"best_worst_set_no_offtopic_answered": round(best[0], 3), "rule": best[1]}
     return out
 
 
@@ -870,6 +964,7 @@ def main(argv: list[str] | None = None) -> int:
         result["spent_choice"] = spent_choice(rows)
         result["corpus_gate"] = corpus_gate(rows)
         result["unread_bound"] = unread_bound(rows)
+        result["unread_pairs"] = unread_pairs(rows)
     json.dump(result, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
