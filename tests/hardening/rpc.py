@@ -182,6 +182,23 @@ def engine_job_log(srv: RawServer) -> list[tuple[str, str, float, int]]:
     return found
 
 
-def engine_jobs(srv: RawServer, title: str) -> list[str]:
-    """How each engine job named `title` ended."""
-    return [how for name, how, _, _ in engine_job_log(srv) if name == title]
+def logged_jobs(
+    srv: RawServer, done: Any, timeout: float = 30.0
+) -> list[tuple[str, str, float, int]]:
+    """engine_job_log once `done(log)` holds, or at the deadline. The log comes on stderr,
+    which another thread reads than the one reading the answers, so a job's line can arrive
+    after its answer (CI once saw a finished job missing from the log just read)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = engine_job_log(srv)
+        if done(found) or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.02)
+
+
+def engine_jobs(srv: RawServer, title: str, at_least: int = 0, timeout: float = 30.0) -> list[str]:
+    """How each engine job named `title` ended, once at least `at_least` of them have."""
+    found = logged_jobs(
+        srv, lambda log: sum(entry[0] == title for entry in log) >= at_least, timeout
+    )
+    return [how for name, how, _, _ in found if name == title]

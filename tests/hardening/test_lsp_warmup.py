@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rpc import RawServer, engine_job_log, workspace
+from rpc import RawServer, logged_jobs, workspace
 
 FILES = 1500
 
@@ -29,7 +29,9 @@ def test_requests_wait_for_the_warm_up(tmp_path: Path) -> None:
         assert srv.response(search, timeout=120)["result"]["total"] > 0
         assert srv.response(symbols, timeout=120)["result"]
         latency = time.monotonic() - sent
-        jobs = [(name, s, n) for name, how, s, n in engine_job_log(srv) if how == "finished"]
+        titles = {"citeline: indexing", "citeline.search", "citeline: symbols"}
+        log = logged_jobs(srv, lambda log: titles <= {e[0] for e in log if e[1] == "finished"})
+        jobs = [(name, s, n) for name, how, s, n in log if how == "finished"]
     finally:
         srv.close()
     timed = {name: secs for name, secs, _ in jobs}  # each title ends once here
