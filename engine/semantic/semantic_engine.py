@@ -107,7 +107,7 @@ class SemanticRuntime:
         self._store: Store | None = None
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._reads_cjk: dict[str, bool] = {}  # unfitted.reads_cjk, by model id
-        self._centroids: OrderedDict[tuple[str, str, int], list[float]] = OrderedDict()
+        self._centroids: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
         self._remembered: Remembered | None = None
         # (model id, snapshot revision) of this thread's last answer, and of the last
         # snapshot given to the worker: a request on a snapshot the worker already has
@@ -194,7 +194,7 @@ class SemanticRuntime:
         """The query's mean cosine with the corpus sample (unfitted.sample_positions), whose
         vectors are embedded once per corpus and model, then cached; their centroid is kept
         per model and snapshot (a function of both), so a request takes one product."""
-        key = (backend.model_id, p.snapshot.revision, p.index.n)
+        key = (backend.model_id, p.snapshot.revision)  # the index: recall's, of the snapshot
         with self._lock:
             centre = self._centroids.get(key)
         if centre is None:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -182,9 +183,10 @@ def engine_job_log(srv: RawServer) -> list[tuple[str, str, float, int]]:
     return found
 
 
-def logged_jobs(
-    srv: RawServer, done: Any, timeout: float = 30.0
-) -> list[tuple[str, str, float, int]]:
+JobLog = list[tuple[str, str, float, int]]
+
+
+def logged_jobs(srv: RawServer, done: Callable[[JobLog], bool], timeout: float = 30.0) -> JobLog:
     """engine_job_log once `done(log)` holds, or at the deadline. The log comes on stderr,
     which another thread reads than the one reading the answers, so a job's line can arrive
     after its answer (CI once saw a finished job missing from the log just read)."""

@@ -810,13 +810,15 @@ def unread_bound(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for model in unread_models(rows):
         fixed, unread = unread_split(rows, model)
-        feats = []
-        for r in unread:
-            scorer = row_scorer(r)
-            ev = scorer.evidence
-            zc = scorer.standing.z(sample_mean(r) or 0.0)
-            right = bool(r["answered"] and r["labels"][0])
-            feats.append((r["set"], not r["answered"], right, ev.held[0], ev.unknown, zc))
+        feats = [  # (set, off-topic, right first answer, held, unknown, corpus_z)
+            (
+                r["set"],
+                not r["answered"],
+                bool(r["answered"] and r["labels"][0]),
+                *unread_row_features(r)[:3],
+            )
+            for r in unread
+        ]
 
         frontier: dict[str, dict[int, float]] = {"without_corpus": {}, "with_corpus": {}}
         for h, u, w in UNREAD_BOUND_GRID:
